@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The contract between the XDP capture program and userspace: the metadata
+ * record in front of every sample, the per-CPU counters, and the limits.
+ * Included by the BPF C program and by the C++ side; both check the layout.
+ */
+#ifndef XDPCAP_ABI_H
+#define XDPCAP_ABI_H
+
+#include <linux/types.h>
+#ifdef __cplusplus
+#include <cstddef>
+#endif
+
+/* 'XDPC' in the high 24 bits, ABI version in the low byte. */
+#define XDPCAP_META_MAGIC 0x58445000u
+#define XDPCAP_ABI_VERSION 1u
+#define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
+
+/*
+ * Largest number of packet bytes copied per sample. A perf record's size is a
+ * u16: perf header (8) + raw size (4) + metadata + sample, rounded up to 8,
+ * must stay below 64 KiB.
+ */
+#define XDPCAP_MAX_SAMPLE_SIZE 65024u
+
+struct xdpcap_meta {
+	__u32 tag;          /* XDPCAP_META_TAG */
+	__u32 ifindex;      /* ingress interface */
+	__u32 rx_queue;     /* RX queue index */
+	__u32 orig_len;     /* full frame length, all fragments */
+	__u32 cap_len;      /* bytes of frame that follow this header */
+	__u32 drops_before; /* samples this CPU failed to output since its previous sample */
+	__u64 tstamp_ns;    /* CLOCK_MONOTONIC */
+};
+
+/* One entry of the per-CPU counters array (key 0). */
+struct xdpcap_counters {
+	__u64 seen;          /* packets the program ran on */
+	__u64 sampled;       /* samples written into the ring */
+	__u64 output_failed; /* bpf_perf_event_output errors, all causes */
+	__u64 ring_full;     /* of which -ENOSPC: the CPU's ring was full */
+	__u64 pending_drops; /* failures since the last successful sample */
+};
+
+#define XDPCAP_PERF_HEADER_SIZE 8u  /* struct perf_event_header */
+#define XDPCAP_RAW_SIZE_FIELD 4u    /* u32 in front of PERF_SAMPLE_RAW data */
+
+#ifdef __cplusplus
+static_assert(sizeof(struct xdpcap_meta) == 32, "xdpcap_meta ABI size");
+static_assert(offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
+static_assert(sizeof(struct xdpcap_counters) == 40, "xdpcap_counters ABI size");
+static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 32u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
+              "largest perf record must fit the u16 size field");
+#else
+_Static_assert(sizeof(struct xdpcap_meta) == 32, "xdpcap_meta ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
+_Static_assert(sizeof(struct xdpcap_counters) == 40, "xdpcap_counters ABI size");
+#endif
+
+#endif /* XDPCAP_ABI_H */

@@ -1,0 +1,151 @@
+#include "app.hpp"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "capture.hpp"
+#include "clock.hpp"
+#include "error.hpp"
+#include "host.hpp"
+#include "loader.hpp"
+#include "packet_output.hpp"
+#include "rings.hpp"
+#include "version.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+// The kernel wakes us when a quarter of a ring is full; the drain timer
+// covers quieter traffic.
+uint32_t wakeup_bytes_for(size_t ring_bytes)
+{
+    return static_cast<uint32_t>(ring_bytes / 4);
+}
+
+void check_ring_fits_records(const Config& config)
+{
+    const size_t ring_bytes = static_cast<size_t>(config.ring_pages) * 4096;
+    const size_t record = record_size_for(config.snaplen);
+    if (ring_bytes < 2 * record)
+        throw Error("--ring-pages " + std::to_string(config.ring_pages) + " is too small for snapshot length " +
+                    std::to_string(config.snaplen) + ": each ring must hold at least two " + std::to_string(record) +
+                    "-byte records");
+}
+
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInfo& iface, const PerfRings& rings,
+                                                              const Config& config, XdpMode mode)
+{
+    const std::string os = host_os();
+    std::vector<pcapng::InterfaceDescription> idbs;
+    for (size_t ring = 0; ring < rings.count(); ++ring) {
+        pcapng::InterfaceDescription idb;
+        idb.snaplen = config.snaplen;
+        idb.name = iface.name + "@cpu" + std::to_string(rings.cpu(ring));
+        idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
+            std::to_string(rings.cpu(ring)) + ", XDP " + xdp_mode_name(mode) + " mode" +
+            (iface.driver.empty() ? "" : ", driver " + iface.driver);
+        idb.filter = config.filter;
+        idb.os = os;
+        idb.hardware = iface.bus;
+        idbs.push_back(std::move(idb));
+    }
+    return idbs;
+}
+
+std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
+                                                              uint64_t end_ns)
+{
+    std::vector<pcapng::InterfaceStatistics> isbs;
+    for (size_t i = 0; i < stats.size(); ++i) {
+        const CpuStats& s = stats[i];
+        pcapng::InterfaceStatistics isb;
+        isb.interface_id = static_cast<uint32_t>(i);
+        isb.timestamp_ns = end_ns;
+        isb.start_ns = start_ns;
+        isb.end_ns = end_ns;
+        isb.if_received = s.kernel.seen;
+        isb.os_dropped = s.kernel.output_failed + s.ring.invalid;
+        isb.user_delivered = s.ring.written;
+        isbs.push_back(isb);
+    }
+    return isbs;
+}
+
+// Removes an output file we created if setup fails before capture starts.
+class OutputGuard {
+public:
+    explicit OutputGuard(Sink& sink) : sink_(&sink) {}
+    ~OutputGuard()
+    {
+        if (sink_)
+            sink_->discard();
+    }
+    void release() { sink_ = nullptr; }
+    OutputGuard(const OutputGuard&) = delete;
+    OutputGuard& operator=(const OutputGuard&) = delete;
+
+private:
+    Sink* sink_;
+};
+
+} // namespace
+
+int run_capture(const Config& config)
+{
+    UniqueFd signals = block_capture_signals();
+    const InterfaceInfo iface = lookup_interface(config.interface);
+    require_capture_privileges();
+    check_ring_fits_records(config);
+    refuse_if_xdp_attached(iface.ifindex, iface.name);
+
+    Sink sink = config.writes_pcapng() && !config.writes_to_stdout() ? Sink::open_file(*config.output)
+                                                                     : Sink::standard_output();
+    OutputGuard guard(sink);
+
+    CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex);
+    PerfRings rings(program.events_map_fd(),
+                    RingSettings{config.ring_pages, wakeup_bytes_for(static_cast<size_t>(config.ring_pages) * 4096)});
+
+    std::vector<std::string> names;
+    for (size_t ring = 0; ring < rings.count(); ++ring)
+        names.push_back(iface.name + "@cpu" + std::to_string(rings.cpu(ring)));
+
+    program.attach(iface.ifindex, config.xdp_mode, iface.name);
+    const ClockOffset clock = measure_clock_offset();
+    const uint64_t start_ns = now_ns(CLOCK_REALTIME);
+
+    guard.release();
+    PacketOutput output(std::move(sink),
+                        config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
+                        config.packet_buffered, std::move(names));
+    CaptureLoop loop(program, rings, output, std::move(signals), clock,
+                     CaptureLoop::Options{config.count, config.verbose, 50});
+    try {
+        output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
+                     describe_interfaces(iface, rings, config, program.attached_mode()));
+    } catch (const OutputClosed&) {
+        return kExitOk;
+    }
+
+    if (!config.quiet)
+        std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
+                     iface.name.c_str(), config.snaplen);
+
+    const StopReason reason = loop.run();
+    loop.detach_and_drain();
+    const auto stats = loop.stats();
+    if (reason != StopReason::ReaderGone) {
+        try {
+            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME)));
+        } catch (const OutputClosed&) {
+        }
+    }
+    if (reason == StopReason::InterfaceGone)
+        std::fprintf(stderr, "xdpcap: %s went away; capture stopped\n", iface.name.c_str());
+    std::fputs(format_stats(stats, config.verbose).c_str(), stderr);
+    return reason == StopReason::InterfaceGone ? kExitRuntime : kExitOk;
+}
+
+} // namespace xdpcap

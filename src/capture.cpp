@@ -1,0 +1,215 @@
+#include "capture.hpp"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "error.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+constexpr uint64_t kTimerToken = ~uint64_t{0};
+constexpr uint64_t kSignalToken = ~uint64_t{0} - 1;
+
+sigset_t capture_signal_set()
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGPIPE})
+        sigaddset(&set, sig);
+    return set;
+}
+
+void epoll_add(int epoll_fd, int fd, uint64_t token)
+{
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = token;
+    if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        throw Error("epoll_ctl: " + errno_text(errno));
+}
+
+} // namespace
+
+UniqueFd block_capture_signals()
+{
+    const sigset_t set = capture_signal_set();
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
+        throw Error("cannot block signals: " + errno_text(errno));
+    UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd)
+        throw Error("signalfd: " + errno_text(errno));
+    return fd;
+}
+
+CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, UniqueFd signals,
+                         ClockOffset clock, Options options)
+    : program_(program), rings_(rings), output_(output), signals_(std::move(signals)), clock_(clock),
+      options_(options), tallies_(rings.count()), scratch_(kMaxRecordSize)
+{
+    epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_)
+        throw Error("epoll_create1: " + errno_text(errno));
+    timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!timer_)
+        throw Error("timerfd_create: " + errno_text(errno));
+    const long interval_ns = static_cast<long>(options_.drain_interval_ms) * 1'000'000L;
+    itimerspec spec{};
+    spec.it_interval.tv_sec = interval_ns / 1'000'000'000L;
+    spec.it_interval.tv_nsec = interval_ns % 1'000'000'000L;
+    spec.it_value = spec.it_interval;
+    if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) != 0)
+        throw Error("timerfd_settime: " + errno_text(errno));
+
+    epoll_add(epoll_.get(), timer_.get(), kTimerToken);
+    epoll_add(epoll_.get(), signals_.get(), kSignalToken);
+    for (size_t i = 0; i < rings_.count(); ++i)
+        epoll_add(epoll_.get(), rings_.fd(i), i);
+}
+
+StopReason CaptureLoop::run()
+{
+    constexpr int kMaxEvents = 64;
+    epoll_event events[kMaxEvents];
+    try {
+        for (;;) {
+            const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, -1);
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                throw Error("epoll_wait: " + errno_text(errno), kExitRuntime);
+            }
+            bool stop = false;
+            bool timer_fired = false;
+            for (int i = 0; i < n; ++i) {
+                if (events[i].data.u64 == kSignalToken) {
+                    stop = handle_signals() || stop;
+                } else if (events[i].data.u64 == kTimerToken) {
+                    uint64_t expirations;
+                    (void)!::read(timer_.get(), &expirations, sizeof expirations);
+                    timer_fired = true;
+                }
+                // Ring readiness needs no per-fd work: every ring is drained below.
+            }
+            drain_all();
+            output_.end_batch();
+            if (timer_fired) {
+                output_.flush();
+                if (program_.link_defunct())
+                    return StopReason::InterfaceGone;
+            }
+            if (count_reached_)
+                return StopReason::CountReached;
+            if (stop)
+                return StopReason::Signal;
+        }
+    } catch (const OutputClosed&) {
+        output_gone_ = true;
+        return StopReason::ReaderGone;
+    }
+}
+
+bool CaptureLoop::handle_signals()
+{
+    bool stop = false;
+    signalfd_siginfo info;
+    while (::read(signals_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        if (info.ssi_signo == SIGUSR1)
+            print_stats();
+        else
+            stop = true; // SIGINT, SIGTERM, SIGHUP; SIGPIPE means the reader left
+    }
+    return stop;
+}
+
+void CaptureLoop::drain_all()
+{
+    for (size_t ring = 0; ring < rings_.count(); ++ring)
+        drain_ring(ring);
+}
+
+void CaptureLoop::drain_ring(size_t ring)
+{
+    RingTally& tally = tallies_[ring];
+    const auto interface_id = static_cast<uint32_t>(ring);
+    rings_.reader(ring).drain(
+        [&](const uint8_t* record, size_t size) {
+            const DecodedRecord decoded = decode_record(record, size);
+            switch (decoded.kind) {
+            case RecordKind::Sample:
+                ++tally.samples;
+                if (count_reached_ || output_gone_) {
+                    ++tally.discarded;
+                    break;
+                }
+                output_.write(interface_id, decoded.sample, monotonic_to_realtime(decoded.sample.tstamp_ns, clock_));
+                ++tally.written;
+                if (options_.count && ++written_ >= *options_.count)
+                    count_reached_ = true;
+                break;
+            case RecordKind::Lost:
+                tally.lost_records += decoded.lost;
+                break;
+            case RecordKind::Invalid:
+                ++tally.invalid;
+                break;
+            case RecordKind::Other:
+                break;
+            }
+            return true;
+        },
+        scratch_.data(), corrupt_);
+}
+
+void CaptureLoop::detach_and_drain()
+{
+    program_.detach();
+    // A program that started before the detach may still be running on
+    // another CPU: drain until every sample the kernel counted is consumed.
+    using namespace std::chrono_literals;
+    const auto deadline = std::chrono::steady_clock::now() + 500ms;
+    int quiet_rounds = 0;
+    while (quiet_rounds < 2 && std::chrono::steady_clock::now() < deadline) {
+        drain_all();
+        const auto counters = program_.read_counters();
+        bool settled = true;
+        for (size_t ring = 0; ring < rings_.count(); ++ring) {
+            const auto& k = counters[static_cast<size_t>(rings_.cpu(ring))];
+            if (k.seen != k.sampled + k.output_failed || tallies_[ring].samples != k.sampled)
+                settled = false;
+        }
+        quiet_rounds = settled ? quiet_rounds + 1 : 0;
+        if (quiet_rounds < 2)
+            std::this_thread::sleep_for(5ms);
+    }
+}
+
+std::vector<CpuStats> CaptureLoop::stats() const
+{
+    const auto counters = program_.read_counters();
+    std::vector<CpuStats> out;
+    out.reserve(rings_.count());
+    for (size_t ring = 0; ring < rings_.count(); ++ring) {
+        const int cpu = rings_.cpu(ring);
+        out.push_back(CpuStats{cpu, counters[static_cast<size_t>(cpu)], tallies_[ring]});
+    }
+    return out;
+}
+
+void CaptureLoop::print_stats() const
+{
+    const std::string text = format_stats(stats(), options_.verbose);
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+}
+
+} // namespace xdpcap

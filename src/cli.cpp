@@ -1,0 +1,171 @@
+#include "cli.hpp"
+
+#include <charconv>
+#include <cxxopts.hpp>
+
+#include "error.hpp"
+#include "version.hpp"
+
+namespace xdpcap {
+
+const char* xdp_mode_name(XdpMode mode)
+{
+    switch (mode) {
+    case XdpMode::Native:
+        return "native";
+    case XdpMode::Generic:
+        return "generic";
+    case XdpMode::Auto:
+        break;
+    }
+    return "auto";
+}
+
+namespace {
+
+// Whole-string unsigned decimal; anything else (sign, junk, overflow) is rejected.
+std::optional<uint64_t> parse_unsigned(const std::string& text)
+{
+    uint64_t value = 0;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (text.empty() || ec != std::errc() || ptr != end)
+        return std::nullopt;
+    return value;
+}
+
+bool looks_negative(const std::string& text)
+{
+    return !text.empty() && text[0] == '-' && parse_unsigned(text.substr(1)).has_value();
+}
+
+uint64_t parse_count(const std::string& text)
+{
+    auto value = parse_unsigned(text);
+    if (!value || *value == 0)
+        throw Error("invalid packet count '" + text + "': expected a whole number of at least 1");
+    return *value;
+}
+
+uint32_t parse_snaplen(const std::string& text)
+{
+    if (looks_negative(text))
+        throw Error("invalid snapshot length '" + text + "': must not be negative");
+    auto value = parse_unsigned(text);
+    if (!value)
+        throw Error("invalid snapshot length '" + text + "': expected a whole number of bytes");
+    // As in tcpdump: 0 or anything above the maximum means the maximum.
+    if (*value == 0 || *value > kMaxSnaplen)
+        return kMaxSnaplen;
+    return static_cast<uint32_t>(*value);
+}
+
+uint32_t parse_ring_pages(const std::string& text)
+{
+    auto value = parse_unsigned(text);
+    if (!value || *value == 0 || *value > kMaxRingPages || (*value & (*value - 1)) != 0)
+        throw Error("invalid --ring-pages '" + text + "': expected a power of two from 1 to " +
+                    std::to_string(kMaxRingPages));
+    return static_cast<uint32_t>(*value);
+}
+
+XdpMode parse_xdp_mode(const std::string& text)
+{
+    if (text == "auto")
+        return XdpMode::Auto;
+    if (text == "native" || text == "drv")
+        return XdpMode::Native;
+    if (text == "generic" || text == "skb")
+        return XdpMode::Generic;
+    throw Error("invalid --xdp-mode '" + text + "': expected native, generic or auto");
+}
+
+void check_interface_name(const std::string& name)
+{
+    constexpr size_t kIfNameMax = 15; // IFNAMSIZ - 1
+    if (name.empty())
+        throw Error("interface name must not be empty");
+    if (name.size() > kIfNameMax)
+        throw Error("interface name '" + name + "' is too long (at most 15 characters)");
+    if (name.find('/') != std::string::npos || name.find_first_of(" \t\n:") != std::string::npos)
+        throw Error("interface name '" + name + "' contains a character interfaces cannot have");
+}
+
+cxxopts::Options make_options()
+{
+    cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
+    options.custom_help("[-hqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
+                        "         [--xdp-mode MODE] [--ring-pages N]");
+    options.positional_help("[expression]");
+    // clang-format off
+    options.add_options()
+        ("i,interface", "Capture on IFACE (required)", cxxopts::value<std::string>(), "IFACE")
+        ("w,write", "Write pcapng to FILE, or to standard output with -", cxxopts::value<std::string>(), "FILE")
+        ("s,snapshot-length", "Keep at most SNAPLEN bytes of each packet; 0 means the maximum, " +
+             std::to_string(kMaxSnaplen), cxxopts::value<std::string>(), "SNAPLEN")
+        ("c,count", "Stop after writing COUNT packets", cxxopts::value<std::string>(), "COUNT")
+        ("U,packet-buffered", "Flush the output after every packet")
+        ("v,verbose", "Print per-CPU statistics")
+        ("q,quiet", "Print no start line and, without -w, no packet lines")
+        ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
+        ("ring-pages", "Per-CPU ring size in pages, a power of two",
+             cxxopts::value<std::string>()->default_value(std::to_string(kDefaultRingPages)), "N")
+        ("h,help", "Print this help and exit")
+        ("version", "Print the version and exit")
+        ("expression", "Filter expression", cxxopts::value<std::vector<std::string>>());
+    // clang-format on
+    options.parse_positional({"expression"});
+    return options;
+}
+
+} // namespace
+
+CliOutcome parse_cli(int argc, const char* const* argv)
+{
+    auto options = make_options();
+    cxxopts::ParseResult result;
+    try {
+        result = options.parse(argc, argv);
+    } catch (const cxxopts::exceptions::exception& e) {
+        throw Error(std::string(e.what()) + " (see xdpcap --help)");
+    }
+
+    if (result.count("help"))
+        return ShowText{options.help({""})};
+    if (result.count("version"))
+        return ShowText{"xdpcap " + std::string(kVersion) + "\n"};
+
+    Config config;
+    if (!result.count("interface"))
+        throw Error("no interface given: use -i IFACE (see xdpcap --help)");
+    config.interface = result["interface"].as<std::string>();
+    check_interface_name(config.interface);
+
+    if (result.count("write")) {
+        config.output = result["write"].as<std::string>();
+        if (config.output->empty())
+            throw Error("output file name must not be empty");
+    }
+    if (result.count("snapshot-length"))
+        config.snaplen = parse_snaplen(result["snapshot-length"].as<std::string>());
+    if (result.count("count"))
+        config.count = parse_count(result["count"].as<std::string>());
+    config.packet_buffered = result.count("packet-buffered") > 0;
+    config.verbose = result.count("verbose") > 0;
+    config.quiet = result.count("quiet") > 0;
+    config.xdp_mode = parse_xdp_mode(result["xdp-mode"].as<std::string>());
+    config.ring_pages = parse_ring_pages(result["ring-pages"].as<std::string>());
+
+    if (result.count("expression")) {
+        for (const auto& word : result["expression"].as<std::vector<std::string>>()) {
+            if (!config.filter.empty())
+                config.filter += ' ';
+            config.filter += word;
+        }
+        if (!config.filter.empty())
+            throw Error("filter expressions are not supported yet: '" + config.filter + "'");
+    }
+    return config;
+}
+
+} // namespace xdpcap

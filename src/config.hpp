@@ -1,0 +1,36 @@
+// What the user asked for, validated. Produced by the CLI, read by the rest.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "xdpcap_abi.h"
+
+namespace xdpcap {
+
+enum class XdpMode { Auto, Native, Generic };
+
+inline constexpr uint32_t kMaxSnaplen = XDPCAP_MAX_SAMPLE_SIZE;
+inline constexpr uint32_t kDefaultRingPages = 256;
+inline constexpr uint32_t kMaxRingPages = 65536;
+
+struct Config {
+    std::string interface;
+    std::optional<std::string> output; // "-" is stdout; unset means text lines on stdout
+    uint32_t snaplen = kMaxSnaplen;
+    std::optional<uint64_t> count;
+    bool packet_buffered = false;
+    bool verbose = false;
+    bool quiet = false;
+    XdpMode xdp_mode = XdpMode::Auto;
+    uint32_t ring_pages = kDefaultRingPages;
+    std::string filter;
+
+    bool writes_pcapng() const { return output.has_value(); }
+    bool writes_to_stdout() const { return output && *output == "-"; }
+};
+
+const char* xdp_mode_name(XdpMode mode);
+
+} // namespace xdpcap

@@ -1,0 +1,109 @@
+#include "host.hpp"
+
+#include <linux/capability.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "error.hpp"
+#include "unique_fd.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+void query_driver(InterfaceInfo& info)
+{
+    UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!sock)
+        return;
+    ethtool_drvinfo drvinfo{};
+    drvinfo.cmd = ETHTOOL_GDRVINFO;
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, info.name.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char*>(&drvinfo);
+    if (::ioctl(sock.get(), SIOCETHTOOL, &ifr) != 0)
+        return;
+    info.driver.assign(drvinfo.driver, strnlen(drvinfo.driver, sizeof drvinfo.driver));
+    info.bus.assign(drvinfo.bus_info, strnlen(drvinfo.bus_info, sizeof drvinfo.bus_info));
+}
+
+bool has_capability(const __user_cap_data_struct (&data)[2], int cap)
+{
+    return (data[cap / 32].effective & (1u << (cap % 32))) != 0;
+}
+
+} // namespace
+
+InterfaceInfo lookup_interface(const std::string& name)
+{
+    InterfaceInfo info;
+    info.name = name;
+    info.ifindex = ::if_nametoindex(name.c_str());
+    if (info.ifindex == 0)
+        throw Error("no such interface '" + name + "'" + (errno == ENODEV ? "" : ": " + errno_text(errno)));
+    query_driver(info);
+    return info;
+}
+
+bool interface_exists(uint32_t ifindex)
+{
+    char name[IF_NAMESIZE];
+    return ::if_indextoname(ifindex, name) != nullptr;
+}
+
+std::string host_os()
+{
+    utsname uts{};
+    if (::uname(&uts) != 0)
+        return "Linux";
+    return std::string(uts.sysname) + " " + uts.release;
+}
+
+std::string host_hardware()
+{
+    utsname uts{};
+    std::string hardware = ::uname(&uts) == 0 ? uts.machine : "";
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+        if (line.rfind("model name", 0) == 0) {
+            auto colon = line.find(':');
+            if (colon != std::string::npos && colon + 2 <= line.size())
+                hardware += (hardware.empty() ? "" : ", ") + line.substr(colon + 2);
+            break;
+        }
+    }
+    return hardware;
+}
+
+void require_capture_privileges()
+{
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (::syscall(SYS_capget, &header, data) != 0)
+        return; // cannot tell: let the kernel decide
+    const bool admin = has_capability(data, CAP_SYS_ADMIN);
+    const bool bpf = admin || has_capability(data, CAP_BPF);
+    const bool perfmon = admin || has_capability(data, CAP_PERFMON);
+    const bool net_admin = has_capability(data, CAP_NET_ADMIN);
+    if (bpf && perfmon && net_admin)
+        return;
+    std::string missing;
+    for (auto [held, name] : {std::pair{bpf, "CAP_BPF"}, {net_admin, "CAP_NET_ADMIN"}, {perfmon, "CAP_PERFMON"}}) {
+        if (!held)
+            missing += std::string(missing.empty() ? "" : ", ") + name;
+    }
+    throw Error("capturing needs root or the capabilities CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON (missing: " +
+                missing + ")");
+}
+
+} // namespace xdpcap

@@ -1,0 +1,211 @@
+#include "loader.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "capture.skel.h"
+#include "error.hpp"
+
+namespace xdpcap {
+
+void SkeletonDeleter::operator()(xdpcap_capture* skel) const noexcept
+{
+    xdpcap_capture__destroy(skel);
+}
+
+namespace {
+
+// libbpf's diagnostics (verifier log included) are kept, not printed: a
+// failure becomes one line that quotes the most telling part.
+std::string g_libbpf_log;
+
+int collect_libbpf_log(enum libbpf_print_level level, const char* format, va_list args)
+{
+    if (level == LIBBPF_DEBUG)
+        return 0;
+    char line[1024];
+    const int n = std::vsnprintf(line, sizeof line, format, args);
+    if (g_libbpf_log.size() < 64 * 1024)
+        g_libbpf_log += line;
+    return n;
+}
+
+std::string last_log_line()
+{
+    std::string log = g_libbpf_log;
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' '))
+        log.pop_back();
+    auto start = log.rfind('\n');
+    return start == std::string::npos ? log : log.substr(start + 1);
+}
+
+struct LoadAttempt {
+    std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel;
+    int err = 0;
+};
+
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags)
+{
+    LoadAttempt attempt;
+    attempt.skel.reset(xdpcap_capture__open());
+    if (!attempt.skel) {
+        attempt.err = errno;
+        return attempt;
+    }
+    attempt.skel->rodata->snaplen = snaplen;
+    attempt.skel->rodata->capture_ifindex = ifindex;
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, !frags);
+    attempt.err = -xdpcap_capture__load(attempt.skel.get());
+    if (attempt.err)
+        attempt.skel.reset();
+    return attempt;
+}
+
+std::string program_description(uint32_t prog_id)
+{
+    std::string text = "id " + std::to_string(prog_id);
+    UniqueFd fd(bpf_prog_get_fd_by_id(prog_id));
+    if (!fd)
+        return text;
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) == 0 && info.name[0])
+        text = "'" + std::string(info.name, strnlen(info.name, sizeof info.name)) + "', " + text;
+    return text;
+}
+
+const char* attach_mode_name(uint8_t mode)
+{
+    switch (mode) {
+    case XDP_ATTACHED_DRV:
+        return "native";
+    case XDP_ATTACHED_SKB:
+        return "generic";
+    case XDP_ATTACHED_HW:
+        return "offload";
+    case XDP_ATTACHED_MULTI:
+        return "several modes";
+    default:
+        return "unknown mode";
+    }
+}
+
+} // namespace
+
+CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex)
+{
+    libbpf_set_print(collect_libbpf_log);
+    g_libbpf_log.clear();
+    LoadAttempt attempt = try_load(snaplen, ifindex, true);
+    bool multi_buffer = true;
+    if (!attempt.skel) {
+        const std::string frags_reason = last_log_line();
+        g_libbpf_log.clear();
+        attempt = try_load(snaplen, ifindex, false);
+        multi_buffer = false;
+        if (!attempt.skel) {
+            if (attempt.err == EPERM)
+                throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                            " (needs root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)");
+            std::string reason = last_log_line();
+            if (reason.empty())
+                reason = frags_reason;
+            throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                        (reason.empty() ? "" : " (" + reason + ")"));
+        }
+    }
+    return CaptureProgram(std::move(attempt.skel), multi_buffer);
+}
+
+int CaptureProgram::program_fd() const
+{
+    return bpf_program__fd(multi_buffer_ ? skel_->progs.xdpcap_frags : skel_->progs.xdpcap_linear);
+}
+
+int CaptureProgram::events_map_fd() const
+{
+    return bpf_map__fd(skel_->maps.events);
+}
+
+void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname)
+{
+    auto failure = [&](const char* what, int err) {
+        std::string hint;
+        if (err == EBUSY || err == EEXIST)
+            hint = " (another XDP program was attached meanwhile)";
+        else if (err == EINVAL && !multi_buffer_)
+            hint = " (the MTU may be too large for a program without multi-buffer support)";
+        else if (err == EOPNOTSUPP)
+            hint = " (the driver does not support this XDP mode)";
+        return Error("cannot attach to " + ifname + " in " + what + " mode: " + errno_text(err) + hint);
+    };
+
+    // Returns 0 once attached, else the errno of the attempt.
+    auto attempt = [&](uint32_t flags, XdpMode as) -> int {
+        LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = flags);
+        const int fd = bpf_link_create(program_fd(), static_cast<int>(ifindex), BPF_XDP, &opts);
+        if (fd < 0)
+            return errno;
+        link_.reset(fd);
+        attached_mode_ = as;
+        return 0;
+    };
+
+    if (mode == XdpMode::Generic) {
+        if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
+            throw failure("generic", err);
+        return;
+    }
+    const int native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
+    if (native_err == 0)
+        return;
+    if (mode == XdpMode::Native || native_err == EBUSY || native_err == EEXIST || native_err == EPERM)
+        throw failure("native", native_err);
+    if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
+        throw failure("generic", err);
+}
+
+bool CaptureProgram::link_defunct() const
+{
+    if (!link_)
+        return false;
+    bpf_link_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(link_.get(), &info, &len) != 0)
+        return false;
+    return info.xdp.ifindex == 0;
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_counters() const
+{
+    const int cpus = libbpf_num_possible_cpus();
+    std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
+    const uint32_t key = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, values.data()) != 0)
+        throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
+    return values;
+}
+
+void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
+{
+    LIBBPF_OPTS(bpf_xdp_query_opts, query);
+    if (bpf_xdp_query(static_cast<int>(ifindex), 0, &query) != 0)
+        return; // the attach itself will report what is wrong
+    if (query.attach_mode == XDP_ATTACHED_NONE)
+        return;
+    const uint32_t prog_id = query.prog_id ? query.prog_id
+        : query.drv_prog_id                ? query.drv_prog_id
+        : query.skb_prog_id                ? query.skb_prog_id
+                                           : query.hw_prog_id;
+    throw Error(ifname + " already has an XDP program attached (" + program_description(prog_id) + ", " +
+                attach_mode_name(query.attach_mode) + "); xdpcap does not share an interface with another XDP program");
+}
+
+} // namespace xdpcap

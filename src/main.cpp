@@ -1,0 +1,25 @@
+#include <cstdio>
+#include <exception>
+#include <variant>
+
+#include "app.hpp"
+#include "cli.hpp"
+#include "error.hpp"
+
+int main(int argc, char** argv)
+{
+    try {
+        const auto outcome = xdpcap::parse_cli(argc, argv);
+        if (const auto* text = std::get_if<xdpcap::ShowText>(&outcome)) {
+            std::fputs(text->text.c_str(), stdout);
+            return xdpcap::kExitOk;
+        }
+        return xdpcap::run_capture(std::get<xdpcap::Config>(outcome));
+    } catch (const xdpcap::Error& e) {
+        std::fprintf(stderr, "xdpcap: %s\n", e.what());
+        return e.exit_status();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "xdpcap: %s\n", e.what());
+        return xdpcap::kExitRuntime;
+    }
+}

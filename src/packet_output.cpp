@@ -1,0 +1,103 @@
+#include "packet_output.hpp"
+
+#include <charconv>
+#include <cstring>
+
+namespace xdpcap {
+
+PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::vector<std::string> interface_names)
+    : sink_(std::move(sink)), format_(format), packet_buffered_(packet_buffered),
+      interface_names_(std::move(interface_names))
+{
+}
+
+void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs)
+{
+    sink_.start();
+    if (format_ != Format::Pcapng)
+        return;
+    std::vector<uint8_t> blocks;
+    pcapng::append_section_header(blocks, shb);
+    for (const auto& idb : idbs)
+        pcapng::append_interface_description(blocks, idb);
+    sink_.append(blocks);
+    sink_.flush();
+}
+
+void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
+{
+    if (format_ == Format::Pcapng) {
+        std::vector<uint8_t> blocks;
+        for (const auto& isb : isbs)
+            pcapng::append_interface_statistics(blocks, isb);
+        sink_.append(blocks);
+    }
+    sink_.flush();
+}
+
+void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+{
+    const size_t size = pcapng::enhanced_packet_size(sample.cap_len);
+    uint8_t* out = sink_.reserve(size);
+    sink_.commit(pcapng::write_enhanced_packet(
+        out, {interface_id, realtime_ns, sample.cap_len, sample.orig_len, sample.rx_queue, sample.drops_before,
+              sample.data}));
+}
+
+namespace {
+
+char* put_text(char* p, const char* text, size_t n)
+{
+    std::memcpy(p, text, n);
+    return p + n;
+}
+
+char* put_number(char* p, uint64_t value)
+{
+    return std::to_chars(p, p + 20, value).ptr;
+}
+
+char* put_padded(char* p, uint64_t value, int width)
+{
+    for (int i = width - 1; i >= 0; --i) {
+        p[i] = static_cast<char>('0' + value % 10);
+        value /= 10;
+    }
+    return p + width;
+}
+
+} // namespace
+
+// "HH:MM:SS.nnnnnnnnn eth0@cpu3 rxq 0 len 1514 cap 1514\n"
+void PacketOutput::write_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+{
+    const auto second = static_cast<time_t>(realtime_ns / 1'000'000'000ull);
+    if (second != cached_second_) {
+        tm local{};
+        localtime_r(&second, &local);
+        char* p = cached_hms_;
+        p = put_padded(p, static_cast<uint64_t>(local.tm_hour), 2);
+        *p++ = ':';
+        p = put_padded(p, static_cast<uint64_t>(local.tm_min), 2);
+        *p++ = ':';
+        put_padded(p, static_cast<uint64_t>(local.tm_sec), 2);
+        cached_second_ = second;
+    }
+    const std::string& name = interface_names_[interface_id];
+    char* const start = reinterpret_cast<char*>(sink_.reserve(64 + name.size()));
+    char* p = put_text(start, cached_hms_, 8);
+    *p++ = '.';
+    p = put_padded(p, realtime_ns % 1'000'000'000ull, 9);
+    *p++ = ' ';
+    p = put_text(p, name.data(), name.size());
+    p = put_text(p, " rxq ", 5);
+    p = put_number(p, sample.rx_queue);
+    p = put_text(p, " len ", 5);
+    p = put_number(p, sample.orig_len);
+    p = put_text(p, " cap ", 5);
+    p = put_number(p, sample.cap_len);
+    *p++ = '\n';
+    sink_.commit(static_cast<size_t>(p - start));
+}
+
+} // namespace xdpcap

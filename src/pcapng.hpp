@@ -1,0 +1,78 @@
+// pcapng block encoder (draft-ietf-opsawg-pcapng), host byte order.
+// Cold blocks append to a vector; the per-packet EPB is written in place into
+// caller-provided space so the hot path never allocates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace xdpcap::pcapng {
+
+inline constexpr uint32_t kShbType = 0x0A0D0D0A;
+inline constexpr uint32_t kIdbType = 0x00000001;
+inline constexpr uint32_t kEpbType = 0x00000006;
+inline constexpr uint32_t kIsbType = 0x00000005;
+inline constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
+inline constexpr uint16_t kLinkTypeEthernet = 1;
+
+struct SectionHeader {
+    std::string hardware;
+    std::string os;
+    std::string user_application;
+};
+
+struct InterfaceDescription {
+    uint16_t link_type = kLinkTypeEthernet;
+    uint32_t snaplen = 0;
+    std::string name;
+    std::string description;
+    std::string filter; // libpcap filter string; omitted when empty
+    std::string os;
+    std::string hardware;
+};
+
+struct InterfaceStatistics {
+    uint32_t interface_id = 0;
+    uint64_t timestamp_ns = 0;
+    uint64_t start_ns = 0;
+    uint64_t end_ns = 0;
+    uint64_t if_received = 0;
+    std::optional<uint64_t> filter_accepted;
+    uint64_t os_dropped = 0;
+    uint64_t user_delivered = 0;
+};
+
+struct EnhancedPacket {
+    uint32_t interface_id;
+    uint64_t timestamp_ns;
+    uint32_t cap_len;
+    uint32_t orig_len;
+    uint32_t queue;
+    uint64_t drop_count;
+    const uint8_t* data;
+};
+
+void append_section_header(std::vector<uint8_t>& out, const SectionHeader& shb);
+// if_tsresol is always 9: timestamps are in nanoseconds.
+void append_interface_description(std::vector<uint8_t>& out, const InterfaceDescription& idb);
+void append_interface_statistics(std::vector<uint8_t>& out, const InterfaceStatistics& isb);
+
+constexpr size_t pad4(size_t n) { return (n + 3) & ~size_t{3}; }
+
+// type, length, interface id, ts high, ts low, caplen, origlen | data | options | length
+inline constexpr size_t kEpbFixedSize = 28 + 4;
+// epb_flags (4+4) + epb_queue (4+4) + epb_dropcount (4+8) + opt_endofopt (4)
+inline constexpr size_t kEpbOptionsSize = 8 + 8 + 12 + 4;
+
+constexpr size_t enhanced_packet_size(uint32_t cap_len)
+{
+    return kEpbFixedSize + pad4(cap_len) + kEpbOptionsSize;
+}
+
+// Writes enhanced_packet_size(pkt.cap_len) bytes at `out`.
+size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept;
+
+} // namespace xdpcap::pcapng

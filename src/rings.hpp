@@ -1,0 +1,46 @@
+// One perf ring per online CPU, created by libbpf with batched wakeups and
+// read by our own PerfRingReader.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "perf_ring.hpp"
+
+struct perf_buffer;
+
+namespace xdpcap {
+
+struct PerfBufferDeleter {
+    void operator()(perf_buffer* pb) const noexcept;
+};
+
+struct RingSettings {
+    uint32_t pages_per_cpu;
+    uint32_t wakeup_bytes; // the kernel wakes us once this much is pending
+};
+
+class PerfRings {
+public:
+    PerfRings(int events_map_fd, const RingSettings& settings);
+
+    size_t count() const noexcept { return readers_.size(); }
+    int cpu(size_t ring) const noexcept { return cpus_[ring]; }
+    int fd(size_t ring) const;
+    PerfRingReader& reader(size_t ring) noexcept { return readers_[ring]; }
+    size_t bytes_per_ring() const noexcept { return data_size_; }
+
+private:
+    std::unique_ptr<perf_buffer, PerfBufferDeleter> buffer_;
+    std::vector<int> cpus_;
+    std::vector<PerfRingReader> readers_;
+    size_t data_size_ = 0;
+};
+
+// Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
+std::vector<int> online_cpus();
+std::vector<int> parse_cpu_list(const std::string& text);
+
+} // namespace xdpcap

@@ -1,0 +1,48 @@
+#include "stats.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+std::string counted(uint64_t n, const char* singular_rest, const char* plural_rest)
+{
+    return std::to_string(n) + (n == 1 ? singular_rest : plural_rest);
+}
+
+} // namespace
+
+CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
+{
+    CaptureTotals totals;
+    for (const auto& s : cpus) {
+        totals.captured += s.ring.written;
+        totals.received += s.kernel.seen;
+        totals.dropped += s.kernel.output_failed;
+        totals.invalid += s.ring.invalid;
+        totals.discarded += s.ring.discarded;
+    }
+    return totals;
+}
+
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu)
+{
+    const CaptureTotals t = sum_stats(cpus);
+    std::string text = counted(t.captured, " packet captured\n", " packets captured\n") +
+        counted(t.received, " packet received by filter\n", " packets received by filter\n") +
+        counted(t.dropped, " packet dropped by kernel\n", " packets dropped by kernel\n");
+    if (t.invalid)
+        text += counted(t.invalid, " record refused as malformed\n", " records refused as malformed\n");
+    if (!per_cpu)
+        return text;
+    for (const auto& s : cpus) {
+        text += "  cpu" + std::to_string(s.cpu) + ": " + std::to_string(s.kernel.seen) + " seen, " +
+            std::to_string(s.kernel.sampled) + " sampled, " + std::to_string(s.ring.written) + " written, " +
+            std::to_string(s.kernel.ring_full) + " ring full, " +
+            std::to_string(s.kernel.output_failed - s.kernel.ring_full) + " other output errors, " +
+            std::to_string(s.ring.lost_records) + " reported lost, " + std::to_string(s.ring.invalid) +
+            " malformed, " + std::to_string(s.ring.discarded) + " after count\n";
+    }
+    return text;
+}
+
+} // namespace xdpcap

@@ -1,0 +1,40 @@
+// Capture accounting: what the kernel counted per CPU and what userspace did
+// with each ring's records, combined into tcpdump-style statistics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "xdpcap_abi.h"
+
+namespace xdpcap {
+
+struct RingTally {
+    uint64_t samples = 0;      // sample records taken from the ring
+    uint64_t written = 0;      // packets handed to the output
+    uint64_t discarded = 0;    // samples read after -c was reached
+    uint64_t invalid = 0;      // records refused by the decoder
+    uint64_t lost_records = 0; // sum of PERF_RECORD_LOST notices
+};
+
+struct CpuStats {
+    int cpu = 0;
+    xdpcap_counters kernel{};
+    RingTally ring;
+};
+
+struct CaptureTotals {
+    uint64_t captured = 0; // written to the output
+    uint64_t received = 0; // seen by the XDP program
+    uint64_t dropped = 0;  // output helper failures (ring full and other)
+    uint64_t invalid = 0;
+    uint64_t discarded = 0;
+};
+
+CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
+
+// tcpdump's three lines; with `per_cpu`, one line per CPU after them.
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu);
+
+} // namespace xdpcap
