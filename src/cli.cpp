@@ -91,6 +91,23 @@ void check_interface_name(const std::string& name)
         throw Error("interface name '" + name + "' contains a character interfaces cannot have");
 }
 
+// cxxopts says "Option ‘w’ is missing an argument"; we say
+// "option -w is missing an argument", in plain ASCII.
+std::string plain_cxxopts_message(std::string message)
+{
+    const std::string open = "\u2018", close = "\u2019";
+    const auto start = message.find(open);
+    const auto end = start == std::string::npos ? start : message.find(close, start);
+    if (end != std::string::npos) {
+        const std::string name = message.substr(start + open.size(), end - start - open.size());
+        const std::string dashes = name.rfind('-', 0) == 0 ? "" : name.size() == 1 ? "-" : "--";
+        message = message.substr(0, start) + dashes + name + message.substr(end + close.size());
+    }
+    if (!message.empty() && message[0] == 'O')
+        message[0] = 'o';
+    return message;
+}
+
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
@@ -127,7 +144,7 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     try {
         result = options.parse(argc, argv);
     } catch (const cxxopts::exceptions::exception& e) {
-        throw Error(std::string(e.what()) + " (see xdpcap --help)");
+        throw Error(plain_cxxopts_message(e.what()) + " (see xdpcap --help)");
     }
 
     if (result.count("help"))

@@ -1,0 +1,42 @@
+// Builds perf records the way the kernel lays them out, for decoder and ring tests.
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "xdpcap_abi.h"
+
+namespace xdpcap::test {
+
+inline std::vector<uint8_t> sample_record(const std::vector<uint8_t>& frame, uint32_t orig_len,
+                                          uint32_t tag = XDPCAP_META_TAG, uint32_t drops_before = 0,
+                                          uint64_t tstamp_ns = 123456789)
+{
+    xdpcap_meta meta{tag, 7, 2, orig_len, static_cast<uint32_t>(frame.size()), drops_before, tstamp_ns};
+    // The kernel pads the raw data so the whole record is 8-byte aligned.
+    const size_t raw_size = ((4 + sizeof meta + frame.size() + 7) & ~size_t{7}) - 4;
+    perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(sizeof header + 4 + raw_size)};
+    std::vector<uint8_t> record(header.size, 0);
+    std::memcpy(record.data(), &header, sizeof header);
+    const auto raw32 = static_cast<uint32_t>(raw_size);
+    std::memcpy(record.data() + 8, &raw32, 4);
+    std::memcpy(record.data() + 12, &meta, sizeof meta);
+    std::memcpy(record.data() + 12 + sizeof meta, frame.data(), frame.size());
+    return record;
+}
+
+inline std::vector<uint8_t> lost_record(uint64_t lost)
+{
+    perf_event_header header{PERF_RECORD_LOST, 0, sizeof(perf_event_header) + 16};
+    std::vector<uint8_t> record(header.size, 0);
+    std::memcpy(record.data(), &header, sizeof header);
+    const uint64_t id = 1;
+    std::memcpy(record.data() + 8, &id, 8);
+    std::memcpy(record.data() + 16, &lost, 8);
+    return record;
+}
+
+} // namespace xdpcap::test

@@ -1,0 +1,112 @@
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "error.hpp"
+
+using namespace xdpcap;
+
+namespace {
+
+CliOutcome parse(std::initializer_list<const char*> args)
+{
+    std::vector<const char*> argv{"xdpcap"};
+    argv.insert(argv.end(), args);
+    return parse_cli(static_cast<int>(argv.size()), argv.data());
+}
+
+Config parse_config(std::initializer_list<const char*> args)
+{
+    return std::get<Config>(parse(args));
+}
+
+// The message of the Error that parsing raises; fails the test if none.
+std::string error_of(std::initializer_list<const char*> args)
+{
+    try {
+        parse(args);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_status(), kExitSetup);
+        const std::string message = e.what();
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+        return message;
+    }
+    ADD_FAILURE() << "no error raised";
+    return {};
+}
+
+} // namespace
+
+TEST(Cli, Defaults)
+{
+    const Config c = parse_config({"-i", "eth0"});
+    EXPECT_EQ(c.interface, "eth0");
+    EXPECT_FALSE(c.output);
+    EXPECT_EQ(c.snaplen, kMaxSnaplen);
+    EXPECT_FALSE(c.count);
+    EXPECT_EQ(c.xdp_mode, XdpMode::Auto);
+    EXPECT_EQ(c.ring_pages, kDefaultRingPages);
+    EXPECT_FALSE(c.packet_buffered);
+}
+
+TEST(Cli, TcpdumpSpellings)
+{
+    const Config c = parse_config({"-i", "eth0", "-w", "-", "-s", "96", "-c", "10", "-U", "-v", "--xdp-mode",
+                                   "generic", "--ring-pages", "64"});
+    EXPECT_TRUE(c.writes_to_stdout());
+    EXPECT_EQ(c.snaplen, 96u);
+    EXPECT_EQ(c.count, 10u);
+    EXPECT_TRUE(c.packet_buffered);
+    EXPECT_TRUE(c.verbose);
+    EXPECT_EQ(c.xdp_mode, XdpMode::Generic);
+    EXPECT_EQ(c.ring_pages, 64u);
+}
+
+TEST(Cli, LongSpellings)
+{
+    const Config c = parse_config({"--interface=veth1", "--write", "out.pcapng", "--snapshot-length", "0",
+                                   "--count", "1", "--packet-buffered", "--quiet"});
+    EXPECT_EQ(c.interface, "veth1");
+    EXPECT_EQ(*c.output, "out.pcapng");
+    EXPECT_EQ(c.snaplen, kMaxSnaplen);
+    EXPECT_EQ(c.count, 1u);
+    EXPECT_TRUE(c.quiet);
+}
+
+TEST(Cli, SnaplenAboveMaximumIsClamped)
+{
+    EXPECT_EQ(parse_config({"-i", "e", "-s", "262144"}).snaplen, kMaxSnaplen);
+}
+
+TEST(Cli, HelpAndVersion)
+{
+    const auto help = std::get<ShowText>(parse({"--help"})).text;
+    EXPECT_NE(help.find("--interface"), std::string::npos);
+    EXPECT_NE(help.find("--ring-pages"), std::string::npos);
+    EXPECT_EQ(std::get<ShowText>(parse({"--version"})).text.rfind("xdpcap ", 0), 0u);
+}
+
+TEST(Cli, BadInput)
+{
+    EXPECT_NE(error_of({}).find("no interface"), std::string::npos);
+    EXPECT_NE(error_of({"-w", "x"}).find("-i IFACE"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-c", "0"}).find("invalid packet count '0'"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-c", "-1"}).find("invalid packet count"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-c", "abc"}).find("invalid packet count 'abc'"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-c", "99999999999999999999999"}).find("invalid packet count"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-s", "-5"}).find("must not be negative"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-s", "12x"}).find("invalid snapshot length"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--ring-pages", "3"}).find("power of two"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--ring-pages", "0"}).find("power of two"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--ring-pages", "131072"}).find("power of two"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--xdp-mode", "fast"}).find("native, generic or auto"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--bogus"}).find("bogus"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-w"}).find("option -w is missing an argument"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "averyveryverylongname"}).find("too long"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "a/b"}).find("cannot have"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "tcp", "port", "80"}).find("not supported yet: 'tcp port 80'"),
+              std::string::npos);
+}

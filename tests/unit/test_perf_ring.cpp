@@ -1,0 +1,149 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "perf_ring.hpp"
+#include "record_builder.hpp"
+
+using namespace xdpcap;
+
+namespace {
+
+// A perf_event_mmap_page followed by a small data area, filled by hand.
+class FakeRing {
+public:
+    static constexpr size_t kDataSize = 256;
+    static constexpr size_t kDataOffset = (sizeof(perf_event_mmap_page) + 63) & ~size_t{63};
+
+    FakeRing() : memory_(kDataOffset + kDataSize, 0) { header()->data_head = header()->data_tail = 0; }
+
+    perf_event_mmap_page* header() { return reinterpret_cast<perf_event_mmap_page*>(memory_.data()); }
+    PerfRingReader reader() { return PerfRingReader(memory_.data(), kDataOffset, kDataSize); }
+
+    void start_at(uint64_t position) { header()->data_head = header()->data_tail = position; }
+
+    void push(const std::vector<uint8_t>& record)
+    {
+        uint64_t head = header()->data_head;
+        for (uint8_t byte : record)
+            memory_[kDataOffset + (head++ % kDataSize)] = byte;
+        header()->data_head = head;
+    }
+
+private:
+    alignas(8) std::vector<uint8_t> memory_;
+};
+
+std::vector<uint8_t> frame_of(size_t len, uint8_t seed)
+{
+    std::vector<uint8_t> frame(len);
+    for (size_t i = 0; i < len; ++i)
+        frame[i] = static_cast<uint8_t>(seed + i);
+    return frame;
+}
+
+} // namespace
+
+TEST(PerfRingReader, ReadsRecordsInOrderAndReleasesThem)
+{
+    FakeRing ring;
+    ring.push(test::sample_record(frame_of(20, 1), 20));
+    ring.push(test::lost_record(5));
+    ring.push(test::sample_record(frame_of(30, 2), 30));
+    auto reader = ring.reader();
+    std::vector<RecordKind> kinds;
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    const size_t n = reader.drain(
+        [&](const uint8_t* rec, size_t size) {
+            kinds.push_back(decode_record(rec, size).kind);
+            return true;
+        },
+        scratch.data(), corrupt);
+    EXPECT_EQ(n, 3u);
+    EXPECT_EQ(kinds, (std::vector<RecordKind>{RecordKind::Sample, RecordKind::Lost, RecordKind::Sample}));
+    EXPECT_EQ(ring.header()->data_tail, ring.header()->data_head);
+    EXPECT_TRUE(reader.empty());
+    EXPECT_EQ(corrupt, 0u);
+}
+
+TEST(PerfRingReader, ReassemblesRecordThatWrapsTheEnd)
+{
+    FakeRing ring;
+    ring.start_at(FakeRing::kDataSize - 24); // the next record straddles the end
+    const auto frame = frame_of(40, 9);
+    ring.push(test::sample_record(frame, 40));
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    int samples = 0;
+    reader.drain(
+        [&](const uint8_t* rec, size_t size) {
+            const auto decoded = decode_record(rec, size);
+            EXPECT_EQ(decoded.kind, RecordKind::Sample);
+            EXPECT_EQ(rec, scratch.data());
+            EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
+            ++samples;
+            return true;
+        },
+        scratch.data(), corrupt);
+    EXPECT_EQ(samples, 1);
+    EXPECT_TRUE(reader.empty());
+}
+
+TEST(PerfRingReader, StopsWhenHandlerSaysSo)
+{
+    FakeRing ring;
+    ring.push(test::sample_record(frame_of(8, 1), 8));
+    ring.push(test::sample_record(frame_of(8, 2), 8));
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return false; }, scratch.data(), corrupt), 1u);
+    EXPECT_FALSE(reader.empty());
+    EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return true; }, scratch.data(), corrupt), 1u);
+    EXPECT_TRUE(reader.empty());
+}
+
+TEST(PerfRingReader, ReleasesHandledRecordWhenHandlerThrows)
+{
+    FakeRing ring;
+    ring.push(test::sample_record(frame_of(8, 1), 8));
+    ring.push(test::sample_record(frame_of(8, 2), 8));
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_THROW(reader.drain([](const uint8_t*, size_t) -> bool { throw std::runtime_error("x"); }, scratch.data(),
+                              corrupt),
+                 std::runtime_error);
+    EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return true; }, scratch.data(), corrupt), 1u);
+}
+
+TEST(PerfRingReader, CorruptSizeDiscardsTheRestOfTheRing)
+{
+    FakeRing ring;
+    auto record = test::sample_record(frame_of(8, 1), 8);
+    perf_event_header header{PERF_RECORD_SAMPLE, 0, 4}; // smaller than a header
+    std::memcpy(record.data(), &header, sizeof header);
+    ring.push(record);
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return true; }, scratch.data(), corrupt), 0u);
+    EXPECT_EQ(corrupt, 1u);
+    EXPECT_TRUE(reader.empty());
+}
+
+TEST(PerfRingReader, RecordClaimingMoreThanPublishedIsCorrupt)
+{
+    FakeRing ring;
+    auto record = test::sample_record(frame_of(64, 1), 64);
+    ring.push(record);
+    ring.header()->data_head -= 16; // the kernel has not published the whole record
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return true; }, scratch.data(), corrupt), 0u);
+    EXPECT_EQ(corrupt, 1u);
+}
