@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs everything xdpcap needs to build, test and benchmark on Debian 12.
+set -euo pipefail
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: run as root (apt-get)" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+packages=(
+    # build
+    clang llvm bpftool libbpf-dev libpcap-dev libcxxopts-dev meson ninja-build pkg-config g++
+    # tests and verifiers
+    libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
+    groff-base man-db iputils-ping util-linux
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
