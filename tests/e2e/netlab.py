@@ -1,0 +1,970 @@
+"""Shared harness of the xdpcap end-to-end tests.
+
+Each test is a standalone script run as root with /usr/bin/python3 (Debian's,
+which has scapy), the xdpcap binary as argv[1]:
+
+    /usr/bin/python3 tests/e2e/test_X.py build/xdpcap
+
+Exit status: 0 pass, 1 fail, 77 skip.  A skip (not root, binary missing, tool
+missing, too few CPUs) becomes a failure when the environment variable CI is
+set, because CI must run these tests.
+
+What lives here:
+  * NetLab: a context manager creating a unique pair of network namespaces
+    joined by a veth pair (cap0 in the capture namespace, gen0 in the generator
+    namespace), silent (no IPv6, no IPv4 address: no stray frames), removed
+    unconditionally on exit, on exceptions and on SIGTERM/SIGINT/SIGHUP.
+  * Xdpcap: one xdpcap process inside the capture namespace, with its stderr
+    (and stdout, unless redirected) read by threads.
+  * build_corpus(): unique Ethernet frames written with scapy to a classic pcap.
+  * send(): runs send_frames.py pinned to one CPU inside the generator namespace.
+  * verification helpers built on independent readers: tshark, capinfos,
+    tcpdump (and a tiny classic pcap reader), plus a minimal pcapng block
+    walker for the interface description blocks.
+
+Only addresses of 198.18.0.0/15 and 2001:db8::/32 and locally administered MACs
+appear in the frames, and the frames never leave the veth pair.
+"""
+
+import json
+import os
+import random
+import re
+import secrets
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = "/usr/bin/python3"
+SENDER = os.path.join(HERE, "send_frames.py")
+EXIT_PASS, EXIT_FAIL, EXIT_SKIP = 0, 1, 77
+TEST_DEADLINE_S = 55          # a test never runs longer than this
+CMD_TIMEOUT_S = 20            # default timeout of one helper command
+
+LISTENING_RE = re.compile(
+    r"^listening on (\S+), link-type EN10MB \(Ethernet\), snapshot length (\d+) bytes$")
+
+
+# --------------------------------------------------------------------------
+# Outcomes and logging
+# --------------------------------------------------------------------------
+
+class TestFailure(Exception):
+    """A check failed."""
+
+
+class TestSkip(Exception):
+    """The test cannot run here (becomes a failure under CI)."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM/SIGINT/SIGHUP arrived: unwind and clean up."""
+
+
+class Deadline(BaseException):
+    """The test ran past TEST_DEADLINE_S."""
+
+
+def log(msg=""):
+    print(msg, flush=True)
+
+
+def check(cond, what, detail=None):
+    """Assert one property; print it either way."""
+    if cond:
+        log(f"  ok    {what}")
+        return
+    log(f"  FAIL  {what}")
+    if detail is not None:
+        for line in str(detail).splitlines() or [""]:
+            log(f"        {line}")
+    raise TestFailure(what if detail is None else f"{what}: {detail}")
+
+
+FAILURES = []
+
+
+def expect(cond, what, detail=None):
+    """Like check(), but records the failure and carries on; main() fails at the end."""
+    if cond:
+        log(f"  ok    {what}")
+        return True
+    log(f"  FAIL  {what}")
+    if detail is not None:
+        for line in str(detail).splitlines() or [""]:
+            log(f"        {line}")
+    FAILURES.append(what)
+    return False
+
+
+# --------------------------------------------------------------------------
+# Signals and cleanup
+# --------------------------------------------------------------------------
+
+_cleanups = []          # callables, most recent last
+_cleanup_lock = threading.RLock()
+_cleaning = 0
+_pending_signal = None
+
+
+def _on_signal(signum, _frame):
+    global _pending_signal
+    if _cleaning:
+        _pending_signal = signum
+        return
+    raise Interrupted(f"signal {signal.Signals(signum).name}")
+
+
+def _on_alarm(_signum, _frame):
+    if _cleaning:
+        return
+    raise Deadline(f"test ran longer than {TEST_DEADLINE_S} s")
+
+
+def install_signal_handlers():
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(TEST_DEADLINE_S)
+
+
+def _register_cleanup(fn):
+    with _cleanup_lock:
+        _cleanups.append(fn)
+
+
+def _unregister_cleanup(fn):
+    with _cleanup_lock:
+        if fn in _cleanups:
+            _cleanups.remove(fn)
+
+
+def run_cleanups():
+    """Run every registered cleanup (LIFO), shielded from our own signal handlers."""
+    global _cleaning
+    _cleaning += 1
+    try:
+        while True:
+            with _cleanup_lock:
+                if not _cleanups:
+                    break
+                fn = _cleanups.pop()
+            try:
+                fn()
+            except BaseException as e:  # keep cleaning whatever happens
+                log(f"  cleanup error: {e!r}")
+    finally:
+        _cleaning -= 1
+
+
+# --------------------------------------------------------------------------
+# Test entry point
+# --------------------------------------------------------------------------
+
+REQUIRED_TOOLS = ("ip", "tshark", "capinfos", "tcpdump")
+
+
+def main(test_fn, *, min_cpus=1, tools=REQUIRED_TOOLS):
+    """Run test_fn(binary) and exit with 0/1/77."""
+    name = os.path.basename(sys.argv[0])
+    ci = bool(os.environ.get("CI"))
+
+    def skip(reason):
+        if ci:
+            log(f"{name}: FAIL: would skip ({reason}), but CI is set: "
+                "the end-to-end tests must run in CI")
+            sys.exit(EXIT_FAIL)
+        log(f"{name}: SKIP: {reason}")
+        sys.exit(EXIT_SKIP)
+
+    if len(sys.argv) < 2:
+        skip(f"no binary given (usage: {PYTHON} {name} PATH/TO/xdpcap)")
+    binary = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        skip("not running as root")
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        skip(f"binary {binary} does not exist or is not executable")
+    for tool in tools:
+        if shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
+            skip(f"tool {tool} not found")
+    ncpu = len(os.sched_getaffinity(0))
+    if ncpu < min_cpus:
+        skip(f"needs {min_cpus} CPUs, this process may use {ncpu}")
+
+    install_signal_handlers()
+    log(f"{name}: testing {binary}")
+    status = EXIT_FAIL
+    try:
+        test_fn(binary)
+        if FAILURES:
+            log(f"{name}: FAIL: {len(FAILURES)} check(s) failed:")
+            for f in FAILURES:
+                log(f"  - {f}")
+        else:
+            status = EXIT_PASS
+    except TestFailure as e:
+        log(f"{name}: FAIL: {e}")
+        for f in FAILURES:
+            log(f"  - also failed: {f}")
+    except TestSkip as e:
+        run_cleanups()
+        skip(str(e))
+    except (Interrupted, Deadline) as e:
+        log(f"{name}: FAIL: {e}")
+    except Exception:
+        traceback.print_exc(file=sys.stdout)
+        log(f"{name}: FAIL: unexpected exception")
+    finally:
+        run_cleanups()
+        signal.alarm(0)
+    if status == EXIT_PASS:
+        log(f"{name}: PASS")
+    sys.exit(status)
+
+
+# --------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------
+
+def run(cmd, *, timeout=CMD_TIMEOUT_S, check_rc=True, input=None, text=True):
+    """Run a command to completion; return CompletedProcess.  Never hangs."""
+    try:
+        cp = subprocess.run(cmd, input=input, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, timeout=timeout, text=text)
+    except subprocess.TimeoutExpired as e:
+        raise TestFailure(f"command timed out after {timeout} s: {cmd}") from e
+    if check_rc and cp.returncode != 0:
+        raise TestFailure(f"command failed ({cp.returncode}): {' '.join(cmd)}\n"
+                          f"stdout: {cp.stdout!s:.2000}\nstderr: {cp.stderr!s:.2000}")
+    return cp
+
+
+# --------------------------------------------------------------------------
+# Namespaces and veth pair
+# --------------------------------------------------------------------------
+
+class NetLab:
+    """Two fresh network namespaces joined by a veth pair, cap0 <-> gen0.
+
+    with NetLab(mtu=9000) as lab:
+        lab.cap_ns, lab.gen_ns, lab.cap_if ("cap0"), lab.gen_if ("gen0")
+
+    IPv6 is disabled (all/default/device) before the links go up and no IPv4
+    address is assigned, so the kernel sends nothing on its own: only the frames
+    a test sends cross the link.  On exit (normal, exception, signal) every
+    process the lab started is killed and both namespaces are deleted.
+    """
+
+    def __init__(self, mtu=None):
+        tag = f"xdpcapt-{os.getpid()}-{secrets.token_hex(3)}"
+        self.cap_ns = f"{tag}-cap"
+        self.gen_ns = f"{tag}-gen"
+        self.cap_if = "cap0"
+        self.gen_if = "gen0"
+        self.mtu = mtu
+        self.procs = []          # Popen objects started in our namespaces
+        self._created = []
+
+    # -- lifecycle --
+    def __enter__(self):
+        _register_cleanup(self.close)
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _setup(self):
+        for ns in (self.cap_ns, self.gen_ns):
+            run(["ip", "netns", "add", ns])
+            self._created.append(ns)
+            for scope in ("all", "default"):
+                self.sysctl(ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
+        run(["ip", "-n", self.cap_ns, "link", "add", self.cap_if, "address", "02:00:00:00:ca:01",
+             "type", "veth", "peer", "name", self.gen_if, "address", "02:00:00:00:9e:01",
+             "netns", self.gen_ns])
+        for ns, dev in ((self.cap_ns, self.cap_if), (self.gen_ns, self.gen_if)):
+            self.sysctl(ns, f"net.ipv6.conf.{dev}.disable_ipv6", "1")
+            if self.mtu is not None:
+                run(["ip", "-n", ns, "link", "set", "dev", dev, "mtu", str(self.mtu)])
+        for ns, dev in ((self.cap_ns, self.cap_if), (self.gen_ns, self.gen_if)):
+            run(["ip", "-n", ns, "link", "set", "dev", dev, "up"])
+        for ns, dev in ((self.cap_ns, self.cap_if), (self.gen_ns, self.gen_if)):
+            self._wait_up(ns, dev)
+        log(f"  lab   namespaces {self.cap_ns} ({self.cap_if}) <-> {self.gen_ns} ({self.gen_if})"
+            + (f", mtu {self.mtu}" if self.mtu else ""))
+
+    def _wait_up(self, ns, dev, timeout=5.0):
+        end = time.monotonic() + timeout
+        while True:
+            info = self.link_info(ns, dev)
+            if "LOWER_UP" in info.get("flags", []):
+                return
+            if time.monotonic() > end:
+                raise TestFailure(f"{dev} in {ns} did not come up: {info}")
+            time.sleep(0.02)
+
+    def close(self):
+        global _cleaning
+        _cleaning += 1
+        try:
+            _unregister_cleanup(self.close)
+            for p in self.procs:
+                kill_process(p)
+            self.procs = []
+            for ns in reversed(self._created):
+                # Any process still inside (started by us) would keep it alive.
+                try:
+                    cp = run(["ip", "netns", "pids", ns], check_rc=False, timeout=5)
+                    for pid in cp.stdout.split():
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except (ProcessLookupError, ValueError):
+                            pass
+                except TestFailure as e:
+                    log(f"  cleanup: {e}")
+                try:
+                    run(["ip", "netns", "delete", ns], check_rc=False, timeout=10)
+                except TestFailure as e:
+                    log(f"  cleanup: {e}")
+            left = [ns for ns in self._created if ns in list_netns()]
+            self._created = []
+            if left:
+                log(f"  cleanup: namespaces still present: {left}")
+        finally:
+            _cleaning -= 1
+
+    # -- helpers --
+    @staticmethod
+    def sysctl(ns, key, value):
+        run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{key}={value}"])
+
+    @staticmethod
+    def link_info(ns, dev):
+        cp = run(["ip", "-j", "-d", "-n", ns, "link", "show", "dev", dev])
+        data = json.loads(cp.stdout)
+        return data[0] if data else {}
+
+    def popen(self, ns, argv, **kw):
+        p = subprocess.Popen(["ip", "netns", "exec", ns] + list(argv), **kw)
+        self.procs.append(p)
+        return p
+
+    def track(self, p):
+        """Kill p (a process we started outside the namespaces) on cleanup too."""
+        self.procs.append(p)
+        return p
+
+    def forget(self, p):
+        if p in self.procs:
+            self.procs.remove(p)
+
+    def xdp_state(self):
+        """Describe any XDP program on cap0 ('' when none is attached)."""
+        found = []
+        info = self.link_info(self.cap_ns, self.cap_if)
+        if "xdp" in info:
+            found.append(f"json: xdp={info['xdp']}")
+        text = run(["ip", "-d", "-n", self.cap_ns, "link", "show", "dev", self.cap_if]).stdout
+        # The peer namespace name (link-netns xdpcapt-...) contains "xdp": drop it.
+        text_wo_ns = re.sub(r"link-netns\s+\S+", "", text)
+        text_wo_ns = re.sub(r"link-netnsid\s+\S+", "", text_wo_ns)
+        if re.search(r"\bxdp\w*\b|\bprog/xdp\b|\bprog\b", text_wo_ns):
+            found.append("text: " + " ".join(text.split()))
+        return "; ".join(found)
+
+    def xdp_prog(self):
+        """(id, name) of the XDP program attached to cap0, or None."""
+        info = self.link_info(self.cap_ns, self.cap_if)
+        xdp = info.get("xdp")
+        if not xdp:
+            return None
+        prog = xdp.get("prog") or {}
+        pid = prog.get("id")
+        if pid is None:
+            for att in xdp.get("attached", []):
+                pid = att.get("prog", {}).get("id", pid)
+        name = prog.get("name")
+        if pid is not None and not name:
+            cp = run(["bpftool", "-j", "prog", "show", "id", str(pid)], check_rc=False)
+            if cp.returncode == 0:
+                name = json.loads(cp.stdout).get("name")
+        return (pid, name)
+
+    def assert_clean(self, what="no XDP program remains attached to cap0", timeout=2.0):
+        end = time.monotonic() + timeout
+        state = self.xdp_state()
+        while state and time.monotonic() < end:
+            time.sleep(0.05)
+            state = self.xdp_state()
+        check(state == "", what, state)
+
+    # -- sending --
+    def send(self, pcap_path, cpu, gap_us=0.0, timeout=30.0):
+        """Send every frame of pcap_path out of gen0 from a process pinned to cpu."""
+        argv = [PYTHON, SENDER, "--iface", self.gen_if, "--cpu", str(cpu),
+                "--pcap", pcap_path, "--gap-us", str(gap_us)]
+        p = self.popen(self.gen_ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_process(p)
+            raise TestFailure(f"sender timed out after {timeout} s")
+        finally:
+            self.forget(p)
+        if p.returncode != 0:
+            raise TestFailure(f"sender failed ({p.returncode}): {err.strip()}")
+        return err.strip()
+
+    def xdpcap(self, binary, args, **kw):
+        """Start BINARY -i cap0 ARGS inside the capture namespace."""
+        return Xdpcap(self, binary, ["-i", self.cap_if] + list(args), **kw)
+
+
+def list_netns():
+    cp = run(["ip", "netns", "list"], check_rc=False, timeout=5)
+    return [line.split()[0] for line in cp.stdout.splitlines() if line.strip()]
+
+
+def kill_process(p, grace=2.0):
+    """Terminate (then kill) one process we started."""
+    if p.poll() is not None:
+        return
+    try:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    except ProcessLookupError:
+        pass
+
+
+# --------------------------------------------------------------------------
+# xdpcap process
+# --------------------------------------------------------------------------
+
+class Xdpcap:
+    """One xdpcap process in the capture namespace.
+
+    stderr is always read by a thread (lines in .err_lines).  stdout is read by
+    a thread too (bytes in .out) unless `stdout` is given (e.g. PIPE, to be
+    handed to a reader process, or a file).
+    """
+
+    def __init__(self, lab, binary, args, stdout=None, ns=None, argv=None):
+        self.lab = lab
+        self.argv = argv if argv is not None else [binary] + list(args)
+        self.err_lines = []
+        self.out = bytearray()
+        self._listening = threading.Event()
+        self._own_stdout = stdout is None
+        ns = ns or lab.cap_ns
+        log(f"  run   ip netns exec {ns} {' '.join(self.argv)}")
+        self.proc = lab.popen(ns, self.argv, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE if stdout is None else stdout,
+                              stderr=subprocess.PIPE)
+        self._t_err = threading.Thread(target=self._read_err, daemon=True)
+        self._t_err.start()
+        self._t_out = None
+        if self._own_stdout:
+            self._t_out = threading.Thread(target=self._read_out, daemon=True)
+            self._t_out.start()
+
+    def _read_err(self):
+        for raw in iter(self.proc.stderr.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.err_lines.append(line)
+            if line.startswith("listening on "):
+                self._listening.set()
+        self.proc.stderr.close()
+
+    def _read_out(self):
+        while True:
+            chunk = self.proc.stdout.read1(65536)
+            if not chunk:
+                break
+            self.out += chunk
+        self.proc.stdout.close()
+
+    @property
+    def stdout_pipe(self):
+        return self.proc.stdout
+
+    def wait_listening(self, timeout=10.0):
+        """Wait for the 'listening on' line; fail if xdpcap exits or times out."""
+        end = time.monotonic() + timeout
+        while not self._listening.wait(0.05):
+            if self.proc.poll() is not None:
+                self._t_err.join(2)
+                raise TestFailure(f"xdpcap exited ({self.proc.returncode}) before "
+                                  f"listening; stderr: {self.err_lines}")
+            if time.monotonic() > end:
+                raise TestFailure(f"no 'listening on' line within {timeout} s; "
+                                  f"stderr: {self.err_lines}")
+        return next(l for l in self.err_lines if l.startswith("listening on "))
+
+    def send_signal(self, sig):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def wait(self, timeout=10.0):
+        """Wait for exit; kill and fail on timeout.  Returns the exit code."""
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_process(self.proc)
+            self._join()
+            raise TestFailure(f"xdpcap did not exit within {timeout} s; "
+                              f"stderr so far: {self.err_lines}")
+        self._join()
+        self.lab.forget(self.proc)
+        return rc
+
+    def stop(self, sig=signal.SIGINT, timeout=10.0):
+        self.send_signal(sig)
+        return self.wait(timeout)
+
+    def _join(self):
+        self._t_err.join(5)
+        if self._t_out is not None:
+            self._t_out.join(5)
+
+    @property
+    def returncode(self):
+        return self.proc.returncode
+
+    @property
+    def stderr(self):
+        return "\n".join(self.err_lines)
+
+
+def run_xdpcap(lab, binary, args, ns=None, timeout=10.0):
+    """Run xdpcap to completion (for commands expected to fail fast)."""
+    x = Xdpcap(lab, binary, args, ns=ns)
+    rc = x.wait(timeout)
+    return rc, bytes(x.out).decode("utf-8", "replace"), list(x.err_lines)
+
+
+# --------------------------------------------------------------------------
+# Frame corpus
+# --------------------------------------------------------------------------
+
+MARKER = b"XDPCAPT!"
+KINDS = ("ipv4-udp", "ipv4-tcp", "ipv4-icmp", "ipv6-udp", "ipv6-icmp", "arp", "vlan-ipv4-udp")
+
+
+def _frame(kind, seq, size, rng):
+    """One Ethernet frame of exactly `size` bytes (or its minimum), unique by seq."""
+    from scapy.layers.l2 import ARP, Dot1Q, Ether
+    from scapy.layers.inet import ICMP, IP, TCP, UDP
+    from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
+    from scapy.packet import Raw
+
+    src_mac = "02:00:5e:%02x:%02x:%02x" % ((seq >> 16) & 0xff, (seq >> 8) & 0xff, seq & 0xff)
+    eth = Ether(src=src_mac, dst="02:00:00:00:ca:01")
+    v4src = f"198.18.{(seq >> 8) & 0xff}.{seq & 0xff}"
+    v4dst = f"198.19.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+    v6src = f"2001:db8::{(seq >> 16) & 0xffff:x}:{seq & 0xffff:x}"
+    v6dst = f"2001:db8:1::{rng.randrange(1, 0xffff):x}"
+    tag = MARKER + struct.pack("!I", seq)
+
+    if kind == "ipv4-udp":
+        hdr = eth / IP(src=v4src, dst=v4dst, id=seq & 0xffff) / UDP(sport=40000 + seq % 20000, dport=9)
+    elif kind == "ipv4-tcp":
+        hdr = eth / IP(src=v4src, dst=v4dst, id=seq & 0xffff) / TCP(
+            sport=40000 + seq % 20000, dport=80, seq=(seq * 7919) & 0xffffffff, flags="PA")
+    elif kind == "ipv4-icmp":
+        hdr = eth / IP(src=v4src, dst=v4dst, id=seq & 0xffff) / ICMP(type=8, id=0x5844, seq=seq & 0xffff)
+    elif kind == "ipv6-udp":
+        hdr = eth / IPv6(src=v6src, dst=v6dst, fl=seq & 0xfffff) / UDP(sport=40000 + seq % 20000, dport=9)
+    elif kind == "ipv6-icmp":
+        hdr = eth / IPv6(src=v6src, dst=v6dst, fl=seq & 0xfffff) / ICMPv6EchoRequest(id=0x5844, seq=seq & 0xffff)
+    elif kind == "arp":
+        hdr = Ether(src=src_mac, dst="ff:ff:ff:ff:ff:ff") / ARP(
+            op=1, hwsrc=src_mac, psrc=v4src, pdst=v4dst)
+    elif kind == "vlan-ipv4-udp":
+        hdr = eth / Dot1Q(vlan=100 + seq % 50, prio=seq % 8) / IP(
+            src=v4src, dst=v4dst, id=seq & 0xffff) / UDP(sport=40000 + seq % 20000, dport=9)
+    else:
+        raise ValueError(kind)
+
+    base = len(bytes(hdr))
+    room = max(size - base, len(tag))
+    fill = (tag + bytes((seq + i) & 0xff for i in range(max(0, room - len(tag)))))[:room]
+    if kind == "arp":
+        frame = bytes(hdr) + fill           # Ethernet trailer after the ARP body
+    else:
+        frame = bytes(hdr / Raw(load=fill))
+    return frame
+
+
+def build_corpus(path, count=200, sizes=None, kinds=KINDS, seed=1):
+    """Write `count` unique frames to a classic pcap (linktype 1); return them.
+
+    Sizes cycle through `sizes` (default: the edges 60, 64, 1514 and a spread
+    in between); kinds cycle through IPv4 UDP/TCP/ICMP, IPv6 UDP/ICMPv6, ARP
+    and 802.1Q-tagged IPv4.  A frame whose headers plus the 12-byte marker do
+    not fit the requested size is made just large enough.
+    """
+    from scapy.utils import wrpcap
+    from scapy.layers.l2 import Ether
+
+    rng = random.Random(seed)
+    if sizes is None:
+        sizes = [60, 64, 1514, 65, 128, 256, 512, 1000, 1499, 1513, 100, 1200]
+    frames = []
+    for i in range(count):
+        seq = (seed << 16) + i
+        size = sizes[i % len(sizes)] if i < 2 * len(sizes) else rng.randrange(60, 1515)
+        frames.append(_frame(kinds[i % len(kinds)], seq, size, rng))
+    if len(set(frames)) != len(frames):
+        raise TestFailure("corpus frames are not unique")
+    wrpcap(path, [Ether(f) for f in frames], linktype=1)
+    written = read_pcap(path)
+    if [r[2] for r in written] != frames:
+        raise TestFailure("corpus pcap does not round-trip")
+    return frames
+
+
+def write_frames(path, frames):
+    """Write raw frames (bytes) to a classic pcap without scapy's re-encoding."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+        t = int(time.time())
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", t, i, len(fr), len(fr)))
+            f.write(fr)
+
+
+def jumbo_frame(seq, size):
+    """One IPv4/UDP frame of exactly `size` bytes (for MTU 9000 tests)."""
+    return _frame("ipv4-udp", seq, size, random.Random(seq))
+
+
+# --------------------------------------------------------------------------
+# Readers
+# --------------------------------------------------------------------------
+
+def read_pcap(path):
+    """Classic pcap -> list of (caplen, origlen, data)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        e = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        e = ">"
+    else:
+        raise TestFailure(f"{path}: not a classic pcap file (magic {magic.hex()})")
+    linktype = struct.unpack(e + "I", data[20:24])[0]
+    if linktype != 1:
+        raise TestFailure(f"{path}: link type {linktype}, expected 1")
+    recs = []
+    off = 24
+    while off < len(data):
+        if off + 16 > len(data):
+            raise TestFailure(f"{path}: truncated record header")
+        _s, _f, caplen, origlen = struct.unpack(e + "IIII", data[off:off + 16])
+        off += 16
+        if off + caplen > len(data):
+            raise TestFailure(f"{path}: truncated record")
+        recs.append((caplen, origlen, data[off:off + caplen]))
+        off += caplen
+    return recs
+
+
+TSHARK_FIELDS = ("frame.interface_id", "frame.interface_name", "frame.len", "frame.cap_len",
+                 "frame.interface_queue", "frame.drop_count")
+
+
+def tshark_frames(path, timeout=CMD_TIMEOUT_S):
+    """Per-frame fields from tshark, as a list of dicts (file order)."""
+    argv = ["tshark", "-n", "-r", path, "-T", "fields", "-E", "separator=\t"]
+    for fld in TSHARK_FIELDS:
+        argv += ["-e", fld]
+    cp = run(argv, timeout=timeout)
+    rows = []
+    for line in cp.stdout.splitlines():
+        parts = line.split("\t")
+        parts += [""] * (len(TSHARK_FIELDS) - len(parts))
+        d = dict(zip(("if_id", "if_name", "len", "cap_len", "queue", "drop_count"), parts))
+        for k in ("if_id", "len", "cap_len", "queue", "drop_count"):
+            d[k] = int(d[k]) if d[k] != "" else None
+        rows.append(d)
+    return rows
+
+
+def capinfos_count(path):
+    cp = run(["capinfos", "-c", "-M", path])
+    m = re.search(r"^Number of packets:\s*(\d+)\s*$", cp.stdout, re.M)
+    if not m:
+        raise TestFailure(f"capinfos output without a packet count: {cp.stdout!r}")
+    return int(m.group(1))
+
+
+def capinfos_interfaces(path):
+    """capinfos' interface listing: list of dicts with encapsulation, snaplen, name."""
+    cp = run(["capinfos", "-M", path])
+    ifaces = []
+    cur = None
+    for line in cp.stdout.splitlines():
+        m = re.match(r"^Interface #(\d+) info:", line)
+        if m:
+            cur = {"index": int(m.group(1))}
+            ifaces.append(cur)
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"^\s+(Name|Encapsulation|Capture length)\s*=\s*(.*)$", line)
+        if m:
+            cur[m.group(1)] = m.group(2).strip()
+    return ifaces
+
+
+def tcpdump_count(path):
+    cp = run(["tcpdump", "-nn", "-r", path])
+    return len([l for l in cp.stdout.splitlines() if l.strip()])
+
+
+def tcpdump_convert(path, out):
+    """Let libpcap read the pcapng and write it again as classic pcap."""
+    run(["tcpdump", "-nn", "-r", path, "-w", out])
+    return read_pcap(out)
+
+
+def expert_check(path):
+    """Run the MIME-reader structural check; return (errors, warnings, raw output).
+
+    tshark's "MIME Files Format" reader dissects the pcapng blocks themselves
+    (as frames of the File-PCAPNG dissector); `-z expert` lists expert items.
+    Tried on this machine (tshark 4.0): a well-formed file prints nothing at
+    all and exits 0; a file cut short or with garbage appended gives an
+    "Errors (1)" table with "Malformed Packet (Exception occurred)"; a wrong
+    trailing block length gives "Block length in trailer differs from block
+    length in header"; a packet block naming a missing interface gives "No
+    Interface Description before block that requires it".  tshark still exits
+    0 in all of these, so the table is what counts: clean means no Errors
+    section (and exit status 0, nothing on stderr but the root warning).
+    """
+    cp = run(["tshark", "-n", "-r", path, "-X", "read_format:MIME Files Format",
+              "-q", "-z", "expert"], check_rc=False)
+    errors, warns = [], []
+    if cp.returncode != 0:
+        errors.append(f"tshark exit status {cp.returncode}")
+    section = None
+    for line in cp.stdout.splitlines():
+        m = re.match(r"^(Errors|Warns|Notes|Chats|Comments) \(\d+\)", line)
+        if m:
+            section = m.group(1)
+            target = errors if section == "Errors" else warns if section == "Warns" else None
+            if target is not None:
+                target.append(line.strip())
+            continue
+        if line.startswith("=") or "Frequency" in line or not line.strip():
+            continue
+        if section == "Errors":
+            errors.append("  " + line.strip())
+        elif section == "Warns":
+            warns.append("  " + line.strip())
+    for line in cp.stderr.splitlines():
+        if line.strip() and not line.startswith("Running as user"):
+            errors.append(f"stderr: {line.strip()}")
+    return errors, warns, cp.stdout
+
+
+# --------------------------------------------------------------------------
+# pcapng block walker (only what the checks need)
+# --------------------------------------------------------------------------
+
+def pcapng_blocks(path):
+    """Yield (type, body) of each block of a pcapng file (first section's order)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x0a\x0d\x0d\x0a":
+        raise TestFailure(f"{path}: does not start with a pcapng section header block")
+    bom = data[8:12]
+    if bom == b"\x4d\x3c\x2b\x1a":
+        e = "<"
+    elif bom == b"\x1a\x2b\x3c\x4d":
+        e = ">"
+    else:
+        raise TestFailure(f"{path}: bad byte-order magic {bom.hex()}")
+    off = 0
+    while off < len(data):
+        if off + 12 > len(data):
+            raise TestFailure(f"{path}: truncated block at offset {off}")
+        btype, blen = struct.unpack(e + "II", data[off:off + 8])
+        if blen < 12 or blen % 4 or off + blen > len(data):
+            raise TestFailure(f"{path}: bad block length {blen} at offset {off}")
+        trailer = struct.unpack(e + "I", data[off + blen - 4:off + blen])[0]
+        if trailer != blen:
+            raise TestFailure(f"{path}: block at {off}: trailing length {trailer} != {blen}")
+        yield e, btype, data[off + 8:off + blen - 4]
+        off += blen
+
+
+def parse_options(e, raw):
+    opts = []
+    off = 0
+    while off + 4 <= len(raw):
+        code, olen = struct.unpack(e + "HH", raw[off:off + 4])
+        off += 4
+        if code == 0:
+            break
+        opts.append((code, raw[off:off + olen]))
+        off += (olen + 3) & ~3
+    return opts
+
+
+def pcapng_idbs(path):
+    """List of IDBs: dict(linktype, snaplen, name, description, tsresol)."""
+    idbs = []
+    for e, btype, body in pcapng_blocks(path):
+        if btype != 1:
+            continue
+        linktype, _res, snaplen = struct.unpack(e + "HHI", body[:8])
+        d = {"linktype": linktype, "snaplen": snaplen, "name": None,
+             "description": None, "tsresol": None}
+        for code, val in parse_options(e, body[8:]):
+            if code == 2:
+                d["name"] = val.decode("utf-8", "replace")
+            elif code == 3:
+                d["description"] = val.decode("utf-8", "replace")
+            elif code == 9 and val:
+                d["tsresol"] = val[0]
+        idbs.append(d)
+    return idbs
+
+
+# --------------------------------------------------------------------------
+# Comparisons
+# --------------------------------------------------------------------------
+
+def multiset_diff(sent, got):
+    """(missing, extra, duplicated) between two lists of bytes."""
+    from collections import Counter
+    cs, cg = Counter(sent), Counter(got)
+    missing = [f for f in cs if cg[f] < cs[f]]
+    extra = [f for f in cg if cs[f] == 0]
+    dup = [f for f in cg if cs[f] and cg[f] > cs[f]]
+    return missing, extra, dup
+
+
+def describe_frames(frames, limit=5):
+    out = []
+    for f in frames[:limit]:
+        out.append(f"len {len(f)}: {f[:48].hex()}")
+    if len(frames) > limit:
+        out.append(f"... and {len(frames) - limit} more")
+    return "\n".join(out)
+
+
+def stderr_count(err_lines, what="captured"):
+    """N from 'N packets captured' (None if absent)."""
+    for line in err_lines:
+        m = re.match(rf"^(\d+) packets? {what}$", line.strip())
+        if m:
+            return int(m.group(1))
+    return None
+
+
+# --------------------------------------------------------------------------
+# Whole-capture checks shared by several tests
+# --------------------------------------------------------------------------
+
+def read_capture(path, workdir):
+    """Frames of a pcapng capture, joined from two independent readers.
+
+    tshark gives the per-frame pcapng metadata (interface id/name, lengths,
+    queue, drop count); libpcap (tcpdump -r F -w classic.pcap) gives the bytes.
+    Both list frames in file order, so row i of one is record i of the other.
+    Each row: if_id, if_name, len, cap_len, queue, drop_count, data.
+    """
+    rows = tshark_frames(path)
+    classic = os.path.join(workdir, os.path.basename(path) + ".classic.pcap")
+    recs = tcpdump_convert(path, classic)
+    if len(rows) != len(recs):
+        raise TestFailure(f"tshark reads {len(rows)} frames but libpcap {len(recs)}")
+    for i, (row, (caplen, origlen, data)) in enumerate(zip(rows, recs)):
+        if row["cap_len"] != caplen or row["len"] != origlen:
+            raise TestFailure(f"frame {i}: tshark says len {row['len']} cap {row['cap_len']}, "
+                              f"libpcap says len {origlen} cap {caplen}")
+        row["data"] = data
+    return rows
+
+
+def check_readers_agree(path, expected):
+    """tshark, capinfos and tcpdump all count `expected` packets."""
+    n_tshark = len(run(["tshark", "-n", "-r", path, "-T", "fields", "-e", "frame.number"])
+                   .stdout.split())
+    n_capinfos = capinfos_count(path)
+    n_tcpdump = tcpdump_count(path)
+    expect(n_tshark == n_capinfos == n_tcpdump == expected,
+           f"tshark, capinfos and tcpdump -r all count {expected} packets",
+           f"tshark {n_tshark}, capinfos {n_capinfos}, tcpdump {n_tcpdump}")
+
+
+def check_structure(path):
+    errors, warns, _ = expert_check(path)
+    expect(not errors, "MIME-reader structural check (tshark -z expert) reports no errors",
+           "\n".join(errors))
+    if warns:
+        log("  note  expert warnings: " + "; ".join(warns))
+
+
+def check_idbs(path, iface="cap0"):
+    """All IDBs: EN10MB, one snaplen, if_name IFACE@cpuN (distinct).  Returns them."""
+    idbs = pcapng_idbs(path)
+    expect(len(idbs) >= 1, f"file has interface description blocks ({len(idbs)})")
+    expect(all(i["linktype"] == 1 for i in idbs), "every IDB has link type 1 (EN10MB)",
+           [i["linktype"] for i in idbs])
+    snaplens = sorted({i["snaplen"] for i in idbs})
+    expect(len(snaplens) == 1, f"every IDB has the same snaplen {snaplens}")
+    names = [i["name"] for i in idbs]
+    expect(all(n and re.fullmatch(rf"{re.escape(iface)}@cpu\d+", n) for n in names)
+           and len(set(names)) == len(names),
+           f"IDB names are distinct {iface}@cpuN", names)
+    ci = capinfos_interfaces(path)
+    expect(len(ci) == len(idbs) and all(c.get("Encapsulation", "").startswith("Ethernet")
+                                        for c in ci),
+           "capinfos lists the same interfaces, all Ethernet",
+           [(c.get("Name"), c.get("Encapsulation")) for c in ci])
+    return idbs
+
+
+def check_exact(sent, got, what="every sent frame captured exactly once, byte-exact"):
+    missing, extra, dup = multiset_diff(sent, got)
+    detail = []
+    if missing:
+        detail.append(f"{len(missing)} sent frame(s) missing:\n" + describe_frames(missing))
+    if extra:
+        detail.append(f"{len(extra)} captured frame(s) never sent:\n" + describe_frames(extra))
+    if dup:
+        detail.append(f"{len(dup)} frame(s) captured more than once:\n" + describe_frames(dup))
+    return expect(not detail and len(got) == len(sent), what, "\n".join(detail)
+                  or f"sent {len(sent)}, captured {len(got)}")
+
+
+def check_listening(x, iface="cap0", snaplen=None):
+    line = next((l for l in x.err_lines if l.startswith("listening on ")), "")
+    m = LISTENING_RE.match(line)
+    ok = bool(m) and m.group(1) == iface and (snaplen is None or int(m.group(2)) == snaplen)
+    expect(ok, f"stderr has 'listening on {iface}, link-type EN10MB (Ethernet), "
+               f"snapshot length {snaplen if snaplen is not None else 'N'} bytes'", repr(line))
+    return int(m.group(2)) if m else None
