@@ -136,16 +136,23 @@ int run_capture(const Config& config)
     const StopReason reason = loop.run();
     loop.detach_and_drain();
     const auto stats = loop.stats();
-    if (reason != StopReason::ReaderGone) {
+    std::string failure;
+    if (reason == StopReason::InterfaceGone || reason == StopReason::Signal || reason == StopReason::CountReached) {
         try {
             output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME)));
         } catch (const OutputClosed&) {
+        } catch (const Error& e) {
+            failure = e.what();
         }
     }
-    if (reason == StopReason::InterfaceGone)
-        std::fprintf(stderr, "xdpcap: %s went away; capture stopped\n", iface.name.c_str());
+    if (reason == StopReason::OutputFailed)
+        failure = loop.failure();
+    else if (reason == StopReason::InterfaceGone)
+        failure = iface.name + " went away; capture stopped";
+    if (!failure.empty())
+        std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     std::fputs(format_stats(stats, config.verbose).c_str(), stderr);
-    return reason == StopReason::InterfaceGone ? kExitRuntime : kExitOk;
+    return failure.empty() ? kExitOk : kExitRuntime;
 }
 
 } // namespace xdpcap

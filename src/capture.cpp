@@ -114,8 +114,26 @@ StopReason CaptureLoop::run()
         }
     } catch (const OutputClosed&) {
         output_gone_ = true;
+        count_unwritten();
         return StopReason::ReaderGone;
+    } catch (const Error& e) {
+        // A full disk or I/O error: stop writing but still detach, drain and
+        // account for everything the kernel sampled.
+        output_gone_ = true;
+        failure_ = e.what();
+        count_unwritten();
+        return StopReason::OutputFailed;
     }
+}
+
+void CaptureLoop::count_unwritten()
+{
+    output_.for_each_unwritten_packet([&](uint32_t interface_id) {
+        if (interface_id < tallies_.size() && tallies_[interface_id].written > 0) {
+            --tallies_[interface_id].written;
+            ++tallies_[interface_id].unwritten;
+        }
+    });
 }
 
 bool CaptureLoop::handle_signals()
@@ -147,8 +165,12 @@ void CaptureLoop::drain_ring(size_t ring)
             switch (decoded.kind) {
             case RecordKind::Sample:
                 ++tally.samples;
-                if (count_reached_ || output_gone_) {
+                if (count_reached_) {
                     ++tally.discarded;
+                    break;
+                }
+                if (output_gone_) {
+                    ++tally.unwritten;
                     break;
                 }
                 output_.write(interface_id, decoded.sample, monotonic_to_realtime(decoded.sample.tstamp_ns, clock_));

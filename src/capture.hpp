@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "clock.hpp"
@@ -19,7 +20,7 @@ namespace xdpcap {
 // anything is attached so a early Ctrl-C still leads to a clean stop.
 UniqueFd block_capture_signals();
 
-enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone };
+enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed };
 
 class CaptureLoop {
 public:
@@ -36,12 +37,15 @@ public:
     // Detaches, then drains every ring until the kernel side is quiet.
     void detach_and_drain();
     std::vector<CpuStats> stats() const;
+    // Why the loop stopped with OutputFailed.
+    const std::string& failure() const noexcept { return failure_; }
 
 private:
     void drain_all();
     void drain_ring(size_t ring);
     bool handle_signals(); // true: stop
     void print_stats() const;
+    void count_unwritten();
 
     CaptureProgram& program_;
     PerfRings& rings_;
@@ -56,7 +60,8 @@ private:
     uint64_t written_ = 0;
     uint64_t corrupt_ = 0;
     bool count_reached_ = false;
-    bool output_gone_ = false;
+    bool output_gone_ = false; // further samples are counted, not written
+    std::string failure_;
 };
 
 } // namespace xdpcap

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ public:
     }
     void finish(const std::vector<pcapng::InterfaceStatistics>& isbs);
     void flush() { sink_.flush(); }
+    // After a failed write: calls on_lost(interface_id) for every packet in
+    // the chunk that did not reach the output completely.
+    template <class OnLost>
+    void for_each_unwritten_packet(OnLost&& on_lost) const;
     Sink& sink() noexcept { return sink_; }
 
 private:
@@ -52,5 +57,25 @@ private:
     time_t cached_second_ = -1;
     char cached_hms_[9] = "00:00:00";
 };
+
+template <class OnLost>
+void PacketOutput::for_each_unwritten_packet(OnLost&& on_lost) const
+{
+    if (format_ != Format::Pcapng)
+        return; // text lines carry no block structure to walk
+    const Sink::FailedChunk& chunk = sink_.failed_chunk();
+    size_t offset = 0;
+    while (offset + 12 <= chunk.size) {
+        uint32_t type, length, interface_id;
+        std::memcpy(&type, chunk.data + offset, 4);
+        std::memcpy(&length, chunk.data + offset + 4, 4);
+        std::memcpy(&interface_id, chunk.data + offset + 8, 4);
+        if (length < 12 || offset + length > chunk.size)
+            break;
+        if (type == pcapng::kEpbType && offset + length > chunk.written)
+            on_lost(interface_id);
+        offset += length;
+    }
+}
 
 } // namespace xdpcap

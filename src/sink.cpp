@@ -91,11 +91,14 @@ void Sink::flush()
 
 void Sink::write_all(const uint8_t* data, size_t n)
 {
+    const uint8_t* const chunk = data;
+    const size_t chunk_size = n;
     while (n > 0) {
         const ssize_t written = ::write(fd_, data, n);
         if (written < 0) {
             if (errno == EINTR)
                 continue;
+            failed_ = FailedChunk{chunk, chunk_size, chunk_size - n};
             if (errno == EPIPE)
                 throw OutputClosed();
             throw Error("cannot write " + name_ + ": " + errno_text(errno), kExitRuntime);

@@ -47,6 +47,15 @@ public:
 
     void flush();
     size_t pending() const noexcept { return used_; }
+
+    // After a failed write: the bytes of the failed chunk, and how many of
+    // them reached the output. The chunk starts at a block boundary.
+    struct FailedChunk {
+        const uint8_t* data = nullptr;
+        size_t size = 0;
+        size_t written = 0;
+    };
+    const FailedChunk& failed_chunk() const noexcept { return failed_; }
     const std::string& name() const noexcept { return name_; }
     bool is_pipe() const noexcept { return is_pipe_; }
 
@@ -62,6 +71,7 @@ private:
     size_t used_ = 0;
     bool created_ = false;
     bool is_pipe_ = false;
+    FailedChunk failed_;
 };
 
 } // namespace xdpcap

@@ -20,6 +20,7 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
         totals.dropped += s.kernel.output_failed;
         totals.invalid += s.ring.invalid;
         totals.discarded += s.ring.discarded;
+        totals.unwritten += s.ring.unwritten;
     }
     return totals;
 }
@@ -30,6 +31,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu)
     std::string text = counted(t.captured, " packet captured\n", " packets captured\n") +
         counted(t.received, " packet received by filter\n", " packets received by filter\n") +
         counted(t.dropped, " packet dropped by kernel\n", " packets dropped by kernel\n");
+    if (t.unwritten)
+        text += counted(t.unwritten, " packet not written to the output\n", " packets not written to the output\n");
     if (t.invalid)
         text += counted(t.invalid, " record refused as malformed\n", " records refused as malformed\n");
     if (!per_cpu)
@@ -40,7 +43,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu)
             std::to_string(s.kernel.ring_full) + " ring full, " +
             std::to_string(s.kernel.output_failed - s.kernel.ring_full) + " other output errors, " +
             std::to_string(s.ring.lost_records) + " reported lost, " + std::to_string(s.ring.invalid) +
-            " malformed, " + std::to_string(s.ring.discarded) + " after count\n";
+            " malformed, " + std::to_string(s.ring.discarded) + " after count, " +
+            std::to_string(s.ring.unwritten) + " not written\n";
     }
     return text;
 }

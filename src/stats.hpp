@@ -14,6 +14,7 @@ struct RingTally {
     uint64_t samples = 0;      // sample records taken from the ring
     uint64_t written = 0;      // packets handed to the output
     uint64_t discarded = 0;    // samples read after -c was reached
+    uint64_t unwritten = 0;    // samples the output could not take (write failed, reader gone)
     uint64_t invalid = 0;      // records refused by the decoder
     uint64_t lost_records = 0; // sum of PERF_RECORD_LOST notices
 };
@@ -30,6 +31,7 @@ struct CaptureTotals {
     uint64_t dropped = 0;  // output helper failures (ring full and other)
     uint64_t invalid = 0;
     uint64_t discarded = 0;
+    uint64_t unwritten = 0;
 };
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);

@@ -44,5 +44,5 @@ TEST(Stats, PerCpuBreakdown)
 TEST(Stats, TotalsAddUp)
 {
     const auto totals = sum_stats({cpu(0, 10, 8, 2, 8), cpu(1, 5, 5, 0, 5)});
-    EXPECT_EQ(totals.received, totals.captured + totals.dropped + totals.discarded + totals.invalid);
+    EXPECT_EQ(totals.received, totals.captured + totals.dropped + totals.discarded + totals.unwritten + totals.invalid);
 }
