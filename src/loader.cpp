@@ -149,7 +149,9 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
 
     // Returns 0 once attached, else the errno of the attempt.
     auto attempt = [&](uint32_t flags, XdpMode as) -> int {
-        LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = flags);
+        bpf_link_create_opts opts{};
+        opts.sz = sizeof opts;
+        opts.flags = flags;
         const int fd = bpf_link_create(program_fd(), static_cast<int>(ifindex), BPF_XDP, &opts);
         if (fd < 0)
             return errno;
@@ -195,7 +197,8 @@ std::vector<xdpcap_counters> CaptureProgram::read_counters() const
 
 void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
 {
-    LIBBPF_OPTS(bpf_xdp_query_opts, query);
+    bpf_xdp_query_opts query{};
+    query.sz = sizeof query;
     if (bpf_xdp_query(static_cast<int>(ifindex), 0, &query) != 0)
         return; // the attach itself will report what is wrong
     if (query.attach_mode == XDP_ATTACHED_NONE)

@@ -168,7 +168,8 @@ size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept
     p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns));
     p = store<uint32_t>(p, pkt.cap_len);
     p = store<uint32_t>(p, pkt.orig_len);
-    std::memcpy(p, pkt.data, pkt.cap_len);
+    if (pkt.cap_len)
+        std::memcpy(p, pkt.data, pkt.cap_len);
     p += pkt.cap_len;
     const size_t padding = pad4(pkt.cap_len) - pkt.cap_len;
     std::memset(p, 0, padding);

@@ -52,7 +52,9 @@ public:
             // Records are 8-byte aligned, so the header never straddles the end.
             perf_event_header header;
             std::memcpy(&header, data_ + offset, sizeof header);
-            if (header.size < sizeof header || header.size > head - tail || header.size > kMaxRecordSize) {
+            // The kernel keeps every record a multiple of 8 bytes long.
+            if (header.size < sizeof header || header.size % 8 != 0 || header.size > head - tail ||
+                header.size > kMaxRecordSize) {
                 ++corrupt;
                 tail = head;
                 break;

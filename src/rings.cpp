@@ -63,7 +63,8 @@ PerfRings::PerfRings(int events_map_fd, const RingSettings& settings) : cpus_(on
 
     // Explicit CPU list so that ring i is known to belong to cpus_[i].
     std::vector<int> keys = cpus_;
-    LIBBPF_OPTS(perf_buffer_raw_opts, opts);
+    perf_buffer_raw_opts opts{};
+    opts.sz = sizeof opts;
     opts.cpu_cnt = static_cast<int>(cpus_.size());
     opts.cpus = cpus_.data();
     opts.map_keys = keys.data();

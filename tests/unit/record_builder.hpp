@@ -24,7 +24,8 @@ inline std::vector<uint8_t> sample_record(const std::vector<uint8_t>& frame, uin
     const auto raw32 = static_cast<uint32_t>(raw_size);
     std::memcpy(record.data() + 8, &raw32, 4);
     std::memcpy(record.data() + 12, &meta, sizeof meta);
-    std::memcpy(record.data() + 12 + sizeof meta, frame.data(), frame.size());
+    if (!frame.empty())
+        std::memcpy(record.data() + 12 + sizeof meta, frame.data(), frame.size());
     return record;
 }
 

@@ -147,3 +147,19 @@ TEST(PerfRingReader, RecordClaimingMoreThanPublishedIsCorrupt)
     EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return true; }, scratch.data(), corrupt), 0u);
     EXPECT_EQ(corrupt, 1u);
 }
+
+TEST(PerfRingReader, SizeNotMultipleOfEightIsCorrupt)
+{
+    // Found by fuzzing: an odd size would misalign the next header so that
+    // it straddles the ring end.
+    FakeRing ring;
+    auto record = test::sample_record(frame_of(8, 1), 8);
+    perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(record.size() - 3)};
+    std::memcpy(record.data(), &header, sizeof header);
+    ring.push(record);
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return true; }, scratch.data(), corrupt), 0u);
+    EXPECT_EQ(corrupt, 1u);
+}
