@@ -47,6 +47,13 @@ EXIT_PASS, EXIT_FAIL, EXIT_SKIP = 0, 1, 77
 TEST_DEADLINE_S = 55          # a test never runs longer than this
 CMD_TIMEOUT_S = 20            # default timeout of one helper command
 
+# ip, sysctl, capsh and bpftool live in /usr/sbin, which may not be on PATH
+# (e.g. under meson test): make sure they are found, here and in children.
+_path = os.environ.get("PATH", "").split(os.pathsep)
+os.environ["PATH"] = os.pathsep.join(
+    [p for p in _path if p] + [p for p in ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
+                               if p not in _path])
+
 LISTENING_RE = re.compile(
     r"^listening on (\S+), link-type EN10MB \(Ethernet\), snapshot length (\d+) bytes$")
 
@@ -191,7 +198,7 @@ def main(test_fn, *, min_cpus=1, tools=REQUIRED_TOOLS):
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         skip(f"binary {binary} does not exist or is not executable")
     for tool in tools:
-        if shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
+        if shutil.which(tool) is None:
             skip(f"tool {tool} not found")
     ncpu = len(os.sched_getaffinity(0))
     if ncpu < min_cpus:
@@ -431,6 +438,11 @@ class NetLab:
     def xdpcap(self, binary, args, **kw):
         """Start BINARY -i cap0 ARGS inside the capture namespace."""
         return Xdpcap(self, binary, ["-i", self.cap_if] + list(args), **kw)
+
+
+def cpus():
+    """CPUs this test may use, sorted (the sender pins itself to one of them)."""
+    return sorted(os.sched_getaffinity(0))
 
 
 def list_netns():

@@ -31,7 +31,7 @@ def test(binary):
 
         x = lab.xdpcap(binary, ["-w", out])
         x.wait_listening()
-        lab.send(corpus, 0, gap_us=500)
+        lab.send(corpus, N.cpus()[0], gap_us=500)
         time.sleep(0.5)
         rc = x.stop(signal.SIGINT)
         N.log("  info  stderr: " + " | ".join(x.err_lines))

@@ -19,7 +19,7 @@ import netlab as N  # noqa: E402
 
 N_PACKETS = 20
 SENT = 60
-CPU = 0
+CPU = N.cpus()[0]
 
 READERS = {
     "tshark": ["tshark", "-n", "-l", "-r", "-", "-T", "fields", "-e", "frame.len"],

@@ -26,7 +26,7 @@ def test(binary):
         x.wait_listening()
         prog = lab.xdp_prog()
         N.check(prog is not None, f"an XDP program is attached while xdpcap runs: {prog}")
-        lab.send(corpus, 0, gap_us=200)
+        lab.send(corpus, N.cpus()[0], gap_us=200)
         x.send_signal(signal.SIGKILL)
         rc = x.wait(timeout=5)
         N.expect(rc == -signal.SIGKILL, "xdpcap died of SIGKILL", rc)
@@ -35,7 +35,7 @@ def test(binary):
         out = os.path.join(tmp, "again.pcapng")
         y = lab.xdpcap(binary, ["-w", out])
         y.wait_listening()
-        lab.send(corpus, 0, gap_us=200)
+        lab.send(corpus, N.cpus()[0], gap_us=200)
         time.sleep(0.5)
         rc = y.stop(signal.SIGINT)
         N.expect(rc == 0, "a new xdpcap attaches afterwards and exits 0 on SIGINT",

@@ -20,7 +20,7 @@ import netlab as N  # noqa: E402
 
 COUNT = 120
 SNAPLEN = 96
-CPU = 0
+CPU = N.cpus()[0]
 
 
 def test(binary):

@@ -21,7 +21,7 @@ import netlab as N  # noqa: E402
 
 LINE_RE = re.compile(r"^\d\d:\d\d:\d\d\.\d{9} cap0@cpu(\d+) rxq (\d+) len (\d+) cap (\d+)$")
 COUNT = 40
-CPU = 0
+CPU = N.cpus()[0]
 
 
 def test(binary):
