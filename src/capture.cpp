@@ -19,6 +19,7 @@ namespace {
 
 constexpr uint64_t kTimerToken = ~uint64_t{0};
 constexpr uint64_t kSignalToken = ~uint64_t{0} - 1;
+constexpr uint64_t kOutputToken = ~uint64_t{0} - 2;
 
 sigset_t capture_signal_set()
 {
@@ -74,6 +75,15 @@ CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput
     epoll_add(epoll_.get(), signals_.get(), kSignalToken);
     for (size_t i = 0; i < rings_.count(); ++i)
         epoll_add(epoll_.get(), rings_.fd(i), i);
+    // A pipe reports EPOLLERR once its reader is gone: notice it even when no
+    // packet arrives to make a write fail.
+    if (output_.sink().is_pipe()) {
+        epoll_event ev{};
+        ev.events = 0; // EPOLLERR is always reported
+        ev.data.u64 = kOutputToken;
+        if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, output_.sink().fd(), &ev) != 0)
+            throw Error("epoll_ctl: " + errno_text(errno));
+    }
 }
 
 StopReason CaptureLoop::run()
@@ -93,6 +103,9 @@ StopReason CaptureLoop::run()
             for (int i = 0; i < n; ++i) {
                 if (events[i].data.u64 == kSignalToken) {
                     stop = handle_signals() || stop;
+                } else if (events[i].data.u64 == kOutputToken) {
+                    output_gone_ = true;
+                    return StopReason::ReaderGone;
                 } else if (events[i].data.u64 == kTimerToken) {
                     uint64_t expirations;
                     (void)!::read(timer_.get(), &expirations, sizeof expirations);

@@ -58,6 +58,7 @@ public:
     const FailedChunk& failed_chunk() const noexcept { return failed_; }
     const std::string& name() const noexcept { return name_; }
     bool is_pipe() const noexcept { return is_pipe_; }
+    int fd() const noexcept { return fd_; }
 
 private:
     Sink(UniqueFd owned, int fd, std::string name, size_t buffer_size, bool created);
