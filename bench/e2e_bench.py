@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""End-to-end capture benchmark: xdpcap against tcpdump and xdpdump.
+
+Run as root:  bench/e2e_bench.py --xdpcap build/src/xdpcap
+
+It makes its own pair of network namespaces joined by a veth pair, sends
+--frames UDP frames at top speed from the generator side with trafgen pinned
+to one CPU, and captures them on the other side into /dev/shm, once with
+nothing capturing and once with each tool, in interleaved rounds
+(none, xdpcap, tcpdump, xdpdump, none, xdpcap, ...). It prints, per frame size,
+the median over the rounds of:
+
+  generator slowdown   generator wall time with the tool / without any tool
+  consumer CPU/frame   user + sys of the capture process (wait4) / frames sent
+  loss                 1 - frames in the file / frames sent
+
+and the ratios xdpcap/tcpdump and xdpcap/xdpdump. Tools that are not
+installed are left out. Capture processes run on one CPU, the generator (and
+so the XDP program, which runs in its softirq) on another.
+"""
+
+import argparse
+import os
+import secrets
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SHM = "/dev/shm"
+
+
+def run(*cmd, check=True, **kw):
+    return subprocess.run(cmd, check=check, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def udp_frame(size):
+    """An Ethernet/IPv4/UDP frame of `size` bytes, 198.18.0.2 -> 198.18.0.1."""
+    eth = bytes.fromhex("020000000001" "020000000002" "0800")
+    ip_len = size - 14
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0x4000, 64, 17, 0,
+                     bytes([198, 18, 0, 2]), bytes([198, 18, 0, 1]))
+    csum = sum(struct.unpack("!10H", ip))
+    csum = (csum & 0xFFFF) + (csum >> 16)
+    csum = (csum & 0xFFFF) + (csum >> 16)
+    ip = ip[:10] + struct.pack("!H", ~csum & 0xFFFF) + ip[12:]
+    udp = struct.pack("!HHHH", 9, 9, ip_len - 20, 0)
+    return eth + ip + udp + bytes(size - 42)
+
+
+class Lab:
+    """Two namespaces and a veth pair, removed on exit whatever happens."""
+
+    def __init__(self):
+        tag = f"xdpcapb-{os.getpid()}-{secrets.token_hex(3)}"
+        self.cap_ns, self.gen_ns = tag + "-cap", tag + "-gen"
+
+    def __enter__(self):
+        try:
+            run("ip", "netns", "add", self.cap_ns)
+            run("ip", "netns", "add", self.gen_ns)
+            run("ip", "link", "add", "cap0", "netns", self.cap_ns, "type", "veth",
+                "peer", "name", "gen0", "netns", self.gen_ns)
+            for ns, dev in ((self.cap_ns, "cap0"), (self.gen_ns, "gen0")):
+                for key in ("all", "default", dev):
+                    run("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1",
+                        check=False)
+                run("ip", "-n", ns, "link", "set", dev, "up")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for ns in (self.cap_ns, self.gen_ns):
+            run("ip", "netns", "del", ns, check=False)
+
+
+class Tool:
+    """One capture tool: how to start it, when it is ready, how to count."""
+
+    def __init__(self, name, argv, ready_text, output):
+        self.name, self.argv, self.ready_text, self.output = name, argv, ready_text, output
+
+
+def tools_for(args, lab):
+    tools = []
+    out = os.path.join(SHM, f"xdpcap-bench-{os.getpid()}")
+    tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"],
+                      "listening on", out + ".xdpcap.pcapng"))
+    if shutil.which("tcpdump") and not args.only_xdpcap:
+        tools.append(Tool("tcpdump", ["tcpdump", "-i", "cap0", "-w", out + ".tcpdump.pcap"],
+                          "listening on", out + ".tcpdump.pcap"))
+    if shutil.which("xdpdump") and not args.only_xdpcap:
+        tools.append(Tool("xdpdump", ["xdpdump", "--load-xdp-program", "-i", "cap0", "-w", out + ".xdpdump.pcapng"],
+                          "listening on", out + ".xdpdump.pcapng"))
+    return tools
+
+
+def count_frames(path):
+    res = run("capinfos", "-M", "-c", "-T", "-r", path, check=False)
+    for line in res.stdout.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 2 and fields[-1].strip().isdigit():
+            return int(fields[-1])
+    raise RuntimeError(f"capinfos could not count {path}: {res.stderr.strip()}")
+
+
+def generate(lab, conf, frames, gen_cpu):
+    start = time.perf_counter()
+    run("ip", "netns", "exec", lab.gen_ns, "taskset", "-c", str(gen_cpu), "trafgen", "--dev", "gen0", "--conf",
+        conf, "--num", str(frames), "--cpus", "1", "-q")
+    return time.perf_counter() - start
+
+
+def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
+    """Returns (generator seconds, consumer cpu seconds, frames captured)."""
+    if tool is None:
+        return generate(lab, conf, frames, gen_cpu), 0.0, frames
+    proc = subprocess.Popen(["ip", "netns", "exec", lab.cap_ns, "taskset", "-c", str(cap_cpu)] + tool.argv,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ready = threading.Event()
+    lines = []
+
+    def read_stderr():
+        for line in proc.stderr:
+            lines.append(line)
+            if tool.ready_text in line:
+                ready.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        if not ready.wait(10):
+            raise RuntimeError(f"{tool.name} did not start: {''.join(lines)}")
+        time.sleep(0.3)
+        seconds = generate(lab, conf, frames, gen_cpu)
+        time.sleep(1.0)  # let the tool drain what is queued
+        proc.send_signal(signal.SIGINT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        reader.join(5)
+        cpu = usage.ru_utime + usage.ru_stime
+        captured = count_frames(tool.output)
+        return seconds, cpu, captured
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+        if os.path.exists(tool.output):
+            os.unlink(tool.output)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--xdpcap", default="build/src/xdpcap")
+    parser.add_argument("--frames", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sizes", default="64,1500")
+    parser.add_argument("--only-xdpcap", action="store_true", help="leave out the peer tools")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("e2e_bench.py: run as root")
+    if not shutil.which("trafgen"):
+        sys.exit("e2e_bench.py: trafgen (netsniff-ng) is needed")
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        sys.exit("e2e_bench.py: needs two CPUs")
+    cap_cpu, gen_cpu = cpus[0], cpus[1]
+
+    with Lab() as lab, tempfile.TemporaryDirectory() as tmp:
+        tools = tools_for(args, lab)
+        print(f"# {args.frames} frames per run, {args.rounds} rounds, capture on CPU {cap_cpu}, "
+              f"generator on CPU {gen_cpu}; tools: {', '.join(t.name for t in tools)}")
+        for size in (int(s) for s in args.sizes.split(",")):
+            conf = os.path.join(tmp, f"frame{size}.cfg")
+            with open(conf, "w") as f:
+                f.write("{ " + ", ".join(f"0x{b:02x}" for b in udp_frame(size)) + " }\n")
+            results = {name: [] for name in ["none"] + [t.name for t in tools]}
+            for round_no in range(args.rounds):
+                for tool in [None] + tools:
+                    name = tool.name if tool else "none"
+                    results[name].append(measure(lab, tool, conf, args.frames, cap_cpu, gen_cpu))
+                    gen_s, cpu_s, got = results[name][-1]
+                    print(f"  {size:>5} B round {round_no + 1} {name:<8} generator {gen_s:.3f} s, "
+                          f"consumer {cpu_s:.3f} s, captured {got}", flush=True)
+            base = statistics.median(r[0] for r in results["none"])
+            summary = {}
+            for tool in tools:
+                runs = results[tool.name]
+                summary[tool.name] = (
+                    statistics.median(r[0] for r in runs) / base,
+                    statistics.median(r[1] for r in runs) / args.frames * 1e6,
+                    statistics.median(1 - r[2] / args.frames for r in runs),
+                )
+            print(f"\n## {size}-byte frames (medians of {args.rounds} rounds; "
+                  f"no-capture generator time {base:.3f} s)")
+            print("| tool | generator slowdown | consumer CPU per frame | loss |")
+            print("|---|---|---|---|")
+            for name, (slow, cpu_us, loss) in summary.items():
+                print(f"| {name} | {slow:.2f}x | {cpu_us:.3f} us | {loss * 100:.2f} % |")
+            for peer in ("tcpdump", "xdpdump"):
+                if peer in summary:
+                    x, p = summary["xdpcap"], summary[peer]
+                    print(f"xdpcap/{peer}: generator slowdown {x[0] / p[0]:.2f}, "
+                          f"consumer CPU {x[1] / p[1]:.2f}" if p[1] else "")
+            print(flush=True)
+
+
+if __name__ == "__main__":
+    main()
