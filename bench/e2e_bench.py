@@ -91,7 +91,7 @@ class Tool:
 def tools_for(args, lab):
     tools = []
     out = os.path.join(SHM, f"xdpcap-bench-{os.getpid()}")
-    tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"],
+    tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"] + args.xdpcap_args.split(),
                       "listening on", out + ".xdpcap.pcapng"))
     if shutil.which("tcpdump") and not args.only_xdpcap:
         tools.append(Tool("tcpdump", ["tcpdump", "-i", "cap0", "-w", out + ".tcpdump.pcap"],
@@ -163,6 +163,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="64,1500")
     parser.add_argument("--only-xdpcap", action="store_true", help="leave out the peer tools")
+    parser.add_argument("--xdpcap-args", default="", help="extra xdpcap options, e.g. \"--ring-pages 1024\"")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("e2e_bench.py: run as root")
