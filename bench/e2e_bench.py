@@ -172,7 +172,8 @@ def main():
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         sys.exit("e2e_bench.py: needs two CPUs")
-    cap_cpu, gen_cpu = cpus[0], cpus[1]
+    # trafgen pins its worker to the first CPU by itself, so the capture tools get the second.
+    gen_cpu, cap_cpu = cpus[0], cpus[1]
 
     with Lab() as lab, tempfile.TemporaryDirectory() as tmp:
         tools = tools_for(args, lab)
