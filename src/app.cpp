@@ -26,9 +26,8 @@ uint32_t wakeup_bytes_for(size_t ring_bytes)
 
 void check_ring_fits_records(const Config& config)
 {
-    const size_t ring_bytes = static_cast<size_t>(config.ring_pages) * 4096;
     const size_t record = record_size_for(config.snaplen);
-    if (ring_bytes < 2 * record)
+    if (ring_bytes(config.ring_pages) < 2 * record)
         throw Error("--ring-pages " + std::to_string(config.ring_pages) + " is too small for snapshot length " +
                     std::to_string(config.snaplen) + ": each ring must hold at least two " + std::to_string(record) +
                     "-byte records");
@@ -106,7 +105,7 @@ int run_capture(const Config& config)
 
     CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex);
     PerfRings rings(program.events_map_fd(),
-                    RingSettings{config.ring_pages, wakeup_bytes_for(static_cast<size_t>(config.ring_pages) * 4096)});
+                    RingSettings{config.ring_pages, wakeup_bytes_for(ring_bytes(config.ring_pages))});
 
     std::vector<std::string> names;
     for (size_t ring = 0; ring < rings.count(); ++ring)

@@ -17,6 +17,11 @@ void PerfBufferDeleter::operator()(perf_buffer* pb) const noexcept
     perf_buffer__free(pb);
 }
 
+size_t page_size()
+{
+    return static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
 std::vector<int> parse_cpu_list(const std::string& text)
 {
     std::vector<int> cpus;
@@ -77,8 +82,7 @@ PerfRings::PerfRings(int events_map_fd, const RingSettings& settings) : cpus_(on
                     " pages each): " + errno_text(err) +
                     (err == EPERM ? " (raise the locked-memory limit or use fewer --ring-pages)" : ""));
     }
-    const size_t page_size = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    data_size_ = page_size * settings.pages_per_cpu;
+    data_size_ = ring_bytes(settings.pages_per_cpu);
     for (size_t i = 0; i < cpus_.size(); ++i) {
         void* base = nullptr;
         size_t mapped = 0;
@@ -86,7 +90,7 @@ PerfRings::PerfRings(int events_map_fd, const RingSettings& settings) : cpus_(on
             throw Error("cannot map the perf ring of CPU " + std::to_string(cpus_[i]));
         // The kernel publishes where the data area is; older kernels leave it 0.
         const auto* header = static_cast<const perf_event_mmap_page*>(base);
-        const size_t offset = header->data_offset ? header->data_offset : page_size;
+        const size_t offset = header->data_offset ? header->data_offset : page_size();
         const size_t size = header->data_size ? header->data_size : data_size_;
         readers_.emplace_back(base, offset, size);
     }

@@ -39,6 +39,9 @@ private:
     size_t data_size_ = 0;
 };
 
+size_t page_size();
+inline size_t ring_bytes(uint32_t pages) { return page_size() * pages; }
+
 // Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
 std::vector<int> online_cpus();
 std::vector<int> parse_cpu_list(const std::string& text);

@@ -1,0 +1,94 @@
+#include "filter/compile.hpp"
+
+#include <pcap/pcap.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "error.hpp"
+
+namespace xdpcap {
+
+static_assert(sizeof(sock_filter) == sizeof(bpf_insn));
+static_assert(offsetof(sock_filter, code) == offsetof(bpf_insn, code));
+static_assert(offsetof(sock_filter, jt) == offsetof(bpf_insn, jt));
+static_assert(offsetof(sock_filter, jf) == offsetof(bpf_insn, jf));
+static_assert(offsetof(sock_filter, k) == offsetof(bpf_insn, k));
+
+struct ClassicProgram::Native {
+    bpf_program program{};
+    // A copy in the kernel's spelling, so no cast between the two types is needed.
+    std::vector<sock_filter> instructions;
+
+    Native() = default;
+    Native(const Native&) = delete;
+    Native& operator=(const Native&) = delete;
+    ~Native() { pcap_freecode(&program); }
+};
+
+namespace {
+
+struct PcapCloser {
+    void operator()(pcap_t* p) const noexcept { pcap_close(p); }
+};
+
+// libpcap messages are single lines already; be sure, since ours must be.
+std::string one_line(std::string text)
+{
+    for (char& c : text)
+        if (c == '\n' || c == '\r')
+            c = ' ';
+    while (!text.empty() && text.back() == ' ')
+        text.pop_back();
+    return text;
+}
+
+} // namespace
+
+ClassicProgram::ClassicProgram(std::unique_ptr<Native> native) : native_(std::move(native)) {}
+ClassicProgram::ClassicProgram(ClassicProgram&&) noexcept = default;
+ClassicProgram& ClassicProgram::operator=(ClassicProgram&&) noexcept = default;
+ClassicProgram::~ClassicProgram() = default;
+
+std::span<const sock_filter> ClassicProgram::instructions() const noexcept
+{
+    return native_->instructions;
+}
+
+uint32_t ClassicProgram::run(std::span<const uint8_t> frame) const
+{
+    pcap_pkthdr header{};
+    header.caplen = static_cast<bpf_u_int32>(frame.size());
+    header.len = header.caplen;
+    return static_cast<uint32_t>(pcap_offline_filter(&native_->program, &header, frame.data()));
+}
+
+ClassicProgram compile_filter(const std::string& expression, uint32_t snaplen)
+{
+    const std::unique_ptr<pcap_t, PcapCloser> pcap(pcap_open_dead(DLT_EN10MB, static_cast<int>(snaplen)));
+    if (!pcap)
+        throw Error("cannot set up libpcap to compile the filter");
+    auto native = std::make_unique<Native>();
+    if (pcap_compile(pcap.get(), &native->program, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0)
+        throw Error("filter '" + expression + "': " + one_line(pcap_geterr(pcap.get())));
+    const bpf_insn* insns = native->program.bf_insns;
+    native->instructions.reserve(native->program.bf_len);
+    for (u_int i = 0; i < native->program.bf_len; ++i)
+        native->instructions.push_back(sock_filter{insns[i].code, insns[i].jt, insns[i].jf, insns[i].k});
+    return ClassicProgram(std::move(native));
+}
+
+std::string dump_classic(const ClassicProgram& program)
+{
+    std::string text;
+    int n = 0;
+    for (const sock_filter& f : program.instructions()) {
+        const bpf_insn insn{f.code, f.jt, f.jf, f.k};
+        // bpf_image() writes the "(%03d) " prefix itself, as tcpdump prints it.
+        text += bpf_image(&insn, n++);
+        text += '\n';
+    }
+    return text;
+}
+
+} // namespace xdpcap

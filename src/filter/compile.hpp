@@ -1,0 +1,46 @@
+// tcpdump filter expressions compiled to classic BPF by libpcap, which is the
+// reference for their meaning.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace xdpcap {
+
+// Owns libpcap's compiled program. The instructions are exposed as the kernel's
+// struct sock_filter (same layout as libpcap's struct bpf_insn) because
+// <pcap/bpf.h> and <linux/bpf.h> both define struct bpf_insn, and <pcap.h>
+// and <bpf/libbpf.h> both define struct bpf_program: no libpcap header may leak
+// out of here.
+class ClassicProgram {
+public:
+    ClassicProgram(ClassicProgram&&) noexcept;
+    ClassicProgram& operator=(ClassicProgram&&) noexcept;
+    ~ClassicProgram();
+
+    std::span<const sock_filter> instructions() const noexcept;
+
+    // libpcap's own interpreter (pcap_offline_filter) on a whole frame:
+    // non-zero keeps it. The reference the eBPF translation is tested against,
+    // and a userspace fallback.
+    uint32_t run(std::span<const uint8_t> frame) const;
+
+private:
+    struct Native;
+    explicit ClassicProgram(std::unique_ptr<Native> native);
+    friend ClassicProgram compile_filter(const std::string& expression, uint32_t snaplen);
+
+    std::unique_ptr<Native> native_;
+};
+
+// For Ethernet (DLT_EN10MB), optimised. Raises Error with libpcap's message.
+ClassicProgram compile_filter(const std::string& expression, uint32_t snaplen = 262144);
+
+// The listing `tcpdump -d` prints, one line per instruction.
+std::string dump_classic(const ClassicProgram& program);
+
+} // namespace xdpcap
