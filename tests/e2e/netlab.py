@@ -980,3 +980,447 @@ def check_listening(x, iface="cap0", snaplen=None):
     expect(ok, f"stderr has 'listening on {iface}, link-type EN10MB (Ethernet), "
                f"snapshot length {snaplen if snaplen is not None else 'N'} bytes'", repr(line))
     return int(m.group(2)) if m else None
+
+
+# --------------------------------------------------------------------------
+# Fault-test helpers: statistics lines, full pcapng walk, tmpfs, flood sender
+# --------------------------------------------------------------------------
+
+FLOODER = os.path.join(HERE, "flood_frames.py")
+
+STATS_CPU_RE = re.compile(
+    r"^\s*cpu(\d+): (\d+) seen, (\d+) sampled, (\d+) written, (\d+) ring full, "
+    r"(\d+) other output errors, (\d+) reported lost, (\d+) malformed, (\d+) after count, "
+    r"(\d+) not written$")
+STATS_CPU_KEYS = ("seen", "sampled", "written", "ring_full", "other_errors", "reported_lost",
+                  "malformed", "after_count", "not_written")
+_STATS_TOTAL_RES = (
+    ("captured", re.compile(r"^(\d+) packets? captured$")),
+    ("received", re.compile(r"^(\d+) packets? received by filter$")),
+    ("dropped", re.compile(r"^(\d+) packets? dropped by kernel$")),
+    ("not_written", re.compile(r"^(\d+) packets? not written to the output$")),
+    ("malformed", re.compile(r"^(\d+) records? refused as malformed$")),
+)
+
+
+def parse_stats(err_lines):
+    """Every statistics block on stderr, in order.
+
+    A block starts at "N packet(s) captured"; it holds the totals (captured,
+    received, dropped, and not_written / malformed, 0 when their optional lines
+    are absent) and, with -v, a dict per CPU (keys STATS_CPU_KEYS) under "cpus".
+    Also checks the singular/plural spelling ("1 packet captured").
+    """
+    blocks = []
+    cur = None
+    for raw in err_lines:
+        line = raw.rstrip()
+        m = STATS_CPU_RE.match(line)
+        if m:
+            if cur is not None:
+                cur["cpus"][int(m.group(1))] = dict(
+                    zip(STATS_CPU_KEYS, (int(v) for v in m.groups()[1:])))
+                cur["lines"].append(line)
+            continue
+        key = None
+        for k, rx in _STATS_TOTAL_RES:
+            m = rx.match(line.strip())
+            if m:
+                key = k
+                break
+        if key is None:
+            continue
+        if key == "captured":
+            cur = {"captured": None, "received": None, "dropped": None, "not_written": 0,
+                   "malformed": 0, "cpus": {}, "lines": [], "grammar_ok": True}
+            blocks.append(cur)
+        elif cur is None:
+            continue
+        n = int(m.group(1))
+        cur[key] = n
+        cur["lines"].append(line)
+        # "1 packet captured" but "0 packets ...", "2 packets ...".
+        if (n == 1) != (line.strip().split()[1] in ("packet", "record")):
+            cur["grammar_ok"] = False
+    return blocks
+
+
+def final_stats(err_lines):
+    """The last statistics block on stderr (the end-of-capture one), or None."""
+    blocks = parse_stats(err_lines)
+    return blocks[-1] if blocks else None
+
+
+def check_stats_identity(st, what="statistics", per_cpu=True, final=True):
+    """received = captured + dropped + after count + not written + malformed,
+    the same per CPU, and the per-CPU lines add up to the totals."""
+    if st is None:
+        check(False, f"{what}: a statistics block was printed")
+    expect(st["received"] is not None and st["dropped"] is not None,
+           f"{what}: 'received by filter' and 'dropped by kernel' lines present", st["lines"])
+    expect(st["grammar_ok"], f"{what}: singular/plural spelled right", st["lines"])
+    cpus = st["cpus"]
+    after = sum(c["after_count"] for c in cpus.values())
+    lhs = st["received"]
+    rhs = (st["captured"] + (st["dropped"] or 0) + after + st["not_written"] + st["malformed"])
+    expect(lhs == rhs,
+           f"{what}: received ({lhs}) = captured + dropped + after count + not written "
+           f"+ malformed ({rhs})", "\n".join(st["lines"]))
+    if not per_cpu:
+        return
+    expect(len(cpus) >= 1, f"{what}: per-CPU lines present ({len(cpus)})", st["lines"])
+    bad = []
+    for cpu, c in sorted(cpus.items()):
+        rhs = (c["written"] + c["ring_full"] + c["other_errors"] + c["after_count"]
+               + c["not_written"] + c["malformed"])
+        if c["seen"] != rhs:
+            bad.append(f"cpu{cpu}: seen {c['seen']} != {rhs}: {c}")
+    expect(not bad, f"{what}: per CPU, seen = written + ring full + other output errors + "
+                    "after count + not written + malformed", "\n".join(bad))
+    if final:
+        bad = [f"cpu{cpu}: {c}" for cpu, c in sorted(cpus.items())
+               if c["seen"] != c["sampled"] + c["ring_full"] + c["other_errors"]
+               or c["sampled"] != (c["written"] + c["after_count"] + c["not_written"]
+                                   + c["malformed"])]
+        expect(not bad, f"{what}: per CPU, seen = sampled + ring full + other output errors, "
+                        "and every sample was read: sampled = written + after count + "
+                        "not written + malformed", "\n".join(bad))
+    sums = {k: sum(c[k] for c in cpus.values()) for k in STATS_CPU_KEYS}
+    pairs = [("captured", st["captured"], sums["written"]),
+             ("received", st["received"], sums["seen"]),
+             ("dropped", st["dropped"], sums["ring_full"] + sums["other_errors"]),
+             ("not written", st["not_written"], sums["not_written"]),
+             ("malformed", st["malformed"], sums["malformed"])]
+    wrong = [f"{name}: total {t}, per-CPU sum {s}" for name, t, s in pairs if t != s]
+    expect(not wrong, f"{what}: the per-CPU lines add up to the totals", "\n".join(wrong))
+
+
+PCAPNG_SHB = 0x0A0D0D0A
+PCAPNG_IDB, PCAPNG_EPB, PCAPNG_ISB = 1, 6, 5
+PCAPNG_KNOWN_TYPES = {PCAPNG_SHB, PCAPNG_IDB, 2, 3, 4, PCAPNG_ISB, PCAPNG_EPB, 0x0A,
+                      0xBAD, 0x40000BAD}
+
+
+def pcapng_walk(path):
+    """Walk a pcapng file that may end in one incomplete block.
+
+    Returns (endian, blocks, tail, problems): blocks = complete blocks as
+    (offset, type, body); tail = None, or a description of the bytes after the
+    last complete block (an incomplete block); problems = structural errors
+    (bad/mismatched lengths, unknown types, a tail that cannot be the start of
+    a block).  Walking stops at the first problem.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    problems = []
+    if len(data) < 12 or data[:4] != b"\x0a\x0d\x0d\x0a":
+        return "<", [], None, [f"does not start with a section header block "
+                               f"({len(data)} bytes: {data[:16].hex()})"]
+    bom = data[8:12]
+    if bom == b"\x4d\x3c\x2b\x1a":
+        e = "<"
+    elif bom == b"\x1a\x2b\x3c\x4d":
+        e = ">"
+    else:
+        return "<", [], None, [f"bad byte-order magic {bom.hex()}"]
+    blocks = []
+    tail = None
+    off = 0
+    while off < len(data):
+        left = len(data) - off
+        if left < 8:
+            tail = {"offset": off, "have": left, "type": None, "length": None}
+            break
+        btype, blen = struct.unpack(e + "II", data[off:off + 8])
+        if btype not in PCAPNG_KNOWN_TYPES:
+            problems.append(f"unknown block type 0x{btype:x} at offset {off}")
+            break
+        if blen < 12 or blen % 4:
+            problems.append(f"bad block length {blen} at offset {off}")
+            break
+        if blen > left:
+            tail = {"offset": off, "have": left, "type": btype, "length": blen}
+            break
+        trailer = struct.unpack(e + "I", data[off + blen - 4:off + blen])[0]
+        if trailer != blen:
+            problems.append(f"block at offset {off}: trailing length {trailer} != {blen}")
+            break
+        blocks.append((off, btype, data[off + 8:off + blen - 4]))
+        off += blen
+    return e, blocks, tail, problems
+
+
+def pcapng_records(path, allow_tail=False):
+    """IDBs, EPBs and ISBs of a pcapng file, parsed.
+
+    Returns dict(idbs=[{name, snaplen, linktype}], epbs=[{if_id, caplen,
+    origlen, data, dropcount}], isbs=[{if_id, ifrecv, ifdrop, osdrop,
+    usrdeliv, filteraccept, starttime, endtime}], tail, problems).  Without
+    allow_tail an incomplete final block is a problem too.
+    """
+    e, blocks, tail, problems = pcapng_walk(path)
+    if tail is not None and not allow_tail:
+        problems = problems + [f"incomplete final block: {tail}"]
+    idbs, epbs, isbs = [], [], []
+    for off, btype, body in blocks:
+        if btype == PCAPNG_IDB:
+            linktype, _r, snaplen = struct.unpack(e + "HHI", body[:8])
+            name = None
+            for code, val in parse_options(e, body[8:]):
+                if code == 2:
+                    name = val.decode("utf-8", "replace")
+            idbs.append({"linktype": linktype, "snaplen": snaplen, "name": name})
+        elif btype == PCAPNG_EPB:
+            if_id, _th, _tl, caplen, origlen = struct.unpack(e + "IIIII", body[:20])
+            pad = (caplen + 3) & ~3
+            rec = {"if_id": if_id, "caplen": caplen, "origlen": origlen,
+                   "data": body[20:20 + caplen], "dropcount": None}
+            for code, val in parse_options(e, body[20 + pad:]):
+                if code == 4 and len(val) == 8:
+                    rec["dropcount"] = struct.unpack(e + "Q", val)[0]
+            epbs.append(rec)
+        elif btype == PCAPNG_ISB:
+            isbs.append(parse_isb(e, body))
+    return {"idbs": idbs, "epbs": epbs, "isbs": isbs, "tail": tail, "problems": problems,
+            "blocks": blocks}
+
+
+def idb_cpu(idb):
+    """CPU number from an IDB named IFACE@cpuN (None if it is not so named)."""
+    m = re.search(r"@cpu(\d+)$", idb.get("name") or "")
+    return int(m.group(1)) if m else None
+
+
+def check_isbs_match_stats(recs, st, what="ISBs"):
+    """One ISB per IDB whose counters equal the per-CPU statistics lines:
+    isb_ifrecv = seen, isb_osdrop = ring full + other output errors + malformed,
+    isb_usrdeliv = written."""
+    idbs, isbs = recs["idbs"], recs["isbs"]
+    expect(len(isbs) == len(idbs) and sorted(i["if_id"] for i in isbs) == list(range(len(idbs))),
+           f"{what}: one interface statistics block per interface ({len(isbs)} ISBs, "
+           f"{len(idbs)} IDBs)", [i["if_id"] for i in isbs])
+    bad = []
+    for isb in isbs:
+        if isb["if_id"] >= len(idbs):
+            bad.append(f"ISB for unknown interface {isb['if_id']}")
+            continue
+        cpu = idb_cpu(idbs[isb["if_id"]])
+        c = st["cpus"].get(cpu)
+        if c is None:
+            bad.append(f"interface {isb['if_id']} (cpu {cpu}): no per-CPU statistics line")
+            continue
+        want = {"ifrecv": c["seen"],
+                "osdrop": c["ring_full"] + c["other_errors"] + c["malformed"],
+                "usrdeliv": c["written"]}
+        got = {k: isb.get(k) for k in want}
+        if got != want:
+            bad.append(f"interface {isb['if_id']} (cpu{cpu}): ISB {got}, stderr {want}")
+        else:
+            log(f"  info  ISB cpu{cpu}: {got}")
+    expect(not bad, f"{what}: isb_ifrecv = seen, isb_osdrop = ring full + other output errors "
+                    "+ malformed, isb_usrdeliv = written (per CPU)", "\n".join(bad))
+
+
+class Tmpfs:
+    """A small tmpfs mounted on a fresh temporary directory; always unmounted.
+
+    with Tmpfs("256k") as fs: fs.path ...   (ro=True mounts it read-only)
+    The unmount is registered as a cleanup, so it also runs on signals and
+    deadlines; it falls back to a lazy unmount if something still holds it.
+    """
+
+    def __init__(self, size="256k", ro=False):
+        self.size = size
+        self.ro = ro
+        self.path = None
+        self._mounted = False
+
+    def __enter__(self):
+        import tempfile
+        _register_cleanup(self.close)
+        try:
+            self.path = tempfile.mkdtemp(prefix="xdpcapt-tmpfs-")
+            opts = f"size={self.size},mode=0755" + (",ro" if self.ro else "")
+            run(["mount", "-t", "tmpfs", "-o", opts, "xdpcapt-tmpfs", self.path])
+            self._mounted = True
+            log(f"  lab   tmpfs ({opts}) on {self.path}")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        global _cleaning
+        _cleaning += 1
+        try:
+            _unregister_cleanup(self.close)
+            if self.path and self._mounted:
+                cp = run(["umount", self.path], check_rc=False, timeout=10)
+                if cp.returncode != 0:
+                    log(f"  cleanup: umount {self.path}: {cp.stderr.strip()}; lazy unmount")
+                    run(["umount", "-l", self.path], check_rc=False, timeout=10)
+                self._mounted = False
+            if self.path and os.path.isdir(self.path):
+                try:
+                    os.rmdir(self.path)
+                except OSError as e:
+                    log(f"  cleanup: rmdir {self.path}: {e}")
+            self.path = None
+        finally:
+            _cleaning -= 1
+
+
+def mounted_at(path):
+    """True if something is mounted exactly at path."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def start_flood(lab, pcap_path, cpu, seconds=None, rounds=None):
+    """Start flood_frames.py in the generator namespace (returns the Popen)."""
+    argv = [PYTHON, FLOODER, "--iface", lab.gen_if, "--cpu", str(cpu), "--pcap", pcap_path]
+    argv += ["--seconds", str(seconds)] if seconds is not None else ["--rounds", str(rounds)]
+    return lab.popen(lab.gen_ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     text=True)
+
+
+def finish_flood(lab, p, timeout=30.0):
+    """Wait for a flood sender; return the number of frames it sent."""
+    try:
+        _out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_process(p)
+        raise TestFailure(f"flood sender did not finish within {timeout} s")
+    finally:
+        lab.forget(p)
+    if p.returncode != 0:
+        raise TestFailure(f"flood sender failed ({p.returncode}): {err.strip()}")
+    m = re.search(r"sent (\d+) frames", err)
+    if not m:
+        raise TestFailure(f"flood sender printed no count: {err.strip()}")
+    log("  info  " + err.strip())
+    return int(m.group(1))
+
+
+def wait_exit(proc, timeout):
+    """Poll proc until it exits; return (returncode, seconds waited) or (None, timeout)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        rc = proc.poll()
+        if rc is not None:
+            return rc, time.monotonic() - t0
+        time.sleep(0.005)
+    rc = proc.poll()
+    return rc, time.monotonic() - t0
+
+
+def tshark_isbs(path, timeout=CMD_TIMEOUT_S):
+    """ISB counters as tshark's MIME-reader pcapng dissector reads them (an
+    independent reader): list of dicts if_id, ifrecv, osdrop, usrdeliv, in
+    file order.  Only for small files: the whole file is one dissected frame."""
+    flds = ["pcapng.block.type", "pcapng.interface_id",
+            "pcapng.options.option.data.interface.received",
+            "pcapng.options.option.data.interface.dropped_by_os",
+            "pcapng.options.option.data.interface.delivered_to_user"]
+    argv = ["tshark", "-n", "-r", path, "-X", "read_format:MIME Files Format", "-T", "fields",
+            "-E", "separator=\t", "-E", "aggregator=,"]
+    for f in flds:
+        argv += ["-e", f]
+    cp = run(argv, timeout=timeout)
+    cols = (cp.stdout.rstrip("\n").split("\n")[0].split("\t") + [""] * len(flds))[:len(flds)]
+    vals = [[int(v, 0) for v in c.split(",") if v != ""] for c in cols]
+    types, ids, recv, osdrop, deliv = vals
+    isb_ids = []
+    it = iter(ids)
+    for t in types:
+        if t in (PCAPNG_EPB, PCAPNG_ISB):
+            i = next(it, None)
+            if t == PCAPNG_ISB:
+                isb_ids.append(i)
+    n = len(isb_ids)
+    if not (len(recv) == len(osdrop) == len(deliv) == n):
+        raise TestFailure(f"tshark ISB fields do not line up: {n} ISBs, received {recv}, "
+                          f"dropped_by_os {osdrop}, delivered_to_user {deliv}")
+    return [{"if_id": isb_ids[k], "ifrecv": recv[k], "osdrop": osdrop[k], "usrdeliv": deliv[k]}
+            for k in range(n)]
+
+
+def pcapng_last_blocks(path, n):
+    """The last n complete blocks of a (possibly huge) pcapng file, read
+    backwards through the trailing length fields: list of (type, body) in file
+    order.  Returns fewer if the walk meets an inconsistency (then the caller's
+    checks fail)."""
+    e = "<"
+    with open(path, "rb") as f:
+        head = f.read(12)
+        if head[8:12] == b"\x1a\x2b\x3c\x4d":
+            e = ">"
+        end = f.seek(0, os.SEEK_END)
+        out = []
+        while end > 0 and len(out) < n:
+            if end < 12:
+                break
+            f.seek(end - 4)
+            blen = struct.unpack(e + "I", f.read(4))[0]
+            if blen < 12 or blen % 4 or blen > end:
+                break
+            f.seek(end - blen)
+            blk = f.read(blen)
+            btype, hlen = struct.unpack(e + "II", blk[:8])
+            if hlen != blen:
+                break
+            out.append((btype, blk[8:-4]))
+            end -= blen
+    out.reverse()
+    return e, out
+
+
+def parse_isb(e, body):
+    rec = {"if_id": struct.unpack(e + "I", body[:4])[0]}
+    names = {2: "starttime", 3: "endtime", 4: "ifrecv", 5: "ifdrop", 6: "filteraccept",
+             7: "osdrop", 8: "usrdeliv"}
+    for code, val in parse_options(e, body[12:]):
+        if code in names and len(val) == 8:
+            rec[names[code]] = struct.unpack(e + "Q", val)[0]
+    return rec
+
+
+def proc_status(pid):
+    """VmRSS in KiB and number of open fds of a process (None, None if gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss = next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), None)
+        nfd = len(os.listdir(f"/proc/{pid}/fd"))
+    except (FileNotFoundError, ProcessLookupError):
+        return None, None
+    return rss, nfd
+
+
+def pcapng_leading_idbs(path, limit=1 << 20):
+    """IDBs of the first section, read from the file's start only (for files
+    too big to load): list of dicts linktype, snaplen, name."""
+    with open(path, "rb") as f:
+        data = f.read(limit)
+    e = ">" if data[8:12] == b"\x1a\x2b\x3c\x4d" else "<"
+    idbs = []
+    off = 0
+    while off + 12 <= len(data):
+        btype, blen = struct.unpack(e + "II", data[off:off + 8])
+        if blen < 12 or off + blen > len(data):
+            break
+        if btype == PCAPNG_IDB:
+            body = data[off + 8:off + blen - 4]
+            linktype, _r, snaplen = struct.unpack(e + "HHI", body[:8])
+            name = None
+            for code, val in parse_options(e, body[8:]):
+                if code == 2:
+                    name = val.decode("utf-8", "replace")
+            idbs.append({"linktype": linktype, "snaplen": snaplen, "name": name})
+        elif btype != PCAPNG_SHB:
+            break
+        off += blen
+    return idbs

@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""End-to-end fault: a second xdpcap on an interface that is already captured.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_fault_two_captures.py PATH/TO/xdpcap
+
+A first `xdpcap -i cap0 -v -w FIRST` captures.  A second one on cap0 (once with
+-w FILE, once writing text to stdout) must be refused: exit 1 within a few
+seconds, exactly one stderr line "xdpcap: cap0 already has an XDP program
+attached ('NAME', id N, MODE); ..." naming the first one's program (id and
+name as bpftool/ip report them), nothing on stdout, no output file left; the
+first program stays attached, the first xdpcap keeps running.  Frames are then
+sent and the first captures every one of them; after SIGINT it exits 0 with
+consistent statistics and cap0 is clean.
+"""
+
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+
+COUNT = 60
+CPU = N.cpus()[0]
+
+
+def refuse(lab, binary, args, prog, mode, desc, absent=None):
+    N.log(f"  --    second xdpcap ({desc}): xdpcap -i cap0 {' '.join(args)}")
+    pid, pname = prog
+    x = N.Xdpcap(lab, binary, ["-i", "cap0"] + args)
+    rc = x.wait(timeout=10)
+    err = [l for l in x.err_lines if l.strip()]
+    out = bytes(x.out)
+    N.log(f"        stderr: {err}")
+    N.expect(rc == 1, f"{desc}: exit status 1", f"status {rc}")
+    N.expect(len(err) == 1, f"{desc}: exactly one stderr line", err)
+    line = err[0] if err else ""
+    # The attach mode is named as ip link reports it ("native mode" accepted too).
+    pattern = (rf"^xdpcap: cap0 already has an XDP program attached "
+               rf"\('{re.escape(pname)}', id {pid}, {mode}( mode)?\); \S")
+    N.expect(re.match(pattern, line) is not None,
+             f"{desc}: message names the existing program ('{pname}', id {pid}, {mode})",
+             f"{line!r} !~ /{pattern}/")
+    N.expect(not out, f"{desc}: nothing on stdout", out[:200])
+    if absent is not None:
+        N.expect(not os.path.lexists(absent), f"{desc}: no output file left ({absent})")
+    N.expect(lab.xdp_prog() == prog, f"{desc}: the first program is still attached",
+             lab.xdp_prog())
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        corpus = os.path.join(tmp, "corpus.pcap")
+        frames = N.build_corpus(corpus, COUNT, seed=61)
+        first_out = os.path.join(tmp, "first.pcapng")
+
+        first = lab.xdpcap(binary, ["-v", "-w", first_out])
+        first.wait_listening()
+        prog = lab.xdp_prog()
+        N.check(prog is not None and prog[0] is not None and prog[1],
+                f"first xdpcap attached XDP program {prog}")
+        mode_no = lab.link_info(lab.cap_ns, lab.cap_if).get("xdp", {}).get("mode")
+        mode = {1: "native", 2: "generic", 3: "offload"}.get(mode_no)
+        N.log(f"  info  first program: id {prog[0]}, name {prog[1]!r}, ip link mode {mode_no}")
+        N.check(mode is not None, f"ip link reports a single attach mode ({mode_no})")
+
+        second_out = os.path.join(tmp, "second.pcapng")
+        refuse(lab, binary, ["-w", second_out], prog, mode, "-w FILE", absent=second_out)
+        refuse(lab, binary, ["-q"], prog, mode, "text to stdout")
+        N.expect(first.proc.poll() is None, "the first xdpcap is still running")
+
+        N.log("  info  " + lab.send(corpus, CPU, gap_us=200))
+        time.sleep(0.5)
+        rc = first.stop(signal.SIGINT)
+        N.log("  info  first stderr: " + " | ".join(first.err_lines))
+        N.expect(rc == 0, "first xdpcap exits 0 on SIGINT", f"status {rc}")
+        N.expect(not [l for l in first.err_lines if l.startswith("xdpcap: ")],
+                 "first xdpcap printed no error")
+        st = N.final_stats(first.err_lines)
+        N.check(st is not None, "first xdpcap printed statistics", first.stderr)
+        N.check_stats_identity(st)
+        N.expect(st["captured"] == COUNT == st["received"] and st["dropped"] == 0,
+                 f"first xdpcap: {COUNT} captured, {COUNT} received, 0 dropped",
+                 "\n".join(st["lines"]))
+        N.check_structure(first_out)
+        rows = N.read_capture(first_out, tmp)
+        N.check_exact(frames, [r["data"] for r in rows],
+                      "the first xdpcap captured every frame sent after the refusals, "
+                      "byte-exact")
+        lab.assert_clean("after stopping the first xdpcap, cap0 is clean")
+        cp = N.run(["bpftool", "prog", "show", "id", str(prog[0])], check_rc=False)
+        N.expect(cp.returncode != 0, f"program id {prog[0]} is gone", cp.stdout)
+
+
+if __name__ == "__main__":
+    N.main(test, tools=N.REQUIRED_TOOLS + ("bpftool",))
