@@ -68,9 +68,10 @@ ClassicProgram compile_filter(const std::string& expression, uint32_t snaplen)
     const std::unique_ptr<pcap_t, PcapCloser> pcap(pcap_open_dead(DLT_EN10MB, static_cast<int>(snaplen)));
     if (!pcap)
         throw Error("cannot set up libpcap to compile the filter");
-    auto native = std::make_unique<Native>();
+    auto native = std::make_unique<ClassicProgram::Native>();
     if (pcap_compile(pcap.get(), &native->program, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0)
-        throw Error("filter '" + expression + "': " + one_line(pcap_geterr(pcap.get())));
+        // As tcpdump reports it, e.g. "can't parse filter expression: syntax error".
+        throw Error(one_line(pcap_geterr(pcap.get())));
     const bpf_insn* insns = native->program.bf_insns;
     native->instructions.reserve(native->program.bf_len);
     for (u_int i = 0; i < native->program.bf_len; ++i)

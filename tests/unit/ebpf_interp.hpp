@@ -1,0 +1,423 @@
+// Test-only interpreter for exactly the eBPF the filter translator emits, run
+// as the XDP filter function. It is deliberately strict: anything the
+// translator should never produce (an unknown opcode, a read of a clobbered
+// register, arithmetic on pointers other than the verifier's packet idiom, a
+// direct packet load the code did not first prove against data_end, a stack
+// access out of bounds or of uninitialised bytes) throws InterpError, so a
+// translator bug shows up as a test failure rather than as a wrong verdict.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace xdpcap::test {
+
+struct InterpError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class EbpfInterp {
+public:
+    // The frame is `linear` (data..data_end) followed by `frags`, which only
+    // the helpers see, as in a multi-buffer xdp_buff.
+    EbpfInterp(std::span<const bpf_insn> program, std::span<const uint8_t> linear, std::span<const uint8_t> frags)
+        : program_(program), linear_(linear), frame_(linear.begin(), linear.end())
+    {
+        frame_.insert(frame_.end(), frags.begin(), frags.end());
+    }
+
+    // r0 of the exit, as the caller of xdpcap_filter() sees the int.
+    uint32_t run()
+    {
+        regs_[1] = {Kind::Ctx, 0, 0, 0};
+        regs_[10] = {Kind::Stack, 0, 0, 0};
+        size_t pc = 0;
+        for (size_t steps = 0;; ++steps) {
+            if (steps > 1'000'000)
+                fail(pc, "does not terminate");
+            if (pc >= program_.size())
+                fail(pc, "ran off the end of the program");
+            const bpf_insn& i = program_[pc];
+            const int64_t next = step(i, pc);
+            if (next < 0)
+                return static_cast<uint32_t>(regs_[0].v);
+            pc = static_cast<size_t>(next);
+        }
+    }
+
+    // Helper calls made, for tests that want to see the slow path was taken.
+    size_t helper_calls() const { return helper_calls_; }
+
+private:
+    enum class Kind : uint8_t { Uninit, Scalar, Ctx, Packet, PacketEnd, Stack };
+    struct Value {
+        Kind kind = Kind::Uninit;
+        uint64_t v = 0;      // scalar, or packet/stack offset (two's complement)
+        uint32_t origin = 0; // packet pointers: which derivation they belong to
+        int64_t delta = 0;   // packet pointers: constant added since that derivation
+    };
+    static constexpr int kStackSize = 512;
+
+    [[noreturn]] void fail(size_t pc, const std::string& what) const
+    {
+        throw InterpError("eBPF insn " + std::to_string(pc) + " (code " + std::to_string(program_[pc < program_.size() ? pc : 0].code) +
+                          "): " + what);
+    }
+
+    const Value& read(unsigned r, size_t pc)
+    {
+        if (r > 10)
+            fail(pc, "register r" + std::to_string(r) + " does not exist");
+        if (regs_[r].kind == Kind::Uninit)
+            fail(pc, "reads r" + std::to_string(r) + " which holds no value (unset or clobbered by a call)");
+        return regs_[r];
+    }
+    uint64_t scalar(unsigned r, size_t pc)
+    {
+        const Value& v = read(r, pc);
+        if (v.kind != Kind::Scalar)
+            fail(pc, "r" + std::to_string(r) + " is a pointer where a number is needed");
+        return v.v;
+    }
+    void write(unsigned r, const Value& v, size_t pc)
+    {
+        if (r >= 10)
+            fail(pc, "writes r" + std::to_string(r));
+        regs_[r] = v;
+    }
+    static Value number(uint64_t v) { return {Kind::Scalar, v, 0, 0}; }
+
+    static uint64_t to_be(uint64_t v, int bits)
+    {
+        if (bits == 16) {
+            const auto x = static_cast<uint16_t>(v);
+            return std::endian::native == std::endian::little ? static_cast<uint16_t>((x >> 8) | (x << 8)) : x;
+        }
+        const auto x = static_cast<uint32_t>(v);
+        return std::endian::native == std::endian::little ? __builtin_bswap32(x) : x;
+    }
+
+    // Memory holds host-order values, as in the kernel.
+    static uint64_t get(const uint8_t* p, unsigned size)
+    {
+        switch (size) {
+        case 1: return *p;
+        case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+        case 4: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+        default: { uint64_t v; std::memcpy(&v, p, 8); return v; }
+        }
+    }
+    static void put(uint8_t* p, uint64_t value, unsigned size)
+    {
+        switch (size) {
+        case 1: *p = static_cast<uint8_t>(value); break;
+        case 2: { const auto v = static_cast<uint16_t>(value); std::memcpy(p, &v, 2); break; }
+        case 4: { const auto v = static_cast<uint32_t>(value); std::memcpy(p, &v, 4); break; }
+        default: std::memcpy(p, &value, 8); break;
+        }
+    }
+
+    static unsigned size_bytes(uint8_t size_code)
+    {
+        switch (size_code) {
+        case BPF_B: return 1;
+        case BPF_H: return 2;
+        case BPF_W: return 4;
+        default: return 8;
+        }
+    }
+
+    void check_stack(int64_t addr, unsigned size, size_t pc) const
+    {
+        if (addr < -kStackSize || addr + size > 0)
+            fail(pc, "stack access at r10" + std::to_string(addr) + " size " + std::to_string(size) + " out of bounds");
+    }
+
+    uint64_t load(const bpf_insn& i, size_t pc)
+    {
+        const Value& base = read(i.src_reg, pc);
+        const unsigned size = size_bytes(BPF_SIZE(i.code));
+        switch (base.kind) {
+        case Kind::Ctx:
+            fail(pc, "ctx loads are handled by the caller");
+        case Kind::Packet: {
+            const int64_t addr = static_cast<int64_t>(base.v) + i.off;
+            const int64_t proven = base.origin < proven_.size() ? proven_[base.origin] : -1;
+            if (base.delta + i.off + static_cast<int64_t>(size) > proven)
+                fail(pc, "direct packet load not proven against data_end");
+            if (addr < 0 || static_cast<uint64_t>(addr) + size > linear_.size())
+                fail(pc, "direct packet load at " + std::to_string(addr) + " outside [data, data_end) of " +
+                             std::to_string(linear_.size()));
+            return get(linear_.data() + addr, size);
+        }
+        case Kind::Stack: {
+            const int64_t addr = static_cast<int64_t>(base.v) + i.off;
+            check_stack(addr, size, pc);
+            for (unsigned b = 0; b < size; ++b)
+                if (!stack_init_[kStackSize + addr + b])
+                    fail(pc, "reads uninitialised stack at r10" + std::to_string(addr + b));
+            return get(stack_.data() + kStackSize + addr, size);
+        }
+        default:
+            fail(pc, "load through a register that is not a valid pointer");
+        }
+    }
+
+    void store(const bpf_insn& i, uint64_t value, size_t pc)
+    {
+        const Value& base = read(i.dst_reg, pc);
+        if (base.kind != Kind::Stack)
+            fail(pc, "store outside the stack");
+        const unsigned size = size_bytes(BPF_SIZE(i.code));
+        const int64_t addr = static_cast<int64_t>(base.v) + i.off;
+        check_stack(addr, size, pc);
+        put(stack_.data() + kStackSize + addr, value, size);
+        for (unsigned b = 0; b < size; ++b)
+            stack_init_[kStackSize + addr + b] = true;
+    }
+
+    void helper(int32_t id, size_t pc)
+    {
+        ++helper_calls_;
+        if (read(1, pc).kind != Kind::Ctx)
+            fail(pc, "helper's first argument is not the ctx");
+        int64_t ret = 0;
+        if (id == BPF_FUNC_xdp_get_buff_len) {
+            ret = static_cast<int64_t>(frame_.size());
+        } else if (id == BPF_FUNC_xdp_load_bytes) {
+            const uint64_t offset64 = scalar(2, pc);
+            if (offset64 > 0xffffffff)
+                fail(pc, "bpf_xdp_load_bytes offset does not fit its u32 argument");
+            const Value& buf = read(3, pc);
+            if (buf.kind != Kind::Stack)
+                fail(pc, "bpf_xdp_load_bytes buffer is not on the stack");
+            const uint64_t len = scalar(4, pc);
+            if (len == 0 || len > 8)
+                fail(pc, "bpf_xdp_load_bytes length " + std::to_string(len) + " unexpected");
+            const auto addr = static_cast<int64_t>(buf.v);
+            check_stack(addr, static_cast<unsigned>(len), pc);
+            const auto offset = static_cast<uint32_t>(offset64);
+            // As the kernel's bpf_xdp_pointer(): 16-bit offsets only.
+            if (offset > 0xffff || len > 0xffff)
+                ret = -EFAULT;
+            else if (offset + len > frame_.size())
+                ret = -EINVAL;
+            else {
+                std::memcpy(stack_.data() + kStackSize + addr, frame_.data() + offset, len);
+                for (uint64_t b = 0; b < len; ++b)
+                    stack_init_[kStackSize + addr + b] = true;
+            }
+        } else {
+            fail(pc, "calls unknown helper " + std::to_string(id));
+        }
+        for (unsigned r = 1; r <= 5; ++r)
+            regs_[r] = {};
+        regs_[0] = number(static_cast<uint64_t>(ret));
+    }
+
+    static bool compare(uint8_t op, uint64_t a, uint64_t b, bool& known)
+    {
+        known = true;
+        switch (op) {
+        case BPF_JEQ: return a == b;
+        case BPF_JNE: return a != b;
+        case BPF_JGT: return a > b;
+        case BPF_JGE: return a >= b;
+        case BPF_JLT: return a < b;
+        case BPF_JLE: return a <= b;
+        case BPF_JSET: return (a & b) != 0;
+        default: known = false; return false;
+        }
+    }
+
+    // Returns the next pc, or -1 on exit.
+    int64_t step(const bpf_insn& i, size_t pc)
+    {
+        const uint8_t cls = BPF_CLASS(i.code);
+        const bool x = BPF_SRC(i.code) == BPF_X;
+        const int64_t next = static_cast<int64_t>(pc) + 1;
+        switch (cls) {
+        case BPF_ALU: {
+            const uint8_t op = BPF_OP(i.code);
+            if (op == BPF_END) {
+                if (!x || (i.imm != 16 && i.imm != 32))
+                    fail(pc, "unexpected byte swap");
+                write(i.dst_reg, number(to_be(scalar(i.dst_reg, pc), i.imm)), pc);
+                return next;
+            }
+            const uint32_t src = x ? static_cast<uint32_t>(scalar(i.src_reg, pc)) : static_cast<uint32_t>(i.imm);
+            if (op == BPF_MOV) {
+                write(i.dst_reg, number(src), pc);
+                return next;
+            }
+            const auto dst = static_cast<uint32_t>(scalar(i.dst_reg, pc));
+            uint32_t r = 0;
+            switch (op) {
+            case BPF_ADD: r = dst + src; break;
+            case BPF_SUB: r = dst - src; break;
+            case BPF_MUL: r = dst * src; break;
+            case BPF_OR: r = dst | src; break;
+            case BPF_AND: r = dst & src; break;
+            case BPF_XOR: r = dst ^ src; break;
+            case BPF_NEG: r = 0u - dst; break;
+            case BPF_DIV:
+            case BPF_MOD:
+                if (src == 0)
+                    fail(pc, "divides by zero (eBPF would not trap; the translation must reject first)");
+                r = op == BPF_DIV ? dst / src : dst % src;
+                break;
+            case BPF_LSH:
+            case BPF_RSH:
+                if (src >= 32)
+                    fail(pc, "shifts a 32-bit value by " + std::to_string(src));
+                r = op == BPF_LSH ? dst << src : dst >> src;
+                break;
+            default:
+                fail(pc, "unknown 32-bit ALU operation");
+            }
+            write(i.dst_reg, number(r), pc);
+            return next;
+        }
+        case BPF_ALU64: {
+            const uint8_t op = BPF_OP(i.code);
+            if (op == BPF_MOV) {
+                write(i.dst_reg, x ? read(i.src_reg, pc) : number(static_cast<uint64_t>(int64_t{i.imm})), pc);
+                return next;
+            }
+            Value dst = read(i.dst_reg, pc);
+            const Value src = x ? read(i.src_reg, pc) : number(static_cast<uint64_t>(int64_t{i.imm}));
+            if (dst.kind == Kind::Scalar && src.kind == Kind::Scalar) {
+                uint64_t r = 0;
+                switch (op) {
+                case BPF_ADD: r = dst.v + src.v; break;
+                case BPF_SUB: r = dst.v - src.v; break;
+                case BPF_RSH:
+                    if (src.v >= 64)
+                        fail(pc, "shifts a 64-bit value by " + std::to_string(src.v));
+                    r = dst.v >> src.v;
+                    break;
+                default:
+                    fail(pc, "unexpected 64-bit ALU operation");
+                }
+                write(i.dst_reg, number(r), pc);
+                return next;
+            }
+            if (op == BPF_SUB && dst.kind == Kind::PacketEnd && src.kind == Kind::Packet) {
+                write(i.dst_reg, number(linear_.size() - src.v), pc);
+                return next;
+            }
+            if (op != BPF_ADD || src.kind != Kind::Scalar || (dst.kind != Kind::Packet && dst.kind != Kind::Stack))
+                fail(pc, "pointer arithmetic the verifier would refuse");
+            dst.v += src.v;
+            if (dst.kind == Kind::Packet) {
+                if (x) {
+                    // A variable offset: ranges proven so far do not apply.
+                    dst.origin = next_origin_++;
+                    dst.delta = 0;
+                } else {
+                    dst.delta += i.imm;
+                }
+                if (static_cast<int64_t>(dst.v) < 0 || dst.v > 0xffff)
+                    fail(pc, "packet pointer offset " + std::to_string(static_cast<int64_t>(dst.v)) +
+                                 " beyond what the verifier tracks (0xffff)");
+            }
+            write(i.dst_reg, dst, pc);
+            return next;
+        }
+        case BPF_LDX: {
+            if (BPF_MODE(i.code) != BPF_MEM)
+                fail(pc, "unknown load mode");
+            const Value& base = read(i.src_reg, pc);
+            if (base.kind == Kind::Ctx) {
+                if (BPF_SIZE(i.code) != BPF_W || (i.off != offsetof(xdp_md, data) && i.off != offsetof(xdp_md, data_end)))
+                    fail(pc, "unexpected ctx access");
+                if (i.off == offsetof(xdp_md, data))
+                    write(i.dst_reg, {Kind::Packet, 0, next_origin_++, 0}, pc);
+                else
+                    write(i.dst_reg, {Kind::PacketEnd, linear_.size(), 0, 0}, pc);
+                return next;
+            }
+            write(i.dst_reg, number(load(i, pc)), pc);
+            return next;
+        }
+        case BPF_ST:
+        case BPF_STX:
+            if (BPF_MODE(i.code) != BPF_MEM)
+                fail(pc, "unknown store mode");
+            store(i, cls == BPF_STX ? scalar(i.src_reg, pc) : static_cast<uint64_t>(int64_t{i.imm}), pc);
+            return next;
+        case BPF_JMP:
+        case BPF_JMP32: {
+            const uint8_t op = BPF_OP(i.code);
+            if (cls == BPF_JMP && op == BPF_JA)
+                return next + i.off;
+            if (cls == BPF_JMP && op == BPF_CALL) {
+                if (i.src_reg != 0)
+                    fail(pc, "calls something other than a helper");
+                helper(i.imm, pc);
+                return next;
+            }
+            if (cls == BPF_JMP && op == BPF_EXIT) {
+                scalar(0, pc);
+                return -1;
+            }
+            bool known = false;
+            bool taken = false;
+            const Value& dst = read(i.dst_reg, pc);
+            if (cls == BPF_JMP && x && dst.kind == Kind::Packet && read(i.src_reg, pc).kind == Kind::PacketEnd) {
+                taken = compare(op, dst.v, linear_.size(), known);
+                // The verifier learns dst <= data_end from these outcomes.
+                const bool proves = (op == BPF_JGT && !taken) || (op == BPF_JLE && taken) ||
+                    (op == BPF_JGE && !taken) || (op == BPF_JLT && taken);
+                if (proves) {
+                    if (proven_.size() <= dst.origin)
+                        proven_.resize(dst.origin + 1, -1);
+                    proven_[dst.origin] = std::max(proven_[dst.origin], dst.delta);
+                }
+            } else {
+                uint64_t a = scalar(i.dst_reg, pc);
+                uint64_t b = x ? scalar(i.src_reg, pc) : static_cast<uint64_t>(int64_t{i.imm});
+                if (cls == BPF_JMP32) {
+                    a = static_cast<uint32_t>(a);
+                    b = static_cast<uint32_t>(b);
+                }
+                taken = compare(op, a, b, known);
+            }
+            if (!known)
+                fail(pc, "unknown jump operation");
+            return taken ? next + i.off : next;
+        }
+        default:
+            fail(pc, "unknown instruction class");
+        }
+    }
+
+    std::span<const bpf_insn> program_;
+    std::span<const uint8_t> linear_;
+    std::vector<uint8_t> frame_;
+    std::array<Value, 11> regs_{};
+    std::array<uint8_t, kStackSize> stack_{};
+    std::array<bool, kStackSize> stack_init_{};
+    std::vector<int64_t> proven_;
+    uint32_t next_origin_ = 1;
+    size_t helper_calls_ = 0;
+};
+
+inline uint32_t run_ebpf(std::span<const bpf_insn> program, std::span<const uint8_t> linear,
+                         std::span<const uint8_t> frags = {})
+{
+    return EbpfInterp(program, linear, frags).run();
+}
+
+} // namespace xdpcap::test

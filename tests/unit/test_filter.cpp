@@ -1,0 +1,590 @@
+// tcpdump filters: libpcap's own interpreter is the reference; the eBPF
+// translation, run by a strict interpreter, must give the same verdict on every
+// frame, whole or split into linear data + fragments.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ebpf_interp.hpp"
+#include "error.hpp"
+#include "filter/compile.hpp"
+#include "filter/disasm.hpp"
+#include "filter/translate.hpp"
+
+using namespace xdpcap;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+using Mac = std::array<uint8_t, 6>;
+
+constexpr Mac kMacA{0x02, 0, 0, 0, 0, 0x01};
+constexpr Mac kMacB{0x02, 0, 0, 0, 0, 0x02};
+constexpr Mac kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+constexpr Mac kMcast4{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb};
+constexpr Mac kMcast6{0x33, 0x33, 0xff, 0x00, 0x00, 0x02};
+
+class Writer {
+public:
+    Writer& u8(uint8_t v)
+    {
+        b_.push_back(v);
+        return *this;
+    }
+    Writer& u16(uint16_t v) { return u8(static_cast<uint8_t>(v >> 8)).u8(static_cast<uint8_t>(v)); }
+    Writer& u32(uint32_t v) { return u16(static_cast<uint16_t>(v >> 16)).u16(static_cast<uint16_t>(v)); }
+    Writer& bytes(const Bytes& v)
+    {
+        b_.insert(b_.end(), v.begin(), v.end());
+        return *this;
+    }
+    template <size_t N>
+    Writer& bytes(const std::array<uint8_t, N>& v)
+    {
+        b_.insert(b_.end(), v.begin(), v.end());
+        return *this;
+    }
+    Bytes take() { return std::move(b_); }
+
+private:
+    Bytes b_;
+};
+
+std::array<uint8_t, 4> v4(const char* text)
+{
+    std::array<uint8_t, 4> a{};
+    EXPECT_EQ(inet_pton(AF_INET, text, a.data()), 1) << text;
+    return a;
+}
+
+std::array<uint8_t, 16> v6(const char* text)
+{
+    std::array<uint8_t, 16> a{};
+    EXPECT_EQ(inet_pton(AF_INET6, text, a.data()), 1) << text;
+    return a;
+}
+
+Bytes pattern(size_t n, uint8_t seed = 0)
+{
+    Bytes b(n);
+    for (size_t i = 0; i < n; ++i)
+        b[i] = static_cast<uint8_t>(i * 7 + seed);
+    return b;
+}
+
+struct Tag {
+    uint16_t tpid;
+    uint16_t tci;
+};
+
+Bytes ether(uint16_t type, const Bytes& payload, Mac dst = kMacB, Mac src = kMacA, std::vector<Tag> tags = {})
+{
+    Writer w;
+    w.bytes(dst).bytes(src);
+    for (const Tag& t : tags)
+        w.u16(t.tpid).u16(t.tci);
+    return w.u16(type).bytes(payload).take();
+}
+
+struct V4Options {
+    uint8_t tos = 0;
+    uint8_t ttl = 64;
+    uint16_t frag = 0; // flags and fragment offset
+    uint8_t option_words = 0;
+};
+
+Bytes ipv4(uint8_t proto, const char* src, const char* dst, const Bytes& payload, V4Options o = {})
+{
+    Writer w;
+    const auto header = static_cast<uint16_t>(20 + 4 * o.option_words);
+    w.u8(static_cast<uint8_t>(0x40 | (5 + o.option_words))).u8(o.tos);
+    w.u16(static_cast<uint16_t>(header + payload.size())).u16(0x1234).u16(o.frag);
+    w.u8(o.ttl).u8(proto).u16(0).bytes(v4(src)).bytes(v4(dst));
+    for (uint8_t i = 0; i < o.option_words; ++i)
+        w.u32(0x01010101); // NOPs
+    return w.bytes(payload).take();
+}
+
+Bytes ipv6(uint8_t next, const char* src, const char* dst, const Bytes& payload, uint8_t hops = 64)
+{
+    Writer w;
+    w.u32(0x60000000).u16(static_cast<uint16_t>(payload.size())).u8(next).u8(hops);
+    return w.bytes(v6(src)).bytes(v6(dst)).bytes(payload).take();
+}
+
+constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10;
+
+Bytes tcp(uint16_t sport, uint16_t dport, uint8_t flags, const Bytes& data = {}, uint8_t option_words = 0)
+{
+    Writer w;
+    w.u16(sport).u16(dport).u32(0x01020304).u32(flags & kAck ? 0x0a0b0c0d : 0);
+    w.u8(static_cast<uint8_t>((5 + option_words) << 4)).u8(flags).u16(65535).u16(0).u16(0);
+    for (uint8_t i = 0; i < option_words; ++i)
+        w.u32(0x01010101);
+    return w.bytes(data).take();
+}
+
+Bytes udp(uint16_t sport, uint16_t dport, const Bytes& data)
+{
+    return Writer().u16(sport).u16(dport).u16(static_cast<uint16_t>(8 + data.size())).u16(0).bytes(data).take();
+}
+
+Bytes icmp(uint8_t type, uint8_t code, const Bytes& data = pattern(8))
+{
+    return Writer().u8(type).u8(code).u16(0).bytes(data).take();
+}
+
+Bytes arp(uint16_t op, Mac sha, const char* spa, Mac tha, const char* tpa)
+{
+    Writer w;
+    w.u16(1).u16(0x0800).u8(6).u8(4).u16(op);
+    return w.bytes(sha).bytes(v4(spa)).bytes(tha).bytes(v4(tpa)).take();
+}
+
+Bytes mpls(std::vector<uint32_t> labels, const Bytes& payload)
+{
+    Writer w;
+    for (size_t i = 0; i < labels.size(); ++i)
+        w.u32(labels[i] << 12 | (i + 1 == labels.size() ? 0x100u : 0u) | 64u);
+    return w.bytes(payload).take();
+}
+
+Bytes cut(Bytes b, size_t n)
+{
+    b.resize(n);
+    return b;
+}
+
+Bytes with_byte(Bytes b, size_t at, uint8_t value)
+{
+    b.at(at) = value;
+    return b;
+}
+
+struct NamedFrame {
+    std::string name;
+    Bytes bytes;
+};
+
+constexpr uint8_t kTcp = 6, kUdp = 17, kIcmp = 1, kIcmp6 = 58, kGre = 47, kSctp = 132;
+
+std::vector<NamedFrame> frame_corpus()
+{
+    const char* a4 = "198.18.0.1";
+    const char* b4 = "198.18.0.2";
+    const char* a6 = "2001:db8::1";
+    const char* b6 = "2001:db8::2";
+    const Bytes syn = ipv4(kTcp, a4, b4, tcp(12345, 80, kSyn));
+    const Bytes v6syn = ipv6(kTcp, a6, b6, tcp(12345, 80, kSyn));
+    Bytes jumbo4 = ether(0x0800, ipv4(kUdp, a4, "198.19.0.9", udp(40000, 1500, pattern(9000 - 14 - 28, 3))));
+    jumbo4.back() = 0xaa;
+    jumbo4.at(8990) = 0xaa;
+    Bytes jumbo6 = ether(0x86dd, ipv6(kTcp, b6, a6, tcp(443, 50000, kAck | kPsh, pattern(9000 - 14 - 40 - 20, 5))));
+
+    std::vector<NamedFrame> f = {
+        {"ipv4_tcp_syn", ether(0x0800, syn)},
+        {"ipv4_tcp_synack", ether(0x0800, ipv4(kTcp, b4, a4, tcp(80, 12345, kSyn | kAck)), kMacA, kMacB)},
+        {"ipv4_tcp_https_data", ether(0x0800, ipv4(kTcp, a4, "198.19.1.1", tcp(50000, 443, kAck | kPsh, pattern(100))))},
+        {"ipv4_tcp_rst", ether(0x0800, ipv4(kTcp, b4, a4, tcp(80, 12345, kRst | kAck)))},
+        {"ipv4_tcp_fin_ack", ether(0x0800, ipv4(kTcp, a4, b4, tcp(12345, 80, kFin | kAck)))},
+        {"ipv4_tcp_options_ssh", ether(0x0800, ipv4(kTcp, "198.19.255.7", a4, tcp(2222, 22, kAck, pattern(40), 3),
+                                                     V4Options{.tos = 0x10, .ttl = 1, .option_words = 2}))},
+        {"ipv4_tcp_tos44", ether(0x0800, ipv4(kTcp, a4, b4, tcp(1024, 8080, kAck, pattern(1200)), {.tos = 0x2c}))},
+        {"ipv4_tcp_other_net", ether(0x0800, ipv4(kTcp, "192.0.2.1", "192.0.2.2", tcp(80, 1500, kSyn)))},
+        {"ipv4_udp_dns", ether(0x0800, ipv4(kUdp, "198.18.1.5", "198.19.255.254", udp(53000, 53, pattern(30))))},
+        {"ipv4_udp_dns_reply", ether(0x0800, ipv4(kUdp, "198.19.255.254", "198.18.1.5", udp(53, 53000, with_byte(pattern(60), 2, 0x81))))},
+        {"ipv4_udp_1500", ether(0x0800, ipv4(kUdp, a4, b4, udp(999, 1500, Bytes(16, 0x55)), {.tos = 0x08, .ttl = 65}))},
+        {"ipv4_udp_1400", ether(0x0800, ipv4(kUdp, b4, a4, udp(4000, 4001, pattern(1400))))},
+        {"ipv4_icmp_echo", ether(0x0800, ipv4(kIcmp, a4, b4, icmp(8, 0)))},
+        {"ipv4_icmp_reply", ether(0x0800, ipv4(kIcmp, b4, a4, icmp(0, 0)))},
+        {"ipv4_icmp_unreach", ether(0x0800, ipv4(kIcmp, "198.19.0.1", a4, icmp(3, 3, pattern(28))))},
+        {"ipv4_frag_first", ether(0x0800, ipv4(kTcp, a4, b4, tcp(12345, 80, kAck, pattern(600)), {.frag = 0x2000}))},
+        {"ipv4_frag_later_tcp", ether(0x0800, ipv4(kTcp, a4, b4, pattern(400, 9), {.frag = 185}))},
+        {"ipv4_frag_later_udp", ether(0x0800, ipv4(kUdp, b4, a4, Bytes(64, 0), {.frag = 0x2000 | 10}))},
+        {"ipv4_broadcast", ether(0x0800, ipv4(kUdp, a4, "198.19.255.255", udp(68, 67, pattern(50))), kBroadcast)},
+        {"ipv4_multicast", ether(0x0800, ipv4(kUdp, a4, "224.0.0.251", udp(5353, 5353, pattern(40))), kMcast4)},
+        {"ipv4_gre", ether(0x0800, ipv4(kGre, a4, "198.19.0.2", pattern(24)))},
+        {"ipv4_sctp", ether(0x0800, ipv4(kSctp, a4, b4, Writer().u16(1500).u16(80).u32(0).u32(0).take()))},
+        {"ipv6_tcp_syn", ether(0x86dd, v6syn)},
+        {"ipv6_tcp_https", ether(0x86dd, ipv6(kTcp, b6, a6, tcp(443, 50000, kAck | kPsh, pattern(200)), 2))},
+        {"ipv6_udp_dns", ether(0x86dd, ipv6(kUdp, a6, "2001:db8:1::53", udp(53000, 53, pattern(40))))},
+        {"ipv6_icmp6_echo", ether(0x86dd, ipv6(kIcmp6, a6, b6, icmp(128, 0)))},
+        {"ipv6_icmp6_ns", ether(0x86dd, ipv6(kIcmp6, a6, "ff02::1:ff00:2", icmp(135, 0, pattern(20))), kMcast6)},
+        {"ipv6_hop_by_hop_udp", ether(0x86dd, ipv6(0, a6, b6, Writer().u8(kUdp).u8(0).u16(0).u32(0).bytes(udp(1000, 2000, pattern(8))).take()))},
+        {"ipv6_fragment_header", ether(0x86dd, ipv6(44, b6, a6, Writer().u8(kUdp).u8(0).u16(0x0001).u32(7).bytes(pattern(48)).take()))},
+        {"ipv6_outside_doc_net", ether(0x86dd, ipv6(kUdp, "fd00::1", "fd00::2", udp(1234, 1500, pattern(10))))},
+        {"arp_request", ether(0x0806, arp(1, kMacA, a4, Mac{}, b4), kBroadcast)},
+        {"arp_reply", ether(0x0806, arp(2, kMacB, b4, kMacA, a4), kMacA, kMacB)},
+        {"rarp_request", ether(0x8035, arp(3, kMacA, "0.0.0.0", kMacA, "0.0.0.0"), kBroadcast)},
+        {"vlan100_ipv4_tcp", ether(0x0800, syn, kMacB, kMacA, {{0x8100, 100}})},
+        {"vlan200_ipv6_udp", ether(0x86dd, ipv6(kUdp, a6, b6, udp(53000, 53, pattern(20))), kMacB, kMacA, {{0x8100, 0x2000 | 200}})},
+        {"vlan100_arp", ether(0x0806, arp(1, kMacA, a4, Mac{}, b4), kBroadcast, kMacA, {{0x8100, 100}})},
+        {"qinq_88a8_ipv4_udp", ether(0x0800, ipv4(kUdp, a4, b4, udp(1000, 53, pattern(12))), kMacB, kMacA, {{0x88a8, 10}, {0x8100, 200}})},
+        {"qinq_8100_ipv4_tcp", ether(0x0800, syn, kMacB, kMacA, {{0x8100, 100}, {0x8100, 200}})},
+        {"mpls42_ipv4", ether(0x8847, mpls({42}, syn))},
+        {"mpls_stack_ipv4", ether(0x8847, mpls({16, 42}, ipv4(kUdp, a4, b4, udp(1, 53, pattern(8)))))},
+        {"mpls_ipv6", ether(0x8847, mpls({1000}, v6syn))},
+        {"lldp", ether(0x88cc, pattern(46, 1), Mac{0x01, 0x80, 0xc2, 0, 0, 0x0e})},
+        {"ieee8023_llc", ether(46, Writer().u8(0x42).u8(0x42).u8(3).bytes(pattern(43)).take(), Mac{0x01, 0x80, 0xc2, 0, 0, 0})},
+        {"jumbo_ipv4_udp_9000", jumbo4},
+        {"jumbo_ipv6_tcp_9000", jumbo6},
+        {"short_20", cut(ether(0x0800, syn), 20)},
+        {"cut_in_ip_header", cut(ether(0x0800, syn), 14 + 12)},
+        {"cut_in_ip_addresses", cut(ether(0x0800, syn), 14 + 17)},
+        {"cut_in_tcp_header", cut(ether(0x0800, syn), 14 + 20 + 8)},
+        {"cut_in_ipv6_header", cut(ether(0x86dd, v6syn), 14 + 30)},
+        {"cut_in_vlan_tag", cut(ether(0x0800, syn, kMacB, kMacA, {{0x8100, 100}}), 15)},
+        {"runt_13", cut(ether(0x0800, syn), 13)},
+        {"runt_10", cut(ether(0x0800, syn), 10)},
+    };
+    return f;
+}
+
+std::vector<std::string> expression_corpus()
+{
+    return {
+        "",
+        "ip",
+        "ip6",
+        "arp",
+        "rarp",
+        "tcp",
+        "udp",
+        "icmp",
+        "icmp6",
+        "sctp",
+        "host 198.18.0.1",
+        "src host 198.18.0.1",
+        "dst host 198.18.0.2",
+        "host 2001:db8::1",
+        "src host 2001:db8::1",
+        "dst host 2001:db8::2",
+        "net 198.18.0.0/15",
+        "net 198.19.0.0/16",
+        "src net 198.18.0.0/24",
+        "dst net 198.19.255.0/24",
+        "net 2001:db8::/32",
+        "net 2001:db8:1::/48",
+        "port 80",
+        "tcp port 80",
+        "udp port 53",
+        "src port 12345",
+        "dst port 443",
+        "tcp dst port 22",
+        "portrange 1000-2000",
+        "udp portrange 1000-2000",
+        "tcp src portrange 1-1024",
+        "ether host 02:00:00:00:00:01",
+        "ether src 02:00:00:00:00:01",
+        "ether dst ff:ff:ff:ff:ff:ff",
+        "ether broadcast",
+        "ether multicast",
+        "ether proto 0x88cc",
+        "ip multicast",
+        "ip6 multicast",
+        "vlan",
+        "vlan 100",
+        "vlan 200",
+        "vlan and vlan",
+        "vlan and vlan 200",
+        "vlan 100 and ip",
+        "vlan and ip6 and udp",
+        "vlan and arp",
+        "mpls",
+        "mpls 42",
+        "mpls 16 and mpls 42",
+        "mpls and ip",
+        "len > 100",
+        "len <= 64",
+        "greater 1000",
+        "less 60",
+        "len = 9000",
+        "tcp[tcpflags] & tcp-syn != 0",
+        "tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn",
+        "tcp[tcpflags] & tcp-rst != 0",
+        "tcp[tcpflags] = tcp-fin|tcp-ack",
+        "tcp[13] = 0x12",
+        "ip[2:2] > 1000",
+        "ip[0] & 0xf != 5",
+        "ip[8] = 1",
+        "ip[6:2] & 0x1fff != 0",
+        "ip[6] & 0x20 != 0",
+        "ip[1] & 0x3f >= 32",
+        "ip[0] << (ip[1] & 0x3f) > 100",
+        "ip[0] >> (ip[1] & 0x3f) = 0",
+        "ip[0] << tcp[0] != 0",
+        "ip[2:2] / 4 > 100",
+        "ip[2:2] / (ip[8] - 64) > 1",
+        "ip[2:2] % (ip[8] & 3) = 1",
+        "ip[2:2] % (ip[8] & 3) = 0",
+        "ip[2:2] % 7 = 3",
+        "ip[2:2] * 3 - 7 > 2000",
+        "(ip[2:2] ^ 0xff) & 0x0f = 1",
+        "(-ip[8]) & 0xff = 192",
+        "udp[4:2] - 8 = 1400",
+        "udp[8:4] = 0x55555555",
+        "tcp[0:4] = 0x30390050",
+        "tcp[12] >> 4 > 5",
+        "ip[2:2] - ((ip[0]&0xf)<<2) - ((tcp[12]&0xf0)>>2) != 0",
+        "icmp[icmptype] = icmp-echo",
+        "icmp[0] = 8 or icmp[0] = 0",
+        "icmp6[icmp6type] = icmp6-echo",
+        "icmp6 and ip6[40] = 135",
+        "ip6[6] = 17",
+        "ip6[40:2] = 53000",
+        "ether[12:2] = 0x800",
+        "ether[0] & 1 != 0",
+        "ether[8990] = 0xaa",
+        "ether[9000] = 0",
+        "ether[len - 1] = 0xaa",
+        "ether[len - 4:4] != 0",
+        // X + k = 2^32 + 3: wrapped, it would read ether[3] (0); classic BPF rejects.
+        "ip[(ip[0] & 0xf) + 0xfffffff0] = 0",
+        "ether[ip[2:2] * 100] = 0",
+        "ether[ip[2:2] + 13] = 0xaa",
+        "ether[70000] = 0",
+        "tcp and (port 80 or port 443)",
+        "not tcp",
+        "not (ip or ip6)",
+        "ip and not icmp",
+        "(tcp or udp) and not port 53",
+        "host 198.18.0.1 and (tcp port 80 or udp)",
+        "ip6 and (tcp or icmp6)",
+        "not ip6 and not arp",
+        "arp or rarp",
+        "arp host 198.18.0.2",
+        "ip and ip[8] > 1 or ip6 and ip6[7] > 1",
+        "ip proto 47",
+        "ip6 proto 17",
+        "dst port 53 and udp[10] & 0x80 = 0",
+        "len > 64 and len < 1500",
+    };
+}
+
+std::string verdict(uint32_t v) { return v ? "keep" : "drop"; }
+
+} // namespace
+
+TEST(Filter, TranslationAgreesWithLibpcap)
+{
+    const auto frames = frame_corpus();
+    const auto expressions = expression_corpus();
+    ASSERT_GE(frames.size(), 40u);
+    ASSERT_GE(expressions.size(), 70u);
+    const std::vector<size_t> splits = {14, 64, 128, 3500};
+
+    size_t compared = 0;
+    size_t helper_calls = 0;
+    std::vector<std::string> failures;
+    const auto check = [&](const std::string& expr, const std::vector<bpf_insn>& program, const NamedFrame& frame,
+                           size_t split, bool multi_buffer, bool expected) {
+        const std::span<const uint8_t> bytes(frame.bytes);
+        const auto linear = bytes.first(split);
+        const auto frags = bytes.subspan(split);
+        std::ostringstream where;
+        where << "filter '" << expr << "' frame " << frame.name << " (" << linear.size() << " linear + "
+              << frags.size() << " in fragments, multi_buffer " << multi_buffer << ")";
+        try {
+            test::EbpfInterp interp(program, linear, frags);
+            const uint32_t got = interp.run();
+            helper_calls += interp.helper_calls();
+            // Without multi_buffer the fragments are invisible: only safety is checked.
+            if (!multi_buffer && split != bytes.size())
+                return;
+            ++compared;
+            if ((got != 0) != expected)
+                failures.push_back(where.str() + ": libpcap " + verdict(expected) + ", eBPF " + verdict(got));
+        } catch (const test::InterpError& e) {
+            failures.push_back(where.str() + ": " + e.what());
+        }
+    };
+
+    for (const std::string& expr : expressions) {
+        SCOPED_TRACE(expr);
+        const ClassicProgram classic = compile_filter(expr);
+        const auto linear_only = translate_filter(classic.instructions(), false);
+        const auto multi = translate_filter(classic.instructions(), true);
+        EXPECT_EQ(dump_ebpf(multi).find("unknown"), std::string::npos) << dump_ebpf(multi);
+        for (const NamedFrame& frame : frames) {
+            const bool expected = classic.run(frame.bytes) != 0;
+            check(expr, linear_only, frame, frame.bytes.size(), false, expected);
+            check(expr, multi, frame, frame.bytes.size(), true, expected);
+            for (size_t split : splits) {
+                if (split >= frame.bytes.size())
+                    continue;
+                check(expr, multi, frame, split, true, expected);
+                check(expr, linear_only, frame, split, false, expected);
+            }
+        }
+    }
+    RecordProperty("comparisons", static_cast<int>(compared));
+    std::printf("[          ] %zu expressions x %zu frames: %zu verdicts compared with libpcap\n",
+                expressions.size(), frames.size(), compared);
+    EXPECT_GE(compared, expressions.size() * frames.size() * 2);
+    EXPECT_GT(helper_calls, 0u) << "the bpf_xdp_load_bytes path never ran";
+    for (size_t i = 0; i < failures.size() && i < 30; ++i)
+        ADD_FAILURE() << failures[i];
+    EXPECT_TRUE(failures.empty()) << failures.size() << " disagreements or faults";
+}
+
+TEST(Filter, SyntaxErrorCarriesLibpcapMessage)
+{
+    try {
+        compile_filter("tcp port");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("syntax error"), std::string::npos) << what;
+        EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+    try {
+        compile_filter("host 999.1.1.1");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("999.1.1.1"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Filter, ProtochainIsRefusedByName)
+{
+    for (const char* expr : {"ip protochain 6", "ip6 protochain 17", "tcp or ip6 protochain 6"}) {
+        const ClassicProgram classic = compile_filter(expr);
+        try {
+            translate_filter(classic.instructions(), true);
+            ADD_FAILURE() << expr << ": no error";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("protochain"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(Filter, UnknownOpcodeIsNamed)
+{
+    const std::vector<sock_filter> program = {
+        BPF_STMT(BPF_LD | BPF_IMM, 1),
+        {0x0f, 0, 0, 0},
+        BPF_STMT(BPF_RET | BPF_A, 0),
+    };
+    try {
+        translate_filter(program, false);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "classic BPF instruction 0x0f at 1 is not supported in the kernel");
+    }
+    const std::vector<sock_filter> runs_off = {BPF_STMT(BPF_LD | BPF_IMM, 1)};
+    EXPECT_THROW(translate_filter(runs_off, false), Error);
+    const std::vector<sock_filter> jumps_out = {BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 5), BPF_STMT(BPF_RET | BPF_K, 0)};
+    EXPECT_THROW(translate_filter(jumps_out, false), Error);
+}
+
+// Classic programs libpcap never emits, with the results libpcap 1.10.3's
+// bpf_filter() gives (checked with pcap_offline_filter on this machine).
+TEST(Filter, HandWrittenCorners)
+{
+    const Bytes frame = pattern(64);
+    const auto run = [&](const std::vector<sock_filter>& program) {
+        const auto linear = test::run_ebpf(translate_filter(program, false), frame);
+        EXPECT_EQ(linear, test::run_ebpf(translate_filter(program, true), frame));
+        return linear;
+    };
+    // Shifts by X >= 32 give 0 and the program carries on.
+    EXPECT_EQ(run({BPF_STMT(BPF_LD | BPF_IMM, 0x80000001), BPF_STMT(BPF_LDX | BPF_IMM, 40),
+                   BPF_STMT(BPF_ALU | BPF_LSH | BPF_X, 0), BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 5),
+                   BPF_STMT(BPF_RET | BPF_A, 0)}),
+              5u);
+    EXPECT_EQ(run({BPF_STMT(BPF_LD | BPF_IMM, 0x80000001), BPF_STMT(BPF_LDX | BPF_IMM, 32),
+                   BPF_STMT(BPF_ALU | BPF_RSH | BPF_X, 0), BPF_STMT(BPF_RET | BPF_A, 0)}),
+              0u);
+    EXPECT_EQ(run({BPF_STMT(BPF_LD | BPF_IMM, 0x80000001), BPF_STMT(BPF_LDX | BPF_IMM, 31),
+                   BPF_STMT(BPF_ALU | BPF_RSH | BPF_X, 0), BPF_STMT(BPF_RET | BPF_A, 0)}),
+              1u);
+    // Constant shifts of 32 or more (libpcap refuses to compile them) give 0 too.
+    EXPECT_EQ(run({BPF_STMT(BPF_LD | BPF_IMM, 7), BPF_STMT(BPF_ALU | BPF_LSH | BPF_K, 32),
+                   BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 9), BPF_STMT(BPF_RET | BPF_A, 0)}),
+              9u);
+    // Division or modulo by zero rejects, by X or by a constant.
+    for (uint16_t op : {BPF_DIV, BPF_MOD}) {
+        EXPECT_EQ(run({BPF_STMT(BPF_LD | BPF_IMM, 7), BPF_STMT(BPF_ALU | op | BPF_X, 0), BPF_STMT(BPF_RET | BPF_K, 1)}), 0u);
+        EXPECT_EQ(run({BPF_STMT(BPF_LD | BPF_IMM, 7), BPF_STMT(BPF_ALU | op | BPF_K, 0), BPF_STMT(BPF_RET | BPF_K, 1)}), 0u);
+    }
+    EXPECT_EQ(run({BPF_STMT(BPF_LD | BPF_IMM, 7), BPF_STMT(BPF_LDX | BPF_IMM, 2), BPF_STMT(BPF_ALU | BPF_MOD | BPF_X, 0),
+                   BPF_STMT(BPF_RET | BPF_A, 0)}),
+              1u);
+    // RET A returns A; RET K only says keep or drop.
+    EXPECT_EQ(run({BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0), BPF_STMT(BPF_MISC | BPF_TAX, 0),
+                   BPF_STMT(BPF_LD | BPF_IMM, 0), BPF_STMT(BPF_MISC | BPF_TXA, 0), BPF_STMT(BPF_RET | BPF_A, 0)}),
+              64u);
+    EXPECT_EQ(run({BPF_STMT(BPF_RET | BPF_K, 262144)}), 1u);
+    // Scratch memory starts zeroed; forward JA skips.
+    EXPECT_EQ(run({BPF_STMT(BPF_LDX | BPF_MEM, 15), BPF_STMT(BPF_JMP | BPF_JA, 1), BPF_STMT(BPF_RET | BPF_K, 1),
+                   BPF_STMT(BPF_MISC | BPF_TXA, 0), BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 3), BPF_STMT(BPF_ALU | BPF_NEG, 0),
+                   BPF_STMT(BPF_RET | BPF_A, 0)}),
+              0xfffffffdu);
+    // Unreachable classic code is left out (the verifier refuses dead code).
+    EXPECT_EQ(run({BPF_STMT(BPF_RET | BPF_K, 0), BPF_STMT(BPF_RET | BPF_K, 1)}), 0u);
+    EXPECT_EQ(translate_filter(std::vector<sock_filter>{BPF_STMT(BPF_RET | BPF_K, 0), BPF_STMT(BPF_RET | BPF_K, 1)}, true).size(), 5u);
+}
+
+TEST(Filter, WithoutMultiBufferFragmentsAreOutOfReach)
+{
+    const ClassicProgram classic = compile_filter("ether[100] = 0x55");
+    Bytes frame(200, 0);
+    frame[100] = 0x55;
+    const std::span<const uint8_t> bytes(frame);
+    EXPECT_NE(classic.run(frame), 0u);
+    EXPECT_NE(test::run_ebpf(translate_filter(classic.instructions(), true), bytes.first(64), bytes.subspan(64)), 0u);
+    EXPECT_EQ(test::run_ebpf(translate_filter(classic.instructions(), false), bytes.first(64), bytes.subspan(64)), 0u);
+}
+
+TEST(Filter, DumpClassicMatchesTcpdump)
+{
+    // `tcpdump -d 'tcp port 80'` (Ethernet) with tcpdump 4.99 / libpcap 1.10.3.
+    const std::string expected = "(000) ldh      [12]\n"
+                                 "(001) jeq      #0x86dd          jt 2\tjf 8\n"
+                                 "(002) ldb      [20]\n"
+                                 "(003) jeq      #0x6             jt 4\tjf 19\n"
+                                 "(004) ldh      [54]\n"
+                                 "(005) jeq      #0x50            jt 18\tjf 6\n"
+                                 "(006) ldh      [56]\n"
+                                 "(007) jeq      #0x50            jt 18\tjf 19\n"
+                                 "(008) jeq      #0x800           jt 9\tjf 19\n"
+                                 "(009) ldb      [23]\n"
+                                 "(010) jeq      #0x6             jt 11\tjf 19\n"
+                                 "(011) ldh      [20]\n"
+                                 "(012) jset     #0x1fff          jt 19\tjf 13\n"
+                                 "(013) ldxb     4*([14]&0xf)\n"
+                                 "(014) ldh      [x + 14]\n"
+                                 "(015) jeq      #0x50            jt 18\tjf 16\n"
+                                 "(016) ldh      [x + 16]\n"
+                                 "(017) jeq      #0x50            jt 18\tjf 19\n"
+                                 "(018) ret      #262144\n"
+                                 "(019) ret      #0\n";
+    EXPECT_EQ(dump_classic(compile_filter("tcp port 80")), expected);
+}
+
+TEST(Filter, DumpEbpfOneLinePerInstruction)
+{
+    const ClassicProgram classic = compile_filter("len > 100 and (vlan or ip[2:2] / (ip[8] & 3) > 2) and ether[len - 1] = 1");
+    for (bool multi_buffer : {false, true}) {
+        const auto program = translate_filter(classic.instructions(), multi_buffer);
+        const std::string text = dump_ebpf(program);
+        std::istringstream lines(text);
+        std::string line;
+        size_t n = 0;
+        while (std::getline(lines, line)) {
+            char prefix[16];
+            std::snprintf(prefix, sizeof prefix, "(%03zu) ", n);
+            EXPECT_EQ(line.rfind(prefix, 0), 0u) << line;
+            EXPECT_EQ(line.find("unknown"), std::string::npos) << line;
+            ++n;
+        }
+        EXPECT_EQ(n, program.size());
+        EXPECT_NE(text.find("exit"), std::string::npos);
+        EXPECT_NE(text.find(multi_buffer ? "call bpf_xdp_load_bytes" : "*(u32 *)(r6 + 4)"), std::string::npos) << text;
+    }
+}
