@@ -12,12 +12,23 @@
 /* Set by userspace before load. */
 const volatile __u32 snaplen = XDPCAP_MAX_SAMPLE_SIZE;
 const volatile __u32 capture_ifindex = 0;
+/* With a filter, the translated filter program is attached in front of this
+ * one: it counts every packet as seen and tail-calls us for those it keeps. */
+const volatile __u8 filter_enabled = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u32));
 } events SEC(".maps");
+
+/* Slot 0: this program, for the filter program's tail call. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} capture_next SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -32,7 +43,10 @@ static __always_inline int sample(struct xdp_md *ctx, __u64 frame_len)
 	struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &key);
 	if (!c)
 		return XDP_PASS;
-	c->seen++;
+	if (filter_enabled)
+		c->matched++;
+	else
+		c->seen++;
 
 	__u64 cap_len = frame_len < snaplen ? frame_len : snaplen;
 	struct xdpcap_meta meta = {

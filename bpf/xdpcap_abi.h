@@ -14,7 +14,7 @@
 
 /* 'XDPC' in the high 24 bits, ABI version in the low byte. */
 #define XDPCAP_META_MAGIC 0x58445000u
-#define XDPCAP_ABI_VERSION 1u
+#define XDPCAP_ABI_VERSION 2u
 #define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
 
 /*
@@ -37,6 +37,7 @@ struct xdpcap_meta {
 /* One entry of the per-CPU counters array (key 0). */
 struct xdpcap_counters {
 	__u64 seen;          /* packets the program ran on */
+	__u64 matched;       /* of which the filter kept; counted only with a filter */
 	__u64 sampled;       /* samples written into the ring */
 	__u64 output_failed; /* bpf_perf_event_output errors, all causes */
 	__u64 ring_full;     /* of which -ENOSPC: the CPU's ring was full */
@@ -49,13 +50,14 @@ struct xdpcap_counters {
 #ifdef __cplusplus
 static_assert(sizeof(struct xdpcap_meta) == 32, "xdpcap_meta ABI size");
 static_assert(offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
-static_assert(sizeof(struct xdpcap_counters) == 40, "xdpcap_counters ABI size");
+static_assert(sizeof(struct xdpcap_counters) == 48, "xdpcap_counters ABI size");
+static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program increments seen at offset 0");
 static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 32u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
 #else
 _Static_assert(sizeof(struct xdpcap_meta) == 32, "xdpcap_meta ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
-_Static_assert(sizeof(struct xdpcap_counters) == 40, "xdpcap_counters ABI size");
+_Static_assert(sizeof(struct xdpcap_counters) == 48, "xdpcap_counters ABI size");
 #endif
 
 #endif /* XDPCAP_ABI_H */

@@ -1,10 +1,16 @@
 #include "app.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "capture.hpp"
+#include "filter/compile.hpp"
+#include "filter/disasm.hpp"
+#include "filter/translate.hpp"
 #include "clock.hpp"
 #include "error.hpp"
 #include "host.hpp"
@@ -34,7 +40,8 @@ void check_ring_fits_records(const Config& config)
 }
 
 std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInfo& iface, const PerfRings& rings,
-                                                              const Config& config, XdpMode mode)
+                                                              const Config& config, const std::string& filter,
+                                                              XdpMode mode)
 {
     const std::string os = host_os();
     std::vector<pcapng::InterfaceDescription> idbs;
@@ -45,7 +52,7 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInf
         idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
             std::to_string(rings.cpu(ring)) + ", XDP " + xdp_mode_name(mode) + " mode" +
             (iface.driver.empty() ? "" : ", driver " + iface.driver);
-        idb.filter = config.filter;
+        idb.filter = filter;
         idb.os = os;
         idb.hardware = iface.bus;
         idbs.push_back(std::move(idb));
@@ -54,7 +61,7 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInf
 }
 
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
-                                                              uint64_t end_ns)
+                                                              uint64_t end_ns, bool filtering)
 {
     std::vector<pcapng::InterfaceStatistics> isbs;
     for (size_t i = 0; i < stats.size(); ++i) {
@@ -65,11 +72,39 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
         isb.start_ns = start_ns;
         isb.end_ns = end_ns;
         isb.if_received = s.kernel.seen;
+        if (filtering)
+            isb.filter_accepted = s.kernel.matched;
         isb.os_dropped = s.kernel.output_failed + s.ring.invalid;
         isb.user_delivered = s.ring.written;
         isbs.push_back(isb);
     }
     return isbs;
+}
+
+// As tcpdump -F: the whole file is the expression; line breaks are spaces.
+std::string read_filter_file(const std::string& path)
+{
+    std::ifstream file(path);
+    if (!file)
+        throw Error("cannot read filter file " + path + ": " + errno_text(errno));
+    std::stringstream text;
+    text << file.rdbuf();
+    std::string expression = text.str();
+    for (char& c : expression) {
+        if (c == '\n' || c == '\r' || c == '\t')
+            c = ' ';
+    }
+    return expression;
+}
+
+int dump_filter(const std::string& expression)
+{
+    const ClassicProgram classic = compile_filter(expression);
+    const auto ebpf = translate_filter(classic.instructions(), true);
+    std::printf("classic BPF from libpcap (%zu instructions):\n%s\n", classic.instructions().size(),
+                dump_classic(classic).c_str());
+    std::printf("eBPF run in the XDP program (%zu instructions):\n%s", ebpf.size(), dump_ebpf(ebpf).c_str());
+    return kExitOk;
 }
 
 // Removes an output file we created if setup fails before capture starts.
@@ -93,6 +128,14 @@ private:
 
 int run_capture(const Config& config)
 {
+    const std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
+    if (config.dump_filter)
+        return dump_filter(filter);
+    // Compiled first: a syntax error is reported before anything is touched.
+    std::optional<ClassicProgram> classic;
+    if (filter.find_first_not_of(' ') != std::string::npos)
+        classic.emplace(compile_filter(filter));
+
     UniqueFd signals = block_capture_signals();
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
@@ -103,7 +146,9 @@ int run_capture(const Config& config)
                                                                      : Sink::standard_output();
     OutputGuard guard(sink);
 
-    CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex);
+    CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value());
+    if (classic)
+        program.install_filter(translate_filter(classic->instructions(), program.multi_buffer()));
     PerfRings rings(program.events_map_fd(),
                     RingSettings{config.ring_pages, wakeup_bytes_for(ring_bytes(config.ring_pages))});
 
@@ -120,10 +165,10 @@ int run_capture(const Config& config)
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, std::move(names));
     CaptureLoop loop(program, rings, output, std::move(signals), clock,
-                     CaptureLoop::Options{config.count, config.verbose, 50});
+                     CaptureLoop::Options{config.count, config.verbose, classic.has_value(), 50});
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
-                     describe_interfaces(iface, rings, config, program.attached_mode()));
+                     describe_interfaces(iface, rings, config, classic ? filter : "", program.attached_mode()));
     } catch (const OutputClosed&) {
         return kExitOk;
     }
@@ -138,7 +183,7 @@ int run_capture(const Config& config)
     std::string failure;
     if (reason == StopReason::InterfaceGone || reason == StopReason::Signal || reason == StopReason::CountReached) {
         try {
-            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME)));
+            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value()));
         } catch (const OutputClosed&) {
         } catch (const Error& e) {
             failure = e.what();
@@ -150,7 +195,7 @@ int run_capture(const Config& config)
         failure = iface.name + " went away; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
-    std::fputs(format_stats(stats, config.verbose).c_str(), stderr);
+    std::fputs(format_stats(stats, config.verbose, classic.has_value()).c_str(), stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }
 

@@ -215,11 +215,11 @@ void CaptureLoop::detach_and_drain()
     int quiet_rounds = 0;
     while (quiet_rounds < 2 && std::chrono::steady_clock::now() < deadline) {
         drain_all();
-        const auto counters = program_.read_counters();
+        const auto counters = kernel_counters();
         bool settled = true;
         for (size_t ring = 0; ring < rings_.count(); ++ring) {
             const auto& k = counters[static_cast<size_t>(rings_.cpu(ring))];
-            if (k.seen != k.sampled + k.output_failed || tallies_[ring].samples != k.sampled)
+            if (k.matched != k.sampled + k.output_failed || tallies_[ring].samples != k.sampled)
                 settled = false;
         }
         quiet_rounds = settled ? quiet_rounds + 1 : 0;
@@ -228,9 +228,19 @@ void CaptureLoop::detach_and_drain()
     }
 }
 
+std::vector<xdpcap_counters> CaptureLoop::kernel_counters() const
+{
+    auto counters = program_.read_counters();
+    if (!options_.filtering) {
+        for (auto& k : counters)
+            k.matched = k.seen;
+    }
+    return counters;
+}
+
 std::vector<CpuStats> CaptureLoop::stats() const
 {
-    const auto counters = program_.read_counters();
+    const auto counters = kernel_counters();
     std::vector<CpuStats> out;
     out.reserve(rings_.count());
     for (size_t ring = 0; ring < rings_.count(); ++ring) {
@@ -242,7 +252,7 @@ std::vector<CpuStats> CaptureLoop::stats() const
 
 void CaptureLoop::print_stats() const
 {
-    const std::string text = format_stats(stats(), options_.verbose);
+    const std::string text = format_stats(stats(), options_.verbose, options_.filtering);
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
 }

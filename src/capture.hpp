@@ -27,6 +27,7 @@ public:
     struct Options {
         std::optional<uint64_t> count;
         bool verbose = false;
+        bool filtering = false;
         int drain_interval_ms = 50;
     };
 
@@ -45,6 +46,8 @@ private:
     void drain_ring(size_t ring);
     bool handle_signals(); // true: stop
     void print_stats() const;
+    // Per CPU; without a filter every packet seen counts as matched.
+    std::vector<xdpcap_counters> kernel_counters() const;
     void count_unwritten();
 
     CaptureProgram& program_;

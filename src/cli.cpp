@@ -111,8 +111,8 @@ std::string plain_cxxopts_message(std::string message)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-hqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
-                        "         [--xdp-mode MODE] [--ring-pages N]");
+    options.custom_help("[-dhqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
+                        "         [-F FILE] [--xdp-mode MODE] [--ring-pages N]");
     options.positional_help("[expression]");
     // clang-format off
     options.add_options()
@@ -122,6 +122,8 @@ cxxopts::Options make_options()
              std::to_string(kMaxSnaplen), cxxopts::value<std::string>(), "SNAPLEN")
         ("c,count", "Stop after writing COUNT packets", cxxopts::value<std::string>(), "COUNT")
         ("U,packet-buffered", "Flush the output after every packet")
+        ("F,filter-file", "Read the filter expression from FILE", cxxopts::value<std::string>(), "FILE")
+        ("d,dump-filter", "Print the compiled filter (classic BPF and the eBPF run in the kernel) and exit")
         ("v,verbose", "Print per-CPU statistics")
         ("q,quiet", "Print no start line and, without -w, no packet lines")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
@@ -153,10 +155,15 @@ CliOutcome parse_cli(int argc, const char* const* argv)
         return ShowText{"xdpcap " + std::string(kVersion) + "\n"};
 
     Config config;
-    if (!result.count("interface"))
+    config.dump_filter = result.count("dump-filter") > 0;
+    if (result.count("filter-file"))
+        config.filter_file = result["filter-file"].as<std::string>();
+    if (result.count("interface")) {
+        config.interface = result["interface"].as<std::string>();
+        check_interface_name(config.interface);
+    } else if (!config.dump_filter) {
         throw Error("no interface given: use -i IFACE (see xdpcap --help)");
-    config.interface = result["interface"].as<std::string>();
-    check_interface_name(config.interface);
+    }
 
     if (result.count("write")) {
         config.output = result["write"].as<std::string>();
@@ -179,9 +186,9 @@ CliOutcome parse_cli(int argc, const char* const* argv)
                 config.filter += ' ';
             config.filter += word;
         }
-        if (!config.filter.empty())
-            throw Error("filter expressions are not supported yet: '" + config.filter + "'");
     }
+    if (config.filter_file && !config.filter.empty())
+        throw Error("give the filter expression either with -F or on the command line, not both");
     return config;
 }
 

@@ -25,7 +25,9 @@ struct Config {
     bool quiet = false;
     XdpMode xdp_mode = XdpMode::Auto;
     uint32_t ring_pages = kDefaultRingPages;
-    std::string filter;
+    std::string filter;         // libpcap expression; empty: capture everything
+    std::optional<std::string> filter_file; // -F: read the expression from this file
+    bool dump_filter = false;   // -d: print the compiled filter and exit
 
     bool writes_pcapng() const { return output.has_value(); }
     bool writes_to_stdout() const { return output && *output == "-"; }

@@ -4,6 +4,8 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
+#include <cstddef>
+
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -50,7 +52,7 @@ struct LoadAttempt {
     int err = 0;
 };
 
-LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags)
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -60,6 +62,7 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags)
     }
     attempt.skel->rodata->snaplen = snaplen;
     attempt.skel->rodata->capture_ifindex = ifindex;
+    attempt.skel->rodata->filter_enabled = with_filter;
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, frags);
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, !frags);
     attempt.err = -xdpcap_capture__load(attempt.skel.get());
@@ -99,16 +102,16 @@ const char* attach_mode_name(uint8_t mode)
 
 } // namespace
 
-CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex)
+CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter)
 {
     libbpf_set_print(collect_libbpf_log);
     g_libbpf_log.clear();
-    LoadAttempt attempt = try_load(snaplen, ifindex, true);
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter);
     bool multi_buffer = true;
     if (!attempt.skel) {
         const std::string frags_reason = last_log_line();
         g_libbpf_log.clear();
-        attempt = try_load(snaplen, ifindex, false);
+        attempt = try_load(snaplen, ifindex, false, with_filter);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -152,7 +155,7 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
         bpf_link_create_opts opts{};
         opts.sz = sizeof opts;
         opts.flags = flags;
-        const int fd = bpf_link_create(program_fd(), static_cast<int>(ifindex), BPF_XDP, &opts);
+        const int fd = bpf_link_create(entry_fd(), static_cast<int>(ifindex), BPF_XDP, &opts);
         if (fd < 0)
             return errno;
         link_.reset(fd);
@@ -172,6 +175,112 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
         throw failure("native", native_err);
     if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
         throw failure("generic", err);
+}
+
+int CaptureProgram::entry_fd() const
+{
+    return filter_prog_ ? filter_prog_.get() : program_fd();
+}
+
+namespace {
+
+constexpr bpf_insn make_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+{
+    bpf_insn i{};
+    i.code = code;
+    i.dst_reg = dst & 0xf;
+    i.src_reg = src & 0xf;
+    i.off = off;
+    i.imm = imm;
+    return i;
+}
+
+// r<dst> = map fd, patched to the map by the kernel (two instructions).
+void load_map_fd(std::vector<bpf_insn>& out, uint8_t dst, int map_fd)
+{
+    out.push_back(make_insn(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_fd));
+    out.push_back(make_insn(0, 0, 0, 0, 0));
+}
+
+// The verifier's log ends with its verdict; keep the last line that says something.
+std::string verifier_reason(const std::string& log)
+{
+    std::string reason;
+    size_t start = 0;
+    while (start < log.size()) {
+        size_t end = log.find('\n', start);
+        if (end == std::string::npos)
+            end = log.size();
+        const std::string line = log.substr(start, end - start);
+        if (!line.empty() && line.rfind("processed ", 0) != 0 && line.rfind("verification time", 0) != 0 &&
+            line.rfind("stack depth", 0) != 0)
+            reason = line;
+        start = end + 1;
+    }
+    return reason;
+}
+
+} // namespace
+
+void CaptureProgram::install_filter(std::span<const bpf_insn> filter_body)
+{
+    // Entry: verdict = filter(ctx) as a subprogram; count seen; keep -> tail
+    // call into the capture program; otherwise pass. Registers r6 (ctx) and
+    // r7 (verdict) survive the helper calls.
+    constexpr uint8_t R0 = 0, R1 = 1, R2 = 2, R3 = 3, R6 = 6, R7 = 7, FP = 10;
+    std::vector<bpf_insn> prog;
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0));
+    const size_t call_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0)); // target patched below
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R7, R0, 0, 0));
+    prog.push_back(make_insn(BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, 0));
+    load_map_fd(prog, R1, bpf_map__fd(skel_->maps.counters));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R2, FP, 0, 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R2, 0, 0, -4));
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem));
+    const size_t no_counters_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 0, 0)); // -> verdict check, patched
+    prog.push_back(make_insn(BPF_LDX | BPF_MEM | BPF_DW, R1, R0, offsetof(xdpcap_counters, seen), 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R1, 0, 0, 1));
+    prog.push_back(make_insn(BPF_STX | BPF_MEM | BPF_DW, R0, R1, offsetof(xdpcap_counters, seen), 0));
+    const size_t verdict_at = prog.size();
+    prog[no_counters_at].off = static_cast<int16_t>(verdict_at - no_counters_at - 1);
+    const size_t reject_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP32 | BPF_JEQ | BPF_K, R7, 0, 0, 0)); // -> pass, patched
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R1, R6, 0, 0));
+    load_map_fd(prog, R2, bpf_map__fd(skel_->maps.capture_next));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R3, 0, 0, 0));
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_tail_call));
+    const size_t pass_at = prog.size();
+    prog[reject_at].off = static_cast<int16_t>(pass_at - reject_at - 1);
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, XDP_PASS));
+    prog.push_back(make_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+    prog[call_at].imm = static_cast<int32_t>(prog.size() - call_at - 1);
+    prog.insert(prog.end(), filter_body.begin(), filter_body.end());
+
+    const uint32_t slot = 0;
+    const int capture_fd = program_fd();
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.capture_next), &slot, &capture_fd, BPF_ANY) != 0)
+        throw Error("cannot link the filter to the capture program: " + errno_text(errno));
+
+    std::string log(1 << 20, '\0');
+    bpf_prog_load_opts opts{};
+    opts.sz = sizeof opts;
+    opts.expected_attach_type = BPF_XDP;
+    // A tail call needs caller and callee to agree on multi-buffer support.
+    opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
+    opts.log_level = 1;
+    opts.log_size = static_cast<uint32_t>(log.size());
+    opts.log_buf = log.data();
+    const int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "xdpcap_filter", "GPL", prog.data(), prog.size(), &opts);
+    if (fd < 0) {
+        const int err = errno;
+        log.resize(std::strlen(log.c_str()));
+        const std::string reason = verifier_reason(log);
+        throw Error("the kernel refused the filter program: " + errno_text(err) +
+                    (reason.empty() ? "" : " (verifier: " + reason + ")"));
+    }
+    filter_prog_.reset(fd);
 }
 
 bool CaptureProgram::link_defunct() const

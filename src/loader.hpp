@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "xdpcap_abi.h"
 
 struct xdpcap_capture;
+struct bpf_insn;
 
 namespace xdpcap {
 
@@ -23,7 +25,13 @@ class CaptureProgram {
 public:
     // Prefers the multi-buffer (xdp.frags) program and falls back to the
     // linear one where the kernel cannot load it.
-    static CaptureProgram load(uint32_t snaplen, uint32_t ifindex);
+    static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false);
+
+    // Loads the translated filter as an XDP program that runs first, counts
+    // every packet as seen and tail-calls the capture program for the packets
+    // it keeps. attach() then attaches it instead. Raises Error with the
+    // verifier's reason if the kernel refuses it.
+    void install_filter(std::span<const bpf_insn> filter_body);
 
     // Raises Error; in auto mode tries native first, then generic.
     void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname);
@@ -45,7 +53,10 @@ private:
     }
     int program_fd() const;
 
+    int entry_fd() const; // what attach() attaches
+
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
+    UniqueFd filter_prog_;
     UniqueFd link_;
     bool multi_buffer_;
     XdpMode attached_mode_ = XdpMode::Auto;

@@ -16,7 +16,8 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
     CaptureTotals totals;
     for (const auto& s : cpus) {
         totals.captured += s.ring.written;
-        totals.received += s.kernel.seen;
+        totals.seen += s.kernel.seen;
+        totals.received += s.kernel.matched;
         totals.dropped += s.kernel.output_failed;
         totals.invalid += s.ring.invalid;
         totals.discarded += s.ring.discarded;
@@ -25,7 +26,7 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
     return totals;
 }
 
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu)
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering)
 {
     const CaptureTotals t = sum_stats(cpus);
     std::string text = counted(t.captured, " packet captured\n", " packets captured\n") +
@@ -35,6 +36,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu)
         text += counted(t.unwritten, " packet not written to the output\n", " packets not written to the output\n");
     if (t.invalid)
         text += counted(t.invalid, " record refused as malformed\n", " records refused as malformed\n");
+    if (filtering && per_cpu)
+        text += counted(t.seen, " packet seen on the interface\n", " packets seen on the interface\n");
     if (!per_cpu)
         return text;
     for (const auto& s : cpus) {
@@ -44,7 +47,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu)
             std::to_string(s.kernel.output_failed - s.kernel.ring_full) + " other output errors, " +
             std::to_string(s.ring.lost_records) + " reported lost, " + std::to_string(s.ring.invalid) +
             " malformed, " + std::to_string(s.ring.discarded) + " after count, " +
-            std::to_string(s.ring.unwritten) + " not written\n";
+            std::to_string(s.ring.unwritten) + " not written" +
+            (filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) + "\n";
     }
     return text;
 }

@@ -27,7 +27,8 @@ struct CpuStats {
 
 struct CaptureTotals {
     uint64_t captured = 0; // written to the output
-    uint64_t received = 0; // seen by the XDP program
+    uint64_t seen = 0;     // seen by the XDP program
+    uint64_t received = 0; // of which the filter kept (all, without a filter)
     uint64_t dropped = 0;  // output helper failures (ring full and other)
     uint64_t invalid = 0;
     uint64_t discarded = 0;
@@ -37,6 +38,6 @@ struct CaptureTotals {
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 
 // tcpdump's three lines; with `per_cpu`, one line per CPU after them.
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu);
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false);
 
 } // namespace xdpcap

@@ -8,7 +8,7 @@ For each case: exit status 1, exactly one line on stderr and it starts with
 cap0, and no output file left behind (a pre-existing output file is left
 untouched).  Cases: unknown interface; -w to a directory, into a missing
 directory, under /proc; bad -c, -s, --ring-pages, --xdp-mode; missing -i; an
-unknown option; a filter expression; an interface that already has an XDP
+unknown option; a filter syntax error, protochain and a missing -F file; an interface that already has an XDP
 program (the message names its id and name, the first capture keeps working);
 missing privileges (capsh drops CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON,
 CAP_SYS_ADMIN: the message names CAP_BPF or root).
@@ -80,7 +80,10 @@ def test(binary):
         bad("--ring-pages 3", w("--ring-pages", "3"))
         bad("--ring-pages abc", w("--ring-pages", "abc"))
         bad("missing -i", ["-w", fresh])
-        bad("filter expression", w("udp", "port", "53"), msg_re=r"not supported")
+        bad("filter syntax error", w("udp", "port"), msg_re=r"can't parse filter expression")
+        bad("filter the kernel cannot run (protochain)", w("protochain", "6"), msg_re=r"protochain")
+        bad("missing filter file", w("-F", os.path.join(tmp, "no-such-filter")),
+            msg_re=r"cannot read filter file .*No such file")
         bad("--xdp-mode bogus", w("--xdp-mode", "bogus"))
         bad("unknown option --bogus", w("--bogus"))
 
@@ -90,8 +93,8 @@ def test(binary):
         for desc, args in (("existing file + unknown interface", ["-i", "nosuch0", "-w", keep]),
                            ("existing file + bad --ring-pages",
                             ["-i", "cap0", "-w", keep, "--ring-pages", "3"]),
-                           ("existing file + filter expression",
-                            ["-i", "cap0", "-w", keep, "tcp"])):
+                           ("existing file + filter syntax error",
+                            ["-i", "cap0", "-w", keep, "tcp", "port"])):
             with open(keep, "wb") as f:
                 f.write(content)
             os.utime(keep, (1_000_000_000, 1_000_000_000))

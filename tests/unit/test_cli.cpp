@@ -76,6 +76,15 @@ TEST(Cli, LongSpellings)
     EXPECT_TRUE(c.quiet);
 }
 
+TEST(Cli, FilterWords)
+{
+    const Config c = parse_config({"-i", "e", "tcp", "port", "443", "and", "not", "host", "198.18.0.9"});
+    EXPECT_EQ(c.filter, "tcp port 443 and not host 198.18.0.9");
+    EXPECT_EQ(*parse_config({"-i", "e", "-F", "expr.txt"}).filter_file, "expr.txt");
+    // -d needs no interface, as with tcpdump -d.
+    EXPECT_TRUE(parse_config({"-d", "udp"}).dump_filter);
+}
+
 TEST(Cli, SnaplenAboveMaximumIsClamped)
 {
     EXPECT_EQ(parse_config({"-i", "e", "-s", "262144"}).snaplen, kMaxSnaplen);
@@ -107,6 +116,6 @@ TEST(Cli, BadInput)
     EXPECT_NE(error_of({"-i", "e", "-w"}).find("option -w is missing an argument"), std::string::npos);
     EXPECT_NE(error_of({"-i", "averyveryverylongname"}).find("too long"), std::string::npos);
     EXPECT_NE(error_of({"-i", "a/b"}).find("cannot have"), std::string::npos);
-    EXPECT_NE(error_of({"-i", "e", "tcp", "port", "80"}).find("not supported yet: 'tcp port 80'"),
+    EXPECT_NE(error_of({"-i", "e", "-F", "f", "tcp"}).find("either with -F or on the command line"),
               std::string::npos);
 }

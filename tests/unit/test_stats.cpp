@@ -11,6 +11,7 @@ CpuStats cpu(int id, uint64_t seen, uint64_t sampled, uint64_t failed, uint64_t 
     CpuStats s;
     s.cpu = id;
     s.kernel.seen = seen;
+    s.kernel.matched = seen; // no filter
     s.kernel.sampled = sampled;
     s.kernel.output_failed = failed;
     s.kernel.ring_full = failed;
@@ -45,4 +46,15 @@ TEST(Stats, TotalsAddUp)
 {
     const auto totals = sum_stats({cpu(0, 10, 8, 2, 8), cpu(1, 5, 5, 0, 5)});
     EXPECT_EQ(totals.received, totals.captured + totals.dropped + totals.discarded + totals.unwritten + totals.invalid);
+}
+
+TEST(Stats, WithFilterReceivedMeansKept)
+{
+    CpuStats s = cpu(0, 10, 3, 0, 3);
+    s.kernel.matched = 3; // the filter kept 3 of the 10 seen
+    EXPECT_EQ(format_stats({s}, false, true),
+              "3 packets captured\n3 packets received by filter\n0 packets dropped by kernel\n");
+    const std::string verbose = format_stats({s}, true, true);
+    EXPECT_NE(verbose.find("10 packets seen on the interface"), std::string::npos) << verbose;
+    EXPECT_NE(verbose.find(", 3 kept by filter"), std::string::npos) << verbose;
 }
