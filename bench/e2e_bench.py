@@ -82,10 +82,20 @@ class Lab:
 
 
 class Tool:
-    """One capture tool: how to start it, when it is ready, how to count."""
+    """One capture tool: how to start it, when it is ready, how to count.
+    `expected` is how many frames a lossless run writes (None: all sent)."""
 
-    def __init__(self, name, argv, ready_text, output):
+    def __init__(self, name, argv, ready_text, output, expected=None):
         self.name, self.argv, self.ready_text, self.output = name, argv, ready_text, output
+        self.expected = expected
+
+
+class XdpPass:
+    """Not a capture tool: a bare XDP_PASS program, the floor for kernel cost."""
+    name = "xdp-pass"
+
+    def __init__(self, obj):
+        self.obj = obj
 
 
 def tools_for(args, lab):
@@ -93,6 +103,13 @@ def tools_for(args, lab):
     out = os.path.join(SHM, f"xdpcap-bench-{os.getpid()}")
     tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"] + args.xdpcap_args.split(),
                       "listening on", out + ".xdpcap.pcapng"))
+    if args.filter_runs:
+        # A filter that rejects every frame: no ring space, no userspace work.
+        tools.append(Tool("xdpcap-reject", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w",
+                                            out + ".reject.pcapng", "ether", "proto", "0x1234"],
+                          "listening on", out + ".reject.pcapng", expected=0))
+        pass_obj = os.path.join(os.path.dirname(os.path.abspath(args.xdpcap)), "..", "bench", "xdp_pass.bpf.o")
+        tools.append(XdpPass(os.path.normpath(pass_obj)))
     if shutil.which("tcpdump") and not args.only_xdpcap:
         tools.append(Tool("tcpdump", ["tcpdump", "-i", "cap0", "-w", out + ".tcpdump.pcap"],
                           "listening on", out + ".tcpdump.pcap"))
@@ -122,6 +139,12 @@ def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
     """Returns (generator seconds, consumer cpu seconds, frames captured)."""
     if tool is None:
         return generate(lab, conf, frames, gen_cpu), 0.0, frames
+    if isinstance(tool, XdpPass):
+        run("ip", "-n", lab.cap_ns, "link", "set", "dev", "cap0", "xdpdrv", "obj", tool.obj, "sec", "xdp")
+        try:
+            return generate(lab, conf, frames, gen_cpu), 0.0, frames
+        finally:
+            run("ip", "-n", lab.cap_ns, "link", "set", "dev", "cap0", "xdpdrv", "off", check=False)
     proc = subprocess.Popen(["ip", "netns", "exec", lab.cap_ns, "taskset", "-c", str(cap_cpu)] + tool.argv,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ready = threading.Event()
@@ -163,6 +186,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="64,1500")
     parser.add_argument("--only-xdpcap", action="store_true", help="leave out the peer tools")
+    parser.add_argument("--filter-runs", action="store_true",
+                        help="add xdpcap with a filter that rejects everything, and a bare XDP_PASS program")
     parser.add_argument("--xdpcap-args", default="", help="extra xdpcap options, e.g. \"--ring-pages 1024\"")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -195,10 +220,11 @@ def main():
             summary = {}
             for tool in tools:
                 runs = results[tool.name]
+                expected = args.frames if getattr(tool, "expected", None) is None else tool.expected
                 summary[tool.name] = (
                     statistics.median(r[0] for r in runs) / base,
                     statistics.median(r[1] for r in runs) / args.frames * 1e6,
-                    statistics.median(1 - r[2] / args.frames for r in runs),
+                    statistics.median(1 - r[2] / expected if expected else float(r[2] != 0) for r in runs),
                 )
             print(f"\n## {size}-byte frames (medians of {args.rounds} rounds; "
                   f"no-capture generator time {base:.3f} s)")
@@ -207,7 +233,7 @@ def main():
             for name, (slow, cpu_us, loss) in summary.items():
                 print(f"| {name} | {slow:.2f}x | {cpu_us:.3f} us | {loss * 100:.2f} % |")
             for peer in ("tcpdump", "xdpdump"):
-                if peer in summary:
+                if peer in summary and "xdpcap" in summary:
                     x, p = summary["xdpcap"], summary[peer]
                     print(f"xdpcap/{peer}: generator slowdown {x[0] / p[0]:.2f}, "
                           f"consumer CPU {x[1] / p[1]:.2f}" if p[1] else "")
