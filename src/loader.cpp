@@ -13,6 +13,7 @@
 
 #include "capture.skel.h"
 #include "error.hpp"
+#include "filter/ebpf_insn.hpp"
 
 namespace xdpcap {
 
@@ -183,17 +184,6 @@ int CaptureProgram::entry_fd() const
 }
 
 namespace {
-
-constexpr bpf_insn make_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
-{
-    bpf_insn i{};
-    i.code = code;
-    i.dst_reg = dst & 0xf;
-    i.src_reg = src & 0xf;
-    i.off = off;
-    i.imm = imm;
-    return i;
-}
 
 // r<dst> = map fd, patched to the map by the kernel (two instructions).
 void load_map_fd(std::vector<bpf_insn>& out, uint8_t dst, int map_fd)

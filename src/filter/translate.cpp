@@ -23,6 +23,7 @@
 #include <string>
 
 #include "error.hpp"
+#include "filter/ebpf_insn.hpp"
 
 namespace xdpcap {
 
@@ -42,13 +43,7 @@ constexpr uint32_t kMaxPacketOff = 0xffff;
 
 constexpr bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
-    bpf_insn i{};
-    i.code = code;
-    i.dst_reg = dst & 0xf;
-    i.src_reg = src & 0xf;
-    i.off = off;
-    i.imm = imm;
-    return i;
+    return make_insn(code, dst, src, off, imm);
 }
 
 // Classic constants are u32; eBPF immediates are s32 with the same bits.
