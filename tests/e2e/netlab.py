@@ -256,7 +256,26 @@ def run(cmd, *, timeout=CMD_TIMEOUT_S, check_rc=True, input=None, text=True):
 # Namespaces and veth pair
 # --------------------------------------------------------------------------
 
-class NetLab:
+class Scoped:
+    """A resource set up on entry and always torn down: on exit, on an
+    exception during setup, and (through the cleanup registry) on signals.
+    Subclasses provide _setup() and close()."""
+
+    def __enter__(self):
+        _register_cleanup(self.close)
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class NetLab(Scoped):
     """Two fresh network namespaces joined by a veth pair, cap0 <-> gen0.
 
     with NetLab(mtu=9000) as lab:
@@ -277,20 +296,6 @@ class NetLab:
         self.mtu = mtu
         self.procs = []          # Popen objects started in our namespaces
         self._created = []
-
-    # -- lifecycle --
-    def __enter__(self):
-        _register_cleanup(self.close)
-        try:
-            self._setup()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def _setup(self):
         for ns in (self.cap_ns, self.gen_ns):
@@ -1221,7 +1226,7 @@ def check_isbs_match_stats(recs, st, what="ISBs"):
                     "+ malformed, isb_usrdeliv = written (per CPU)", "\n".join(bad))
 
 
-class Tmpfs:
+class Tmpfs(Scoped):
     """A small tmpfs mounted on a fresh temporary directory; always unmounted.
 
     with Tmpfs("256k") as fs: fs.path ...   (ro=True mounts it read-only)
@@ -1235,23 +1240,13 @@ class Tmpfs:
         self.path = None
         self._mounted = False
 
-    def __enter__(self):
+    def _setup(self):
         import tempfile
-        _register_cleanup(self.close)
-        try:
-            self.path = tempfile.mkdtemp(prefix="xdpcapt-tmpfs-")
-            opts = f"size={self.size},mode=0755" + (",ro" if self.ro else "")
-            run(["mount", "-t", "tmpfs", "-o", opts, "xdpcapt-tmpfs", self.path])
-            self._mounted = True
-            log(f"  lab   tmpfs ({opts}) on {self.path}")
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
+        self.path = tempfile.mkdtemp(prefix="xdpcapt-tmpfs-")
+        opts = f"size={self.size},mode=0755" + (",ro" if self.ro else "")
+        run(["mount", "-t", "tmpfs", "-o", opts, "xdpcapt-tmpfs", self.path])
+        self._mounted = True
+        log(f"  lab   tmpfs ({opts}) on {self.path}")
 
     def close(self):
         global _cleaning
