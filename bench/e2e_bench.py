@@ -103,6 +103,10 @@ def tools_for(args, lab):
     out = os.path.join(SHM, f"xdpcap-bench-{os.getpid()}")
     tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"] + args.xdpcap_args.split(),
                       "listening on", out + ".xdpcap.pcapng"))
+    if args.baseline:
+        # Another build of xdpcap, for before/after figures of one change.
+        tools.append(Tool("baseline", [os.path.abspath(args.baseline), "-i", "cap0", "-w", out + ".baseline.pcapng"]
+                          + args.xdpcap_args.split(), "listening on", out + ".baseline.pcapng"))
     if args.filter_runs:
         # A filter that rejects every frame: no ring space, no userspace work.
         tools.append(Tool("xdpcap-reject", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w",
@@ -136,13 +140,13 @@ def generate(lab, conf, frames, gen_cpu):
 
 
 def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
-    """Returns (generator seconds, consumer cpu seconds, frames captured)."""
+    """Returns (generator seconds, consumer cpu seconds, frames captured, user seconds)."""
     if tool is None:
-        return generate(lab, conf, frames, gen_cpu), 0.0, frames
+        return generate(lab, conf, frames, gen_cpu), 0.0, frames, 0.0
     if isinstance(tool, XdpPass):
         run("ip", "-n", lab.cap_ns, "link", "set", "dev", "cap0", "xdpdrv", "obj", tool.obj, "sec", "xdp")
         try:
-            return generate(lab, conf, frames, gen_cpu), 0.0, frames
+            return generate(lab, conf, frames, gen_cpu), 0.0, frames, 0.0
         finally:
             run("ip", "-n", lab.cap_ns, "link", "set", "dev", "cap0", "xdpdrv", "off", check=False)
     proc = subprocess.Popen(["ip", "netns", "exec", lab.cap_ns, "taskset", "-c", str(cap_cpu)] + tool.argv,
@@ -170,7 +174,10 @@ def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
         reader.join(5)
         cpu = usage.ru_utime + usage.ru_stime
         captured = count_frames(tool.output)
-        return seconds, cpu, captured
+        drops = [line.split()[0] for line in lines if "dropped by kernel" in line]
+        if drops:
+            print(f"    {tool.name} says: {drops[0]} packets dropped by kernel", flush=True)
+        return seconds, cpu, captured, usage.ru_utime
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -188,6 +195,8 @@ def main():
     parser.add_argument("--only-xdpcap", action="store_true", help="leave out the peer tools")
     parser.add_argument("--filter-runs", action="store_true",
                         help="add xdpcap with a filter that rejects everything, and a bare XDP_PASS program")
+    parser.add_argument("--baseline", metavar="XDPCAP",
+                        help="another xdpcap binary to measure in the same rounds (before/after a change)")
     parser.add_argument("--xdpcap-args", default="", help="extra xdpcap options, e.g. \"--ring-pages 1024\"")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -213,9 +222,9 @@ def main():
                 for tool in [None] + tools:
                     name = tool.name if tool else "none"
                     results[name].append(measure(lab, tool, conf, args.frames, cap_cpu, gen_cpu))
-                    gen_s, cpu_s, got = results[name][-1]
+                    gen_s, cpu_s, got, user_s = results[name][-1]
                     print(f"  {size:>5} B round {round_no + 1} {name:<8} generator {gen_s:.3f} s, "
-                          f"consumer {cpu_s:.3f} s, captured {got}", flush=True)
+                          f"consumer {cpu_s:.3f} s (user {user_s:.3f}), captured {got}", flush=True)
             base = statistics.median(r[0] for r in results["none"])
             summary = {}
             for tool in tools:
@@ -232,7 +241,7 @@ def main():
             print("|---|---|---|---|")
             for name, (slow, cpu_us, loss) in summary.items():
                 print(f"| {name} | {slow:.2f}x | {cpu_us:.3f} us | {loss * 100:.2f} % |")
-            for peer in ("tcpdump", "xdpdump"):
+            for peer in ("baseline", "tcpdump", "xdpdump"):
                 if peer in summary and "xdpcap" in summary:
                     x, p = summary["xdpcap"], summary[peer]
                     print(f"xdpcap/{peer}: generator slowdown {x[0] / p[0]:.2f}, "

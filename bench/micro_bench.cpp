@@ -57,10 +57,12 @@ void RingToPcapng(benchmark::State& state)
         reader.drain(
             [&](const uint8_t* record, size_t size) {
                 const auto decoded = xdpcap::decode_record(record, size);
-                output.write(0, decoded.sample, decoded.sample.tstamp_ns);
+                output.write(0, decoded.sample, decoded.sample.tstamp_ns, record != scratch.data());
                 return true;
             },
             scratch.data(), corrupt);
+        output.release_references();
+        reader.release();
         output.flush();
     }
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * ring.records));

@@ -30,13 +30,35 @@ uint32_t wakeup_bytes_for(size_t ring_bytes)
     return static_cast<uint32_t>(ring_bytes / 4);
 }
 
+bool ring_fits_records(uint32_t pages, uint32_t snaplen)
+{
+    return ring_bytes(pages) >= 2 * record_size_for(snaplen);
+}
+
 void check_ring_fits_records(const Config& config)
 {
-    const size_t record = record_size_for(config.snaplen);
-    if (ring_bytes(config.ring_pages) < 2 * record)
-        throw Error("--ring-pages " + std::to_string(config.ring_pages) + " is too small for snapshot length " +
-                    std::to_string(config.snaplen) + ": each ring must hold at least two " + std::to_string(record) +
-                    "-byte records");
+    if (config.ring_pages && !ring_fits_records(*config.ring_pages, config.snaplen))
+        throw Error("--ring-pages " + std::to_string(*config.ring_pages) + " is too small for snapshot length " +
+                    std::to_string(config.snaplen) + ": each ring must hold at least two " +
+                    std::to_string(record_size_for(config.snaplen)) + "-byte records");
+}
+
+// The size asked for, or the default; a default the locked-memory limit
+// refuses is halved until it fits, as long as two records still do.
+PerfRings create_rings(int events_map_fd, const Config& config)
+{
+    if (config.ring_pages)
+        return PerfRings(events_map_fd, RingSettings{*config.ring_pages, wakeup_bytes_for(ring_bytes(*config.ring_pages))});
+    uint32_t pages = default_ring_pages(online_cpus().size(), page_size());
+    for (;;) {
+        try {
+            return PerfRings(events_map_fd, RingSettings{pages, wakeup_bytes_for(ring_bytes(pages))});
+        } catch (const RingMemoryError&) {
+            if (pages == 1 || !ring_fits_records(pages / 2, config.snaplen))
+                throw;
+            pages /= 2;
+        }
+    }
 }
 
 std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInfo& iface, const PerfRings& rings,
@@ -149,8 +171,7 @@ int run_capture(const Config& config)
     CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value());
     if (classic)
         program.install_filter(translate_filter(classic->instructions(), program.multi_buffer()));
-    PerfRings rings(program.events_map_fd(),
-                    RingSettings{config.ring_pages, wakeup_bytes_for(ring_bytes(config.ring_pages))});
+    PerfRings rings = create_rings(program.events_map_fd(), config);
 
     std::vector<std::string> names;
     for (size_t ring = 0; ring < rings.count(); ++ring)

@@ -172,7 +172,13 @@ void CaptureLoop::drain_ring(size_t ring)
 {
     RingTally& tally = tallies_[ring];
     const auto interface_id = static_cast<uint32_t>(ring);
-    rings_.reader(ring).drain(
+    PerfRingReader& reader = rings_.reader(ring);
+    // Released even when writing fails: what could not be written is counted.
+    struct ReleaseWhenDone {
+        PerfRingReader& reader;
+        ~ReleaseWhenDone() { reader.release(); }
+    } release{reader};
+    reader.drain(
         [&](const uint8_t* record, size_t size) {
             const DecodedRecord decoded = decode_record(record, size);
             switch (decoded.kind) {
@@ -186,7 +192,9 @@ void CaptureLoop::drain_ring(size_t ring)
                     ++tally.unwritten;
                     break;
                 }
-                output_.write(interface_id, decoded.sample, monotonic_to_realtime(decoded.sample.tstamp_ns, clock_));
+                // A record reassembled in scratch_ does not stay there.
+                output_.write(interface_id, decoded.sample, monotonic_to_realtime(decoded.sample.tstamp_ns, clock_),
+                              record != scratch_.data());
                 ++tally.written;
                 if (options_.count && ++written_ >= *options_.count)
                     count_reached_ = true;
@@ -203,6 +211,8 @@ void CaptureLoop::drain_ring(size_t ring)
             return true;
         },
         scratch_.data(), corrupt_);
+    // Samples written by reference must be out before their space is released.
+    output_.release_references();
 }
 
 void CaptureLoop::detach_and_drain()

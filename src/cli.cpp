@@ -127,8 +127,9 @@ cxxopts::Options make_options()
         ("v,verbose", "Print per-CPU statistics")
         ("q,quiet", "Print no start line and, without -w, no packet lines")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
-        ("ring-pages", "Per-CPU ring size in pages, a power of two",
-             cxxopts::value<std::string>()->default_value(std::to_string(kDefaultRingPages)), "N")
+        ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs, "
+                       "1 to 16 MiB each)",
+             cxxopts::value<std::string>(), "N")
         ("h,help", "Print this help and exit")
         ("version", "Print the version and exit")
         ("expression", "Filter expression", cxxopts::value<std::vector<std::string>>());
@@ -178,7 +179,8 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.verbose = result.count("verbose") > 0;
     config.quiet = result.count("quiet") > 0;
     config.xdp_mode = parse_xdp_mode(result["xdp-mode"].as<std::string>());
-    config.ring_pages = parse_ring_pages(result["ring-pages"].as<std::string>());
+    if (result.count("ring-pages"))
+        config.ring_pages = parse_ring_pages(result["ring-pages"].as<std::string>());
 
     if (result.count("expression")) {
         for (const auto& word : result["expression"].as<std::vector<std::string>>()) {

@@ -12,7 +12,6 @@ namespace xdpcap {
 enum class XdpMode { Auto, Native, Generic };
 
 inline constexpr uint32_t kMaxSnaplen = XDPCAP_MAX_SAMPLE_SIZE;
-inline constexpr uint32_t kDefaultRingPages = 256;
 inline constexpr uint32_t kMaxRingPages = 65536;
 
 struct Config {
@@ -24,7 +23,7 @@ struct Config {
     bool verbose = false;
     bool quiet = false;
     XdpMode xdp_mode = XdpMode::Auto;
-    uint32_t ring_pages = kDefaultRingPages;
+    std::optional<uint32_t> ring_pages; // unset: sized from the CPU count (default_ring_pages)
     std::string filter;         // libpcap expression; empty: capture everything
     std::optional<std::string> filter_file; // -F: read the expression from this file
     bool dump_filter = false;   // -d: print the compiled filter and exit

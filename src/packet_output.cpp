@@ -35,13 +35,24 @@ void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
     sink_.flush();
 }
 
-void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns,
+                               bool stays_until_release)
 {
+    const pcapng::EnhancedPacket packet{interface_id,   realtime_ns,         sample.cap_len, sample.orig_len,
+                                       sample.rx_queue, sample.drops_before, sample.data};
+    if (stays_until_release && sample.cap_len >= kReferMinLength) {
+        const size_t tail = pcapng::enhanced_packet_tail_size(sample.cap_len);
+        sink_.reserve_around_reference(pcapng::kEpbHeadSize + tail);
+        pcapng::write_enhanced_packet_head(sink_.reserve(pcapng::kEpbHeadSize), packet);
+        sink_.commit(pcapng::kEpbHeadSize);
+        sink_.refer(sample.data, sample.cap_len);
+        pcapng::write_enhanced_packet_tail(sink_.reserve(tail), packet);
+        sink_.commit(tail);
+        return;
+    }
     const size_t size = pcapng::enhanced_packet_size(sample.cap_len);
     uint8_t* out = sink_.reserve(size);
-    sink_.commit(pcapng::write_enhanced_packet(
-        out, {interface_id, realtime_ns, sample.cap_len, sample.orig_len, sample.rx_queue, sample.drops_before,
-              sample.data}));
+    sink_.commit(pcapng::write_enhanced_packet(out, packet));
 }
 
 namespace {

@@ -22,10 +22,18 @@ public:
 
     // pcapng: SHB and every IDB, flushed before any packet.
     void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);
-    void write(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+    // Samples at least this long whose bytes stay put until
+    // release_references() are written from where they are (writev), not
+    // copied into the buffer first. Shorter ones are cheaper to copy than to
+    // describe with an iovec.
+    static constexpr uint32_t kReferMinLength = 512;
+
+    // `stays_until_release`: sample.data remains valid and unchanged until
+    // release_references() returns.
+    void write(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release = false)
     {
         if (format_ == Format::Pcapng)
-            write_block(interface_id, sample, realtime_ns);
+            write_block(interface_id, sample, realtime_ns, stays_until_release);
         else
             write_line(interface_id, sample, realtime_ns);
         if (packet_buffered_)
@@ -37,6 +45,12 @@ public:
         if (sink_.is_pipe() || format_ == Format::Text)
             sink_.flush();
     }
+    // Writes out whatever refers to sample bytes, before they are released.
+    void release_references()
+    {
+        if (sink_.has_references())
+            sink_.flush();
+    }
     void finish(const std::vector<pcapng::InterfaceStatistics>& isbs);
     void flush() { sink_.flush(); }
     // After a failed write: calls on_lost(interface_id) for every packet in
@@ -46,7 +60,7 @@ public:
     Sink& sink() noexcept { return sink_; }
 
 private:
-    void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
 
     Sink sink_;
@@ -63,18 +77,36 @@ void PacketOutput::for_each_unwritten_packet(OnLost&& on_lost) const
 {
     if (format_ != Format::Pcapng)
         return; // text lines carry no block structure to walk
+    // Walks the blocks of the chunk; every block starts in buffered bytes,
+    // so only those are read.
     const Sink::FailedChunk& chunk = sink_.failed_chunk();
+    size_t segment = 0;
+    size_t in_segment = 0;
     size_t offset = 0;
-    while (offset + 12 <= chunk.size) {
+    while (segment < chunk.segments.size()) {
+        const auto* base = static_cast<const uint8_t*>(chunk.segments[segment].iov_base) + in_segment;
+        if (chunk.segments[segment].iov_len - in_segment < 12)
+            break;
         uint32_t type, length, interface_id;
-        std::memcpy(&type, chunk.data + offset, 4);
-        std::memcpy(&length, chunk.data + offset + 4, 4);
-        std::memcpy(&interface_id, chunk.data + offset + 8, 4);
+        std::memcpy(&type, base, 4);
+        std::memcpy(&length, base + 4, 4);
+        std::memcpy(&interface_id, base + 8, 4);
         if (length < 12 || offset + length > chunk.size)
             break;
         if (type == pcapng::kEpbType && offset + length > chunk.written)
             on_lost(interface_id);
         offset += length;
+        for (size_t skip = length; skip > 0 && segment < chunk.segments.size();) {
+            const size_t here = chunk.segments[segment].iov_len - in_segment;
+            if (skip < here) {
+                in_segment += skip;
+                skip = 0;
+            } else {
+                skip -= here;
+                ++segment;
+                in_segment = 0;
+            }
+        }
     }
 }
 

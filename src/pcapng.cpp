@@ -157,20 +157,21 @@ void append_interface_statistics(std::vector<uint8_t>& out, const InterfaceStati
     put_end_of_options(out);
 }
 
-size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept
+uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noexcept
 {
-    const auto total = static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len));
     uint8_t* p = out;
     p = store<uint32_t>(p, kEpbType);
-    p = store<uint32_t>(p, total);
+    p = store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len)));
     p = store<uint32_t>(p, pkt.interface_id);
     p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns >> 32));
     p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns));
     p = store<uint32_t>(p, pkt.cap_len);
-    p = store<uint32_t>(p, pkt.orig_len);
-    if (pkt.cap_len)
-        std::memcpy(p, pkt.data, pkt.cap_len);
-    p += pkt.cap_len;
+    return store<uint32_t>(p, pkt.orig_len);
+}
+
+uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noexcept
+{
+    uint8_t* p = out;
     const size_t padding = pad4(pkt.cap_len) - pkt.cap_len;
     std::memset(p, 0, padding);
     p += padding;
@@ -185,7 +186,15 @@ size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept
     p = store<uint64_t>(p, pkt.drop_count);
     p = store<uint16_t>(p, kOptEndOfOpt);
     p = store<uint16_t>(p, 0);
-    p = store<uint32_t>(p, total);
+    return store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len)));
+}
+
+size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept
+{
+    uint8_t* p = write_enhanced_packet_head(out, pkt);
+    if (pkt.cap_len)
+        std::memcpy(p, pkt.data, pkt.cap_len);
+    p = write_enhanced_packet_tail(p + pkt.cap_len, pkt);
     return static_cast<size_t>(p - out);
 }
 

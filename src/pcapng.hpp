@@ -72,6 +72,17 @@ constexpr size_t enhanced_packet_size(uint32_t cap_len)
     return kEpbFixedSize + pad4(cap_len) + kEpbOptionsSize;
 }
 
+// The block around the packet bytes, for output that gathers the packet
+// from where it already is: head, then cap_len bytes of data, then tail.
+inline constexpr size_t kEpbHeadSize = 28;
+constexpr size_t enhanced_packet_tail_size(uint32_t cap_len)
+{
+    return enhanced_packet_size(cap_len) - kEpbHeadSize - cap_len;
+}
+// Write kEpbHeadSize and enhanced_packet_tail_size(pkt.cap_len) bytes.
+uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noexcept;
+uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noexcept;
+
 // Writes enhanced_packet_size(pkt.cap_len) bytes at `out`.
 size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept;
 

@@ -1,6 +1,6 @@
 // Consumer side of one mmap'ed perf ring (struct perf_event_mmap_page + data).
 // Our own reader instead of libbpf's callback so that records are handled in
-// place, in batches, with one tail update per drain.
+// place, in batches, with one tail update per batch.
 #pragma once
 
 #include <linux/perf_event.h>
@@ -24,29 +24,31 @@ public:
     {
     }
 
-    bool empty() const noexcept
-    {
-        return __atomic_load_n(&header_->data_head, __ATOMIC_ACQUIRE) == header_->data_tail;
-    }
+    bool empty() const noexcept { return __atomic_load_n(&header_->data_head, __ATOMIC_ACQUIRE) == read_position(); }
 
     // Calls on_record(const uint8_t* record, size_t size) for every record
     // present, until it returns false. A record that wraps the ring end is
     // reassembled in `scratch` (kMaxRecordSize bytes). Returns the number of
     // records consumed; a corrupt size field discards the rest of the ring and
     // counts in `corrupt`. If on_record throws, the record it was given counts
-    // as consumed.
+    // as consumed. Consumed records stay in place, and the kernel cannot
+    // overwrite them, until release(): output may refer to them until then.
     template <class OnRecord>
     size_t drain(OnRecord&& on_record, uint8_t* scratch, uint64_t& corrupt)
     {
         const uint64_t head = __atomic_load_n(&header_->data_head, __ATOMIC_ACQUIRE);
-        uint64_t tail = header_->data_tail;
+        uint64_t tail = read_position();
         size_t consumed = 0;
-        // Handled records are released even if on_record throws.
-        struct PublishTail {
-            perf_event_mmap_page* header;
+        // Handled records are consumed even if on_record throws.
+        struct RememberPosition {
+            PerfRingReader& reader;
             const uint64_t& tail;
-            ~PublishTail() { __atomic_store_n(&header->data_tail, tail, __ATOMIC_RELEASE); }
-        } publish{header_, tail};
+            ~RememberPosition()
+            {
+                reader.position_ = tail;
+                reader.unreleased_ = true;
+            }
+        } remember{*this, tail};
         while (tail < head) {
             const size_t offset = tail & (size_ - 1);
             // Records are 8-byte aligned, so the header never straddles the end.
@@ -74,10 +76,23 @@ public:
         return consumed;
     }
 
+    // Hands every consumed record's space back to the kernel.
+    void release() noexcept
+    {
+        if (unreleased_) {
+            __atomic_store_n(&header_->data_tail, position_, __ATOMIC_RELEASE);
+            unreleased_ = false;
+        }
+    }
+
 private:
     perf_event_mmap_page* header_ = nullptr;
     uint8_t* data_ = nullptr;
     size_t size_ = 0; // power of two
+    uint64_t position_ = 0; // consumed up to here; meaningful while unreleased_
+    bool unreleased_ = false;
+
+    uint64_t read_position() const noexcept { return unreleased_ ? position_ : header_->data_tail; }
 };
 
 } // namespace xdpcap

@@ -4,6 +4,8 @@
 #include <linux/perf_event.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -44,6 +46,13 @@ std::vector<int> parse_cpu_list(const std::string& text)
     return cpus;
 }
 
+uint32_t default_ring_pages(size_t cpus, size_t page_bytes)
+{
+    size_t bytes = kRingBudgetBytes / (cpus ? cpus : 1);
+    bytes = std::clamp(bytes, kMinDefaultRingBytes, kMaxDefaultRingBytes);
+    return static_cast<uint32_t>(std::bit_floor(bytes / page_bytes));
+}
+
 std::vector<int> online_cpus()
 {
     std::ifstream file("/sys/devices/system/cpu/online");
@@ -78,9 +87,11 @@ PerfRings::PerfRings(int events_map_fd, const RingSettings& settings) : cpus_(on
     buffer_.reset(perf_buffer__new_raw(events_map_fd, settings.pages_per_cpu, &attr, unused_callback, nullptr, &opts));
     if (!buffer_) {
         const int err = errno;
-        throw Error("cannot create the per-CPU perf rings (" + std::to_string(settings.pages_per_cpu) +
-                    " pages each): " + errno_text(err) +
-                    (err == EPERM ? " (raise the locked-memory limit or use fewer --ring-pages)" : ""));
+        const std::string what = "cannot create the per-CPU perf rings (" + std::to_string(settings.pages_per_cpu) +
+                                 " pages each): " + errno_text(err);
+        if (err == EPERM)
+            throw RingMemoryError(what + " (raise the locked-memory limit or use fewer --ring-pages)");
+        throw Error(what);
     }
     data_size_ = ring_bytes(settings.pages_per_cpu);
     for (size_t i = 0; i < cpus_.size(); ++i) {

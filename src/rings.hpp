@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "error.hpp"
 #include "perf_ring.hpp"
 
 struct perf_buffer;
@@ -15,6 +16,13 @@ namespace xdpcap {
 
 struct PerfBufferDeleter {
     void operator()(perf_buffer* pb) const noexcept;
+};
+
+// The rings could not be locked in memory (RLIMIT_MEMLOCK without
+// CAP_IPC_LOCK): smaller ones may still fit.
+class RingMemoryError : public Error {
+public:
+    using Error::Error;
 };
 
 struct RingSettings {
@@ -41,6 +49,14 @@ private:
 
 size_t page_size();
 inline size_t ring_bytes(uint32_t pages) { return page_size() * pages; }
+
+// Default ring size: kRingBudgetBytes shared by the CPUs, each ring between
+// kMinDefaultRingBytes and kMaxDefaultRingBytes, rounded down to a power of
+// two pages. Traffic spread over many CPUs puts less on each ring.
+inline constexpr size_t kRingBudgetBytes = size_t{32} << 20;
+inline constexpr size_t kMinDefaultRingBytes = size_t{1} << 20;
+inline constexpr size_t kMaxDefaultRingBytes = size_t{16} << 20;
+uint32_t default_ring_pages(size_t cpus, size_t page_bytes);
 
 // Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
 std::vector<int> online_cpus();

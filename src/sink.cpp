@@ -19,6 +19,10 @@ constexpr int kPipeBufferSize = 1 << 20;
 Sink::Sink(UniqueFd owned, int fd, std::string name, size_t buffer_size, bool created)
     : owned_(std::move(owned)), fd_(fd), name_(std::move(name)), buffer_(buffer_size), created_(created)
 {
+    // Never reallocated on the hot path: reserve_around_reference() keeps
+    // the count below kMaxSegments.
+    segments_.reserve(kMaxSegments);
+    unwritten_.reserve(kMaxSegments);
     struct stat st{};
     if (::fstat(fd_, &st) == 0 && S_ISFIFO(st.st_mode)) {
         is_pipe_ = true;
@@ -82,11 +86,61 @@ void Sink::make_room(size_t n)
 
 void Sink::flush()
 {
+    if (!segments_.empty()) {
+        close_run();
+        used_ = run_start_ = 0; // whatever happens, these bytes are not retried
+        write_segments();
+        return;
+    }
     if (used_ == 0)
         return;
     const size_t n = used_;
     used_ = 0; // whatever happens, these bytes are not retried
     write_all(buffer_.data(), n);
+}
+
+void Sink::write_segments()
+{
+    // segments_ keeps the chunk as it was for failed_chunk(); writev advances a copy.
+    unwritten_.assign(segments_.begin(), segments_.end());
+    size_t size = 0;
+    for (const iovec& segment : segments_)
+        size += segment.iov_len;
+    iovec* next = unwritten_.data();
+    size_t left = unwritten_.size();
+    size_t written = 0;
+    while (left > 0) {
+        const ssize_t n = ::writev(fd_, next, static_cast<int>(left));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            const int err = errno;
+            std::vector<iovec> chunk(segments_.begin(), segments_.end());
+            segments_.clear();
+            fail(err, std::move(chunk), size, written);
+        }
+        written += static_cast<size_t>(n);
+        for (size_t done = static_cast<size_t>(n); done > 0;) {
+            if (done >= next->iov_len) {
+                done -= next->iov_len;
+                ++next;
+                --left;
+            } else {
+                next->iov_base = static_cast<uint8_t*>(next->iov_base) + done;
+                next->iov_len -= done;
+                done = 0;
+            }
+        }
+    }
+    segments_.clear();
+}
+
+void Sink::fail(int err, std::vector<iovec> segments, size_t size, size_t written)
+{
+    failed_ = FailedChunk{std::move(segments), size, written};
+    if (err == EPIPE)
+        throw OutputClosed();
+    throw Error("cannot write " + name_ + ": " + errno_text(err), kExitRuntime);
 }
 
 void Sink::write_all(const uint8_t* data, size_t n)
@@ -98,10 +152,8 @@ void Sink::write_all(const uint8_t* data, size_t n)
         if (written < 0) {
             if (errno == EINTR)
                 continue;
-            failed_ = FailedChunk{chunk, chunk_size, chunk_size - n};
-            if (errno == EPIPE)
-                throw OutputClosed();
-            throw Error("cannot write " + name_ + ": " + errno_text(errno), kExitRuntime);
+            const int err = errno;
+            fail(err, {iovec{const_cast<uint8_t*>(chunk), chunk_size}}, chunk_size, chunk_size - n);
         }
         data += written;
         n -= static_cast<size_t>(written);

@@ -1,11 +1,15 @@
 // Buffered output to a file or standard output: one write(2) per batch,
-// partial writes resumed, errors reported with the path.
+// partial writes resumed, errors reported with the path. Large pieces can be
+// referred to instead of copied; they then go out with one writev(2) together
+// with the buffered bytes around them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <sys/uio.h>
 
 #include "error.hpp"
 #include "unique_fd.hpp"
@@ -21,6 +25,8 @@ public:
 class Sink {
 public:
     static constexpr size_t kDefaultBufferSize = 1 << 20;
+    // The most segments one writev(2) takes (IOV_MAX on Linux).
+    static constexpr size_t kMaxSegments = 1024;
 
     // Opens (creating if needed) without truncating, so a setup failure can
     // leave an existing file untouched; start() truncates.
@@ -42,16 +48,33 @@ public:
         return buffer_.data() + used_;
     }
     void commit(size_t n) noexcept { used_ += n; }
+
+    // Room for n buffered bytes around one refer(), flushing first if needed,
+    // so that a block made of both never straddles two writes.
+    void reserve_around_reference(size_t n)
+    {
+        if (buffer_.size() - used_ < n || segments_.size() + 3 > kMaxSegments)
+            make_room(n);
+    }
+    // Queues n bytes at `data` without copying them, after everything
+    // buffered so far. They must stay unchanged until flush() returns or
+    // throws; call reserve_around_reference() first.
+    void refer(const uint8_t* data, size_t n) noexcept
+    {
+        close_run();
+        segments_.push_back(iovec{const_cast<uint8_t*>(data), n});
+    }
+    bool has_references() const noexcept { return !segments_.empty(); }
     void append(const uint8_t* data, size_t n);
     void append(const std::vector<uint8_t>& bytes) { append(bytes.data(), bytes.size()); }
 
     void flush();
     size_t pending() const noexcept { return used_; }
 
-    // After a failed write: the bytes of the failed chunk, and how many of
-    // them reached the output. The chunk starts at a block boundary.
+    // After a failed write: the pieces of the failed chunk, and how many of
+    // its bytes reached the output. The chunk starts at a block boundary.
     struct FailedChunk {
-        const uint8_t* data = nullptr;
+        std::vector<iovec> segments;
         size_t size = 0;
         size_t written = 0;
     };
@@ -64,12 +87,26 @@ private:
     Sink(UniqueFd owned, int fd, std::string name, size_t buffer_size, bool created);
     void make_room(size_t n);
     void write_all(const uint8_t* data, size_t n);
+    void write_segments();
+    [[noreturn]] void fail(int err, std::vector<iovec> segments, size_t size, size_t written);
+    // Ends the run of buffered bytes since the last reference.
+    void close_run() noexcept
+    {
+        if (used_ > run_start_)
+            segments_.push_back(iovec{buffer_.data() + run_start_, used_ - run_start_});
+        run_start_ = used_;
+    }
 
     UniqueFd owned_;
     int fd_;
     std::string name_;
     std::vector<uint8_t> buffer_;
     size_t used_ = 0;
+    // Only while something is referred to: the buffered runs and references
+    // in output order; buffered bytes since the last reference start here.
+    std::vector<iovec> segments_;
+    std::vector<iovec> unwritten_; // writev's working copy
+    size_t run_start_ = 0;
     bool created_ = false;
     bool is_pipe_ = false;
     FailedChunk failed_;

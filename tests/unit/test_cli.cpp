@@ -48,7 +48,7 @@ TEST(Cli, Defaults)
     EXPECT_EQ(c.snaplen, kMaxSnaplen);
     EXPECT_FALSE(c.count);
     EXPECT_EQ(c.xdp_mode, XdpMode::Auto);
-    EXPECT_EQ(c.ring_pages, kDefaultRingPages);
+    EXPECT_FALSE(c.ring_pages.has_value());
     EXPECT_FALSE(c.packet_buffered);
 }
 

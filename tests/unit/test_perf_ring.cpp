@@ -63,9 +63,36 @@ TEST(PerfRingReader, ReadsRecordsInOrderAndReleasesThem)
         scratch.data(), corrupt);
     EXPECT_EQ(n, 3u);
     EXPECT_EQ(kinds, (std::vector<RecordKind>{RecordKind::Sample, RecordKind::Lost, RecordKind::Sample}));
-    EXPECT_EQ(ring.header()->data_tail, ring.header()->data_head);
     EXPECT_TRUE(reader.empty());
     EXPECT_EQ(corrupt, 0u);
+    // Output may still refer to the records: the kernel gets them back only now.
+    EXPECT_EQ(ring.header()->data_tail, 0u);
+    reader.release();
+    EXPECT_EQ(ring.header()->data_tail, ring.header()->data_head);
+}
+
+TEST(PerfRingReader, DrainsOnFromTheUnreleasedPosition)
+{
+    FakeRing ring;
+    ring.push(test::sample_record(frame_of(8, 1), 8));
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return true; }, scratch.data(), corrupt), 1u);
+    ring.push(test::sample_record(frame_of(8, 2), 8));
+    std::vector<uint8_t> firsts;
+    EXPECT_EQ(reader.drain(
+                  [&](const uint8_t* rec, size_t size) {
+                      firsts.push_back(decode_record(rec, size).sample.data[0]);
+                      return true;
+                  },
+                  scratch.data(), corrupt),
+              1u);
+    EXPECT_EQ(firsts, std::vector<uint8_t>{2});
+    EXPECT_EQ(ring.header()->data_tail, 0u);
+    reader.release();
+    reader.release(); // nothing more to hand back
+    EXPECT_EQ(ring.header()->data_tail, ring.header()->data_head);
 }
 
 TEST(PerfRingReader, ReassemblesRecordThatWrapsTheEnd)

@@ -1,0 +1,192 @@
+// Sink and PacketOutput: referred (gathered) bytes come out exactly as copied
+// ones would, and a failed write accounts for every packet it held.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "packet_output.hpp"
+#include "sink.hpp"
+
+using namespace xdpcap;
+using Bytes = std::vector<uint8_t>;
+
+namespace {
+
+// An anonymous in-memory file the Sink opens by path.
+class MemFile {
+public:
+    MemFile() : fd_(::memfd_create("xdpcap-test", MFD_CLOEXEC)) {}
+    ~MemFile() { ::close(fd_); }
+    std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+    Bytes contents() const
+    {
+        Bytes out(static_cast<size_t>(::lseek(fd_, 0, SEEK_END)));
+        EXPECT_EQ(::pread(fd_, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
+        return out;
+    }
+
+private:
+    int fd_;
+};
+
+// A pipe that takes only `capacity` bytes and never blocks the writer.
+class SmallPipe {
+public:
+    SmallPipe()
+    {
+        EXPECT_EQ(::pipe2(fds_, O_CLOEXEC), 0);
+    }
+    ~SmallPipe()
+    {
+        close_reader();
+        ::close(fds_[1]);
+    }
+    std::string writer_path() const { return "/proc/self/fd/" + std::to_string(fds_[1]); }
+    // The sink opens its own description of the pipe: limit that one.
+    static void make_small_and_nonblocking(int fd)
+    {
+        ASSERT_EQ(::fcntl(fd, F_SETPIPE_SZ, 4096), 4096);
+        ASSERT_EQ(::fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+    }
+    void close_reader()
+    {
+        if (fds_[0] >= 0)
+            ::close(fds_[0]);
+        fds_[0] = -1;
+    }
+
+private:
+    int fds_[2] = {-1, -1};
+};
+
+Bytes frame_of(size_t len, uint8_t seed)
+{
+    Bytes frame(len);
+    for (size_t i = 0; i < len; ++i)
+        frame[i] = static_cast<uint8_t>(seed + i * 7);
+    return frame;
+}
+
+Sample sample_of(const Bytes& frame, uint32_t orig_len)
+{
+    return Sample{2, 3, orig_len, static_cast<uint32_t>(frame.size()), 4, 0, frame.data()};
+}
+
+void append_text(Sink& sink, const std::string& text)
+{
+    sink.append(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
+} // namespace
+
+TEST(Sink, ReferredBytesComeOutInOrderWithBufferedOnes)
+{
+    MemFile file;
+    Sink sink = Sink::open_file(file.path());
+    const std::string cdef = "CDEF", hi = "HI";
+    append_text(sink, "AB");
+    sink.reserve_around_reference(1);
+    sink.refer(reinterpret_cast<const uint8_t*>(cdef.data()), cdef.size());
+    append_text(sink, "G");
+    sink.refer(reinterpret_cast<const uint8_t*>(hi.data()), hi.size());
+    EXPECT_TRUE(sink.has_references());
+    sink.flush();
+    EXPECT_FALSE(sink.has_references());
+    append_text(sink, "J");
+    sink.flush();
+    const Bytes expected = {'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J'};
+    EXPECT_EQ(file.contents(), expected);
+}
+
+TEST(Sink, FlushesByItselfBeforeRunningOutOfSegments)
+{
+    MemFile file;
+    Sink sink = Sink::open_file(file.path());
+    const uint8_t referred = 'r';
+    Bytes expected;
+    for (size_t i = 0; i < 3 * Sink::kMaxSegments; ++i) {
+        sink.reserve_around_reference(1);
+        const uint8_t buffered = static_cast<uint8_t>('a' + i % 26);
+        *sink.reserve(1) = buffered;
+        sink.commit(1);
+        sink.refer(&referred, 1);
+        expected.push_back(buffered);
+        expected.push_back(referred);
+    }
+    sink.flush();
+    EXPECT_EQ(file.contents(), expected);
+}
+
+TEST(PacketOutput, BlockWrittenByReferenceEqualsCopiedBlock)
+{
+    for (size_t len : {size_t{512}, size_t{513}, size_t{1514}, size_t{9000}}) {
+        const Bytes frame = frame_of(len, static_cast<uint8_t>(len));
+        MemFile copied_file, referred_file;
+        PacketOutput copied(Sink::open_file(copied_file.path()), PacketOutput::Format::Pcapng, false, {"a", "b"});
+        PacketOutput referred(Sink::open_file(referred_file.path()), PacketOutput::Format::Pcapng, false, {"a", "b"});
+        copied.write(1, sample_of(frame, 9999), 1'234'567'890'123, false);
+        referred.write(1, sample_of(frame, 9999), 1'234'567'890'123, true);
+        EXPECT_TRUE(referred.sink().has_references()) << len;
+        EXPECT_FALSE(copied.sink().has_references()) << len;
+        referred.release_references();
+        copied.flush();
+        EXPECT_EQ(referred_file.contents(), copied_file.contents()) << len;
+        EXPECT_EQ(copied_file.contents().size(), pcapng::enhanced_packet_size(static_cast<uint32_t>(len))) << len;
+    }
+}
+
+TEST(PacketOutput, ShortSamplesAreCopiedEvenWhenTheyStay)
+{
+    const Bytes frame = frame_of(PacketOutput::kReferMinLength - 1, 1);
+    MemFile file;
+    PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"a"});
+    output.write(0, sample_of(frame, 60), 1, true);
+    EXPECT_FALSE(output.sink().has_references());
+}
+
+// Each block is 28 + 1000 + 32 + 4 = 1064 bytes; a 4096-byte pipe takes the
+// first three whole and part of the fourth.
+TEST(PacketOutput, FailedWriteCountsEveryPacketNotWrittenWhole)
+{
+    for (bool by_reference : {false, true}) {
+        SmallPipe pipe;
+        PacketOutput output(Sink::open_file(pipe.writer_path()), PacketOutput::Format::Pcapng, false, {"a", "b"});
+        SmallPipe::make_small_and_nonblocking(output.sink().fd());
+        const Bytes frame = frame_of(1000, 5);
+        for (uint32_t i = 0; i < 10; ++i)
+            output.write(i % 2, sample_of(frame, 1000), i, by_reference);
+        EXPECT_THROW(output.flush(), Error);
+        EXPECT_FALSE(output.sink().has_references());
+        std::vector<uint32_t> lost;
+        output.for_each_unwritten_packet([&](uint32_t interface_id) { lost.push_back(interface_id); });
+        EXPECT_EQ(lost, (std::vector<uint32_t>{1, 0, 1, 0, 1, 0, 1})) << by_reference;
+    }
+}
+
+TEST(PacketOutput, VanishedReaderLosesEveryPacketOfTheChunk)
+{
+    for (bool by_reference : {false, true}) {
+        SmallPipe pipe;
+        PacketOutput output(Sink::open_file(pipe.writer_path()), PacketOutput::Format::Pcapng, false, {"a"});
+        pipe.close_reader();
+        const Bytes frame = frame_of(700, 9);
+        for (uint32_t i = 0; i < 5; ++i)
+            output.write(0, sample_of(frame, 700), i, by_reference);
+        // SIGPIPE is the default action for writes to a pipe without reader.
+        struct sigaction ignore{}, old{};
+        ignore.sa_handler = SIG_IGN;
+        ::sigaction(SIGPIPE, &ignore, &old);
+        EXPECT_THROW(output.flush(), OutputClosed);
+        ::sigaction(SIGPIPE, &old, nullptr);
+        size_t lost = 0;
+        output.for_each_unwritten_packet([&](uint32_t) { ++lost; });
+        EXPECT_EQ(lost, 5u) << by_reference;
+    }
+}
