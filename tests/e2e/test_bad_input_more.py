@@ -14,7 +14,14 @@ nothing attached to cap0, no output file left behind.  Cases:
     15), containing '/', ':' or a space, and the empty name;
   * --ring-pages 1 with the default snapshot length -> the message says the
     ring is too small; while `-s 64 --ring-pages 1` (4 KiB rings hold two
-    records) is accepted and captures (positive control).
+    records) is accepted and captures (positive control);
+  * as user nobody with only CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON (no
+    CAP_IPC_LOCK) and a 4 MiB locked-memory limit (capsh, ulimit -l): an
+    explicit --ring-pages 4096 (16 MiB per CPU) fails with a message about the
+    locked-memory limit, while the default ring size shrinks until it fits and
+    captures every frame. (Another user than root, because the kernel charges
+    every perf ring of a user to that user: rings of tests running in
+    parallel as root would count against the limit.)
 """
 
 import os
@@ -129,6 +136,30 @@ def test(binary):
                  st["lines"] if st else x.stderr)
         lab.assert_clean()
 
+        # --- the locked-memory limit: explicit size refused, default shrinks
+        def limited(*args):
+            caps = "cap_bpf,cap_net_admin,cap_perfmon"
+            cmd = "ulimit -l 4096 && exec " + " ".join([binary] + list(args))
+            return ["capsh", "--keep=1", "--user=nobody", f"--inh={caps}", f"--addamb={caps}", "--", "-c", cmd]
+
+        check_failure(lab, "--ring-pages 4096 over the locked-memory limit",
+                      limited("-i", "cap0", "--ring-pages", "4096", "-w", "-"),
+                      msg_re=r"locked-memory limit")
+        N.log("  --    default ring size under a 4 MiB locked-memory limit")
+        corpus = os.path.join(tmp, "corpus-memlock.pcap")
+        frames = N.build_corpus(corpus, 20, seed=82)
+        x = N.Xdpcap(lab, None, [], argv=limited("-i", "cap0", "-w", "-"))
+        x.wait_listening()
+        lab.send(corpus, N.cpus()[0], gap_us=500)
+        time.sleep(0.3)
+        rc = x.stop(signal.SIGINT)
+        N.expect(rc == 0, "default rings under a 4 MiB locked-memory limit: exits 0", f"{rc}: {x.stderr}")
+        st = N.final_stats(x.err_lines)
+        N.expect(st is not None and st["captured"] == len(frames),
+                 f"default rings under a 4 MiB locked-memory limit: {len(frames)} packets captured",
+                 st["lines"] if st else x.stderr)
+        lab.assert_clean()
+
 
 if __name__ == "__main__":
-    N.main(test, tools=N.REQUIRED_TOOLS + ("mount", "umount"))
+    N.main(test, tools=N.REQUIRED_TOOLS + ("mount", "umount", "capsh"))
