@@ -26,6 +26,7 @@ nothing attached to cap0, no output file left behind.  Cases:
 
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -137,9 +138,18 @@ def test(binary):
         lab.assert_clean()
 
         # --- the locked-memory limit: explicit size refused, default shrinks
+        # nobody may not reach the build tree (a clone under a 0700
+        # directory): run a copy from a directory anyone can enter.
+        open_dir = tempfile.mkdtemp(prefix="xdpcapt-exe-")
+        N._register_cleanup(lambda: shutil.rmtree(open_dir, ignore_errors=True))
+        os.chmod(open_dir, 0o755)
+        open_binary = os.path.join(open_dir, "xdpcap")
+        shutil.copy(binary, open_binary)
+        os.chmod(open_binary, 0o755)
+
         def limited(*args):
             caps = "cap_bpf,cap_net_admin,cap_perfmon"
-            cmd = "ulimit -l 4096 && exec " + " ".join([binary] + list(args))
+            cmd = "ulimit -l 4096 && exec " + " ".join([open_binary] + list(args))
             return ["capsh", "--keep=1", "--user=nobody", f"--inh={caps}", f"--addamb={caps}", "--", "-c", cmd]
 
         check_failure(lab, "--ring-pages 4096 over the locked-memory limit",
