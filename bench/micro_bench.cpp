@@ -26,7 +26,7 @@ struct FilledRing {
     explicit FilledRing(uint32_t frame_len)
     {
         const size_t size = xdpcap::record_size_for(frame_len);
-        xdpcap_meta meta{XDPCAP_META_TAG, 2, 0, frame_len, frame_len, 0, 1'000'000'000};
+        xdpcap_meta meta{XDPCAP_META_TAG, 2, 0, frame_len, frame_len, 0, 1'000'000'000, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, 0};
         perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(size)};
         const auto raw_size = static_cast<uint32_t>(size - 12);
         for (uint8_t* p = memory.data() + kDataOffset; published + size <= kRingBytes; p += size) {

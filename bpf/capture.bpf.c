@@ -32,14 +32,14 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XDPCAP_COUNTERS_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct xdpcap_counters);
 } counters SEC(".maps");
 
 static __always_inline int sample(struct xdp_md *ctx, __u64 frame_len)
 {
-	__u32 key = 0;
+	__u32 key = XDPCAP_COUNTERS_INGRESS;
 	struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &key);
 	if (!c)
 		return XDP_PASS;
@@ -57,6 +57,8 @@ static __always_inline int sample(struct xdp_md *ctx, __u64 frame_len)
 		.cap_len = (__u32)cap_len,
 		.drops_before = (__u32)c->pending_drops,
 		.tstamp_ns = bpf_ktime_get_ns(),
+		.direction = XDPCAP_DIR_INGRESS,
+		.hook = XDPCAP_HOOK_XDP,
 	};
 	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU | (cap_len << 32),
 					 &meta, sizeof(meta));

@@ -14,7 +14,7 @@
 
 /* 'XDPC' in the high 24 bits, ABI version in the low byte. */
 #define XDPCAP_META_MAGIC 0x58445000u
-#define XDPCAP_ABI_VERSION 2u
+#define XDPCAP_ABI_VERSION 3u
 #define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
 
 /*
@@ -32,9 +32,26 @@ struct xdpcap_meta {
 	__u32 cap_len;      /* bytes of frame that follow this header */
 	__u32 drops_before; /* samples this CPU failed to output since its previous sample */
 	__u64 tstamp_ns;    /* CLOCK_MONOTONIC */
+	__u8 direction;     /* XDPCAP_DIR_*: the pcapng epb_flags direction value */
+	__u8 hook;          /* XDPCAP_HOOK_*: which program took the sample */
+	__u16 reserved;     /* zero */
+	__u32 verdict;      /* the traced program's return value at exit; else 0 */
 };
 
-/* One entry of the per-CPU counters array (key 0). */
+/* Values of xdpcap_meta.direction, equal to pcapng's epb_flags bits 0-1. */
+#define XDPCAP_DIR_INGRESS 1u
+#define XDPCAP_DIR_EGRESS 2u
+
+/* Values of xdpcap_meta.hook. */
+#define XDPCAP_HOOK_XDP 0u
+#define XDPCAP_HOOK_TC_EGRESS 1u
+
+/* Keys of the per-CPU counters array: one entry per hook. */
+#define XDPCAP_COUNTERS_INGRESS 0u
+#define XDPCAP_COUNTERS_EGRESS 1u
+#define XDPCAP_COUNTERS_ENTRIES 2u
+
+/* One entry of the per-CPU counters array (key XDPCAP_COUNTERS_*). */
 struct xdpcap_counters {
 	__u64 seen;          /* packets the program ran on */
 	__u64 matched;       /* of which the filter kept; counted only with a filter */
@@ -48,14 +65,18 @@ struct xdpcap_counters {
 #define XDPCAP_RAW_SIZE_FIELD 4u    /* u32 in front of PERF_SAMPLE_RAW data */
 
 #ifdef __cplusplus
-static_assert(sizeof(struct xdpcap_meta) == 32, "xdpcap_meta ABI size");
+static_assert(sizeof(struct xdpcap_meta) == 40, "xdpcap_meta ABI size");
+static_assert(offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_meta ABI layout");
+static_assert(offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
 static_assert(sizeof(struct xdpcap_counters) == 48, "xdpcap_counters ABI size");
 static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program increments seen at offset 0");
-static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 32u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
+static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 40u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
 #else
-_Static_assert(sizeof(struct xdpcap_meta) == 32, "xdpcap_meta ABI size");
+_Static_assert(sizeof(struct xdpcap_meta) == 40, "xdpcap_meta ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_meta ABI layout");
+_Static_assert(__builtin_offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
 _Static_assert(sizeof(struct xdpcap_counters) == 48, "xdpcap_counters ABI size");
 #endif

@@ -48,9 +48,11 @@ DecodedRecord decode_record(const uint8_t* record, size_t size) noexcept
             return invalid("captured length overruns the sample");
         if (meta.cap_len > meta.orig_len || meta.cap_len > XDPCAP_MAX_SAMPLE_SIZE)
             return invalid("captured length exceeds the frame length");
+        if (meta.direction != XDPCAP_DIR_INGRESS && meta.direction != XDPCAP_DIR_EGRESS)
+            return invalid("unknown direction");
         DecodedRecord decoded{RecordKind::Sample, {}, 0, nullptr};
-        decoded.sample = Sample{meta.ifindex,  meta.rx_queue,  meta.orig_len,           meta.cap_len,
-                                meta.drops_before, meta.tstamp_ns, raw + sizeof(xdpcap_meta)};
+        decoded.sample = Sample{meta.ifindex,   meta.rx_queue, meta.orig_len, meta.cap_len, meta.drops_before,
+                                meta.tstamp_ns, meta.direction, meta.hook,    meta.verdict, raw + sizeof(xdpcap_meta)};
         return decoded;
     }
     case PERF_RECORD_LOST: {

@@ -16,6 +16,9 @@ struct Sample {
     uint32_t cap_len;
     uint32_t drops_before;
     uint64_t tstamp_ns; // CLOCK_MONOTONIC
+    uint8_t direction;  // XDPCAP_DIR_INGRESS or XDPCAP_DIR_EGRESS
+    uint8_t hook;       // XDPCAP_HOOK_*
+    uint32_t verdict;
     const uint8_t* data; // cap_len bytes, valid until the record is released
 };
 

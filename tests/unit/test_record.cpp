@@ -111,3 +111,21 @@ TEST(DecodeRecord, RecordSizeForMatchesBuilder)
     }
     EXPECT_LE(kMaxRecordSize, 0xffffu);
 }
+
+TEST(DecodeRecord, DirectionIsCarried)
+{
+    const auto record = sample_record({1, 2, 3, 4}, 4, XDPCAP_META_TAG, 0, 7, XDPCAP_DIR_EGRESS);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample);
+    EXPECT_EQ(decoded.sample.direction, XDPCAP_DIR_EGRESS);
+}
+
+TEST(DecodeRecord, UnknownDirectionIsRefused)
+{
+    for (uint8_t direction : {0, 3, 255}) {
+        const auto record = sample_record({1, 2, 3, 4}, 4, XDPCAP_META_TAG, 0, 7, direction);
+        const auto decoded = decode_record(record.data(), record.size());
+        EXPECT_EQ(decoded.kind, RecordKind::Invalid) << int(direction);
+        EXPECT_STREQ(decoded.invalid_reason, "unknown direction");
+    }
+}
