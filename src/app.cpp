@@ -122,7 +122,7 @@ std::string read_filter_file(const std::string& path)
 int dump_filter(const std::string& expression)
 {
     const ClassicProgram classic = compile_filter(expression);
-    const auto ebpf = translate_filter(classic.instructions(), true);
+    const auto ebpf = translate_filter(classic.instructions(), FilterTarget{});
     std::printf("classic BPF from libpcap (%zu instructions):\n%s\n", classic.instructions().size(),
                 dump_classic(classic).c_str());
     std::printf("eBPF run in the XDP program (%zu instructions):\n%s", ebpf.size(), dump_ebpf(ebpf).c_str());
@@ -170,7 +170,8 @@ int run_capture(const Config& config)
 
     CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value());
     if (classic)
-        program.install_filter(translate_filter(classic->instructions(), program.multi_buffer()));
+        program.install_filter(
+            translate_filter(classic->instructions(), FilterTarget{FilterHook::Xdp, program.multi_buffer()}));
     PerfRings rings = create_rings(program.events_map_fd(), config);
 
     std::vector<std::string> names;

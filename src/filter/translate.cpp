@@ -1,13 +1,18 @@
 /*
  * Why we translate classic BPF ourselves instead of handing it to the kernel:
  * an XDP program cannot run classic BPF, and the kernel's own cBPF-to-eBPF
- * conversion targets socket filters (skb helpers), not XDP. Here every packet
- * load is written the way the verifier accepts for XDP: an explicit check of
- * data + offset + size against data_end before a direct load. Loads that fall
- * outside the linear data (the fragments of a multi-buffer frame, or offsets
- * the verifier cannot bound) go through bpf_xdp_load_bytes(), so a filter
- * sees the whole frame, and a load past the end of the frame rejects the
- * packet exactly as classic BPF does.
+ * conversion targets socket filters, not programs we attach ourselves. Here
+ * every packet load is written the way the verifier accepts: an explicit
+ * check of data + offset + size against data_end before a direct load. Loads
+ * that fall outside the linear data (fragments of a multi-buffer frame, the
+ * paged part of an skb, or offsets the verifier cannot bound) go through
+ * bpf_xdp_load_bytes() or bpf_skb_load_bytes(), so a filter sees the whole
+ * frame, and a load past the end of the frame rejects the packet exactly as
+ * classic BPF does.
+ *
+ * Ancillary loads (offsets from SKF_AD_OFF, which libpcap's Linux code emits
+ * for `inbound`, `outbound` and `ifindex`) get the value the kernel's socket
+ * filters would see, computed for the hook, or an Error: never a packet load.
  *
  * Register use: r6 = ctx, r7 = A, r8 = X, r9 = frame length (only when the
  * program reads it); r0-r5 are scratch and clobbered by helper calls. A and X
@@ -20,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "error.hpp"
@@ -32,10 +38,47 @@ namespace {
 constexpr uint8_t R0 = 0, R1 = 1, R2 = 2, R3 = 3, R4 = 4, R5 = 5;
 constexpr uint8_t kCtx = 6, kA = 7, kX = 8, kLen = 9, kFp = 10;
 
-// Scratch memory M[i] lives at r10 - 64 + 4 * i; the helper's buffer below it.
+// Scratch memory M[i] lives at r10 - 64 + 4 * i; the helpers' buffer below
+// it, then one 8-byte counter per loop.
 constexpr int16_t kMemBase = -64;
-constexpr int16_t kLoadBuffer = -kFilterStackBytes;
+constexpr int16_t kLoadBuffer = -72;
 static_assert(kMemBase - 8 >= kLoadBuffer);
+static_assert(kLoadBuffer - 8 * kMaxFilterLoops >= -kFilterStackBytes);
+
+constexpr uint32_t kAncillaryBase = static_cast<uint32_t>(SKF_AD_OFF);
+// Below SKF_AD_OFF, down to SKF_LL_OFF, the kernel reads relative to the
+// link-layer or network header; libpcap's interpreter reads past the frame.
+constexpr uint32_t kSpecialBase = static_cast<uint32_t>(SKF_LL_OFF);
+
+// The kernel's pkt_type values (<linux/if_packet.h>).
+constexpr int32_t kPacketHost = 0, kPacketBroadcast = 1, kPacketMulticast = 2, kPacketOutgoing = 4;
+
+struct Ancillary {
+    uint32_t field;
+    const char* name;
+    const char* what; // the tcpdump keyword that emits it, or what it is
+};
+
+constexpr std::array<Ancillary, 16> kAncillary{{
+    {SKF_AD_PROTOCOL, "SKF_AD_PROTOCOL", "the skb protocol"},
+    {SKF_AD_PKTTYPE, "SKF_AD_PKTTYPE", "'inbound'/'outbound'"},
+    {SKF_AD_IFINDEX, "SKF_AD_IFINDEX", "'ifindex'"},
+    {SKF_AD_NLATTR, "SKF_AD_NLATTR", "a netlink attribute"},
+    {SKF_AD_NLATTR_NEST, "SKF_AD_NLATTR_NEST", "a nested netlink attribute"},
+    {SKF_AD_MARK, "SKF_AD_MARK", "the skb mark"},
+    {SKF_AD_QUEUE, "SKF_AD_QUEUE", "the skb queue"},
+    {SKF_AD_HATYPE, "SKF_AD_HATYPE", "the device type"},
+    {SKF_AD_RXHASH, "SKF_AD_RXHASH", "the skb hash"},
+    {SKF_AD_CPU, "SKF_AD_CPU", "the CPU"},
+    {SKF_AD_ALU_XOR_X, "SKF_AD_ALU_XOR_X", "A ^ X"},
+    {SKF_AD_VLAN_TAG, "SKF_AD_VLAN_TAG", "'vlan' on a live Linux handle"},
+    {SKF_AD_VLAN_TAG_PRESENT, "SKF_AD_VLAN_TAG_PRESENT", "'vlan' on a live Linux handle"},
+    {SKF_AD_PAY_OFFSET, "SKF_AD_PAY_OFFSET", "the payload offset"},
+    {SKF_AD_RANDOM, "SKF_AD_RANDOM", "a random number"},
+    {SKF_AD_VLAN_TPID, "SKF_AD_VLAN_TPID", "the VLAN protocol"},
+}};
+
+const char* hook_name(FilterHook hook) { return hook == FilterHook::Xdp ? "XDP" : "tc egress"; }
 
 // The verifier tracks packet offsets up to 0xffff (MAX_PACKET_OFF): offset +
 // size must stay within it for the direct load to be provable.
@@ -136,8 +179,10 @@ bool known_opcode(uint16_t code)
 
 class Translator {
 public:
-    Translator(std::span<const sock_filter> classic, bool multi_buffer)
-        : classic_(classic), multi_buffer_(multi_buffer)
+    Translator(std::span<const sock_filter> classic, const FilterTarget& target)
+        : classic_(classic), target_(target), xdp_(target.hook == FilterHook::Xdp),
+          // An skb always has a paged part bpf_skb_load_bytes() reaches.
+          slow_path_(!xdp_ || target.multi_buffer)
     {
         // Labels 0..n-1 are the classic instructions, n is the shared reject.
         for (size_t i = 0; i <= classic.size(); ++i)
@@ -190,11 +235,12 @@ private:
 
     // An unconditional jump would leave the code after it unreachable, which
     // the verifier refuses; a compare it can decide keeps the layout legal.
-    void always_reject()
+    void always_jump(Label target)
     {
         emit(mov32_imm(R0, 0));
-        jump(BPF_JMP32 | BPF_JEQ | BPF_K, R0, 0, 0, reject());
+        jump(BPF_JMP32 | BPF_JEQ | BPF_K, R0, 0, 0, target);
     }
+    void always_reject() { always_jump(reject()); }
 
     void resolve()
     {
@@ -269,7 +315,9 @@ private:
             if (slot_read[slot])
                 emit(st_mem(BPF_W, kFp, static_cast<int16_t>(kMemBase + 4 * static_cast<int>(slot)), 0));
         if (uses_len) {
-            if (multi_buffer_) {
+            if (!xdp_) {
+                emit(ldx_mem(BPF_W, kLen, kCtx, offsetof(__sk_buff, len)));
+            } else if (target_.multi_buffer) {
                 emit(mov64_reg(R1, kCtx));
                 emit(call(BPF_FUNC_xdp_get_buff_len));
                 emit(mov32_reg(kLen, R0));
@@ -292,12 +340,18 @@ private:
         return static_cast<int16_t>(kMemBase + 4 * static_cast<int>(f.k));
     }
 
-    // dst (u32) = big-endian value of `size` bytes at frame offset k (+ X).
-    void load_packet(uint8_t dst, uint8_t size_code, bool indexed, uint32_t k)
+    int16_t data_field() const { return xdp_ ? offsetof(xdp_md, data) : offsetof(__sk_buff, data); }
+    int16_t data_end_field() const { return xdp_ ? offsetof(xdp_md, data_end) : offsetof(__sk_buff, data_end); }
+
+    // dst (u32) = big-endian value of `size` bytes at frame offset k (+ X);
+    // goes to `fail` (the shared reject unless given) when they are not all
+    // in the frame.
+    void load_packet(uint8_t dst, uint8_t size_code, bool indexed, uint32_t k, std::optional<Label> fail_label = {})
     {
         const uint32_t size = size_code == BPF_B ? 1 : size_code == BPF_H ? 2 : 4;
         const uint32_t fast_limit = kMaxPacketOff - size;
-        const Label slow = multi_buffer_ ? new_label() : reject();
+        const Label fail = fail_label ? *fail_label : reject();
+        const Label slow = slow_path_ ? new_label() : fail;
         const Label done = new_label();
 
         // r2 = offset, computed in 64 bits: X + k cannot wrap.
@@ -308,37 +362,37 @@ private:
         }
         const bool fast = indexed || k <= fast_limit;
         if (fast) {
-            emit(ldx_mem(BPF_W, R3, kCtx, offsetof(xdp_md, data)));
-            emit(ldx_mem(BPF_W, R4, kCtx, offsetof(xdp_md, data_end)));
+            emit(ldx_mem(BPF_W, R3, kCtx, data_field()));
+            emit(ldx_mem(BPF_W, R4, kCtx, data_end_field()));
             emit(alu64_reg(BPF_ADD, R3, R2));
             emit(mov64_reg(R5, R3));
             emit(alu64_imm(BPF_ADD, R5, imm32(size)));
             // The form the verifier turns into a proven range for r3.
             jump(BPF_JMP | BPF_JGT | BPF_X, R5, R4, 0, slow);
             emit(ldx_mem(size_code, dst, R3, 0));
-            if (multi_buffer_)
+            if (slow_path_)
                 ja(done);
         }
-        if (multi_buffer_) {
+        if (slow_path_) {
             bind(slow);
             if (indexed) {
-                // bpf_xdp_load_bytes() takes a u32 offset.
+                // The load helpers take a u32 offset.
                 emit(mov64_reg(R3, R2));
                 emit(alu64_imm(BPF_RSH, R3, 32));
-                jump(BPF_JMP | BPF_JNE | BPF_K, R3, 0, 0, reject());
+                jump(BPF_JMP | BPF_JNE | BPF_K, R3, 0, 0, fail);
             }
             emit(mov64_reg(R1, kCtx));
             emit(mov64_reg(R3, kFp));
             emit(alu64_imm(BPF_ADD, R3, kLoadBuffer));
             emit(mov32_imm(R4, imm32(size)));
-            emit(call(BPF_FUNC_xdp_load_bytes));
+            emit(call(xdp_ ? BPF_FUNC_xdp_load_bytes : BPF_FUNC_skb_load_bytes));
             // Fails when the bytes are not all in the frame: reject, as classic
-            // BPF does. The kernel also refuses offsets above 0xffff, so in
-            // frames over 64 KiB those bytes stay out of reach.
-            jump(BPF_JMP | BPF_JNE | BPF_K, R0, 0, 0, reject());
+            // BPF does. bpf_xdp_load_bytes() also refuses offsets above 0xffff,
+            // so in XDP frames over 64 KiB those bytes stay out of reach.
+            jump(BPF_JMP | BPF_JNE | BPF_K, R0, 0, 0, fail);
             emit(ldx_mem(size_code, dst, kFp, kLoadBuffer));
         } else if (!fast) {
-            always_reject();
+            always_jump(fail);
         }
         bind(done);
         if (size > 1)
@@ -423,8 +477,15 @@ private:
         case BPF_LD:
             switch (BPF_MODE(f.code)) {
             case BPF_ABS:
+                if (f.k >= kSpecialBase) {
+                    ancillary(f, pc);
+                    return;
+                }
+                load_packet(kA, BPF_SIZE(f.code), false, f.k);
+                return;
             case BPF_IND:
-                load_packet(kA, BPF_SIZE(f.code), BPF_MODE(f.code) == BPF_IND, f.k);
+                // X + k: libpcap's interpreter and ours read it as a frame offset.
+                load_packet(kA, BPF_SIZE(f.code), true, f.k);
                 return;
             case BPF_LEN:
                 emit(mov32_reg(kA, kLen));
@@ -443,6 +504,9 @@ private:
             switch (BPF_MODE(f.code)) {
             case BPF_MSH:
                 // X = 4 * (P[k] & 0xf), the IPv4 header length.
+                if (f.k >= kSpecialBase)
+                    throw Error("classic BPF instruction " + hex(f.code) + " at " + std::to_string(pc) +
+                                " reads the header length at special offset " + hex(f.k) + ", which xdpcap does not support");
                 load_packet(kX, BPF_B, false, f.k);
                 emit(alu32_imm(BPF_AND, kX, 0xf));
                 emit(alu32_imm(BPF_LSH, kX, 2));
@@ -492,13 +556,127 @@ private:
         unsupported(f, pc);
     }
 
+    // A = the value the kernel's socket filter would load, as this hook has it.
+    void ancillary(const sock_filter& f, size_t pc)
+    {
+        const std::string where = "classic BPF instruction " + hex(f.code) + " at " + std::to_string(pc);
+        if (f.k < kAncillaryBase)
+            throw Error(where + " reads relative to the link-layer or network header (offset " + hex(f.k) +
+                        "), which xdpcap does not support");
+        const uint32_t field = f.k - kAncillaryBase;
+        const Ancillary* known = nullptr;
+        for (const Ancillary& a : kAncillary)
+            if (a.field == field)
+                known = &a;
+        if (!known)
+            throw Error(where + " loads ancillary data at SKF_AD_OFF + " + std::to_string(field) +
+                        ", which is no known SKF_AD_* field");
+        const auto refuse = [&](const char* why) {
+            throw Error(std::string("the filter uses ") + known->what + " (" + known->name + "), " + why);
+        };
+        const auto not_here = [&] {
+            refuse((std::string("which ") + hook_name(target_.hook) + " programs do not have").c_str());
+        };
+        const auto skb_field = [&](int16_t offset) {
+            if (xdp_)
+                not_here();
+            emit(ldx_mem(BPF_W, kA, kCtx, offset));
+        };
+        switch (field) {
+        case SKF_AD_PKTTYPE:
+            // `inbound` is pkt_type != PACKET_OUTGOING.
+            if (xdp_)
+                received_packet_type();
+            else
+                emit(mov32_imm(kA, kPacketOutgoing));
+            return;
+        case SKF_AD_IFINDEX:
+            // The device the hook runs on, as skb->dev->ifindex would be.
+            emit(ldx_mem(BPF_W, kA, kCtx, xdp_ ? offsetof(xdp_md, ingress_ifindex) : offsetof(__sk_buff, ifindex)));
+            return;
+        case SKF_AD_PROTOCOL:
+            skb_field(offsetof(__sk_buff, protocol));
+            emit(to_be(kA, 16)); // __be16 in the skb, host order in A
+            return;
+        case SKF_AD_MARK:
+            skb_field(offsetof(__sk_buff, mark));
+            return;
+        case SKF_AD_QUEUE:
+            skb_field(offsetof(__sk_buff, queue_mapping));
+            return;
+        case SKF_AD_RXHASH:
+            skb_field(offsetof(__sk_buff, hash));
+            return;
+        case SKF_AD_VLAN_TAG:
+        case SKF_AD_VLAN_TAG_PRESENT:
+        case SKF_AD_VLAN_TPID:
+            if (xdp_) {
+                // XDP sees the frame as received: a tag is in the packet bytes,
+                // none in metadata.
+                emit(mov32_imm(kA, 0));
+                return;
+            }
+            if (field == SKF_AD_VLAN_TAG)
+                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(__sk_buff, vlan_tci)));
+            else if (field == SKF_AD_VLAN_TAG_PRESENT)
+                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(__sk_buff, vlan_present)));
+            else {
+                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(__sk_buff, vlan_proto)));
+                emit(to_be(kA, 16));
+            }
+            return;
+        case SKF_AD_CPU:
+            emit(call(BPF_FUNC_get_smp_processor_id));
+            emit(mov32_reg(kA, R0));
+            return;
+        case SKF_AD_RANDOM:
+            emit(call(BPF_FUNC_get_prandom_u32));
+            emit(mov32_reg(kA, R0));
+            return;
+        case SKF_AD_ALU_XOR_X:
+            emit(alu32_reg(BPF_XOR, kA, kX));
+            return;
+        default:
+            refuse("which xdpcap does not support");
+        }
+    }
+
+    // A received frame's pkt_type as eth_type_trans() sets it from the
+    // destination MAC. PACKET_OTHERHOST would need the interface's address:
+    // unicast is PACKET_HOST here (libpcap only ever compares with OUTGOING).
+    void received_packet_type()
+    {
+        const Label group = new_label();
+        const Label multicast = new_label();
+        const Label host = new_label();
+        const Label done = new_label();
+        load_packet(kA, BPF_B, false, 0, host);
+        jump(BPF_JMP32 | BPF_JSET | BPF_K, kA, 0, 1, group);
+        ja(host);
+        bind(group);
+        load_packet(kA, BPF_W, false, 0, multicast);
+        jump(BPF_JMP32 | BPF_JNE | BPF_K, kA, 0, imm32(0xffffffff), multicast);
+        load_packet(kA, BPF_H, false, 4, multicast);
+        jump(BPF_JMP32 | BPF_JNE | BPF_K, kA, 0, 0xffff, multicast);
+        emit(mov32_imm(kA, kPacketBroadcast));
+        ja(done);
+        bind(multicast);
+        emit(mov32_imm(kA, kPacketMulticast));
+        ja(done);
+        bind(host);
+        emit(mov32_imm(kA, kPacketHost));
+        bind(done);
+    }
+
     struct Fixup {
         size_t at;
         Label target;
     };
 
     std::span<const sock_filter> classic_;
-    bool multi_buffer_;
+    FilterTarget target_;
+    bool xdp_;
+    bool slow_path_;
     std::vector<bpf_insn> code_;
     std::vector<size_t> positions_;
     std::vector<Fixup> fixups_;
@@ -507,9 +685,9 @@ private:
 
 } // namespace
 
-std::vector<bpf_insn> translate_filter(std::span<const sock_filter> classic, bool multi_buffer)
+std::vector<bpf_insn> translate_filter(std::span<const sock_filter> classic, const FilterTarget& target)
 {
-    return Translator(classic, multi_buffer).run();
+    return Translator(classic, target).run();
 }
 
 } // namespace xdpcap

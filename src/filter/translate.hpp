@@ -1,5 +1,5 @@
 // Classic BPF (as libpcap compiles tcpdump filters) to eBPF that runs as the
-// body of `int xdpcap_filter(struct xdp_md *ctx)` in the XDP capture program.
+// body of `int xdpcap_filter(ctx)` in the capture program of one hook.
 #pragma once
 
 #include <linux/bpf.h>
@@ -10,15 +10,35 @@
 
 namespace xdpcap {
 
-// Stack bytes below r10 the translated program uses: scratch memory M[0..15]
-// and a 4-byte buffer for bpf_xdp_load_bytes.
-inline constexpr int kFilterStackBytes = 72;
+enum class FilterHook {
+    Xdp,      // ctx is struct xdp_md *, the packet was received
+    TcEgress, // ctx is struct __sk_buff * of a SCHED_CLS program on egress
+};
 
-// Returns non-zero to keep the packet. With multi_buffer, loads past the
-// linear data go through bpf_xdp_load_bytes() and the length through
-// bpf_xdp_get_buff_len() (kernel >= 5.18, program loaded with
-// BPF_F_XDP_HAS_FRAGS); without it they see the linear data only.
-// Raises Error for instructions the translation cannot express (protochain).
-std::vector<bpf_insn> translate_filter(std::span<const sock_filter> classic, bool multi_buffer);
+struct FilterTarget {
+    FilterHook hook = FilterHook::Xdp;
+    // Xdp only: loads past the linear data go through bpf_xdp_load_bytes()
+    // and the length through bpf_xdp_get_buff_len() (kernel >= 5.18, program
+    // loaded with BPF_F_XDP_HAS_FRAGS); without it they see the linear data
+    // only. TcEgress always reaches the whole skb with bpf_skb_load_bytes().
+    bool multi_buffer = true;
+};
+
+// `protochain` walks a header chain in a loop; the translation follows at
+// most this many extension headers (per loop) and rejects the packet when
+// the chain is longer, as classic BPF rejects a packet a load runs off.
+inline constexpr int kProtochainMaxHeaders = 16;
+
+// Loops (backward jump targets) one filter may contain: each needs a counter.
+inline constexpr int kMaxFilterLoops = 16;
+
+// Stack bytes below r10 the translated program uses at most: scratch memory
+// M[0..15], a 4-byte buffer for the load helpers and one counter per loop.
+inline constexpr int kFilterStackBytes = 72 + 8 * kMaxFilterLoops;
+
+// Returns the eBPF body: non-zero keeps the packet. Raises Error for what the
+// translation cannot express at that hook, naming the tcpdump keyword or the
+// SKF_AD_* field (an ancillary load never becomes a packet offset).
+std::vector<bpf_insn> translate_filter(std::span<const sock_filter> classic, const FilterTarget& target);
 
 } // namespace xdpcap

@@ -1,5 +1,7 @@
 // Test-only interpreter for exactly the eBPF the filter translator emits, run
-// as the XDP filter function. It is deliberately strict: anything the
+// as the filter function of an XDP program (ctx = struct xdp_md *) or of a tc
+// egress program (ctx = struct __sk_buff *): only the fields and helpers the
+// hook has exist. It is deliberately strict: anything the
 // translator should never produce (an unknown opcode, a read of a clobbered
 // register, arithmetic on pointers other than the verifier's packet idiom, a
 // direct packet load the code did not first prove against data_end, a stack
@@ -7,6 +9,7 @@
 // translator bug shows up as a test failure rather than as a wrong verdict.
 #pragma once
 
+#include <arpa/inet.h>
 #include <linux/bpf.h>
 
 #include <algorithm>
@@ -21,7 +24,27 @@
 #include <string>
 #include <vector>
 
+#include "filter/translate.hpp"
+
 namespace xdpcap::test {
+
+// What the ctx says besides the packet bytes. Values in host order; the
+// __sk_buff fields that hold __be16 are presented as the kernel does.
+struct HookContext {
+    FilterHook hook = FilterHook::Xdp;
+    uint32_t ifindex = 7; // xdp_md.ingress_ifindex or __sk_buff.ifindex
+    // __sk_buff only:
+    uint16_t protocol = 0;
+    bool vlan_present = false;
+    uint16_t vlan_tci = 0;
+    uint16_t vlan_proto = 0;
+    uint32_t mark = 0;
+    uint32_t queue_mapping = 0;
+    uint32_t hash = 0;
+    // Both:
+    uint32_t cpu = 1;
+    uint32_t random = 0x2545f491;
+};
 
 struct InterpError : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -31,8 +54,9 @@ class EbpfInterp {
 public:
     // The frame is `linear` (data..data_end) followed by `frags`, which only
     // the helpers see, as in a multi-buffer xdp_buff.
-    EbpfInterp(std::span<const bpf_insn> program, std::span<const uint8_t> linear, std::span<const uint8_t> frags)
-        : program_(program), linear_(linear), frame_(linear.begin(), linear.end())
+    EbpfInterp(std::span<const bpf_insn> program, std::span<const uint8_t> linear, std::span<const uint8_t> frags,
+               HookContext context = {})
+        : program_(program), linear_(linear), frame_(linear.begin(), linear.end()), context_(context)
     {
         frame_.insert(frame_.end(), frags.begin(), frags.end());
     }
@@ -187,15 +211,42 @@ private:
             stack_init_[kStackSize + addr + b] = true;
     }
 
+    bool xdp() const { return context_.hook == FilterHook::Xdp; }
+
     void helper(int32_t id, size_t pc)
     {
         ++helper_calls_;
-        if (read(1, pc).kind != Kind::Ctx)
+        const bool takes_ctx = id != BPF_FUNC_get_smp_processor_id && id != BPF_FUNC_get_prandom_u32;
+        if (takes_ctx && read(1, pc).kind != Kind::Ctx)
             fail(pc, "helper's first argument is not the ctx");
         int64_t ret = 0;
-        if (id == BPF_FUNC_xdp_get_buff_len) {
+        if (id == BPF_FUNC_get_smp_processor_id) {
+            ret = context_.cpu;
+        } else if (id == BPF_FUNC_get_prandom_u32) {
+            ret = context_.random;
+        } else if (id == BPF_FUNC_xdp_get_buff_len && xdp()) {
             ret = static_cast<int64_t>(frame_.size());
-        } else if (id == BPF_FUNC_xdp_load_bytes) {
+        } else if (id == BPF_FUNC_skb_load_bytes && !xdp()) {
+            const uint64_t offset = scalar(2, pc);
+            if (offset > 0xffffffff)
+                fail(pc, "bpf_skb_load_bytes offset does not fit its u32 argument");
+            const Value& buf = read(3, pc);
+            if (buf.kind != Kind::Stack)
+                fail(pc, "bpf_skb_load_bytes buffer is not on the stack");
+            const uint64_t len = scalar(4, pc);
+            if (len == 0 || len > 8)
+                fail(pc, "bpf_skb_load_bytes length " + std::to_string(len) + " unexpected");
+            const auto addr = static_cast<int64_t>(buf.v);
+            check_stack(addr, static_cast<unsigned>(len), pc);
+            // As the kernel: offsets above INT_MAX or past skb->len fail.
+            if (offset > 0x7fffffff || offset + len > frame_.size()) {
+                ret = -EFAULT;
+            } else {
+                std::memcpy(stack_.data() + kStackSize + addr, frame_.data() + offset, len);
+                for (uint64_t b = 0; b < len; ++b)
+                    stack_init_[kStackSize + addr + b] = true;
+            }
+        } else if (id == BPF_FUNC_xdp_load_bytes && xdp()) {
             const uint64_t offset64 = scalar(2, pc);
             if (offset64 > 0xffffffff)
                 fail(pc, "bpf_xdp_load_bytes offset does not fit its u32 argument");
@@ -224,6 +275,47 @@ private:
         for (unsigned r = 1; r <= 5; ++r)
             regs_[r] = {};
         regs_[0] = number(static_cast<uint64_t>(ret));
+    }
+
+    // A 32-bit ctx load: exactly the fields the hook's ctx has and the
+    // translation may read.
+    Value ctx_field(int16_t off, size_t pc)
+    {
+        const auto at = static_cast<size_t>(off);
+        if (off < 0)
+            fail(pc, "negative ctx offset");
+        if (xdp()) {
+            if (at == offsetof(xdp_md, data))
+                return {Kind::Packet, 0, next_origin_++, 0};
+            if (at == offsetof(xdp_md, data_end))
+                return {Kind::PacketEnd, linear_.size(), 0, 0};
+            if (at == offsetof(xdp_md, ingress_ifindex))
+                return number(context_.ifindex);
+            fail(pc, "xdp_md access at " + std::to_string(off) + " the translation should not make");
+        }
+        if (at == offsetof(__sk_buff, data))
+            return {Kind::Packet, 0, next_origin_++, 0};
+        if (at == offsetof(__sk_buff, data_end))
+            return {Kind::PacketEnd, linear_.size(), 0, 0};
+        if (at == offsetof(__sk_buff, len))
+            return number(frame_.size());
+        if (at == offsetof(__sk_buff, ifindex))
+            return number(context_.ifindex);
+        if (at == offsetof(__sk_buff, protocol))
+            return number(htons(context_.protocol));
+        if (at == offsetof(__sk_buff, vlan_present))
+            return number(context_.vlan_present ? 1 : 0);
+        if (at == offsetof(__sk_buff, vlan_tci))
+            return number(context_.vlan_tci);
+        if (at == offsetof(__sk_buff, vlan_proto))
+            return number(htons(context_.vlan_proto));
+        if (at == offsetof(__sk_buff, mark))
+            return number(context_.mark);
+        if (at == offsetof(__sk_buff, queue_mapping))
+            return number(context_.queue_mapping);
+        if (at == offsetof(__sk_buff, hash))
+            return number(context_.hash);
+        fail(pc, "__sk_buff access at " + std::to_string(off) + " the translation should not make");
     }
 
     static bool compare(uint8_t op, uint64_t a, uint64_t b, bool& known)
@@ -340,12 +432,9 @@ private:
                 fail(pc, "unknown load mode");
             const Value& base = read(i.src_reg, pc);
             if (base.kind == Kind::Ctx) {
-                if (BPF_SIZE(i.code) != BPF_W || (i.off != offsetof(xdp_md, data) && i.off != offsetof(xdp_md, data_end)))
-                    fail(pc, "unexpected ctx access");
-                if (i.off == offsetof(xdp_md, data))
-                    write(i.dst_reg, {Kind::Packet, 0, next_origin_++, 0}, pc);
-                else
-                    write(i.dst_reg, {Kind::PacketEnd, linear_.size(), 0, 0}, pc);
+                if (BPF_SIZE(i.code) != BPF_W)
+                    fail(pc, "unexpected ctx access size");
+                write(i.dst_reg, ctx_field(i.off, pc), pc);
                 return next;
             }
             write(i.dst_reg, number(load(i, pc)), pc);
@@ -406,6 +495,7 @@ private:
     std::span<const bpf_insn> program_;
     std::span<const uint8_t> linear_;
     std::vector<uint8_t> frame_;
+    HookContext context_;
     std::array<Value, 11> regs_{};
     std::array<uint8_t, kStackSize> stack_{};
     std::array<bool, kStackSize> stack_init_{};
@@ -415,9 +505,9 @@ private:
 };
 
 inline uint32_t run_ebpf(std::span<const bpf_insn> program, std::span<const uint8_t> linear,
-                         std::span<const uint8_t> frags = {})
+                         std::span<const uint8_t> frags = {}, const HookContext& context = {})
 {
-    return EbpfInterp(program, linear, frags).run();
+    return EbpfInterp(program, linear, frags, context).run();
 }
 
 } // namespace xdpcap::test

@@ -2,10 +2,15 @@
 // translation, run by a strict interpreter, must give the same verdict on every
 // frame, whole or split into linear data + fragments.
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +19,7 @@
 #include "error.hpp"
 #include "filter/compile.hpp"
 #include "filter/disasm.hpp"
+#include "filter/ebpf_insn.hpp"
 #include "filter/translate.hpp"
 
 using namespace xdpcap;
@@ -170,6 +176,15 @@ struct NamedFrame {
     std::string name;
     Bytes bytes;
 };
+
+const FilterTarget kXdpMulti{FilterHook::Xdp, true};
+const FilterTarget kXdpLinear{FilterHook::Xdp, false};
+const FilterTarget kTcEgress{FilterHook::TcEgress};
+
+std::string hook_label(const FilterTarget& target)
+{
+    return target.hook == FilterHook::TcEgress ? "tc egress" : target.multi_buffer ? "xdp frags" : "xdp";
+}
 
 constexpr uint8_t kTcp = 6, kUdp = 17, kIcmp = 1, kIcmp6 = 58, kGre = 47, kSctp = 132;
 
@@ -380,22 +395,28 @@ TEST(Filter, TranslationAgreesWithLibpcap)
 
     size_t compared = 0;
     size_t helper_calls = 0;
+    size_t skb_compared = 0;
     std::vector<std::string> failures;
     const auto check = [&](const std::string& expr, const std::vector<bpf_insn>& program, const NamedFrame& frame,
-                           size_t split, bool multi_buffer, bool expected) {
+                           size_t split, bool multi_buffer, bool expected, FilterHook hook = FilterHook::Xdp) {
         const std::span<const uint8_t> bytes(frame.bytes);
         const auto linear = bytes.first(split);
         const auto frags = bytes.subspan(split);
         std::ostringstream where;
         where << "filter '" << expr << "' frame " << frame.name << " (" << linear.size() << " linear + "
-              << frags.size() << " in fragments, multi_buffer " << multi_buffer << ")";
+              << frags.size() << " in fragments, "
+              << (hook == FilterHook::Xdp ? "xdp multi_buffer " + std::to_string(multi_buffer) : "tc egress") << ")";
         try {
-            test::EbpfInterp interp(program, linear, frags);
+            test::HookContext context;
+            context.hook = hook;
+            test::EbpfInterp interp(program, linear, frags, context);
             const uint32_t got = interp.run();
             helper_calls += interp.helper_calls();
             // Without multi_buffer the fragments are invisible: only safety is checked.
             if (!multi_buffer && split != bytes.size())
                 return;
+            if (hook == FilterHook::TcEgress)
+                ++skb_compared;
             ++compared;
             if ((got != 0) != expected)
                 failures.push_back(where.str() + ": libpcap " + verdict(expected) + ", eBPF " + verdict(got));
@@ -407,18 +428,22 @@ TEST(Filter, TranslationAgreesWithLibpcap)
     for (const std::string& expr : expressions) {
         SCOPED_TRACE(expr);
         const ClassicProgram classic = compile_filter(expr);
-        const auto linear_only = translate_filter(classic.instructions(), false);
-        const auto multi = translate_filter(classic.instructions(), true);
+        const auto linear_only = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, false});
+        const auto multi = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, true});
+        const auto egress = translate_filter(classic.instructions(), FilterTarget{FilterHook::TcEgress});
         EXPECT_EQ(dump_ebpf(multi).find("unknown"), std::string::npos) << dump_ebpf(multi);
+        EXPECT_EQ(dump_ebpf(egress).find("unknown"), std::string::npos) << dump_ebpf(egress);
         for (const NamedFrame& frame : frames) {
             const bool expected = classic.run(frame.bytes) != 0;
             check(expr, linear_only, frame, frame.bytes.size(), false, expected);
             check(expr, multi, frame, frame.bytes.size(), true, expected);
+            check(expr, egress, frame, frame.bytes.size(), true, expected, FilterHook::TcEgress);
             for (size_t split : splits) {
                 if (split >= frame.bytes.size())
                     continue;
                 check(expr, multi, frame, split, true, expected);
                 check(expr, linear_only, frame, split, false, expected);
+                check(expr, egress, frame, split, true, expected, FilterHook::TcEgress);
             }
         }
     }
@@ -426,6 +451,7 @@ TEST(Filter, TranslationAgreesWithLibpcap)
     std::printf("[          ] %zu expressions x %zu frames: %zu verdicts compared with libpcap\n",
                 expressions.size(), frames.size(), compared);
     EXPECT_GE(compared, expressions.size() * frames.size() * 2);
+    EXPECT_GE(skb_compared, expressions.size() * frames.size());
     EXPECT_GT(helper_calls, 0u) << "the bpf_xdp_load_bytes path never ran";
     for (size_t i = 0; i < failures.size() && i < 30; ++i)
         ADD_FAILURE() << failures[i];
@@ -455,7 +481,7 @@ TEST(Filter, ProtochainIsRefusedByName)
     for (const char* expr : {"ip protochain 6", "ip6 protochain 17", "tcp or ip6 protochain 6"}) {
         const ClassicProgram classic = compile_filter(expr);
         try {
-            translate_filter(classic.instructions(), true);
+            translate_filter(classic.instructions(), kXdpMulti);
             ADD_FAILURE() << expr << ": no error";
         } catch (const Error& e) {
             EXPECT_NE(std::string(e.what()).find("protochain"), std::string::npos) << e.what();
@@ -471,15 +497,15 @@ TEST(Filter, UnknownOpcodeIsNamed)
         BPF_STMT(BPF_RET | BPF_A, 0),
     };
     try {
-        translate_filter(program, false);
+        translate_filter(program, kXdpLinear);
         FAIL() << "no error";
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(), "classic BPF instruction 0x0f at 1 is not supported in the kernel");
     }
     const std::vector<sock_filter> runs_off = {BPF_STMT(BPF_LD | BPF_IMM, 1)};
-    EXPECT_THROW(translate_filter(runs_off, false), Error);
+    EXPECT_THROW(translate_filter(runs_off, kXdpLinear), Error);
     const std::vector<sock_filter> jumps_out = {BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 5), BPF_STMT(BPF_RET | BPF_K, 0)};
-    EXPECT_THROW(translate_filter(jumps_out, false), Error);
+    EXPECT_THROW(translate_filter(jumps_out, kXdpLinear), Error);
 }
 
 // Classic programs libpcap never emits, with the results libpcap 1.10.3's
@@ -488,8 +514,10 @@ TEST(Filter, HandWrittenCorners)
 {
     const Bytes frame = pattern(64);
     const auto run = [&](const std::vector<sock_filter>& program) {
-        const auto linear = test::run_ebpf(translate_filter(program, false), frame);
-        EXPECT_EQ(linear, test::run_ebpf(translate_filter(program, true), frame));
+        const auto linear = test::run_ebpf(translate_filter(program, kXdpLinear), frame);
+        EXPECT_EQ(linear, test::run_ebpf(translate_filter(program, kXdpMulti), frame));
+        EXPECT_EQ(linear, test::run_ebpf(translate_filter(program, kTcEgress), frame, {},
+                                         test::HookContext{.hook = FilterHook::TcEgress}));
         return linear;
     };
     // Shifts by X >= 32 give 0 and the program carries on.
@@ -527,7 +555,7 @@ TEST(Filter, HandWrittenCorners)
               0xfffffffdu);
     // Unreachable classic code is left out (the verifier refuses dead code).
     EXPECT_EQ(run({BPF_STMT(BPF_RET | BPF_K, 0), BPF_STMT(BPF_RET | BPF_K, 1)}), 0u);
-    EXPECT_EQ(translate_filter(std::vector<sock_filter>{BPF_STMT(BPF_RET | BPF_K, 0), BPF_STMT(BPF_RET | BPF_K, 1)}, true).size(), 5u);
+    EXPECT_EQ(translate_filter(std::vector<sock_filter>{BPF_STMT(BPF_RET | BPF_K, 0), BPF_STMT(BPF_RET | BPF_K, 1)}, kXdpMulti).size(), 5u);
 }
 
 TEST(Filter, WithoutMultiBufferFragmentsAreOutOfReach)
@@ -537,8 +565,8 @@ TEST(Filter, WithoutMultiBufferFragmentsAreOutOfReach)
     frame[100] = 0x55;
     const std::span<const uint8_t> bytes(frame);
     EXPECT_NE(classic.run(frame), 0u);
-    EXPECT_NE(test::run_ebpf(translate_filter(classic.instructions(), true), bytes.first(64), bytes.subspan(64)), 0u);
-    EXPECT_EQ(test::run_ebpf(translate_filter(classic.instructions(), false), bytes.first(64), bytes.subspan(64)), 0u);
+    EXPECT_NE(test::run_ebpf(translate_filter(classic.instructions(), kXdpMulti), bytes.first(64), bytes.subspan(64)), 0u);
+    EXPECT_EQ(test::run_ebpf(translate_filter(classic.instructions(), kXdpLinear), bytes.first(64), bytes.subspan(64)), 0u);
 }
 
 TEST(Filter, DumpClassicMatchesTcpdump)
@@ -571,7 +599,7 @@ TEST(Filter, DumpEbpfOneLinePerInstruction)
 {
     const ClassicProgram classic = compile_filter("len > 100 and (vlan or ip[2:2] / (ip[8] & 3) > 2) and ether[len - 1] = 1");
     for (bool multi_buffer : {false, true}) {
-        const auto program = translate_filter(classic.instructions(), multi_buffer);
+        const auto program = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, multi_buffer});
         const std::string text = dump_ebpf(program);
         std::istringstream lines(text);
         std::string line;
@@ -587,4 +615,323 @@ TEST(Filter, DumpEbpfOneLinePerInstruction)
         EXPECT_NE(text.find("exit"), std::string::npos);
         EXPECT_NE(text.find(multi_buffer ? "call bpf_xdp_load_bytes" : "*(u32 *)(r6 + 4)"), std::string::npos) << text;
     }
+}
+
+namespace {
+
+// Verdicts of a program on every frame of the corpus, whole and linear.
+std::vector<bool> verdicts(const std::vector<bpf_insn>& program, const test::HookContext& context)
+{
+    std::vector<bool> out;
+    for (const NamedFrame& frame : frame_corpus())
+        out.push_back(test::run_ebpf(program, frame.bytes, {}, context) != 0);
+    return out;
+}
+
+std::vector<bool> libpcap_verdicts(const std::string& expression)
+{
+    const ClassicProgram classic = compile_filter(expression);
+    std::vector<bool> out;
+    for (const NamedFrame& frame : frame_corpus())
+        out.push_back(classic.run(frame.bytes) != 0);
+    return out;
+}
+
+const test::HookContext kAtXdp{};
+const test::HookContext kAtEgress{.hook = FilterHook::TcEgress};
+
+std::string error_of(const std::vector<sock_filter>& program, const FilterTarget& target)
+{
+    try {
+        translate_filter(program, target);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+constexpr uint32_t ad(uint32_t field) { return static_cast<uint32_t>(SKF_AD_OFF) + field; }
+
+// ld [ancillary]; ret A
+std::vector<sock_filter> load_and_return(uint32_t k, uint16_t size = BPF_W)
+{
+    return {BPF_STMT(static_cast<uint16_t>(BPF_LD | size | BPF_ABS), k), BPF_STMT(BPF_RET | BPF_A, 0)};
+}
+
+} // namespace
+
+// pcap_offline_filter cannot run ancillary loads (it reads them as offsets
+// past the frame and rejects), so these verdicts are worked out by hand.
+TEST(FilterAncillary, InboundOutboundByHook)
+{
+    const size_t n = frame_corpus().size();
+    const std::vector<bool> all(n, true), none(n, false);
+    for (const char* keeps_rx : {"inbound", "not outbound"}) {
+        const ClassicProgram classic = compile_filter(keeps_rx);
+        EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kXdpMulti), kAtXdp), all) << keeps_rx;
+        EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kXdpLinear), kAtXdp), all) << keeps_rx;
+        EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kTcEgress), kAtEgress), none) << keeps_rx;
+    }
+    for (const char* keeps_tx : {"outbound", "not inbound"}) {
+        const ClassicProgram classic = compile_filter(keeps_tx);
+        EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kXdpMulti), kAtXdp), none) << keeps_tx;
+        EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kTcEgress), kAtEgress), all) << keeps_tx;
+    }
+    // Combined with packet tests: the direction test just gates them.
+    const auto tcp = libpcap_verdicts("tcp");
+    const ClassicProgram in_tcp = compile_filter("inbound and tcp");
+    const ClassicProgram out_tcp = compile_filter("tcp and outbound");
+    EXPECT_EQ(verdicts(translate_filter(in_tcp.instructions(), kXdpMulti), kAtXdp), tcp);
+    EXPECT_EQ(verdicts(translate_filter(in_tcp.instructions(), kTcEgress), kAtEgress), none);
+    EXPECT_EQ(verdicts(translate_filter(out_tcp.instructions(), kXdpMulti), kAtXdp), none);
+    EXPECT_EQ(verdicts(translate_filter(out_tcp.instructions(), kTcEgress), kAtEgress), tcp);
+    // libpcap reads PACKET_OUTGOING with a halfword load at SKF_AD_PKTTYPE.
+    EXPECT_NE(dump_classic(compile_filter("inbound")).find("[type]"), std::string::npos);
+}
+
+TEST(FilterAncillary, PacketTypeFromDestinationAtXdp)
+{
+    const auto program = translate_filter(load_and_return(ad(SKF_AD_PKTTYPE), BPF_H), kXdpMulti);
+    const auto egress = translate_filter(load_and_return(ad(SKF_AD_PKTTYPE), BPF_H), kTcEgress);
+    for (const NamedFrame& frame : frame_corpus()) {
+        uint32_t expected = 0; // PACKET_HOST
+        if (frame.bytes.size() >= 1 && (frame.bytes[0] & 1))
+            expected = frame.bytes.size() >= 6 && std::all_of(frame.bytes.begin(), frame.bytes.begin() + 6,
+                                                               [](uint8_t b) { return b == 0xff; })
+                ? 1  // PACKET_BROADCAST
+                : 2; // PACKET_MULTICAST
+        EXPECT_EQ(test::run_ebpf(program, frame.bytes, {}, kAtXdp), expected) << frame.name;
+        // Split after one byte: the rest comes from the fragments.
+        const std::span<const uint8_t> bytes(frame.bytes);
+        EXPECT_EQ(test::run_ebpf(program, bytes.first(1), bytes.subspan(1), kAtXdp), expected) << frame.name;
+        EXPECT_EQ(test::run_ebpf(egress, frame.bytes, {}, kAtEgress), 4u) << frame.name; // PACKET_OUTGOING
+    }
+    const Bytes multicast_runt = {0x01, 0x00, 0x5e};
+    EXPECT_EQ(test::run_ebpf(program, multicast_runt, {}, kAtXdp), 2u);
+}
+
+TEST(FilterAncillary, IfindexIsTheHooksDevice)
+{
+    const auto all = std::vector<bool>(frame_corpus().size(), true);
+    const auto none = std::vector<bool>(all.size(), false);
+    const ClassicProgram seven = compile_filter("ifindex 7");
+    const ClassicProgram eight = compile_filter("ifindex 8");
+    for (const auto& [target, context] : {std::pair{kXdpMulti, kAtXdp}, std::pair{kTcEgress, kAtEgress}}) {
+        EXPECT_EQ(verdicts(translate_filter(seven.instructions(), target), context), all);
+        EXPECT_EQ(verdicts(translate_filter(eight.instructions(), target), context), none);
+        EXPECT_EQ(verdicts(translate_filter(compile_filter("ifindex 7 and udp").instructions(), target), context),
+                  libpcap_verdicts("udp"));
+    }
+}
+
+TEST(FilterAncillary, SkbFieldsAtEgressRefusedAtXdp)
+{
+    test::HookContext skb = kAtEgress;
+    skb.protocol = 0x86dd;
+    skb.mark = 0xdeadbeef;
+    skb.queue_mapping = 3;
+    skb.hash = 0x12345678;
+    skb.vlan_present = true;
+    skb.vlan_tci = 0x2064;
+    skb.vlan_proto = 0x88a8;
+    const Bytes frame = pattern(64);
+    const std::vector<std::pair<uint32_t, uint32_t>> fields = {
+        {SKF_AD_PROTOCOL, 0x86dd}, {SKF_AD_MARK, 0xdeadbeef}, {SKF_AD_QUEUE, 3}, {SKF_AD_RXHASH, 0x12345678},
+    };
+    for (const auto& [field, value] : fields) {
+        EXPECT_EQ(test::run_ebpf(translate_filter(load_and_return(ad(field)), kTcEgress), frame, {}, skb), value) << field;
+        const std::string message = error_of(load_and_return(ad(field)), kXdpMulti);
+        EXPECT_NE(message.find("SKF_AD_"), std::string::npos) << message;
+        EXPECT_NE(message.find("XDP programs do not have"), std::string::npos) << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos);
+    }
+    // Computed without the ctx at either hook.
+    for (const auto& [target, context] : {std::pair{kXdpMulti, kAtXdp}, std::pair{kTcEgress, skb}}) {
+        EXPECT_EQ(test::run_ebpf(translate_filter(load_and_return(ad(SKF_AD_CPU)), target), frame, {}, context), 1u);
+        EXPECT_EQ(test::run_ebpf(translate_filter(load_and_return(ad(SKF_AD_RANDOM)), target), frame, {}, context),
+                  0x2545f491u);
+        const std::vector<sock_filter> xor_x = {BPF_STMT(BPF_LD | BPF_IMM, 0xf0f0), BPF_STMT(BPF_LDX | BPF_IMM, 0xff),
+                                                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ad(SKF_AD_ALU_XOR_X)),
+                                                BPF_STMT(BPF_RET | BPF_A, 0)};
+        EXPECT_EQ(test::run_ebpf(translate_filter(xor_x, target), frame, {}, context), 0xf00fu);
+    }
+}
+
+TEST(FilterAncillary, UnsupportedAndUnknownAreErrors)
+{
+    for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
+        for (uint32_t field : {SKF_AD_NLATTR, SKF_AD_NLATTR_NEST, SKF_AD_HATYPE, SKF_AD_PAY_OFFSET}) {
+            const std::string message = error_of(load_and_return(ad(field)), target);
+            EXPECT_NE(message.find("SKF_AD_"), std::string::npos) << message;
+            EXPECT_NE(message.find("not support"), std::string::npos) << message;
+        }
+        for (uint32_t field : {2u, 64u, 100u, 0xffcu}) {
+            const std::string message = error_of(load_and_return(ad(field)), target);
+            EXPECT_NE(message.find("no known SKF_AD_* field"), std::string::npos) << message;
+        }
+        // Link-layer and network-relative offsets, and MSH at special offsets.
+        EXPECT_NE(error_of(load_and_return(static_cast<uint32_t>(SKF_NET_OFF) + 9, BPF_B), target).find("network header"),
+                  std::string::npos);
+        EXPECT_NE(error_of(load_and_return(static_cast<uint32_t>(SKF_LL_OFF), BPF_H), target).find("network header"),
+                  std::string::npos);
+        EXPECT_NE(error_of({BPF_STMT(BPF_LDX | BPF_MSH | BPF_B, ad(SKF_AD_PKTTYPE)), BPF_STMT(BPF_RET | BPF_K, 1)}, target)
+                      .find("special offset"),
+                  std::string::npos);
+        // An indexed load stays a frame offset, as in libpcap's interpreter.
+        EXPECT_NO_THROW(translate_filter(std::vector<sock_filter>{BPF_STMT(BPF_LD | BPF_B | BPF_IND, ad(SKF_AD_PKTTYPE)),
+                                                                  BPF_STMT(BPF_RET | BPF_A, 0)},
+                                         target));
+    }
+}
+
+// What libpcap emits for `vlan 100` on a live Linux handle (tcpdump -d -i lo
+// 'vlan 100', libpcap 1.10.3): metadata first, then the packet bytes. At XDP
+// no tag is in metadata, so it must agree with the pcap_open_dead code.
+TEST(FilterAncillary, LiveHandleVlanCodeAtXdp)
+{
+    const std::vector<sock_filter> live = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ad(SKF_AD_VLAN_TAG_PRESENT)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 4, 0),
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x8100, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x88a8, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x9100, 0, 8),
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ad(SKF_AD_VLAN_TAG_PRESENT)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 2),
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, ad(SKF_AD_VLAN_TAG)),
+        BPF_STMT(BPF_JMP | BPF_JA, 1),
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 14),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xfff),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 100, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 262144),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    EXPECT_EQ(verdicts(translate_filter(live, kXdpMulti), kAtXdp), libpcap_verdicts("vlan 100"));
+    EXPECT_EQ(verdicts(translate_filter(live, kTcEgress), kAtEgress), libpcap_verdicts("vlan 100"));
+    // With the tag in skb metadata the metadata answers.
+    test::HookContext tagged = kAtEgress;
+    tagged.vlan_present = true;
+    tagged.vlan_tci = 100;
+    tagged.vlan_proto = 0x8100;
+    EXPECT_EQ(verdicts(translate_filter(live, kTcEgress), tagged), std::vector<bool>(frame_corpus().size(), true));
+}
+
+namespace {
+
+// The translated body as a subprogram of a minimal program of the hook's
+// type, as the loaders wrap it: r0 = filter(ctx) != 0.
+class KernelFilter {
+public:
+    KernelFilter(const std::vector<bpf_insn>& body, const FilterTarget& target) : xdp_(target.hook == FilterHook::Xdp)
+    {
+        std::vector<bpf_insn> prog = {
+            make_insn(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 3),
+            make_insn(BPF_JMP32 | BPF_JEQ | BPF_K, 0, 0, 1, 0),
+            make_insn(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 1),
+            make_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+        };
+        prog.insert(prog.end(), body.begin(), body.end());
+        log_.assign(1 << 20, '\0');
+        bpf_prog_load_opts opts{};
+        opts.sz = sizeof opts;
+        opts.expected_attach_type = xdp_ ? BPF_XDP : BPF_CGROUP_INET_INGRESS;
+        opts.prog_flags = xdp_ && target.multi_buffer ? BPF_F_XDP_HAS_FRAGS : 0;
+        opts.log_level = 1;
+        opts.log_size = static_cast<uint32_t>(log_.size());
+        opts.log_buf = log_.data();
+        if (!xdp_)
+            opts.expected_attach_type = static_cast<bpf_attach_type>(0);
+        fd_ = bpf_prog_load(xdp_ ? BPF_PROG_TYPE_XDP : BPF_PROG_TYPE_SCHED_CLS, "filter_test", "GPL", prog.data(),
+                            prog.size(), &opts);
+        if (fd_ < 0)
+            log_.resize(std::strlen(log_.c_str()));
+    }
+    ~KernelFilter()
+    {
+        if (fd_ >= 0)
+            close(fd_);
+    }
+    KernelFilter(const KernelFilter&) = delete;
+    KernelFilter& operator=(const KernelFilter&) = delete;
+
+    bool loaded() const { return fd_ >= 0; }
+    // The tail of the verifier log, which says why it refused.
+    std::string why() const { return log_.size() > 600 ? log_.substr(log_.size() - 600) : log_; }
+
+    // -1 when the kernel would not run it.
+    int run(const Bytes& frame) const
+    {
+        bpf_test_run_opts opts{};
+        opts.sz = sizeof opts;
+        opts.data_in = frame.data();
+        opts.data_size_in = static_cast<uint32_t>(frame.size());
+        opts.repeat = 1;
+        if (bpf_prog_test_run_opts(fd_, &opts) != 0)
+            return -1;
+        return static_cast<int>(opts.retval);
+    }
+
+private:
+    bool xdp_;
+    int fd_ = -1;
+    std::string log_;
+};
+
+// BPF_PROG_TEST_RUN refuses frames shorter than an Ethernet header; skb runs
+// take at most about a page, and longer XDP frames get fragments, which only a
+// multi-buffer program reaches.
+bool kernel_can_run(const Bytes& frame, const FilterTarget& target)
+{
+    return frame.size() >= 14 && (frame.size() <= 3000 || (target.hook == FilterHook::Xdp && target.multi_buffer));
+}
+
+void expect_kernel_agrees(const std::string& expr, const std::vector<bool>& expected_in, const FilterTarget& target,
+                          size_t& ran)
+{
+    const ClassicProgram classic = compile_filter(expr);
+    const KernelFilter prog(translate_filter(classic.instructions(), target), target);
+    ASSERT_TRUE(prog.loaded()) << "'" << expr << "' at " << hook_label(target) << ": " << prog.why();
+    const auto frames = frame_corpus();
+    for (size_t i = 0; i < frames.size(); ++i) {
+        if (!kernel_can_run(frames[i].bytes, target))
+            continue;
+        const int got = prog.run(frames[i].bytes);
+        // The skb test run refuses an IP frame too short for its header.
+        if (got < 0 && errno == EINVAL && target.hook == FilterHook::TcEgress && frames[i].bytes.size() < 14 + 40)
+            continue;
+        ASSERT_GE(got, 0) << "test run of '" << expr << "' on " << frames[i].name << ": " << std::strerror(errno);
+        EXPECT_EQ(got != 0, expected_in[i]) << "'" << expr << "' at " << hook_label(target) << " on " << frames[i].name;
+        ++ran;
+    }
+}
+
+} // namespace
+
+// The verifier of the running kernel must accept every translation, and the
+// kernel's own run (BPF_PROG_TEST_RUN) must give libpcap's verdicts. Needs
+// root (CI runs the unit tests as root).
+TEST(FilterKernel, VerifierAcceptsAndVerdictsAgree)
+{
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root to load BPF programs";
+    size_t ran = 0;
+    for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
+        for (const std::string& expr : expression_corpus())
+            expect_kernel_agrees(expr, libpcap_verdicts(expr), target, ran);
+    }
+    // BPF_PROG_TEST_RUN runs on the loopback device.
+    const auto all = std::vector<bool>(frame_corpus().size(), true);
+    const auto none = std::vector<bool>(all.size(), false);
+    const auto udp = libpcap_verdicts("udp");
+    for (const auto& target : {kXdpMulti, kXdpLinear}) {
+        expect_kernel_agrees("inbound", all, target, ran);
+        expect_kernel_agrees("outbound", none, target, ran);
+        expect_kernel_agrees("not outbound and udp", udp, target, ran);
+        expect_kernel_agrees("ifindex 1", all, target, ran);
+    }
+    expect_kernel_agrees("inbound", none, kTcEgress, ran);
+    expect_kernel_agrees("outbound", all, kTcEgress, ran);
+    expect_kernel_agrees("not inbound and udp", udp, kTcEgress, ran);
+    expect_kernel_agrees("ifindex 1 and udp", udp, kTcEgress, ran);
+    std::printf("[          ] %zu kernel test runs agreed\n", ran);
 }
