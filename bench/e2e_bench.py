@@ -17,6 +17,11 @@ the median over the rounds of:
 and the ratios xdpcap/tcpdump and xdpcap/xdpdump. Tools that are not
 installed are left out. Capture processes run on one CPU, the generator (and
 so the XDP program, which runs in its softirq) on another.
+
+With --egress the frames are sent out of cap0 instead (trafgen through the
+qdisc path, so they pass the TC egress hook and the packet taps), and the
+tools are xdpcap -Q out and tcpdump -Q out, then xdpcap and tcpdump with
+-Q inout; xdpdump, which sees received frames only, is left out.
 """
 
 import argparse
@@ -98,9 +103,24 @@ class XdpPass:
         self.obj = obj
 
 
+def egress_tools(args, out):
+    tools = []
+    for direction in ("out", "inout"):
+        tools.append(Tool(f"xdpcap-{direction}", [os.path.abspath(args.xdpcap), "-i", "cap0", "-Q", direction, "-w",
+                                                  f"{out}.xdpcap-{direction}.pcapng"] + args.xdpcap_args.split(),
+                          "listening on", f"{out}.xdpcap-{direction}.pcapng"))
+        if shutil.which("tcpdump") and not args.only_xdpcap:
+            tools.append(Tool(f"tcpdump-{direction}", ["tcpdump", "-i", "cap0", "-Q", direction, "-w",
+                                                       f"{out}.tcpdump-{direction}.pcap"],
+                              "listening on", f"{out}.tcpdump-{direction}.pcap"))
+    return tools
+
+
 def tools_for(args, lab):
     tools = []
     out = os.path.join(SHM, f"xdpcap-bench-{os.getpid()}")
+    if args.egress:
+        return egress_tools(args, out)
     tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"] + args.xdpcap_args.split(),
                       "listening on", out + ".xdpcap.pcapng"))
     if args.baseline:
@@ -132,10 +152,18 @@ def count_frames(path):
     raise RuntimeError(f"capinfos could not count {path}: {res.stderr.strip()}")
 
 
+EGRESS = False  # set from --egress: send out of cap0 instead of into it
+
+
 def generate(lab, conf, frames, gen_cpu):
     start = time.perf_counter()
-    run("ip", "netns", "exec", lab.gen_ns, "taskset", "-c", str(gen_cpu), "trafgen", "--dev", "gen0", "--conf",
-        conf, "--num", str(frames), "--cpus", "1", "-q")
+    if EGRESS:
+        # -q is --qdisc-path: trafgen's default bypass would skip TC egress and the taps.
+        run("ip", "netns", "exec", lab.cap_ns, "taskset", "-c", str(gen_cpu), "trafgen", "--dev", "cap0", "--conf",
+            conf, "--num", str(frames), "--cpus", "1", "-q")
+    else:
+        run("ip", "netns", "exec", lab.gen_ns, "taskset", "-c", str(gen_cpu), "trafgen", "--dev", "gen0", "--conf",
+            conf, "--num", str(frames), "--cpus", "1", "-q")
     return time.perf_counter() - start
 
 
@@ -198,7 +226,11 @@ def main():
     parser.add_argument("--baseline", metavar="XDPCAP",
                         help="another xdpcap binary to measure in the same rounds (before/after a change)")
     parser.add_argument("--xdpcap-args", default="", help="extra xdpcap options, e.g. \"--ring-pages 1024\"")
+    parser.add_argument("--egress", action="store_true",
+                        help="send out of cap0 and compare -Q out and -Q inout with tcpdump's")
     args = parser.parse_args()
+    global EGRESS
+    EGRESS = args.egress
     if os.geteuid() != 0:
         sys.exit("e2e_bench.py: run as root")
     if not shutil.which("trafgen"):
@@ -241,10 +273,12 @@ def main():
             print("|---|---|---|---|")
             for name, (slow, cpu_us, loss) in summary.items():
                 print(f"| {name} | {slow:.2f}x | {cpu_us:.3f} us | {loss * 100:.2f} % |")
-            for peer in ("baseline", "tcpdump", "xdpdump"):
-                if peer in summary and "xdpcap" in summary:
-                    x, p = summary["xdpcap"], summary[peer]
-                    print(f"xdpcap/{peer}: generator slowdown {x[0] / p[0]:.2f}, "
+            pairs = [("xdpcap", peer) for peer in ("baseline", "tcpdump", "xdpdump")]
+            pairs += [(f"xdpcap-{d}", f"tcpdump-{d}") for d in ("out", "inout")]
+            for ours, peer in pairs:
+                if peer in summary and ours in summary:
+                    x, p = summary[ours], summary[peer]
+                    print(f"{ours}/{peer}: generator slowdown {x[0] / p[0]:.2f}, "
                           f"consumer CPU {x[1] / p[1]:.2f}" if p[1] else "")
             print(flush=True)
 

@@ -1,28 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Samples every received frame into the CPU's perf ring, behind an
- * xdpcap_meta header. Never changes the traffic: always XDP_PASS.
+ * The capture hooks: XDP for received frames, TC egress for sent ones. Each
+ * samples every packet into the CPU's perf ring behind an xdpcap_meta header
+ * and never changes the traffic.
  */
 #include <linux/bpf.h>
-#include <linux/errno.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#include "xdpcap_abi.h"
+#include "sample.h"
 
-/* Set by userspace before load. */
-const volatile __u32 snaplen = XDPCAP_MAX_SAMPLE_SIZE;
-const volatile __u32 capture_ifindex = 0;
-/* With a filter, the translated filter program is attached in front of this
- * one: it counts every packet as seen and tail-calls us for those it keeps. */
-const volatile __u8 filter_enabled = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} events SEC(".maps");
-
-/* Slot 0: this program, for the filter program's tail call. */
+/* Slot 0: the capture program of the hook, for its filter's tail call. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);
@@ -31,46 +20,39 @@ struct {
 } capture_next SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XDPCAP_COUNTERS_ENTRIES);
-	__type(key, __u32);
-	__type(value, struct xdpcap_counters);
-} counters SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} egress_next SEC(".maps");
 
-static __always_inline int sample(struct xdp_md *ctx, __u64 frame_len)
+/*
+ * Per CPU (indexed by CPU id; userspace sizes it), room to rebuild a sent
+ * frame as it appears on the wire when its VLAN tag is held in skb metadata.
+ * A plain array, because per-CPU values cannot be this large. Userspace sets
+ * the value size to hold the metadata and `snaplen` bytes.
+ */
+struct wire_frame {
+	struct xdpcap_meta meta;
+	__u8 frame[XDPCAP_MAX_SAMPLE_SIZE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wire_frame);
+} wire_scratch SEC(".maps");
+
+static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 {
-	__u32 key = XDPCAP_COUNTERS_INGRESS;
-	struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &key);
+	struct xdpcap_counters *c = count_packet(XDPCAP_COUNTERS_INGRESS);
 	if (!c)
 		return XDP_PASS;
-	if (filter_enabled)
-		c->matched++;
-	else
-		c->seen++;
-
-	__u64 cap_len = frame_len < snaplen ? frame_len : snaplen;
-	struct xdpcap_meta meta = {
-		.tag = XDPCAP_META_TAG,
-		.ifindex = capture_ifindex,
-		.rx_queue = ctx->rx_queue_index,
-		.orig_len = (__u32)frame_len,
-		.cap_len = (__u32)cap_len,
-		.drops_before = (__u32)c->pending_drops,
-		.tstamp_ns = bpf_ktime_get_ns(),
-		.direction = XDPCAP_DIR_INGRESS,
-		.hook = XDPCAP_HOOK_XDP,
-	};
-	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU | (cap_len << 32),
-					 &meta, sizeof(meta));
-	if (err) {
-		c->output_failed++;
-		c->pending_drops++;
-		if (err == -ENOSPC)
-			c->ring_full++;
-	} else {
-		c->sampled++;
-		c->pending_drops = 0;
-	}
+	struct xdpcap_meta meta;
+	fill_meta(&meta, c, ctx->rx_queue_index, frame_len, sample_length(frame_len), XDPCAP_DIR_INGRESS,
+		  XDPCAP_HOOK_XDP);
+	output_sample(ctx, c, &meta);
 	return XDP_PASS;
 }
 
@@ -78,14 +60,88 @@ static __always_inline int sample(struct xdp_md *ctx, __u64 frame_len)
 SEC("xdp.frags")
 int xdpcap_frags(struct xdp_md *ctx)
 {
-	return sample(ctx, bpf_xdp_get_buff_len(ctx));
+	return sample_xdp(ctx, bpf_xdp_get_buff_len(ctx));
 }
 
 /* For kernels that cannot load frags programs: linear data only. */
 SEC("xdp")
 int xdpcap_linear(struct xdp_md *ctx)
 {
-	return sample(ctx, ctx->data_end - ctx->data);
+	return sample_xdp(ctx, ctx->data_end - ctx->data);
+}
+
+#define ETH_ADDRS_LEN 12
+#define VLAN_TAG_LEN 4
+
+/*
+ * The frame with its offloaded VLAN tag put back after the MAC addresses,
+ * copied into the CPU's scratch entry and output from there.
+ */
+static __always_inline void output_tagged(struct __sk_buff *skb, struct xdpcap_counters *c, struct xdpcap_meta *meta)
+{
+	__u32 key = bpf_get_smp_processor_id();
+	struct wire_frame *w = bpf_map_lookup_elem(&wire_scratch, &key);
+	if (!w || skb->len < ETH_ADDRS_LEN) {
+		account_output(c, -EFAULT);
+		return;
+	}
+	w->meta = *meta;
+	if (bpf_skb_load_bytes(skb, 0, w->frame, ETH_ADDRS_LEN)) {
+		account_output(c, -EFAULT);
+		return;
+	}
+	__u16 proto = (__u16)skb->vlan_proto; /* network byte order already */
+	__u16 tci = bpf_htons((__u16)skb->vlan_tci);
+	__builtin_memcpy(w->frame + ETH_ADDRS_LEN, &proto, 2);
+	__builtin_memcpy(w->frame + ETH_ADDRS_LEN + 2, &tci, 2);
+
+	/* cap_len <= snaplen already. 64-bit arithmetic and the clamps between
+	 * compiler barriers let the verifier see the bounds on the very
+	 * registers it checks. */
+	__u64 cap_len = meta->cap_len;
+	__u64 limit = snaplen;
+	if (limit > XDPCAP_MAX_SAMPLE_SIZE)
+		limit = XDPCAP_MAX_SAMPLE_SIZE;
+	asm volatile("" : "+r"(cap_len), "+r"(limit));
+	if (cap_len > limit)
+		cap_len = limit;
+	if (cap_len > ETH_ADDRS_LEN + VLAN_TAG_LEN) {
+		__u64 rest = cap_len - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
+		asm volatile("" : "+r"(rest));
+		if (rest > XDPCAP_MAX_SAMPLE_SIZE - (ETH_ADDRS_LEN + VLAN_TAG_LEN))
+			return account_output(c, -EFAULT);
+		if (rest + ETH_ADDRS_LEN + VLAN_TAG_LEN > limit)
+			return account_output(c, -EFAULT);
+		if (bpf_skb_load_bytes(skb, ETH_ADDRS_LEN, w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest))
+			return account_output(c, -EFAULT);
+	}
+	__u64 size = sizeof(w->meta) + cap_len;
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(w->meta) + XDPCAP_MAX_SAMPLE_SIZE || size > sizeof(w->meta) + limit)
+		return account_output(c, -EFAULT);
+	account_output(c, bpf_perf_event_output(skb, &events, BPF_F_CURRENT_CPU, w, size));
+}
+
+/* Every sent frame, as it leaves for the driver. */
+SEC("tc")
+int xdpcap_egress(struct __sk_buff *skb)
+{
+	struct xdpcap_counters *c = count_packet(XDPCAP_COUNTERS_EGRESS);
+	if (!c)
+		return TC_ACT_UNSPEC;
+	struct xdpcap_meta meta;
+	if (skb->vlan_present) {
+		__u64 wire_len = (__u64)skb->len + VLAN_TAG_LEN;
+		fill_meta(&meta, c, skb->queue_mapping, wire_len, sample_length(wire_len), XDPCAP_DIR_EGRESS,
+			  XDPCAP_HOOK_TC_EGRESS);
+		output_tagged(skb, c, &meta);
+	} else {
+		fill_meta(&meta, c, skb->queue_mapping, skb->len, sample_length(skb->len), XDPCAP_DIR_EGRESS,
+			  XDPCAP_HOOK_TC_EGRESS);
+		output_sample(skb, c, &meta);
+	}
+	/* Same value as TCX_NEXT: the next program, or the default, decides. */
+	return TC_ACT_UNSPEC;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -16,6 +16,7 @@
 #include "host.hpp"
 #include "loader.hpp"
 #include "packet_output.hpp"
+#include "promisc.hpp"
 #include "rings.hpp"
 #include "version.hpp"
 
@@ -61,9 +62,20 @@ PerfRings create_rings(int events_map_fd, const Config& config)
     }
 }
 
+// "XDP native mode", "tcx egress", or both joined with "and".
+std::string hooks_description(const CaptureProgram& program, XdpMode mode)
+{
+    std::string text;
+    if (program.captures(CaptureProgram::Hook::Ingress))
+        text = std::string("XDP ") + xdp_mode_name(mode) + " mode";
+    if (program.captures(CaptureProgram::Hook::Egress))
+        text += std::string(text.empty() ? "" : " and ") + program.egress_mechanism() + " egress";
+    return text;
+}
+
 std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInfo& iface, const PerfRings& rings,
                                                               const Config& config, const std::string& filter,
-                                                              XdpMode mode)
+                                                              const std::string& hooks)
 {
     const std::string os = host_os();
     std::vector<pcapng::InterfaceDescription> idbs;
@@ -72,7 +84,7 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInf
         idb.snaplen = config.snaplen;
         idb.name = iface.name + "@cpu" + std::to_string(rings.cpu(ring));
         idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
-            std::to_string(rings.cpu(ring)) + ", XDP " + xdp_mode_name(mode) + " mode" +
+            std::to_string(rings.cpu(ring)) + ", " + hooks +
             (iface.driver.empty() ? "" : ", driver " + iface.driver);
         idb.filter = filter;
         idb.os = os;
@@ -96,7 +108,7 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
         isb.if_received = s.kernel.seen;
         if (filtering)
             isb.filter_accepted = s.kernel.matched;
-        isb.os_dropped = s.kernel.output_failed + s.ring.invalid;
+        isb.dropped = s.kernel.output_failed + s.ring.invalid;
         isb.user_delivered = s.ring.written;
         isbs.push_back(isb);
     }
@@ -162,22 +174,31 @@ int run_capture(const Config& config)
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
     check_ring_fits_records(config);
-    refuse_if_xdp_attached(iface.ifindex, iface.name);
+    if (config.direction != Direction::Out)
+        refuse_if_xdp_attached(iface.ifindex, iface.name);
 
     Sink sink = config.writes_pcapng() && !config.writes_to_stdout() ? Sink::open_file(*config.output)
                                                                      : Sink::standard_output();
     OutputGuard guard(sink);
 
-    CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value());
-    if (classic)
+    CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction);
+    // The same expression on both hooks, each counted on its own.
+    if (classic && program.captures(CaptureProgram::Hook::Ingress))
         program.install_filter(
+            CaptureProgram::Hook::Ingress,
             translate_filter(classic->instructions(), FilterTarget{FilterHook::Xdp, program.multi_buffer()}));
+    if (classic && program.captures(CaptureProgram::Hook::Egress))
+        program.install_filter(CaptureProgram::Hook::Egress,
+                               translate_filter(classic->instructions(), FilterTarget{FilterHook::TcEgress}));
     PerfRings rings = create_rings(program.events_map_fd(), config);
 
     std::vector<std::string> names;
     for (size_t ring = 0; ring < rings.count(); ++ring)
         names.push_back(iface.name + "@cpu" + std::to_string(rings.cpu(ring)));
 
+    std::optional<PromiscuousMode> promiscuous;
+    if (config.promiscuous)
+        promiscuous = PromiscuousMode::enable(iface.ifindex, iface.name);
     program.attach(iface.ifindex, config.xdp_mode, iface.name);
     const ClockOffset clock = measure_clock_offset();
     const uint64_t start_ns = now_ns(CLOCK_REALTIME);
@@ -187,14 +208,18 @@ int run_capture(const Config& config)
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, std::move(names));
     CaptureLoop loop(program, rings, output, std::move(signals), clock,
-                     CaptureLoop::Options{config.count, config.verbose, classic.has_value(), 50});
+                     CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
+                                          config.direction == Direction::InOut, 50});
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
-                     describe_interfaces(iface, rings, config, classic ? filter : "", program.attached_mode()));
+                     describe_interfaces(iface, rings, config, classic ? filter : "",
+                                         hooks_description(program, program.attached_mode())));
     } catch (const OutputClosed&) {
         return kExitOk;
     }
 
+    if (!iface.up)
+        std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n", iface.name.c_str());
     if (!config.quiet)
         std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
                      iface.name.c_str(), config.snaplen);
@@ -217,7 +242,8 @@ int run_capture(const Config& config)
         failure = iface.name + " went away; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
-    std::fputs(format_stats(stats, config.verbose, classic.has_value()).c_str(), stderr);
+    std::fputs(format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut).c_str(),
+               stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }
 

@@ -228,7 +228,7 @@ void CaptureLoop::detach_and_drain()
         const auto counters = kernel_counters();
         bool settled = true;
         for (size_t ring = 0; ring < rings_.count(); ++ring) {
-            const auto& k = counters[static_cast<size_t>(rings_.cpu(ring))];
+            const auto k = counters.both(static_cast<size_t>(rings_.cpu(ring)));
             if (k.matched != k.sampled + k.output_failed || tallies_[ring].samples != k.sampled)
                 settled = false;
         }
@@ -238,12 +238,15 @@ void CaptureLoop::detach_and_drain()
     }
 }
 
-std::vector<xdpcap_counters> CaptureLoop::kernel_counters() const
+CaptureLoop::KernelCounters CaptureLoop::kernel_counters() const
 {
-    auto counters = program_.read_counters();
+    KernelCounters counters{program_.read_counters(CaptureProgram::Hook::Ingress),
+                            program_.read_counters(CaptureProgram::Hook::Egress)};
     if (!options_.filtering) {
-        for (auto& k : counters)
-            k.matched = k.seen;
+        for (auto* hook : {&counters.ingress, &counters.egress}) {
+            for (auto& k : *hook)
+                k.matched = k.seen;
+        }
     }
     return counters;
 }
@@ -255,14 +258,15 @@ std::vector<CpuStats> CaptureLoop::stats() const
     out.reserve(rings_.count());
     for (size_t ring = 0; ring < rings_.count(); ++ring) {
         const int cpu = rings_.cpu(ring);
-        out.push_back(CpuStats{cpu, counters[static_cast<size_t>(cpu)], tallies_[ring]});
+        const auto index = static_cast<size_t>(cpu);
+        out.push_back(CpuStats{cpu, counters.both(index), counters.ingress[index], counters.egress[index], tallies_[ring]});
     }
     return out;
 }
 
 void CaptureLoop::print_stats() const
 {
-    const std::string text = format_stats(stats(), options_.verbose, options_.filtering);
+    const std::string text = format_stats(stats(), options_.verbose, options_.filtering, options_.both_directions);
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
 }

@@ -28,6 +28,7 @@ public:
         std::optional<uint64_t> count;
         bool verbose = false;
         bool filtering = false;
+        bool both_directions = false;
         int drain_interval_ms = 50;
     };
 
@@ -46,8 +47,12 @@ private:
     void drain_ring(size_t ring);
     bool handle_signals(); // true: stop
     void print_stats() const;
-    // Per CPU; without a filter every packet seen counts as matched.
-    std::vector<xdpcap_counters> kernel_counters() const;
+    // Per CPU and hook; without a filter every packet seen counts as matched.
+    struct KernelCounters {
+        std::vector<xdpcap_counters> ingress, egress;
+        xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu]; }
+    };
+    KernelCounters kernel_counters() const;
     void count_unwritten();
 
     CaptureProgram& program_;

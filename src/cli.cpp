@@ -21,6 +21,19 @@ const char* xdp_mode_name(XdpMode mode)
     return "auto";
 }
 
+const char* direction_name(Direction direction)
+{
+    switch (direction) {
+    case Direction::In:
+        return "in";
+    case Direction::Out:
+        return "out";
+    case Direction::InOut:
+        break;
+    }
+    return "inout";
+}
+
 namespace {
 
 // Whole-string unsigned decimal; anything else (sign, junk, overflow) is rejected.
@@ -80,6 +93,17 @@ XdpMode parse_xdp_mode(const std::string& text)
     throw Error("invalid --xdp-mode '" + text + "': expected native, generic or auto");
 }
 
+Direction parse_direction(const std::string& text)
+{
+    if (text == "in")
+        return Direction::In;
+    if (text == "out")
+        return Direction::Out;
+    if (text == "inout")
+        return Direction::InOut;
+    throw Error("invalid direction '" + text + "': expected in, out or inout");
+}
+
 void check_interface_name(const std::string& name)
 {
     constexpr size_t kIfNameMax = 15; // IFNAMSIZ - 1
@@ -111,8 +135,8 @@ std::string plain_cxxopts_message(std::string message)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-dhqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
-                        "         [-F FILE] [--xdp-mode MODE] [--ring-pages N]");
+    options.custom_help("[-dhpqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
+                        "         [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]");
     options.positional_help("[expression]");
     // clang-format off
     options.add_options()
@@ -122,6 +146,9 @@ cxxopts::Options make_options()
              std::to_string(kMaxSnaplen), cxxopts::value<std::string>(), "SNAPLEN")
         ("c,count", "Stop after writing COUNT packets", cxxopts::value<std::string>(), "COUNT")
         ("U,packet-buffered", "Flush the output after every packet")
+        ("Q,direction", "Capture received (in), sent (out) or all (inout, the default) packets",
+             cxxopts::value<std::string>()->default_value("inout"), "DIR")
+        ("p,no-promiscuous-mode", "Do not put the interface into promiscuous mode")
         ("F,filter-file", "Read the filter expression from FILE", cxxopts::value<std::string>(), "FILE")
         ("d,dump-filter", "Print the compiled filter (classic BPF and the eBPF run in the kernel) and exit")
         ("v,verbose", "Print per-CPU statistics")
@@ -179,6 +206,8 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.verbose = result.count("verbose") > 0;
     config.quiet = result.count("quiet") > 0;
     config.xdp_mode = parse_xdp_mode(result["xdp-mode"].as<std::string>());
+    config.direction = parse_direction(result["direction"].as<std::string>());
+    config.promiscuous = result.count("no-promiscuous-mode") == 0;
     if (result.count("ring-pages"))
         config.ring_pages = parse_ring_pages(result["ring-pages"].as<std::string>());
 

@@ -10,6 +10,8 @@
 namespace xdpcap {
 
 enum class XdpMode { Auto, Native, Generic };
+// tcpdump's -Q: received frames (XDP), sent frames (TC egress), or both.
+enum class Direction { In, Out, InOut };
 
 inline constexpr uint32_t kMaxSnaplen = XDPCAP_MAX_SAMPLE_SIZE;
 inline constexpr uint32_t kMaxRingPages = 65536;
@@ -23,6 +25,8 @@ struct Config {
     bool verbose = false;
     bool quiet = false;
     XdpMode xdp_mode = XdpMode::Auto;
+    Direction direction = Direction::InOut;
+    bool promiscuous = true; // -p turns it off
     std::optional<uint32_t> ring_pages; // unset: sized from the CPU count (default_ring_pages)
     std::string filter;         // libpcap expression; empty: capture everything
     std::optional<std::string> filter_file; // -F: read the expression from this file
@@ -33,5 +37,6 @@ struct Config {
 };
 
 const char* xdp_mode_name(XdpMode mode);
+const char* direction_name(Direction direction);
 
 } // namespace xdpcap

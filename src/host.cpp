@@ -37,6 +37,17 @@ void query_driver(InterfaceInfo& info)
     info.bus.assign(drvinfo.bus_info, strnlen(drvinfo.bus_info, sizeof drvinfo.bus_info));
 }
 
+void query_flags(InterfaceInfo& info)
+{
+    UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!sock)
+        return;
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, info.name.c_str(), IFNAMSIZ - 1);
+    if (::ioctl(sock.get(), SIOCGIFFLAGS, &ifr) == 0)
+        info.up = (ifr.ifr_flags & IFF_UP) != 0;
+}
+
 bool has_capability(const __user_cap_data_struct (&data)[2], int cap)
 {
     return (data[cap / 32].effective & (1u << (cap % 32))) != 0;
@@ -52,6 +63,7 @@ InterfaceInfo lookup_interface(const std::string& name)
     if (info.ifindex == 0)
         throw Error("no such interface '" + name + "'" + (errno == ENODEV ? "" : ": " + errno_text(errno)));
     query_driver(info);
+    query_flags(info);
     return info;
 }
 

@@ -11,6 +11,7 @@ struct InterfaceInfo {
     uint32_t ifindex = 0;
     std::string driver; // empty when unknown
     std::string bus;    // ethtool bus_info; empty when none
+    bool up = true;     // administratively up (IFF_UP)
 };
 
 // Raises Error when the interface does not exist.

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
+#include <linux/pkt_cls.h>
 
 #include <cstddef>
 
@@ -53,7 +54,7 @@ struct LoadAttempt {
     int err = 0;
 };
 
-LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter)
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -64,8 +65,16 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     attempt.skel->rodata->snaplen = snaplen;
     attempt.skel->rodata->capture_ifindex = ifindex;
     attempt.skel->rodata->filter_enabled = with_filter;
-    bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, frags);
-    bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, !frags);
+    const bool ingress = direction != Direction::Out;
+    const bool egress = direction != Direction::In;
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, ingress && frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, ingress && !frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_egress, egress);
+    // One wire-view entry per CPU, each as large as a sample can be.
+    const int cpus = libbpf_num_possible_cpus();
+    bpf_map__set_max_entries(attempt.skel->maps.wire_scratch, egress && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
+    bpf_map__set_value_size(attempt.skel->maps.wire_scratch,
+                            static_cast<uint32_t>(sizeof(xdpcap_meta) + ((snaplen + 7) & ~7u)));
     attempt.err = -xdpcap_capture__load(attempt.skel.get());
     if (attempt.err)
         attempt.skel.reset();
@@ -103,16 +112,16 @@ const char* attach_mode_name(uint8_t mode)
 
 } // namespace
 
-CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter)
+CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction)
 {
     libbpf_set_print(collect_libbpf_log);
     g_libbpf_log.clear();
-    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter);
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction);
     bool multi_buffer = true;
-    if (!attempt.skel) {
+    if (!attempt.skel && direction != Direction::Out) {
         const std::string frags_reason = last_log_line();
         g_libbpf_log.clear();
-        attempt = try_load(snaplen, ifindex, false, with_filter);
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -125,12 +134,21 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
                         (reason.empty() ? "" : " (" + reason + ")"));
         }
     }
-    return CaptureProgram(std::move(attempt.skel), multi_buffer);
+    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction);
 }
 
-int CaptureProgram::program_fd() const
+int CaptureProgram::program_fd(Hook hook) const
 {
+    if (hook == Hook::Egress)
+        return bpf_program__fd(skel_->progs.xdpcap_egress);
     return bpf_program__fd(multi_buffer_ ? skel_->progs.xdpcap_frags : skel_->progs.xdpcap_linear);
+}
+
+const char* CaptureProgram::egress_mechanism() const noexcept
+{
+    if (!egress_)
+        return "";
+    return egress_->mechanism() == EgressHook::Mechanism::Tcx ? "tcx" : "clsact";
 }
 
 int CaptureProgram::events_map_fd() const
@@ -139,6 +157,15 @@ int CaptureProgram::events_map_fd() const
 }
 
 void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname)
+{
+    // Egress first: it cannot disturb received traffic if XDP then fails.
+    if (egress_loaded_)
+        egress_.emplace(EgressHook::attach(entry_fd(Hook::Egress), ifindex, ifname));
+    if (ingress_)
+        attach_xdp(ifindex, mode, ifname);
+}
+
+void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname)
 {
     auto failure = [&](const char* what, int err) {
         std::string hint;
@@ -156,7 +183,7 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
         bpf_link_create_opts opts{};
         opts.sz = sizeof opts;
         opts.flags = flags;
-        const int fd = bpf_link_create(entry_fd(), static_cast<int>(ifindex), BPF_XDP, &opts);
+        const int fd = bpf_link_create(entry_fd(Hook::Ingress), static_cast<int>(ifindex), BPF_XDP, &opts);
         if (fd < 0)
             return errno;
         link_.reset(fd);
@@ -178,9 +205,10 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
         throw failure("generic", err);
 }
 
-int CaptureProgram::entry_fd() const
+int CaptureProgram::entry_fd(Hook hook) const
 {
-    return filter_prog_ ? filter_prog_.get() : program_fd();
+    const UniqueFd& filter = filter_prog_[static_cast<int>(hook)];
+    return filter ? filter.get() : program_fd(hook);
 }
 
 namespace {
@@ -212,18 +240,22 @@ std::string verifier_reason(const std::string& log)
 
 } // namespace
 
-void CaptureProgram::install_filter(std::span<const bpf_insn> filter_body)
+void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_body)
 {
     // Entry: verdict = filter(ctx) as a subprogram; count seen; keep -> tail
-    // call into the capture program; otherwise pass. Registers r6 (ctx) and
-    // r7 (verdict) survive the helper calls.
+    // call into the hook's capture program; otherwise let the packet go on.
+    // Registers r6 (ctx) and r7 (verdict) survive the helper calls.
+    const bool egress = hook == Hook::Egress;
+    const int32_t counters_key = egress ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
+    const int32_t go_on = egress ? TC_ACT_UNSPEC : XDP_PASS;
+    bpf_map* next = egress ? skel_->maps.egress_next : skel_->maps.capture_next;
     constexpr uint8_t R0 = 0, R1 = 1, R2 = 2, R3 = 3, R6 = 6, R7 = 7, FP = 10;
     std::vector<bpf_insn> prog;
     prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0));
     const size_t call_at = prog.size();
     prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0)); // target patched below
     prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R7, R0, 0, 0));
-    prog.push_back(make_insn(BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, 0));
+    prog.push_back(make_insn(BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, counters_key));
     load_map_fd(prog, R1, bpf_map__fd(skel_->maps.counters));
     prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R2, FP, 0, 0));
     prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R2, 0, 0, -4));
@@ -238,31 +270,35 @@ void CaptureProgram::install_filter(std::span<const bpf_insn> filter_body)
     const size_t reject_at = prog.size();
     prog.push_back(make_insn(BPF_JMP32 | BPF_JEQ | BPF_K, R7, 0, 0, 0)); // -> pass, patched
     prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R1, R6, 0, 0));
-    load_map_fd(prog, R2, bpf_map__fd(skel_->maps.capture_next));
+    load_map_fd(prog, R2, bpf_map__fd(next));
     prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R3, 0, 0, 0));
     prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_tail_call));
     const size_t pass_at = prog.size();
     prog[reject_at].off = static_cast<int16_t>(pass_at - reject_at - 1);
-    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, XDP_PASS));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, go_on));
     prog.push_back(make_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
     prog[call_at].imm = static_cast<int32_t>(prog.size() - call_at - 1);
     prog.insert(prog.end(), filter_body.begin(), filter_body.end());
 
     const uint32_t slot = 0;
-    const int capture_fd = program_fd();
-    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.capture_next), &slot, &capture_fd, BPF_ANY) != 0)
+    const int capture_fd = program_fd(hook);
+    if (bpf_map_update_elem(bpf_map__fd(next), &slot, &capture_fd, BPF_ANY) != 0)
         throw Error("cannot link the filter to the capture program: " + errno_text(errno));
 
     std::string log(1 << 20, '\0');
     bpf_prog_load_opts opts{};
     opts.sz = sizeof opts;
-    opts.expected_attach_type = BPF_XDP;
-    // A tail call needs caller and callee to agree on multi-buffer support.
-    opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
+    if (!egress) {
+        opts.expected_attach_type = BPF_XDP;
+        // A tail call needs caller and callee to agree on multi-buffer support.
+        opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
+    }
     opts.log_level = 1;
     opts.log_size = static_cast<uint32_t>(log.size());
     opts.log_buf = log.data();
-    const int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "xdpcap_filter", "GPL", prog.data(), prog.size(), &opts);
+    const int fd = bpf_prog_load(egress ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP,
+                                 egress ? "xdpcap_filter_tc" : "xdpcap_filter", "GPL", prog.data(), prog.size(),
+                                 &opts);
     if (fd < 0) {
         const int err = errno;
         log.resize(std::strlen(log.c_str()));
@@ -270,11 +306,13 @@ void CaptureProgram::install_filter(std::span<const bpf_insn> filter_body)
         throw Error("the kernel refused the filter program: " + errno_text(err) +
                     (reason.empty() ? "" : " (verifier: " + reason + ")"));
     }
-    filter_prog_.reset(fd);
+    filter_prog_[static_cast<int>(hook)].reset(fd);
 }
 
 bool CaptureProgram::link_defunct() const
 {
+    if (egress_ && egress_->defunct())
+        return true;
     if (!link_)
         return false;
     bpf_link_info info{};
@@ -284,11 +322,11 @@ bool CaptureProgram::link_defunct() const
     return info.xdp.ifindex == 0;
 }
 
-std::vector<xdpcap_counters> CaptureProgram::read_counters() const
+std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
 {
     const int cpus = libbpf_num_possible_cpus();
     std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
-    const uint32_t key = 0;
+    const uint32_t key = hook == Hook::Egress ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
     if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, values.data()) != 0)
         throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
     return values;

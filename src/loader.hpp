@@ -1,14 +1,17 @@
-// Loads the capture program from the embedded skeleton and attaches it to an
-// interface through a BPF link, so the kernel detaches it if we die.
+// Loads the capture programs from the embedded skeleton and attaches them to
+// an interface: XDP for received frames through a BPF link, so the kernel
+// detaches it if we die, and TC egress for sent frames (egress.hpp).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "config.hpp"
+#include "egress.hpp"
 #include "unique_fd.hpp"
 #include "xdpcap_abi.h"
 
@@ -23,42 +26,57 @@ struct SkeletonDeleter {
 
 class CaptureProgram {
 public:
-    // Prefers the multi-buffer (xdp.frags) program and falls back to the
-    // linear one where the kernel cannot load it.
-    static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false);
+    // Loads the programs of the hooks `direction` needs. Prefers the
+    // multi-buffer (xdp.frags) XDP program and falls back to the linear one
+    // where the kernel cannot load it.
+    static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
+                               Direction direction = Direction::In);
 
-    // Loads the translated filter as an XDP program that runs first, counts
-    // every packet as seen and tail-calls the capture program for the packets
-    // it keeps. attach() then attaches it instead. Raises Error with the
-    // verifier's reason if the kernel refuses it.
-    void install_filter(std::span<const bpf_insn> filter_body);
+    enum class Hook { Ingress, Egress };
 
-    // Raises Error; in auto mode tries native first, then generic.
+    // Loads the translated filter as a program of the hook's type that runs
+    // first, counts every packet as seen and tail-calls the hook's capture
+    // program for the packets it keeps. attach() then attaches it instead.
+    // Raises Error with the verifier's reason if the kernel refuses it.
+    void install_filter(Hook hook, std::span<const bpf_insn> filter_body);
+
+    // Attaches every loaded hook. Raises Error; in auto mode XDP tries native
+    // first, then generic.
     void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname);
-    void detach() noexcept { link_.reset(); }
-    bool attached() const noexcept { return static_cast<bool>(link_); }
+    void detach() noexcept
+    {
+        link_.reset();
+        egress_.reset();
+    }
     XdpMode attached_mode() const noexcept { return attached_mode_; }
     bool multi_buffer() const noexcept { return multi_buffer_; }
-    // The interface went away and the kernel released the link.
+    bool captures(Hook hook) const noexcept { return hook == Hook::Ingress ? ingress_ : egress_loaded_; }
+    // "tcx" or "clsact" once egress is attached.
+    const char* egress_mechanism() const noexcept;
+    // The interface went away and the kernel released the hooks.
     bool link_defunct() const;
 
     int events_map_fd() const;
-    // Indexed by CPU id, over every possible CPU.
-    std::vector<xdpcap_counters> read_counters() const;
+    // Indexed by CPU id, over every possible CPU; zero for a hook not loaded.
+    std::vector<xdpcap_counters> read_counters(Hook hook) const;
 
 private:
-    CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer)
-        : skel_(std::move(skel)), multi_buffer_(multi_buffer)
+    CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction)
+        : skel_(std::move(skel)), multi_buffer_(multi_buffer), ingress_(direction != Direction::Out),
+          egress_loaded_(direction != Direction::In)
     {
     }
-    int program_fd() const;
-
-    int entry_fd() const; // what attach() attaches
+    int program_fd(Hook hook) const;
+    void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
+    int entry_fd(Hook hook) const; // what attach() attaches
 
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
-    UniqueFd filter_prog_;
+    UniqueFd filter_prog_[2]; // by Hook
     UniqueFd link_;
+    std::optional<EgressHook> egress_;
     bool multi_buffer_;
+    bool ingress_;
+    bool egress_loaded_;
     XdpMode attached_mode_ = XdpMode::Auto;
 };
 

@@ -39,7 +39,7 @@ void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint
                                bool stays_until_release)
 {
     const pcapng::EnhancedPacket packet{interface_id,   realtime_ns,         sample.cap_len, sample.orig_len,
-                                       sample.rx_queue, sample.drops_before, sample.data};
+                                       sample.rx_queue, sample.drops_before, sample.data,  sample.direction};
     if (stays_until_release && sample.cap_len >= kReferMinLength) {
         const size_t tail = pcapng::enhanced_packet_tail_size(sample.cap_len);
         sink_.reserve_around_reference(pcapng::kEpbHeadSize + tail);
@@ -79,7 +79,8 @@ char* put_padded(char* p, uint64_t value, int width)
 
 } // namespace
 
-// "HH:MM:SS.nnnnnnnnn eth0@cpu3 rxq 0 len 1514 cap 1514\n"
+// "HH:MM:SS.nnnnnnnnn eth0@cpu3 In rxq 0 len 1514 cap 1514\n"; sent
+// packets say "Out txq N".
 void PacketOutput::write_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
 {
     const auto second = static_cast<time_t>(realtime_ns / 1'000'000'000ull);
@@ -101,7 +102,10 @@ void PacketOutput::write_line(uint32_t interface_id, const Sample& sample, uint6
     p = put_padded(p, realtime_ns % 1'000'000'000ull, 9);
     *p++ = ' ';
     p = put_text(p, name.data(), name.size());
-    p = put_text(p, " rxq ", 5);
+    if (sample.direction == XDPCAP_DIR_EGRESS)
+        p = put_text(p, " Out txq ", 9);
+    else
+        p = put_text(p, " In rxq ", 8);
     p = put_number(p, sample.rx_queue);
     p = put_text(p, " len ", 5);
     p = put_number(p, sample.orig_len);

@@ -23,12 +23,12 @@ enum : uint16_t {
     kIsbStartTime = 2,
     kIsbEndTime = 3,
     kIsbIfRecv = 4,
+    kIsbIfDrop = 5,
     kIsbFilterAccept = 6,
     kIsbOsDrop = 7,
     kIsbUsrDeliv = 8,
 };
 
-constexpr uint32_t kEpbFlagInbound = 1;
 constexpr uint8_t kTsresolNanoseconds = 9;
 constexpr uint8_t kFilterLibpcapString = 0;
 
@@ -150,9 +150,10 @@ void append_interface_statistics(std::vector<uint8_t>& out, const InterfaceStati
     put_timestamp_option(out, kIsbStartTime, isb.start_ns);
     put_timestamp_option(out, kIsbEndTime, isb.end_ns);
     put_value_option<uint64_t>(out, kIsbIfRecv, isb.if_received);
+    put_value_option<uint64_t>(out, kIsbIfDrop, isb.dropped);
     if (isb.filter_accepted)
         put_value_option<uint64_t>(out, kIsbFilterAccept, *isb.filter_accepted);
-    put_value_option<uint64_t>(out, kIsbOsDrop, isb.os_dropped);
+    put_value_option<uint64_t>(out, kIsbOsDrop, isb.dropped);
     put_value_option<uint64_t>(out, kIsbUsrDeliv, isb.user_delivered);
     put_end_of_options(out);
 }
@@ -177,7 +178,7 @@ uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noe
     p += padding;
     p = store<uint16_t>(p, kEpbFlags);
     p = store<uint16_t>(p, 4);
-    p = store<uint32_t>(p, kEpbFlagInbound);
+    p = store<uint32_t>(p, pkt.direction & 3u);
     p = store<uint16_t>(p, kEpbQueue);
     p = store<uint16_t>(p, 4);
     p = store<uint32_t>(p, pkt.queue);

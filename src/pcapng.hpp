@@ -17,6 +17,8 @@ inline constexpr uint32_t kEpbType = 0x00000006;
 inline constexpr uint32_t kIsbType = 0x00000005;
 inline constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
 inline constexpr uint16_t kLinkTypeEthernet = 1;
+inline constexpr uint32_t kDirectionInbound = 1;
+inline constexpr uint32_t kDirectionOutbound = 2;
 
 struct SectionHeader {
     std::string hardware;
@@ -41,7 +43,7 @@ struct InterfaceStatistics {
     uint64_t end_ns = 0;
     uint64_t if_received = 0;
     std::optional<uint64_t> filter_accepted;
-    uint64_t os_dropped = 0;
+    uint64_t dropped = 0; // written as isb_ifdrop (what Wireshark shows) and isb_osdrop
     uint64_t user_delivered = 0;
 };
 
@@ -53,6 +55,7 @@ struct EnhancedPacket {
     uint32_t queue;
     uint64_t drop_count;
     const uint8_t* data;
+    uint32_t direction = kDirectionInbound; // epb_flags bits 0-1
 };
 
 void append_section_header(std::vector<uint8_t>& out, const SectionHeader& shb);

@@ -9,7 +9,24 @@ std::string counted(uint64_t n, const char* singular_rest, const char* plural_re
     return std::to_string(n) + (n == 1 ? singular_rest : plural_rest);
 }
 
+std::string direction_counts(const char* name, const xdpcap_counters& k, bool filtering)
+{
+    return std::string(name) + " " + std::to_string(k.seen) + " seen, " +
+        (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) + std::to_string(k.sampled) +
+        " sampled, " + std::to_string(k.output_failed) + " output errors";
+}
+
 } // namespace
+
+xdpcap_counters operator+(const xdpcap_counters& a, const xdpcap_counters& b)
+{
+    return xdpcap_counters{a.seen + b.seen,
+                           a.matched + b.matched,
+                           a.sampled + b.sampled,
+                           a.output_failed + b.output_failed,
+                           a.ring_full + b.ring_full,
+                           a.pending_drops + b.pending_drops};
+}
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
 {
@@ -26,7 +43,7 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
     return totals;
 }
 
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering)
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering, bool both_directions)
 {
     const CaptureTotals t = sum_stats(cpus);
     std::string text = counted(t.captured, " packet captured\n", " packets captured\n") +
@@ -49,6 +66,9 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool f
             " malformed, " + std::to_string(s.ring.discarded) + " after count, " +
             std::to_string(s.ring.unwritten) + " not written" +
             (filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) + "\n";
+        if (both_directions)
+            text += "    " + direction_counts("in:", s.ingress, filtering) + "; " +
+                direction_counts("out:", s.egress, filtering) + "\n";
     }
     return text;
 }

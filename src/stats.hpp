@@ -21,9 +21,14 @@ struct RingTally {
 
 struct CpuStats {
     int cpu = 0;
-    xdpcap_counters kernel{};
+    xdpcap_counters kernel{}; // both hooks together
+    xdpcap_counters ingress{};
+    xdpcap_counters egress{};
     RingTally ring;
 };
+
+// Field by field, for totals over hooks.
+xdpcap_counters operator+(const xdpcap_counters& a, const xdpcap_counters& b);
 
 struct CaptureTotals {
     uint64_t captured = 0; // written to the output
@@ -37,7 +42,9 @@ struct CaptureTotals {
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 
-// tcpdump's three lines; with `per_cpu`, one line per CPU after them.
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false);
+// tcpdump's three lines; with `per_cpu`, one line per CPU after them, and
+// with `both_directions` a line per CPU splitting the kernel's counts.
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,
+                         bool both_directions = false);
 
 } // namespace xdpcap

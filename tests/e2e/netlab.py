@@ -445,6 +445,11 @@ class NetLab(Scoped):
         return Xdpcap(self, binary, ["-i", self.cap_if] + list(args), **kw)
 
 
+def link_info_promiscuity(lab):
+    """cap0's promiscuity count, as `ip -d link show` reports it."""
+    return int(lab.link_info(lab.cap_ns, lab.cap_if).get("promiscuity", -1))
+
+
 def cpus():
     """CPUs this test may use, sorted (the sender pins itself to one of them)."""
     return sorted(os.sched_getaffinity(0))

@@ -5,7 +5,7 @@ Usage (root): /usr/bin/python3 tests/e2e/test_output_details.py PATH/TO/xdpcap
 
 Checks:
 - SHB carries shb_hardware, shb_os and shb_userappl ("xdpcap ..."); every IDB
-  carries if_description "cap0 (ifindex N), CPU k, XDP <mode> mode, driver
+  carries if_description "cap0 (ifindex N), CPU k, XDP <mode> mode and tcx egress, driver
   veth", if_tsresol 9 and if_os;
 - packet timestamps are wall-clock nanoseconds between the times the sender
   started and finished (so the monotonic-to-realtime offset is right), and the
@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 
 CPU = N.cpus()[0]
-DESC_RE = re.compile(r"^cap0 \(ifindex \d+\), CPU (\d+), XDP (native|generic) mode, driver veth$")
+DESC_RE = re.compile(r"^cap0 \(ifindex \d+\), CPU (\d+), XDP (native|generic) mode and (tcx|clsact) egress, driver veth$")
 
 
 def u32_pair_ns(e, val):

@@ -4,7 +4,7 @@
 Usage (root): /usr/bin/python3 tests/e2e/test_text_mode.py PATH/TO/xdpcap
 
 Checks: exactly one stdout line per frame sent, each matching
-`HH:MM:SS.nnnnnnnnn cap0@cpuN rxq Q len ORIG cap CAP`, with N the CPU the
+`HH:MM:SS.nnnnnnnnn cap0@cpuN In rxq Q len ORIG cap CAP`, with N the CPU the
 frames were sent from, the lengths those sent and cap == len; exit 0.
 """
 
@@ -19,7 +19,7 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 
-LINE_RE = re.compile(r"^\d\d:\d\d:\d\d\.\d{9} cap0@cpu(\d+) rxq (\d+) len (\d+) cap (\d+)$")
+LINE_RE = re.compile(r"^\d\d:\d\d:\d\d\.\d{9} cap0@cpu(\d+) In rxq (\d+) len (\d+) cap (\d+)$")
 COUNT = 40
 CPU = N.cpus()[0]
 
@@ -40,7 +40,7 @@ def test(binary):
         N.log(f"  info  first lines: {lines[:3]}")
         N.expect(len(lines) == COUNT, f"{COUNT} lines on stdout", f"{len(lines)} lines")
         bad = [l for l in lines if not LINE_RE.match(l)]
-        N.expect(not bad, "every line matches 'HH:MM:SS.nnnnnnnnn cap0@cpuN rxq Q len L cap C'",
+        N.expect(not bad, "every line matches 'HH:MM:SS.nnnnnnnnn cap0@cpuN In rxq Q len L cap C'",
                  "\n".join(repr(l) for l in bad[:10]))
         ms = [LINE_RE.match(l) for l in lines]
         ms = [m for m in ms if m]

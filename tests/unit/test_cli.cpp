@@ -119,3 +119,21 @@ TEST(Cli, BadInput)
     EXPECT_NE(error_of({"-i", "e", "-F", "f", "tcp"}).find("either with -F or on the command line"),
               std::string::npos);
 }
+
+TEST(Cli, DirectionAsTcpdump)
+{
+    EXPECT_EQ(parse_config({"-i", "eth0"}).direction, Direction::InOut);
+    EXPECT_EQ(parse_config({"-i", "eth0", "-Q", "in"}).direction, Direction::In);
+    EXPECT_EQ(parse_config({"-i", "eth0", "-Q", "out"}).direction, Direction::Out);
+    EXPECT_EQ(parse_config({"-i", "eth0", "--direction=inout"}).direction, Direction::InOut);
+    EXPECT_EQ(parse_config({"-i", "eth0", "--direction", "out"}).direction, Direction::Out);
+    EXPECT_EQ(error_of({"-i", "eth0", "-Q", "both"}), "invalid direction 'both': expected in, out or inout");
+    EXPECT_EQ(error_of({"-i", "eth0", "-Q", "IN"}), "invalid direction 'IN': expected in, out or inout");
+}
+
+TEST(Cli, PromiscuousByDefault)
+{
+    EXPECT_TRUE(parse_config({"-i", "eth0"}).promiscuous);
+    EXPECT_FALSE(parse_config({"-i", "eth0", "-p"}).promiscuous);
+    EXPECT_FALSE(parse_config({"-i", "eth0", "--no-promiscuous-mode"}).promiscuous);
+}

@@ -58,3 +58,29 @@ TEST(Stats, WithFilterReceivedMeansKept)
     EXPECT_NE(verbose.find("10 packets seen on the interface"), std::string::npos) << verbose;
     EXPECT_NE(verbose.find(", 3 kept by filter"), std::string::npos) << verbose;
 }
+
+TEST(Stats, BothDirectionsSplitTheKernelCounts)
+{
+    CpuStats s = cpu(2, 10, 9, 1, 9);
+    s.ingress = {6, 6, 6, 0, 0, 0};
+    s.egress = {4, 4, 3, 1, 1, 1};
+    const std::string text = format_stats({s}, true, false, true);
+    EXPECT_NE(text.find("  cpu2: 10 seen, 9 sampled, 9 written, 1 ring full"), std::string::npos) << text;
+    EXPECT_NE(text.find("\n    in: 6 seen, 6 sampled, 0 output errors; out: 4 seen, 3 sampled, 1 output errors\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(format_stats({s}, true, false, false).find("in:"), std::string::npos);
+    const std::string filtered = format_stats({s}, true, true, true);
+    EXPECT_NE(filtered.find("in: 6 seen, 6 kept by filter, 6 sampled"), std::string::npos) << filtered;
+}
+
+TEST(Stats, CountersAddFieldByField)
+{
+    const xdpcap_counters sum = xdpcap_counters{1, 2, 3, 4, 5, 6} + xdpcap_counters{10, 20, 30, 40, 50, 60};
+    EXPECT_EQ(sum.seen, 11u);
+    EXPECT_EQ(sum.matched, 22u);
+    EXPECT_EQ(sum.sampled, 33u);
+    EXPECT_EQ(sum.output_failed, 44u);
+    EXPECT_EQ(sum.ring_full, 55u);
+    EXPECT_EQ(sum.pending_drops, 66u);
+}

@@ -1,0 +1,25 @@
+// Promiscuous mode held through a packet socket membership: the kernel counts
+// memberships per interface and drops ours when the socket closes, so the
+// interface returns to its previous state even after SIGKILL.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "unique_fd.hpp"
+
+namespace xdpcap {
+
+class PromiscuousMode {
+public:
+    // Raises Error with one line naming the interface and the cause. Without
+    // CAP_NET_RAW, warns on stderr and returns nothing.
+    static std::optional<PromiscuousMode> enable(uint32_t ifindex, const std::string& ifname);
+
+private:
+    explicit PromiscuousMode(UniqueFd socket) : socket_(std::move(socket)) {}
+    UniqueFd socket_;
+};
+
+} // namespace xdpcap
