@@ -53,6 +53,14 @@ uint32_t default_ring_pages(size_t cpus, size_t page_bytes)
     return static_cast<uint32_t>(std::bit_floor(bytes / page_bytes));
 }
 
+int perf_event_paranoid()
+{
+    std::ifstream file("/proc/sys/kernel/perf_event_paranoid");
+    int level = 2;
+    file >> level;
+    return level;
+}
+
 std::vector<int> online_cpus()
 {
     std::ifstream file("/sys/devices/system/cpu/online");
@@ -91,6 +99,13 @@ PerfRings::PerfRings(int events_map_fd, const RingSettings& settings) : cpus_(on
                                  " pages each): " + errno_text(err);
         if (err == EPERM)
             throw RingMemoryError(what + " (raise the locked-memory limit or use fewer --ring-pages)");
+        // Debian's kernels add level 3, where perf events need CAP_SYS_ADMIN
+        // whatever else the process holds.
+        if (err == EACCES && perf_event_paranoid() >= 3)
+            throw Error("cannot open perf events: kernel.perf_event_paranoid is " +
+                        std::to_string(perf_event_paranoid()) +
+                        ", which allows them only with CAP_SYS_ADMIN: run as root, add CAP_SYS_ADMIN, or set "
+                        "the sysctl to 2 or less");
         throw Error(what);
     }
     data_size_ = ring_bytes(settings.pages_per_cpu);

@@ -58,6 +58,9 @@ inline constexpr size_t kMinDefaultRingBytes = size_t{1} << 20;
 inline constexpr size_t kMaxDefaultRingBytes = size_t{16} << 20;
 uint32_t default_ring_pages(size_t cpus, size_t page_bytes);
 
+// kernel.perf_event_paranoid (2, the upstream default, when unreadable).
+int perf_event_paranoid();
+
 // Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
 std::vector<int> online_cpus();
 std::vector<int> parse_cpu_list(const std::string& text);

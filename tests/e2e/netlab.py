@@ -44,8 +44,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
 SENDER = os.path.join(HERE, "send_frames.py")
 EXIT_PASS, EXIT_FAIL, EXIT_SKIP = 0, 1, 77
-TEST_DEADLINE_S = 55          # a test never runs longer than this
-CMD_TIMEOUT_S = 20            # default timeout of one helper command
+# Under emulation (the kernel-6.1 guest, tests/vm) everything is 10 to 50
+# times slower: every time limit below is multiplied by this factor. It
+# stretches waits, never what a check accepts.
+TIME_SCALE = float(os.environ.get("XDPCAP_TIME_SCALE", "1"))
+TEST_DEADLINE_S = 55          # a test never runs longer than this (times TIME_SCALE)
+CMD_TIMEOUT_S = 20            # default timeout of one helper command (times TIME_SCALE)
+
+
+def scaled(seconds):
+    return seconds * TIME_SCALE
 
 # ip, sysctl, capsh and bpftool live in /usr/sbin, which may not be on PATH
 # (e.g. under meson test): make sure they are found, here and in children.
@@ -131,14 +139,14 @@ def _on_signal(signum, _frame):
 def _on_alarm(_signum, _frame):
     if _cleaning:
         return
-    raise Deadline(f"test ran longer than {TEST_DEADLINE_S} s")
+    raise Deadline(f"test ran longer than {scaled(TEST_DEADLINE_S):.0f} s")
 
 
 def install_signal_handlers():
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     signal.signal(signal.SIGALRM, _on_alarm)
-    signal.alarm(TEST_DEADLINE_S)
+    signal.alarm(int(scaled(TEST_DEADLINE_S)))
 
 
 def _register_cleanup(fn):
@@ -241,6 +249,7 @@ def main(test_fn, *, min_cpus=1, tools=REQUIRED_TOOLS):
 
 def run(cmd, *, timeout=CMD_TIMEOUT_S, check_rc=True, input=None, text=True):
     """Run a command to completion; return CompletedProcess.  Never hangs."""
+    timeout = scaled(timeout)
     try:
         cp = subprocess.run(cmd, input=input, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, timeout=timeout, text=text)
@@ -318,7 +327,7 @@ class NetLab(Scoped):
             + (f", mtu {self.mtu}" if self.mtu else ""))
 
     def _wait_up(self, ns, dev, timeout=5.0):
-        end = time.monotonic() + timeout
+        end = time.monotonic() + scaled(timeout)
         while True:
             info = self.link_info(ns, dev)
             if "LOWER_UP" in info.get("flags", []):
@@ -415,7 +424,7 @@ class NetLab(Scoped):
         return (pid, name)
 
     def assert_clean(self, what="no XDP program remains attached to cap0", timeout=2.0):
-        end = time.monotonic() + timeout
+        end = time.monotonic() + scaled(timeout)
         state = self.xdp_state()
         while state and time.monotonic() < end:
             time.sleep(0.05)
@@ -430,10 +439,10 @@ class NetLab(Scoped):
         p = self.popen(self.gen_ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
         try:
-            out, err = p.communicate(timeout=timeout)
+            out, err = p.communicate(timeout=scaled(timeout))
         except subprocess.TimeoutExpired:
             kill_process(p)
-            raise TestFailure(f"sender timed out after {timeout} s")
+            raise TestFailure(f"sender timed out after {scaled(timeout)} s")
         finally:
             self.forget(p)
         if p.returncode != 0:
@@ -530,6 +539,7 @@ class Xdpcap:
 
     def wait_listening(self, timeout=10.0):
         """Wait for the 'listening on' line; fail if xdpcap exits or times out."""
+        timeout = scaled(timeout)
         end = time.monotonic() + timeout
         while not self._listening.wait(0.05):
             if self.proc.poll() is not None:
@@ -547,6 +557,7 @@ class Xdpcap:
 
     def wait(self, timeout=10.0):
         """Wait for exit; kill and fail on timeout.  Returns the exit code."""
+        timeout = scaled(timeout)
         try:
             rc = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -1290,6 +1301,7 @@ def start_flood(lab, pcap_path, cpu, seconds=None, rounds=None):
 
 def finish_flood(lab, p, timeout=30.0):
     """Wait for a flood sender; return the number of frames it sent."""
+    timeout = scaled(timeout)
     try:
         _out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -1308,6 +1320,7 @@ def finish_flood(lab, p, timeout=30.0):
 
 def wait_exit(proc, timeout):
     """Poll proc until it exits; return (returncode, seconds waited) or (None, timeout)."""
+    timeout = scaled(timeout)
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         rc = proc.poll()

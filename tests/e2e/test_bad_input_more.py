@@ -152,6 +152,15 @@ def test(binary):
             cmd = "ulimit -l 4096 && exec " + " ".join([open_binary] + list(args))
             return ["capsh", "--keep=1", "--user=nobody", f"--inh={caps}", f"--addamb={caps}", "--", "-c", cmd]
 
+        paranoid = int(open("/proc/sys/kernel/perf_event_paranoid").read())
+        if paranoid >= 3:
+            # Debian's own level: perf events need CAP_SYS_ADMIN, so the
+            # capabilities above are not enough; say which sysctl and why.
+            check_failure(lab, "perf_event_paranoid 3 without CAP_SYS_ADMIN",
+                          limited("-i", "cap0", "-w", "-"),
+                          msg_re=r"kernel\.perf_event_paranoid is 3, which allows them only with CAP_SYS_ADMIN")
+            lab.assert_clean()
+            return
         check_failure(lab, "--ring-pages 4096 over the locked-memory limit",
                       limited("-i", "cap0", "--ring-pages", "4096", "-w", "-"),
                       msg_re=r"locked-memory limit")

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# stage.sh BUILD_DIR: the end-to-end tests that matter most on Debian 12's own
+# kernel (6.1: no tcx, perf_event_paranoid 3, the tracing program type), run
+# in a guest booted by guest.sh from the already built tree. meson's JSON log
+# comes back as BUILD_DIR/meson-logs/vm.json, for the test command's count.
+# Emulation is 10 to 50 times slower: the tests get a time multiplier, and
+# meson a timeout multiplier, never a looser check.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+tests=(e2e_capture_exact e2e_bad_input e2e_bad_input_more e2e_filter e2e_sigkill e2e_directions)
+scale=${XDPCAP_VM_TIME_SCALE:-10}
+mkdir -p "$build/meson-logs"
+rm -f "$build/meson-logs/vm.json"
+tests/vm/guest.sh -t "${XDPCAP_VM_LIMIT:-1200}" -w "$build/meson-logs" -- \
+    "export CI=${CI:-} XDPCAP_TIME_SCALE=$scale; meson test -C $build --no-rebuild --logbase vm \
+     --num-processes 1 --timeout-multiplier $scale --print-errorlogs ${tests[*]} 2>&1 | cat"
+status=$?
+[ -s "$build/meson-logs/vm.json" ] || { echo "stage.sh: the guest wrote no test log (status $status)" >&2; exit 1; }
+exit $status
