@@ -1,9 +1,10 @@
 #include "app.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -116,14 +117,29 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
 }
 
 // As tcpdump -F: the whole file is the expression; line breaks are spaces.
+// A filter is short: a file larger than this is a mistake (or /dev/zero).
+constexpr size_t kMaxFilterFileBytes = 1 << 20;
+
 std::string read_filter_file(const std::string& path)
 {
-    std::ifstream file(path);
-    if (!file)
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
         throw Error("cannot read filter file " + path + ": " + errno_text(errno));
-    std::stringstream text;
-    text << file.rdbuf();
-    std::string expression = text.str();
+    std::string expression;
+    char chunk[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            throw Error("cannot read filter file " + path + ": " + errno_text(errno));
+        if (n == 0)
+            break;
+        if (expression.size() + static_cast<size_t>(n) > kMaxFilterFileBytes)
+            throw Error("filter file " + path + " is larger than " + std::to_string(kMaxFilterFileBytes >> 20) +
+                        " MiB; a filter expression is not");
+        expression.append(chunk, static_cast<size_t>(n));
+    }
     for (char& c : expression) {
         if (c == '\n' || c == '\r' || c == '\t')
             c = ' ';
@@ -170,6 +186,10 @@ int run_capture(const Config& config)
     if (filter.find_first_not_of(' ') != std::string::npos)
         classic.emplace(compile_filter(filter));
 
+    if (!config.writes_pcapng() || config.writes_to_stdout()) {
+        if (standard_output_was_closed())
+            throw Error("standard output is closed: give -w FILE, or run with standard output open");
+    }
     UniqueFd signals = block_capture_signals();
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();

@@ -25,7 +25,7 @@ sigset_t capture_signal_set()
 {
     sigset_t set;
     sigemptyset(&set);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGPIPE})
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1})
         sigaddset(&set, sig);
     return set;
 }
@@ -157,7 +157,7 @@ bool CaptureLoop::handle_signals()
         if (info.ssi_signo == SIGUSR1)
             print_stats();
         else
-            stop = true; // SIGINT, SIGTERM, SIGHUP; SIGPIPE means the reader left
+            stop = true; // SIGINT, SIGTERM, SIGHUP
     }
     return stop;
 }

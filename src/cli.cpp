@@ -64,7 +64,11 @@ uint32_t parse_snaplen(const std::string& text)
 {
     if (looks_negative(text))
         throw Error("invalid snapshot length '" + text + "': must not be negative");
+    // Digits only but beyond 64 bits is still "above the maximum".
+    const bool all_digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
     auto value = parse_unsigned(text);
+    if (!value && all_digits)
+        return kMaxSnaplen;
     if (!value)
         throw Error("invalid snapshot length '" + text + "': expected a whole number of bytes");
     // As in tcpdump: 0 or anything above the maximum means the maximum.

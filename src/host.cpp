@@ -4,6 +4,8 @@
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -53,7 +55,34 @@ bool has_capability(const __user_cap_data_struct (&data)[2], int cap)
     return (data[cap / 32].effective & (1u << (cap % 32))) != 0;
 }
 
+bool g_stdout_was_closed = false;
+
 } // namespace
+
+void reserve_standard_streams()
+{
+    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
+        if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        if (fd == STDOUT_FILENO)
+            g_stdout_was_closed = true;
+        // The lowest free number is this one.
+        const int null_fd = ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+        if (null_fd >= 0 && null_fd != fd)
+            ::close(null_fd);
+    }
+}
+
+bool standard_output_was_closed()
+{
+    return g_stdout_was_closed;
+}
+
+void ignore_signals_that_are_write_errors()
+{
+    ::signal(SIGPIPE, SIG_IGN);
+    ::signal(SIGXFSZ, SIG_IGN);
+}
 
 InterfaceInfo lookup_interface(const std::string& name)
 {

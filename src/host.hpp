@@ -21,6 +21,17 @@ bool interface_exists(uint32_t ifindex);
 std::string host_os();       // "Linux 6.18.0-..."
 std::string host_hardware(); // "x86_64, <cpu model>"
 
+// Called first in main: a closed standard stream would hand its number to
+// the next file we open, and output meant for it would land there. Closed
+// ones are reopened on /dev/null; the answer says whether stdout was closed.
+void reserve_standard_streams();
+bool standard_output_was_closed();
+
+// Signals that an output error raises are turned into errors: SIGPIPE (a
+// reader gone, also the reader of stderr) and SIGXFSZ (a file-size limit,
+// then EFBIG like a full disk).
+void ignore_signals_that_are_write_errors();
+
 // Raises Error naming the capabilities when the process lacks what capture needs.
 void require_capture_privileges();
 

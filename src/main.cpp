@@ -5,9 +5,12 @@
 #include "app.hpp"
 #include "cli.hpp"
 #include "error.hpp"
+#include "host.hpp"
 
 int main(int argc, char** argv)
 {
+    xdpcap::reserve_standard_streams();
+    xdpcap::ignore_signals_that_are_write_errors();
     try {
         const auto outcome = xdpcap::parse_cli(argc, argv);
         if (const auto* text = std::get_if<xdpcap::ShowText>(&outcome)) {

@@ -137,3 +137,10 @@ TEST(Cli, PromiscuousByDefault)
     EXPECT_FALSE(parse_config({"-i", "eth0", "-p"}).promiscuous);
     EXPECT_FALSE(parse_config({"-i", "eth0", "--no-promiscuous-mode"}).promiscuous);
 }
+
+TEST(Cli, SnaplenBeyondSixtyFourBitsMeansTheMaximum)
+{
+    EXPECT_EQ(parse_config({"-i", "e", "-s", "99999999999999999999999999"}).snaplen, kMaxSnaplen);
+    EXPECT_EQ(error_of({"-i", "e", "-s", "9999999999999999999999x"}),
+              "invalid snapshot length '9999999999999999999999x': expected a whole number of bytes");
+}
