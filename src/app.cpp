@@ -20,6 +20,7 @@
 #include "promisc.hpp"
 #include "rings.hpp"
 #include "version.hpp"
+#include "xdp_inventory.hpp"
 
 namespace xdpcap {
 
@@ -178,6 +179,10 @@ private:
 
 int run_capture(const Config& config)
 {
+    if (config.list_interfaces) {
+        std::fputs(list_interfaces().c_str(), stdout);
+        return kExitOk;
+    }
     const std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
     if (config.dump_filter)
         return dump_filter(filter);

@@ -139,7 +139,7 @@ std::string plain_cxxopts_message(std::string message)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-dhpqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
+    options.custom_help("[-dDhpqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
                         "         [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]");
     options.positional_help("[expression]");
     // clang-format off
@@ -155,6 +155,7 @@ cxxopts::Options make_options()
         ("p,no-promiscuous-mode", "Do not put the interface into promiscuous mode")
         ("F,filter-file", "Read the filter expression from FILE", cxxopts::value<std::string>(), "FILE")
         ("d,dump-filter", "Print the compiled filter (classic BPF and the eBPF run in the kernel) and exit")
+        ("D,list-interfaces", "List the interfaces and the XDP programs attached to them, and exit")
         ("v,verbose", "Print per-CPU statistics")
         ("q,quiet", "Print no start line and, without -w, no packet lines")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
@@ -188,6 +189,9 @@ CliOutcome parse_cli(int argc, const char* const* argv)
 
     Config config;
     config.dump_filter = result.count("dump-filter") > 0;
+    config.list_interfaces = result.count("list-interfaces") > 0;
+    if (config.list_interfaces)
+        return config;
     if (result.count("filter-file"))
         config.filter_file = result["filter-file"].as<std::string>();
     if (result.count("interface")) {

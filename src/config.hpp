@@ -31,6 +31,7 @@ struct Config {
     std::string filter;         // libpcap expression; empty: capture everything
     std::optional<std::string> filter_file; // -F: read the expression from this file
     bool dump_filter = false;   // -d: print the compiled filter and exit
+    bool list_interfaces = false; // -D: list interfaces and their XDP programs, and exit
 
     bool writes_pcapng() const { return output.has_value(); }
     bool writes_to_stdout() const { return output && *output == "-"; }

@@ -15,6 +15,7 @@
 #include "capture.skel.h"
 #include "error.hpp"
 #include "filter/ebpf_insn.hpp"
+#include "xdp_inventory.hpp"
 
 namespace xdpcap {
 
@@ -79,35 +80,6 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     if (attempt.err)
         attempt.skel.reset();
     return attempt;
-}
-
-std::string program_description(uint32_t prog_id)
-{
-    std::string text = "id " + std::to_string(prog_id);
-    UniqueFd fd(bpf_prog_get_fd_by_id(prog_id));
-    if (!fd)
-        return text;
-    bpf_prog_info info{};
-    uint32_t len = sizeof info;
-    if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) == 0 && info.name[0])
-        text = "'" + std::string(info.name, strnlen(info.name, sizeof info.name)) + "', " + text;
-    return text;
-}
-
-const char* attach_mode_name(uint8_t mode)
-{
-    switch (mode) {
-    case XDP_ATTACHED_DRV:
-        return "native";
-    case XDP_ATTACHED_SKB:
-        return "generic";
-    case XDP_ATTACHED_HW:
-        return "offload";
-    case XDP_ATTACHED_MULTI:
-        return "several modes";
-    default:
-        return "unknown mode";
-    }
 }
 
 } // namespace
@@ -332,20 +304,27 @@ std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
     return values;
 }
 
+bool kernel_can_trace_xdp()
+{
+    // fentry/fexit on a BPF program needs the tracing program type.
+    return libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, nullptr) == 1;
+}
+
 void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
 {
-    bpf_xdp_query_opts query{};
-    query.sz = sizeof query;
-    if (bpf_xdp_query(static_cast<int>(ifindex), 0, &query) != 0)
-        return; // the attach itself will report what is wrong
-    if (query.attach_mode == XDP_ATTACHED_NONE)
+    const auto attached = xdp_attachments(ifindex);
+    if (attached.empty())
         return;
-    const uint32_t prog_id = query.prog_id ? query.prog_id
-        : query.drv_prog_id                ? query.drv_prog_id
-        : query.skb_prog_id                ? query.skb_prog_id
-                                           : query.hw_prog_id;
-    throw Error(ifname + " already has an XDP program attached (" + program_description(prog_id) + ", " +
-                attach_mode_name(query.attach_mode) + "); xdpcap does not share an interface with another XDP program");
+    const XdpAttachment& a = attached.front();
+    const std::string program = "'" + a.program.name + "' (id " + std::to_string(a.program.id) + ", " + a.mode + ")";
+    if (!kernel_can_trace_xdp())
+        throw Error(ifname + " already runs XDP program " + program +
+                    "; tracing it needs fentry/fexit, which this kernel does not offer (-Q out captures sent "
+                    "packets without XDP)");
+    throw Error(ifname + " already has an XDP program attached ('" + a.program.name + "', id " +
+                std::to_string(a.program.id) + ", " + a.mode +
+                "); xdpcap does not share an interface with another XDP program (-Q out captures sent packets "
+                "without XDP)");
 }
 
 } // namespace xdpcap

@@ -1,0 +1,31 @@
+// What XDP programs an interface runs: the program attached in each mode
+// and, behind a libxdp dispatcher, the component programs it calls. Used by
+// -D and by the refusal (or, with tracing, the choice) of a busy interface.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xdpcap {
+
+struct XdpProgramInfo {
+    uint32_t id = 0;
+    std::string name; // the full function name from BTF where there is one
+    std::string tag;  // hex, as bpftool prints it
+};
+
+struct XdpAttachment {
+    std::string mode; // "native", "generic" or "offload"
+    XdpProgramInfo program;
+    // Programs a libxdp dispatcher runs through freplace links, in id order.
+    std::vector<XdpProgramInfo> components;
+};
+
+std::vector<XdpAttachment> xdp_attachments(uint32_t ifindex);
+XdpProgramInfo describe_program(uint32_t prog_id);
+
+// tcpdump -D's listing, one interface per line, with the XDP programs.
+std::string list_interfaces();
+
+} // namespace xdpcap
