@@ -935,3 +935,54 @@ TEST(FilterKernel, VerifierAcceptsAndVerdictsAgree)
     expect_kernel_agrees("ifindex 1 and udp", udp, kTcEgress, ran);
     std::printf("[          ] %zu kernel test runs agreed\n", ran);
 }
+
+// `ip broadcast` needs the netmask: unknown, libpcap's message; known, the
+// translation agrees with libpcap at both hooks.
+TEST(FilterNetmask, IpBroadcastNeedsTheNetmask)
+{
+    try {
+        compile_filter("ip broadcast");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("netmask not known"), std::string::npos) << e.what();
+    }
+    auto frames = frame_corpus();
+    const auto to = [](const char* dst, Mac mac) {
+        return NamedFrame{std::string("ipv4_udp_to_") + dst,
+                          ether(0x0800, ipv4(kUdp, "198.18.0.1", dst, udp(1, 2, pattern(8))), mac)};
+    };
+    frames.push_back(to("198.18.0.255", kBroadcast));
+    frames.push_back(to("198.18.255.255", kBroadcast));
+    frames.push_back(to("198.18.0.0", kMacB));
+    frames.push_back(to("255.255.255.255", kBroadcast));
+    frames.push_back(to("239.1.2.3", kMcast4));
+    size_t kept = 0;
+    for (uint32_t netmask : {0xffffff00u, 0xfffe0000u, 0xffff0000u, 0u}) {
+        for (const char* expr : {"ip broadcast", "ip multicast", "ip broadcast or ip multicast", "not ip broadcast"}) {
+            const ClassicProgram classic = compile_filter(expr, netmask);
+            for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
+                const auto program = translate_filter(classic.instructions(), target);
+                const test::HookContext context{.hook = target.hook};
+                for (const NamedFrame& frame : frames) {
+                    const bool expected = classic.run(frame.bytes) != 0;
+                    kept += expected;
+                    EXPECT_EQ(test::run_ebpf(program, frame.bytes, {}, context) != 0, expected)
+                        << expr << " netmask " << std::hex << netmask << " on " << frame.name;
+                }
+            }
+        }
+    }
+    EXPECT_GT(kept, 0u);
+    // 198.18.0.255 is a broadcast in a /24 and not in a /15.
+    const Bytes v24 = frames[frames.size() - 5].bytes;
+    EXPECT_NE(compile_filter("ip broadcast", 0xffffff00).run(v24), 0u);
+    EXPECT_EQ(compile_filter("ip broadcast", 0xfffe0000).run(v24), 0u);
+}
+
+TEST(FilterNetmask, FromTheInterface)
+{
+    // Loopback carries 127.0.0.1/8 here; a missing interface has none.
+    EXPECT_EQ(interface_netmask("lo"), 0xff000000u);
+    EXPECT_EQ(interface_netmask("xdpcap-none0"), kNetmaskUnknown);
+    EXPECT_NE(compile_filter("ip broadcast", interface_netmask("lo")).instructions().size(), 0u);
+}
