@@ -10,6 +10,10 @@
  * frame, and a load past the end of the frame rejects the packet exactly as
  * classic BPF does.
  *
+ * Backward jumps (libpcap's `protochain` header-chain loop) become loops
+ * with an iteration counter on the stack, which the verifier (kernel >= 5.3)
+ * accepts because the counter bounds them.
+ *
  * Ancillary loads (offsets from SKF_AD_OFF, which libpcap's Linux code emits
  * for `inbound`, `outbound` and `ifindex`) get the value the kernel's socket
  * filters would see, computed for the hook, or an Error: never a packet load.
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -255,40 +260,47 @@ private:
         }
     }
 
-    std::vector<bool> find_reachable() const
+    std::vector<bool> find_reachable()
     {
         const size_t n = classic_.size();
         std::vector<bool> reachable(n, false);
+        std::vector<size_t> work = {0};
         reachable[0] = true;
-        const auto target = [&](size_t pc, uint64_t to) {
-            if (to >= n)
+        const auto target = [&](size_t pc, int64_t to) {
+            if (to < 0 || static_cast<uint64_t>(to) >= n)
                 throw Error("classic BPF instruction " + hex(classic_[pc].code) + " at " + std::to_string(pc) +
-                            " jumps past the end of the program");
-            reachable[to] = true;
+                            " jumps " + (to < 0 ? "before the start" : "past the end") + " of the program");
+            if (!reachable[static_cast<size_t>(to)]) {
+                reachable[static_cast<size_t>(to)] = true;
+                work.push_back(static_cast<size_t>(to));
+            }
         };
-        // Classic jumps only go forward, so one pass in order sees every edge.
-        for (size_t pc = 0; pc < n; ++pc) {
-            if (!reachable[pc])
-                continue;
+        while (!work.empty()) {
+            const size_t pc = work.back();
+            work.pop_back();
             const sock_filter& f = classic_[pc];
             if (!known_opcode(f.code))
                 unsupported(f, pc);
+            const auto next = static_cast<int64_t>(pc) + 1;
             if (BPF_CLASS(f.code) == BPF_RET)
                 continue;
             if (f.code == (BPF_JMP | BPF_JA)) {
-                // libpcap emits backward jumps only for the header-chain loop of
-                // `protochain`. The verifier would need a bound on a loop driven by
-                // packet contents, and any bound would differ from libpcap's.
-                if (static_cast<int32_t>(f.k) < 0)
-                    throw Error("classic BPF instruction " + hex(f.code) + " at " + std::to_string(pc) +
-                                " jumps backwards: the header-chain loop of `protochain` is not supported in the "
-                                "kernel");
-                target(pc, pc + 1 + uint64_t{f.k});
+                // Signed, as libpcap's interpreter reads it: libpcap emits
+                // backward jumps for the header-chain loop of `protochain`.
+                const int64_t to = next + static_cast<int32_t>(f.k);
+                if (to <= static_cast<int64_t>(pc) && to >= 0 && !loop_counter_.contains(static_cast<size_t>(to))) {
+                    if (loop_counter_.size() == kMaxFilterLoops)
+                        throw Error("filter has more than " + std::to_string(kMaxFilterLoops) +
+                                    " loops (each 'protochain' is one or two)");
+                    loop_counter_.emplace(static_cast<size_t>(to),
+                                          static_cast<int16_t>(kLoadBuffer - 8 * (1 + static_cast<int>(loop_counter_.size()))));
+                }
+                target(pc, to);
             } else if (BPF_CLASS(f.code) == BPF_JMP) {
-                target(pc, pc + 1 + f.jt);
-                target(pc, pc + 1 + f.jf);
+                target(pc, next + f.jt);
+                target(pc, next + f.jf);
             } else {
-                target(pc, pc + 1);
+                target(pc, next);
             }
         }
         return reachable;
@@ -314,6 +326,8 @@ private:
         for (size_t slot = 0; slot < slot_read.size(); ++slot)
             if (slot_read[slot])
                 emit(st_mem(BPF_W, kFp, static_cast<int16_t>(kMemBase + 4 * static_cast<int>(slot)), 0));
+        for (const auto& [head, counter] : loop_counter_)
+            emit(st_mem(BPF_DW, kFp, counter, 0));
         if (uses_len) {
             if (!xdp_) {
                 emit(ldx_mem(BPF_W, kLen, kCtx, offsetof(__sk_buff, len)));
@@ -538,7 +552,9 @@ private:
             return;
         case BPF_JMP:
             if (BPF_OP(f.code) == BPF_JA) {
-                if (f.k != 0)
+                if (static_cast<int32_t>(f.k) < 0)
+                    loop_back(pc + 1 - static_cast<size_t>(-static_cast<int64_t>(static_cast<int32_t>(f.k))));
+                else if (f.k != 0)
                     ja(pc + 1 + f.k);
             } else {
                 conditional(f, pc);
@@ -554,6 +570,20 @@ private:
             break;
         }
         unsupported(f, pc);
+    }
+
+    // A counted backward jump: the verifier accepts a loop whose every turn
+    // it can tell apart, and a packet cannot make it run longer than the
+    // bound. Past the bound the packet is rejected, as when a load runs off
+    // the frame.
+    void loop_back(size_t head)
+    {
+        const int16_t counter = loop_counter_.at(head);
+        emit(ldx_mem(BPF_DW, R0, kFp, counter));
+        emit(alu64_imm(BPF_ADD, R0, 1));
+        emit(stx_mem(BPF_DW, kFp, R0, counter));
+        jump(BPF_JMP | BPF_JGT | BPF_K, R0, 0, kProtochainMaxHeaders, reject());
+        ja(head);
     }
 
     // A = the value the kernel's socket filter would load, as this hook has it.
@@ -674,6 +704,8 @@ private:
     };
 
     std::span<const sock_filter> classic_;
+    // Loop head (classic pc) -> stack offset of its iteration counter.
+    std::map<size_t, int16_t> loop_counter_;
     FilterTarget target_;
     bool xdp_;
     bool slow_path_;
