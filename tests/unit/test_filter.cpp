@@ -1179,3 +1179,104 @@ TEST(FilterKernel, ProtochainLoops)
     }
     std::printf("[          ] %zu kernel protochain runs agreed\n", ran);
 }
+
+namespace {
+
+Bytes with_tag(const Bytes& frame, uint16_t tpid, uint16_t tci)
+{
+    Bytes wire(frame.begin(), frame.begin() + 12);
+    Writer w;
+    w.u16(tpid).u16(tci);
+    const Bytes tag = w.take();
+    wire.insert(wire.end(), tag.begin(), tag.end());
+    wire.insert(wire.end(), frame.begin() + 12, frame.end());
+    return wire;
+}
+
+} // namespace
+
+// At tc egress with TX VLAN offload the tag is in skb metadata; the filter
+// must judge the frame as it goes on the wire, i.e. as libpcap judges the
+// frame with the tag inserted at offset 12.
+TEST(FilterWireView, EgressTagInMetadataSeenOnTheWire)
+{
+    auto expressions = expression_corpus();
+    for (const std::string& e : protochain_expressions())
+        expressions.push_back(e);
+    auto frames = frame_corpus();
+    for (NamedFrame& f : chain_frames())
+        frames.push_back(std::move(f));
+    const std::vector<std::pair<uint16_t, uint16_t>> tags = {{0x8100, 100}, {0x88a8, 0x2000 | 200}, {0x8100, 0xefff}};
+    size_t compared = 0, kept = 0;
+    for (const std::string& expr : expressions) {
+        const ClassicProgram classic = compile_filter(expr);
+        const auto program = translate_filter(classic.instructions(), kTcEgress);
+        for (const NamedFrame& frame : frames) {
+            if (frame.bytes.size() < 12)
+                continue;
+            for (const auto& [tpid, tci] : tags) {
+                const Bytes wire = with_tag(frame.bytes, tpid, tci);
+                const bool expected = classic.run(wire) != 0;
+                test::HookContext context = kAtEgress;
+                context.vlan_present = true;
+                context.vlan_proto = tpid;
+                context.vlan_tci = tci;
+                const std::span<const uint8_t> bytes(frame.bytes);
+                for (size_t split : {size_t{14}, size_t{64}, bytes.size()}) {
+                    split = std::min(split, bytes.size());
+                    try {
+                        const uint32_t got = test::run_ebpf(program, bytes.first(split), bytes.subspan(split), context);
+                        ++compared;
+                        kept += expected;
+                        EXPECT_EQ(got != 0, expected) << expr << " on " << frame.name << " tagged " << std::hex << tpid
+                                                      << "/" << tci << std::dec << " split " << split;
+                    } catch (const test::InterpError& e) {
+                        ADD_FAILURE() << expr << " on " << frame.name << ": " << e.what();
+                    }
+                }
+            }
+        }
+    }
+    std::printf("[          ] %zu wire-view verdicts compared with libpcap, %zu keep\n", compared, kept);
+    EXPECT_GT(kept, 1000u);
+}
+
+// Every load width at every offset around the tag, constant and X-relative.
+TEST(FilterWireView, LoadsAroundTheTag)
+{
+    const Bytes frame = pattern(40, 3);
+    const Bytes wire = with_tag(frame, 0x88a8, 0xbeef);
+    test::HookContext context = kAtEgress;
+    context.vlan_present = true;
+    context.vlan_proto = 0x88a8;
+    context.vlan_tci = 0xbeef;
+    for (uint16_t size : {BPF_B, BPF_H, BPF_W}) {
+        const size_t n = size == BPF_B ? 1 : size == BPF_H ? 2 : 4;
+        for (uint32_t off = 0; off + n <= wire.size() + 2; ++off) {
+            uint32_t expected = 0;
+            bool inside = off + n <= wire.size();
+            for (size_t i = 0; inside && i < n; ++i)
+                expected = expected << 8 | wire[off + i];
+            const std::vector<sock_filter> constant = {BPF_STMT(static_cast<uint16_t>(BPF_LD | size | BPF_ABS), off),
+                                                       BPF_STMT(BPF_ALU | BPF_OR | BPF_K, 0x80000000u),
+                                                       BPF_STMT(BPF_RET | BPF_A, 0)};
+            const std::vector<sock_filter> indexed = {BPF_STMT(BPF_LDX | BPF_IMM, off > 5 ? off - 5 : 0),
+                                                      BPF_STMT(static_cast<uint16_t>(BPF_LD | size | BPF_IND), off > 5 ? 5 : off),
+                                                      BPF_STMT(BPF_ALU | BPF_OR | BPF_K, 0x80000000u),
+                                                      BPF_STMT(BPF_RET | BPF_A, 0)};
+            for (const auto& program : {constant, indexed}) {
+                const auto ebpf = translate_filter(program, kTcEgress);
+                // A rejected load returns 0; a kept one has the top bit set.
+                const uint32_t want = inside ? (expected | 0x80000000u) : 0u;
+                const std::span<const uint8_t> bytes(frame);
+                for (size_t split : {size_t{0}, size_t{11}, size_t{13}, frame.size()})
+                    EXPECT_EQ(test::run_ebpf(ebpf, bytes.first(split), bytes.subspan(split), context), want)
+                        << "size " << n << " offset " << off << " split " << split;
+            }
+        }
+    }
+    // The length includes the tag.
+    const std::vector<sock_filter> len = {BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0), BPF_STMT(BPF_RET | BPF_A, 0)};
+    EXPECT_EQ(test::run_ebpf(translate_filter(len, kTcEgress), frame, {}, context), wire.size());
+    EXPECT_EQ(test::run_ebpf(translate_filter(len, kTcEgress), frame, {}, kAtEgress), frame.size());
+}
