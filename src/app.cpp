@@ -148,9 +148,10 @@ std::string read_filter_file(const std::string& path)
     return expression;
 }
 
-int dump_filter(const std::string& expression)
+int dump_filter(const std::string& expression, const std::string& interface)
 {
-    const ClassicProgram classic = compile_filter(expression);
+    const ClassicProgram classic =
+        compile_filter(expression, interface.empty() ? kNetmaskUnknown : interface_netmask(interface));
     const auto ebpf = translate_filter(classic.instructions(), FilterTarget{});
     std::printf("classic BPF from libpcap (%zu instructions):\n%s\n", classic.instructions().size(),
                 dump_classic(classic).c_str());
@@ -185,11 +186,11 @@ int run_capture(const Config& config)
     }
     const std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
     if (config.dump_filter)
-        return dump_filter(filter);
+        return dump_filter(filter, config.interface);
     // Compiled first: a syntax error is reported before anything is touched.
     std::optional<ClassicProgram> classic;
     if (filter.find_first_not_of(' ') != std::string::npos)
-        classic.emplace(compile_filter(filter));
+        classic.emplace(compile_filter(filter, interface_netmask(config.interface)));
 
     if (!config.writes_pcapng() || config.writes_to_stdout()) {
         if (standard_output_was_closed())

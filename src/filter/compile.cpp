@@ -1,5 +1,8 @@
 #include "filter/compile.hpp"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <pcap/pcap.h>
 
 #include <cstddef>
@@ -63,13 +66,34 @@ uint32_t ClassicProgram::run(std::span<const uint8_t> frame) const
     return static_cast<uint32_t>(pcap_offline_filter(&native_->program, &header, frame.data()));
 }
 
-ClassicProgram compile_filter(const std::string& expression, uint32_t snaplen)
+static_assert(kNetmaskUnknown == PCAP_NETMASK_UNKNOWN);
+
+uint32_t interface_netmask(const std::string& interface)
+{
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0)
+        return kNetmaskUnknown;
+    const std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> owner(list, &freeifaddrs);
+    // The kernel lists an interface's primary address first; secondary ones
+    // with their own label ("eth0:1") carry that name instead.
+    for (const ifaddrs* a = list; a; a = a->ifa_next) {
+        if (a->ifa_name && interface == a->ifa_name && a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+            a->ifa_netmask) {
+            // pcap_lookupnet() hands out network byte order, which tcpdump
+            // passes on unchanged; pcap_compile() documents host order.
+            return ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_netmask)->sin_addr.s_addr);
+        }
+    }
+    return kNetmaskUnknown;
+}
+
+ClassicProgram compile_filter(const std::string& expression, uint32_t netmask, uint32_t snaplen)
 {
     const std::unique_ptr<pcap_t, PcapCloser> pcap(pcap_open_dead(DLT_EN10MB, static_cast<int>(snaplen)));
     if (!pcap)
         throw Error("cannot set up libpcap to compile the filter");
     auto native = std::make_unique<ClassicProgram::Native>();
-    if (pcap_compile(pcap.get(), &native->program, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0)
+    if (pcap_compile(pcap.get(), &native->program, expression.c_str(), 1, netmask) != 0)
         // As tcpdump reports it, e.g. "can't parse filter expression: syntax error".
         throw Error(one_line(pcap_geterr(pcap.get())));
     const bpf_insn* insns = native->program.bf_insns;

@@ -32,13 +32,23 @@ public:
 private:
     struct Native;
     explicit ClassicProgram(std::unique_ptr<Native> native);
-    friend ClassicProgram compile_filter(const std::string& expression, uint32_t snaplen);
+    friend ClassicProgram compile_filter(const std::string& expression, uint32_t netmask, uint32_t snaplen);
 
     std::unique_ptr<Native> native_;
 };
 
-// For Ethernet (DLT_EN10MB), optimised. Raises Error with libpcap's message.
-ClassicProgram compile_filter(const std::string& expression, uint32_t snaplen = 262144);
+// libpcap's PCAP_NETMASK_UNKNOWN: `ip broadcast` then fails to compile.
+inline constexpr uint32_t kNetmaskUnknown = 0xffffffff;
+
+// The netmask of the interface's primary IPv4 address in host byte order (as
+// pcap_compile() reads it), or kNetmaskUnknown when it has none or does not
+// exist.
+uint32_t interface_netmask(const std::string& interface);
+
+// For Ethernet (DLT_EN10MB), optimised. The netmask (host byte order) gives
+// `ip broadcast` its meaning. Raises Error with libpcap's message.
+ClassicProgram compile_filter(const std::string& expression, uint32_t netmask = kNetmaskUnknown,
+                              uint32_t snaplen = 262144);
 
 // The listing `tcpdump -d` prints, one line per instruction.
 std::string dump_classic(const ClassicProgram& program);

@@ -10,6 +10,10 @@
  * frame, and a load past the end of the frame rejects the packet exactly as
  * classic BPF does.
  *
+ * Backward jumps (libpcap's `protochain` header-chain loop) become loops
+ * with an iteration counter on the stack, which the verifier (kernel >= 5.3)
+ * accepts because the counter bounds them.
+ *
  * Ancillary loads (offsets from SKF_AD_OFF, which libpcap's Linux code emits
  * for `inbound`, `outbound` and `ifindex`) get the value the kernel's socket
  * filters would see, computed for the hook, or an Error: never a packet load.
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -194,12 +199,26 @@ public:
         if (classic_.empty())
             throw Error("classic BPF program is empty");
         const std::vector<bool> reachable = find_reachable();
-        prologue(reachable);
-        for (size_t pc = 0; pc < classic_.size(); ++pc) {
-            if (!reachable[pc])
-                continue; // the verifier refuses unreachable code
-            bind(pc);
-            translate(pc);
+        const bool uses_len = prologue(reachable);
+        // At tc egress a VLAN tag may sit in skb metadata (TX VLAN offload)
+        // rather than in the bytes. The filter must see the frame as on the
+        // wire, so the program is emitted twice: packet as is, and a wire
+        // view with the tag put back at offset 12.
+        const bool wire_copy = !xdp_ && reads_packet(reachable);
+        Label wire_entry = 0;
+        if (wire_copy) {
+            wire_entry = new_label();
+            emit(ldx_mem(BPF_W, R0, kCtx, offsetof(__sk_buff, vlan_present)));
+            jump(BPF_JMP32 | BPF_JNE | BPF_K, R0, 0, 0, wire_entry);
+        }
+        body(reachable, uses_len);
+        if (wire_copy) {
+            bind(wire_entry);
+            wire_ = true;
+            pc_base_ = positions_.size();
+            for (size_t pc = 0; pc < classic_.size(); ++pc)
+                new_label();
+            body(reachable, uses_len);
         }
         if (reject_used_) {
             bind(reject());
@@ -225,6 +244,8 @@ private:
         return classic_.size();
     }
     void bind(Label label) { positions_[label] = code_.size(); }
+    // The label of a classic instruction in the copy being emitted.
+    Label pc_label(size_t pc) const { return pc_base_ + pc; }
     void emit(const bpf_insn& i) { code_.push_back(i); }
     void jump(uint8_t code, uint8_t dst, uint8_t src, int32_t imm, Label target)
     {
@@ -255,46 +276,83 @@ private:
         }
     }
 
-    std::vector<bool> find_reachable() const
+    std::vector<bool> find_reachable()
     {
         const size_t n = classic_.size();
         std::vector<bool> reachable(n, false);
+        std::vector<size_t> work = {0};
         reachable[0] = true;
-        const auto target = [&](size_t pc, uint64_t to) {
-            if (to >= n)
+        const auto target = [&](size_t pc, int64_t to) {
+            if (to < 0 || static_cast<uint64_t>(to) >= n)
                 throw Error("classic BPF instruction " + hex(classic_[pc].code) + " at " + std::to_string(pc) +
-                            " jumps past the end of the program");
-            reachable[to] = true;
+                            " jumps " + (to < 0 ? "before the start" : "past the end") + " of the program");
+            if (!reachable[static_cast<size_t>(to)]) {
+                reachable[static_cast<size_t>(to)] = true;
+                work.push_back(static_cast<size_t>(to));
+            }
         };
-        // Classic jumps only go forward, so one pass in order sees every edge.
-        for (size_t pc = 0; pc < n; ++pc) {
-            if (!reachable[pc])
-                continue;
+        while (!work.empty()) {
+            const size_t pc = work.back();
+            work.pop_back();
             const sock_filter& f = classic_[pc];
             if (!known_opcode(f.code))
                 unsupported(f, pc);
+            const auto next = static_cast<int64_t>(pc) + 1;
             if (BPF_CLASS(f.code) == BPF_RET)
                 continue;
             if (f.code == (BPF_JMP | BPF_JA)) {
-                // libpcap emits backward jumps only for the header-chain loop of
-                // `protochain`. The verifier would need a bound on a loop driven by
-                // packet contents, and any bound would differ from libpcap's.
-                if (static_cast<int32_t>(f.k) < 0)
-                    throw Error("classic BPF instruction " + hex(f.code) + " at " + std::to_string(pc) +
-                                " jumps backwards: the header-chain loop of `protochain` is not supported in the "
-                                "kernel");
-                target(pc, pc + 1 + uint64_t{f.k});
+                // Signed, as libpcap's interpreter reads it: libpcap emits
+                // backward jumps for the header-chain loop of `protochain`.
+                const int64_t to = next + static_cast<int32_t>(f.k);
+                if (to <= static_cast<int64_t>(pc) && to >= 0 && !loop_counter_.contains(static_cast<size_t>(to))) {
+                    if (loop_counter_.size() == kMaxFilterLoops)
+                        throw Error("filter has more than " + std::to_string(kMaxFilterLoops) +
+                                    " loops (each 'protochain' is one or two)");
+                    loop_counter_.emplace(static_cast<size_t>(to),
+                                          static_cast<int16_t>(kLoadBuffer - 8 * (1 + static_cast<int>(loop_counter_.size()))));
+                }
+                target(pc, to);
             } else if (BPF_CLASS(f.code) == BPF_JMP) {
-                target(pc, pc + 1 + f.jt);
-                target(pc, pc + 1 + f.jf);
+                target(pc, next + f.jt);
+                target(pc, next + f.jf);
             } else {
-                target(pc, pc + 1);
+                target(pc, next);
             }
         }
         return reachable;
     }
 
-    void prologue(const std::vector<bool>& reachable)
+    bool reads_packet(const std::vector<bool>& reachable) const
+    {
+        for (size_t pc = 0; pc < classic_.size(); ++pc) {
+            const uint16_t code = classic_[pc].code;
+            if (!reachable[pc])
+                continue;
+            if ((code & ~BPF_SIZE(0xff)) == (BPF_LD | BPF_ABS) && classic_[pc].k >= kSpecialBase)
+                continue; // ancillary
+            if (BPF_CLASS(code) == BPF_LD || BPF_CLASS(code) == BPF_LDX) {
+                const uint8_t mode = BPF_MODE(code);
+                if (mode == BPF_ABS || mode == BPF_IND || mode == BPF_MSH || mode == BPF_LEN)
+                    return true;
+            }
+        }
+        return false;
+    }
+
+    void body(const std::vector<bool>& reachable, bool uses_len)
+    {
+        if (uses_len)
+            frame_length();
+        for (size_t pc = 0; pc < classic_.size(); ++pc) {
+            if (!reachable[pc])
+                continue; // the verifier refuses unreachable code
+            bind(pc_label(pc));
+            translate(pc);
+        }
+    }
+
+    // Returns whether the program reads the frame length.
+    bool prologue(const std::vector<bool>& reachable)
     {
         std::array<bool, BPF_MEMWORDS> slot_read{};
         bool uses_len = false;
@@ -314,21 +372,28 @@ private:
         for (size_t slot = 0; slot < slot_read.size(); ++slot)
             if (slot_read[slot])
                 emit(st_mem(BPF_W, kFp, static_cast<int16_t>(kMemBase + 4 * static_cast<int>(slot)), 0));
-        if (uses_len) {
-            if (!xdp_) {
-                emit(ldx_mem(BPF_W, kLen, kCtx, offsetof(__sk_buff, len)));
-            } else if (target_.multi_buffer) {
-                emit(mov64_reg(R1, kCtx));
-                emit(call(BPF_FUNC_xdp_get_buff_len));
-                emit(mov32_reg(kLen, R0));
-            } else {
-                // Pointer subtraction: the verifier allows it with CAP_PERFMON,
-                // which attaching a capture needs anyway.
-                emit(ldx_mem(BPF_W, R2, kCtx, offsetof(xdp_md, data)));
-                emit(ldx_mem(BPF_W, R3, kCtx, offsetof(xdp_md, data_end)));
-                emit(alu64_reg(BPF_SUB, R3, R2));
-                emit(mov32_reg(kLen, R3));
-            }
+        for (const auto& [head, counter] : loop_counter_)
+            emit(st_mem(BPF_DW, kFp, counter, 0));
+        return uses_len;
+    }
+
+    void frame_length()
+    {
+        if (!xdp_) {
+            emit(ldx_mem(BPF_W, kLen, kCtx, offsetof(__sk_buff, len)));
+            if (wire_)
+                emit(alu32_imm(BPF_ADD, kLen, 4)); // the tag back in
+        } else if (target_.multi_buffer) {
+            emit(mov64_reg(R1, kCtx));
+            emit(call(BPF_FUNC_xdp_get_buff_len));
+            emit(mov32_reg(kLen, R0));
+        } else {
+            // Pointer subtraction: the verifier allows it with CAP_PERFMON,
+            // which attaching a capture needs anyway.
+            emit(ldx_mem(BPF_W, R2, kCtx, offsetof(xdp_md, data)));
+            emit(ldx_mem(BPF_W, R3, kCtx, offsetof(xdp_md, data_end)));
+            emit(alu64_reg(BPF_SUB, R3, R2));
+            emit(mov32_reg(kLen, R3));
         }
     }
 
@@ -348,18 +413,23 @@ private:
     // in the frame.
     void load_packet(uint8_t dst, uint8_t size_code, bool indexed, uint32_t k, std::optional<Label> fail_label = {})
     {
-        const uint32_t size = size_code == BPF_B ? 1 : size_code == BPF_H ? 2 : 4;
-        const uint32_t fast_limit = kMaxPacketOff - size;
         const Label fail = fail_label ? *fail_label : reject();
-        const Label slow = slow_path_ ? new_label() : fail;
-        const Label done = new_label();
-
         // r2 = offset, computed in 64 bits: X + k cannot wrap.
         emit(mov32_imm(R2, imm32(k)));
-        if (indexed) {
+        if (indexed)
             emit(alu64_reg(BPF_ADD, R2, kX));
+        load_r2(dst, size_code, indexed, k, fail);
+    }
+
+    // dst = `size` bytes at the offset in r2: a runtime value, or k.
+    void load_r2(uint8_t dst, uint8_t size_code, bool indexed, uint32_t k, Label fail)
+    {
+        const uint32_t size = size_code == BPF_B ? 1 : size_code == BPF_H ? 2 : 4;
+        const uint32_t fast_limit = kMaxPacketOff - size;
+        const Label slow = slow_path_ ? new_label() : fail;
+        const Label done = new_label();
+        if (indexed)
             jump(BPF_JMP | BPF_JGT | BPF_K, R2, 0, imm32(fast_limit), slow);
-        }
         const bool fast = indexed || k <= fast_limit;
         if (fast) {
             emit(ldx_mem(BPF_W, R3, kCtx, data_field()));
@@ -397,6 +467,86 @@ private:
         bind(done);
         if (size > 1)
             emit(to_be(dst, imm32(size * 8)));
+    }
+
+    // A classic load in the view being emitted. The wire view is the packet
+    // with the metadata tag at 12..15 (vlan_proto, vlan_tci, big endian):
+    // wire offsets below 12 are packet offsets, from 16 on they are 4 less.
+    void load(uint8_t dst, uint8_t size_code, bool indexed, uint32_t k)
+    {
+        if (!wire_) {
+            load_packet(dst, size_code, indexed, k);
+            return;
+        }
+        const uint32_t size = size_code == BPF_B ? 1 : size_code == BPF_H ? 2 : 4;
+        if (!indexed) {
+            if (uint64_t{k} + size <= 12)
+                load_packet(dst, size_code, false, k);
+            else if (k >= 16)
+                load_packet(dst, size_code, false, k - 4);
+            else
+                wire_bytes(dst, size, k);
+            return;
+        }
+        const Label high = new_label(), low = new_label(), done = new_label();
+        emit(mov32_imm(R2, imm32(k)));
+        emit(alu64_reg(BPF_ADD, R2, kX));
+        jump(BPF_JMP | BPF_JGT | BPF_K, R2, 0, 15, high);
+        emit(mov64_reg(R3, R2));
+        emit(alu64_imm(BPF_ADD, R3, imm32(size)));
+        jump(BPF_JMP | BPF_JLE | BPF_K, R3, 0, 12, low);
+        // What is left: 13 - size <= X + k <= 15, the load covers the tag.
+        for (uint32_t at = 13 - size; at <= 15; ++at) {
+            if (at == 15) {
+                wire_bytes(dst, size, at);
+                ja(done);
+                break;
+            }
+            const Label next = new_label();
+            jump(BPF_JMP | BPF_JNE | BPF_K, R2, 0, imm32(at), next);
+            wire_bytes(dst, size, at);
+            ja(done);
+            bind(next);
+        }
+        bind(high);
+        emit(alu64_imm(BPF_ADD, R2, -4));
+        load_r2(dst, size_code, true, 0, reject());
+        ja(done);
+        bind(low);
+        load_r2(dst, size_code, true, 0, reject());
+        bind(done);
+    }
+
+    // dst = `size` wire bytes from constant offset k, one at a time.
+    void wire_bytes(uint8_t dst, uint32_t size, uint32_t k)
+    {
+        for (uint32_t i = 0; i < size; ++i) {
+            const uint32_t at = k + i;
+            if (at < 12 || at >= 16) {
+                const uint32_t offset = at < 12 ? at : at - 4;
+                emit(mov32_imm(R2, imm32(offset)));
+                load_r2(R0, BPF_B, false, offset, reject());
+            } else if (at < 14) {
+                emit(ldx_mem(BPF_W, R0, kCtx, offsetof(__sk_buff, vlan_proto)));
+                emit(to_be(R0, 16)); // __be16 in the skb
+                if (at == 12)
+                    emit(alu32_imm(BPF_RSH, R0, 8));
+                else
+                    emit(alu32_imm(BPF_AND, R0, 0xff));
+            } else {
+                emit(ldx_mem(BPF_W, R0, kCtx, offsetof(__sk_buff, vlan_tci)));
+                if (at == 14)
+                    emit(alu32_imm(BPF_RSH, R0, 8));
+                else
+                    emit(alu32_imm(BPF_AND, R0, 0xff));
+            }
+            if (i == 0) {
+                emit(mov32_reg(dst, R0));
+            } else {
+                emit(alu32_imm(BPF_LSH, dst, 8));
+                emit(alu32_reg(BPF_OR, dst, R0));
+            }
+        }
     }
 
     void alu(const sock_filter& f)
@@ -450,17 +600,17 @@ private:
         };
         if (on_true == on_false) {
             if (on_true != next)
-                ja(on_true);
+                ja(pc_label(on_true));
             return;
         }
         if (on_true == next && op != BPF_JSET) {
             const uint8_t inverse = op == BPF_JEQ ? BPF_JNE : op == BPF_JGT ? BPF_JLE : BPF_JLT;
-            compare(inverse, on_false);
+            compare(inverse, pc_label(on_false));
             return;
         }
-        compare(op, on_true);
+        compare(op, pc_label(on_true));
         if (on_false != next)
-            ja(on_false);
+            ja(pc_label(on_false));
     }
 
     void translate(size_t pc)
@@ -481,11 +631,11 @@ private:
                     ancillary(f, pc);
                     return;
                 }
-                load_packet(kA, BPF_SIZE(f.code), false, f.k);
+                load(kA, BPF_SIZE(f.code), false, f.k);
                 return;
             case BPF_IND:
                 // X + k: libpcap's interpreter and ours read it as a frame offset.
-                load_packet(kA, BPF_SIZE(f.code), true, f.k);
+                load(kA, BPF_SIZE(f.code), true, f.k);
                 return;
             case BPF_LEN:
                 emit(mov32_reg(kA, kLen));
@@ -507,7 +657,7 @@ private:
                 if (f.k >= kSpecialBase)
                     throw Error("classic BPF instruction " + hex(f.code) + " at " + std::to_string(pc) +
                                 " reads the header length at special offset " + hex(f.k) + ", which xdpcap does not support");
-                load_packet(kX, BPF_B, false, f.k);
+                load(kX, BPF_B, false, f.k);
                 emit(alu32_imm(BPF_AND, kX, 0xf));
                 emit(alu32_imm(BPF_LSH, kX, 2));
                 return;
@@ -538,8 +688,10 @@ private:
             return;
         case BPF_JMP:
             if (BPF_OP(f.code) == BPF_JA) {
-                if (f.k != 0)
-                    ja(pc + 1 + f.k);
+                if (static_cast<int32_t>(f.k) < 0)
+                    loop_back(pc + 1 - static_cast<size_t>(-static_cast<int64_t>(static_cast<int32_t>(f.k))));
+                else if (f.k != 0)
+                    ja(pc_label(pc + 1 + f.k));
             } else {
                 conditional(f, pc);
             }
@@ -554,6 +706,20 @@ private:
             break;
         }
         unsupported(f, pc);
+    }
+
+    // A counted backward jump: the verifier accepts a loop whose every turn
+    // it can tell apart, and a packet cannot make it run longer than the
+    // bound. Past the bound the packet is rejected, as when a load runs off
+    // the frame.
+    void loop_back(size_t head)
+    {
+        const int16_t counter = loop_counter_.at(head);
+        emit(ldx_mem(BPF_DW, R0, kFp, counter));
+        emit(alu64_imm(BPF_ADD, R0, 1));
+        emit(stx_mem(BPF_DW, kFp, R0, counter));
+        jump(BPF_JMP | BPF_JGT | BPF_K, R0, 0, kProtochainMaxHeaders, reject());
+        ja(pc_label(head));
     }
 
     // A = the value the kernel's socket filter would load, as this hook has it.
@@ -610,20 +776,11 @@ private:
         case SKF_AD_VLAN_TAG:
         case SKF_AD_VLAN_TAG_PRESENT:
         case SKF_AD_VLAN_TPID:
-            if (xdp_) {
-                // XDP sees the frame as received: a tag is in the packet bytes,
-                // none in metadata.
-                emit(mov32_imm(kA, 0));
-                return;
-            }
-            if (field == SKF_AD_VLAN_TAG)
-                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(__sk_buff, vlan_tci)));
-            else if (field == SKF_AD_VLAN_TAG_PRESENT)
-                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(__sk_buff, vlan_present)));
-            else {
-                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(__sk_buff, vlan_proto)));
-                emit(to_be(kA, 16));
-            }
+            // Both hooks show the frame as on the wire: XDP as received, tc
+            // egress with a metadata tag put back into the bytes. A tag is in
+            // the packet, none in metadata; libpcap's live-handle code then
+            // reads it from the bytes.
+            emit(mov32_imm(kA, 0));
             return;
         case SKF_AD_CPU:
             emit(call(BPF_FUNC_get_smp_processor_id));
@@ -674,9 +831,13 @@ private:
     };
 
     std::span<const sock_filter> classic_;
+    // Loop head (classic pc) -> stack offset of its iteration counter.
+    std::map<size_t, int16_t> loop_counter_;
     FilterTarget target_;
     bool xdp_;
     bool slow_path_;
+    bool wire_ = false;   // emitting the tc egress wire view
+    size_t pc_base_ = 0;  // label of classic instruction 0 in this copy
     std::vector<bpf_insn> code_;
     std::vector<size_t> positions_;
     std::vector<Fixup> fixups_;

@@ -12,7 +12,10 @@ namespace xdpcap {
 
 enum class FilterHook {
     Xdp,      // ctx is struct xdp_md *, the packet was received
-    TcEgress, // ctx is struct __sk_buff * of a SCHED_CLS program on egress
+    // ctx is struct __sk_buff * of a SCHED_CLS program on egress. A VLAN tag
+    // the skb carries in metadata (TX offload) is seen at offset 12 as on the
+    // wire, and the length includes it.
+    TcEgress,
 };
 
 struct FilterTarget {

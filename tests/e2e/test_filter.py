@@ -21,7 +21,11 @@ the number kept and isb_ifrecv to the number sent.  Then the same with the
 expression in a file (-F, with line breaks inside), and, in a lab with MTU 9000,
 9014-byte frames filtered on a byte beyond the first 4 KiB ('ip[5000] ==
 0xab': half of them carry 0xab there; frames ending right before / at that
-offset too).  Also `-d` prints the compiled filter and exits 0.  Nothing stays
+offset too).  Also `-d` prints the compiled filter and exits 0.  Further
+cases: `ip protochain 17` and IPv6 protochain over extension-header and AH
+frames; `inbound` (every frame) and `not outbound and udp` (libpcap cannot
+read direction from a file, so the reference is all frames / `udp`); and
+`ip broadcast` with 198.18.0.1/15 on cap0, against the same test spelt out.  Nothing stays
 attached to cap0.
 """
 
@@ -60,7 +64,22 @@ EXPRESSIONS = [
     "icmp or (arp and ether dst ff:ff:ff:ff:ff:ff)",
     "udp port 53",
     "ip[0] & 0xf != 5 or ether proto 0x88b5 or llc",
+    "ip protochain 17",
+    "ip6 protochain 6 or ip6 protochain 17",
 ]
+
+# Ancillary loads: at XDP every frame is inbound. Each with the expression
+# libpcap selects the same frames with when reading a file (where it refuses
+# inbound/outbound): None keeps all.
+DIRECTION_CASES = [
+    ("inbound", None),
+    ("not outbound and udp", "udp"),
+]
+
+# `ip broadcast` takes the netmask of cap0's IPv4 address (a /15 here); the
+# reference spells out the all-zeros / all-ones host part.
+BROADCAST_ADDR = "198.18.0.1/15"
+BROADCAST_REF = "ip and (ip[16:4] & 0x1ffff = 0 or ip[16:4] & 0x1ffff = 0x1ffff)"
 
 # -F: a file with line breaks (and a tab) inside the expression.
 FILTER_FILE_TEXT = "udp port 53\n  or (tcp\n\tand port 443)\nor vlan 200\n"
@@ -79,7 +98,9 @@ def extra_frames():
     from scapy.layers.l2 import ARP, LLC, Dot1AD, Dot1Q, Dot3, Ether
     from scapy.layers.inet import ICMP, IP, IPOption, TCP, UDP
     from scapy.layers.inet6 import (ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NS,
-                                    IPv6)
+                                    IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
+                                    IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
+    from scapy.layers.ipsec import AH
     from scapy.packet import Raw
 
     frames = []
@@ -172,6 +193,16 @@ def extra_frames():
     add(eth("ff:ff:ff:ff:ff:ff", type=0x88b5), 1514)
     add(Dot3(src=mac(5), dst="02:00:00:00:ca:01") / LLC(dsap=0x42, ssap=0x42, ctrl=3), 60)
     add(eth(type=0x86dd - 1), 200)
+    # Header chains for protochain: IPv6 extension headers, AH in IPv4.
+    add(eth() / IPv6(src=a6, dst=b6) / IPv6ExtHdrHopByHop() / UDP(sport=3010, dport=53), 120)
+    add(eth() / IPv6(src=a6, dst=b6) / IPv6ExtHdrDestOpt() / IPv6ExtHdrFragment(nh=6)
+        / TCP(sport=3011, dport=80, flags="S"))
+    add(eth() / IPv6(src=a6, dst=b6) / IPv6ExtHdrHopByHop() / IPv6ExtHdrRouting()
+        / IPv6ExtHdrDestOpt() / UDP(sport=3012, dport=9), 300)
+    add(eth() / IP(src="198.18.0.16", dst="198.19.0.9") / AH(nh=17, payloadlen=4, icv=b"\0" * 12)
+        / UDP(sport=3013, dport=9), 200)
+    add(eth() / IP(src="198.18.0.17", dst="198.19.0.9") / AH(nh=6, payloadlen=4, icv=b"\0" * 12)
+        / TCP(sport=3014, dport=80, flags="S"))
 
     # Frames cut short: every load past the end must reject, as in libpcap.
     def cut(pkt, n):
@@ -349,8 +380,16 @@ def test(binary):
                 f.write(FILTER_FILE_TEXT)
             run_case(lab, binary, caps, sent_path, sent, f"-F {FILTER_FILE_TEXT!r}",
                      ["-F", ffile], ["-F", ffile], FILTER_FILE_TEXT, normalize=True)
+            for expr, ref in DIRECTION_CASES:
+                run_case(lab, binary, caps, sent_path, sent, repr(expr), [expr],
+                         [ref] if ref else [], expr)
+            N.run(["ip", "-n", lab.cap_ns, "addr", "add", BROADCAST_ADDR, "dev", lab.cap_if])
+            n = run_case(lab, binary, caps, sent_path, sent, f"'ip broadcast' with {BROADCAST_ADDR}",
+                         ["ip broadcast"], [BROADCAST_REF], "ip broadcast")
+            N.expect(n > 0, f"some frames are IPv4 broadcasts in {BROADCAST_ADDR} ({n})")
+            N.run(["ip", "-n", lab.cap_ns, "addr", "del", BROADCAST_ADDR, "dev", lab.cap_if])
             lab.assert_clean()
-        N.log(f"  info  {len(EXPRESSIONS) + 1} filtered captures in "
+        N.log(f"  info  {len(EXPRESSIONS) + len(DIRECTION_CASES) + 2} filtered captures in "
               f"{time.monotonic() - t0:.1f} s")
 
         jpath = os.path.join(tmp, "jumbo.pcap")
