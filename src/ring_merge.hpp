@@ -63,7 +63,7 @@ private:
         uint32_t ring;
     };
     struct Head {
-        Sample sample;
+        DecodedRecord decoded;
         PerfRingReader::Record record;
     };
 
@@ -89,13 +89,13 @@ private:
     Options options_;
     std::vector<Head> heads_;
     std::vector<Key> heap_;    // the rings with a head
-    std::vector<bool> queued_; // ring is in heap_
+    std::vector<uint8_t> queued_; // ring is in heap_
     // Each ring's wrapped head record; several are held at once. Not zeroed:
     // pages that no wrapped record touches stay unallocated.
     std::unique_ptr<uint8_t[]> scratch_;
     std::vector<RingTally> tallies_;
     uint64_t newest_written_ns_ = 0;
-    uint64_t written_ = 0;
+    uint64_t written_ = 0; // packets whose write returned
     uint64_t corrupt_ = 0;
     bool count_reached_ = false;
     bool output_gone_ = false;
