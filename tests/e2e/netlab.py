@@ -424,8 +424,11 @@ class NetLab(Scoped):
 
     # -- sending --
     def send(self, pcap_path, cpu, gap_us=0.0, timeout=30.0):
-        """Send every frame of pcap_path out of gen0 from a process pinned to cpu."""
-        argv = [PYTHON, SENDER, "--iface", self.gen_if, "--cpu", str(cpu),
+        """Send every frame of pcap_path out of gen0 from a process pinned to cpu.
+
+        cpu may be a list: frame i is then sent from cpu[i % len(cpu)]."""
+        cpu_arg = ",".join(map(str, cpu)) if isinstance(cpu, (list, tuple)) else str(cpu)
+        argv = [PYTHON, SENDER, "--iface", self.gen_if, "--cpu", cpu_arg,
                 "--pcap", pcap_path, "--gap-us", str(gap_us)]
         p = self.popen(self.gen_ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
