@@ -91,6 +91,13 @@ public:
         return consumed;
     }
 
+    // Bytes the kernel cannot write to: published and not yet released.
+    size_t occupied() const noexcept
+    {
+        return static_cast<size_t>(__atomic_load_n(&header_->data_head, __ATOMIC_ACQUIRE) - released_);
+    }
+    size_t capacity() const noexcept { return size_; }
+
     // Hands every consumed record's space back to the kernel.
     void release() noexcept
     {

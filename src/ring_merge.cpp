@@ -35,6 +35,12 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
     // Once nothing more is written, order no longer matters.
     if (count_reached_ || output_gone_)
         everything = true;
+    // A ring filling up must make room before it drops samples, even if a
+    // packet of another CPU then turns up late: late is counted, lost is gone.
+    for (const PerfRingReader& ring : rings_) {
+        if (ring.occupied() > ring.capacity() / 2)
+            everything = true;
+    }
     const uint64_t writable_until = everything ? std::numeric_limits<uint64_t>::max()
         : now_ns > options_.hold_back_ns      ? now_ns - options_.hold_back_ns
                                               : 0;

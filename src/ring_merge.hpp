@@ -38,8 +38,9 @@ public:
 
     // Writes, oldest first, every sample no ring can precede any more: each
     // ring holds a newer one, or the sample is older than now_ns minus the
-    // hold-back (now_ns: CLOCK_MONOTONIC, read before the call). Then hands
-    // the consumed ring space back, also when writing throws.
+    // hold-back (now_ns: CLOCK_MONOTONIC, read before the call). A ring more
+    // than half full lifts the hold-back: everything read is written. Then
+    // hands the consumed ring space back, also when writing throws.
     void drain(uint64_t now_ns) { merge(now_ns, false); }
     // The same without hold-back: everything published is written.
     void drain_everything() { merge(0, true); }

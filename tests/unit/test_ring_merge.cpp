@@ -214,6 +214,23 @@ TEST(RingMerger, YoungSampleWaitsForAnEmptyRingOldOneDoesNot)
     EXPECT_EQ(bench.ring(0).header()->data_tail, bench.ring(0).header()->data_head);
 }
 
+TEST(RingMerger, RingMoreThanHalfFullIsNotHeldBack)
+{
+    MergeBench bench(2, 4096);
+    std::vector<Packet> sent;
+    // Young samples filling up to half of the ring wait for ring 1.
+    const auto up_to_half = static_cast<uint32_t>(2048 / record_size_for(24));
+    for (uint32_t i = 0; i < up_to_half; ++i)
+        sent.push_back(bench.send(0, 100 * kMs + i));
+    bench.merger().drain(100 * kMs + 100);
+    EXPECT_TRUE(bench.written().empty());
+    sent.push_back(bench.send(0, 100 * kMs + up_to_half));
+    ASSERT_GT(bench.ring(0).header()->data_head, 2048u);
+    bench.merger().drain(100 * kMs + 100);
+    EXPECT_EQ(bench.written(), sent);
+    EXPECT_EQ(bench.ring(0).header()->data_tail, bench.ring(0).header()->data_head);
+}
+
 TEST(RingMerger, SampleOlderThanEveryOtherRingsHeadIsWrittenAtOnce)
 {
     MergeBench bench(2);
