@@ -1,15 +1,18 @@
 // Userspace path alone: perf records in a ring -> decoded samples -> pcapng
 // blocks in the output buffer (flushed to /dev/null), next to a plain memcpy
-// of the same bytes.
+// of the same bytes; and the same from several rings merged by timestamp.
 #include <benchmark/benchmark.h>
 #include <linux/perf_event.h>
 
+#include <bit>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "packet_output.hpp"
 #include "perf_ring.hpp"
 #include "record.hpp"
+#include "ring_merge.hpp"
 #include "xdpcap_abi.h"
 
 namespace {
@@ -17,30 +20,40 @@ namespace {
 constexpr size_t kRingBytes = 8u << 20;
 constexpr size_t kDataOffset = 4096;
 
-// A ring whose producer has published as many records of one size as fit.
+// A ring whose producer has published as many records of one size as fit,
+// stamped first_ns, first_ns + step_ns, ...
 struct FilledRing {
-    std::vector<uint8_t> memory = std::vector<uint8_t>(kDataOffset + kRingBytes);
+    size_t bytes;
+    std::vector<uint8_t> memory;
     uint64_t published = 0;
     size_t records = 0;
 
-    explicit FilledRing(uint32_t frame_len)
+    explicit FilledRing(uint32_t frame_len, size_t ring_bytes = kRingBytes, uint64_t first_ns = 1'000'000'000,
+                        uint64_t step_ns = 1000)
+        : bytes(ring_bytes), memory(kDataOffset + ring_bytes)
     {
         const size_t size = xdpcap::record_size_for(frame_len);
-        xdpcap_meta meta{XDPCAP_META_TAG, 2, 0, frame_len, frame_len, 0, 1'000'000'000, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, 0};
+        xdpcap_meta meta{XDPCAP_META_TAG, 2, 0, frame_len, frame_len, 0, first_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, 0};
         perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(size)};
         const auto raw_size = static_cast<uint32_t>(size - 12);
-        for (uint8_t* p = memory.data() + kDataOffset; published + size <= kRingBytes; p += size) {
+        for (uint8_t* p = memory.data() + kDataOffset; published + size <= bytes; p += size) {
             std::memcpy(p, &header, sizeof header);
             std::memcpy(p + 8, &raw_size, 4);
             std::memcpy(p + 12, &meta, sizeof meta);
             std::memset(p + 12 + sizeof meta, 0x5a, frame_len);
             published += size;
             ++records;
-            meta.tstamp_ns += 1000;
+            meta.tstamp_ns += step_ns;
         }
         header_page()->data_head = published;
     }
     perf_event_mmap_page* header_page() { return reinterpret_cast<perf_event_mmap_page*>(memory.data()); }
+    // Unread again, as if just published.
+    xdpcap::PerfRingReader fresh_reader()
+    {
+        header_page()->data_tail = 0;
+        return xdpcap::PerfRingReader(memory.data(), kDataOffset, bytes);
+    }
 };
 
 // range(1) = 1: samples stay in the ring until released, so the large ones
@@ -57,8 +70,7 @@ void RingToPcapng(benchmark::State& state)
     std::vector<uint8_t> scratch(xdpcap::kMaxRecordSize);
     uint64_t corrupt = 0;
     for (auto _ : state) {
-        ring.header_page()->data_tail = 0;
-        xdpcap::PerfRingReader reader(ring.memory.data(), kDataOffset, kRingBytes);
+        xdpcap::PerfRingReader reader = ring.fresh_reader();
         reader.drain(
             [&](const uint8_t* record, size_t size) {
                 const auto decoded = xdpcap::decode_record(record, size);
@@ -88,6 +100,47 @@ void MemcpyBaseline(benchmark::State& state)
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * ring.published));
 }
 
+// range(0) rings sharing kRingBytes, their timestamps interleaved round-robin
+// (the merge's worst case: every record comes from another ring than the
+// last), merged into pcapng blocks written to /dev/null as in a capture.
+void MergedRingsToPcapng(benchmark::State& state)
+{
+    const auto ring_count = static_cast<size_t>(state.range(0));
+    const auto frame_len = static_cast<uint32_t>(state.range(1));
+    const size_t ring_bytes = std::bit_floor(kRingBytes / ring_count);
+    std::vector<std::unique_ptr<FilledRing>> rings;
+    size_t records = 0, bytes = 0;
+    for (size_t i = 0; i < ring_count; ++i) {
+        rings.push_back(std::make_unique<FilledRing>(frame_len, ring_bytes, 1'000'000'000 + i, ring_count));
+        records += rings.back()->records;
+        bytes += rings.back()->published;
+    }
+    std::vector<std::string> names;
+    for (size_t i = 0; i < ring_count; ++i)
+        names.push_back("bench@cpu" + std::to_string(i));
+    xdpcap::PacketOutput output(xdpcap::Sink::open_file("/dev/null"), xdpcap::PacketOutput::Format::Pcapng, false,
+                                names);
+    std::vector<xdpcap::PerfRingReader> readers(ring_count);
+    // Late enough that nothing is held back: the path of a busy capture.
+    const uint64_t now_ns = 1'000'000'000 + records + xdpcap::kHoldBackNs;
+    uint64_t written = 0;
+    for (auto _ : state) {
+        for (size_t i = 0; i < ring_count; ++i)
+            readers[i] = rings[i]->fresh_reader();
+        // A new merger each round: the timestamps start over.
+        xdpcap::RingMerger merger(readers, output, xdpcap::ClockOffset{}, {});
+        merger.drain(now_ns);
+        output.flush();
+        for (const auto& tally : merger.tallies())
+            written += tally.written;
+    }
+    if (written != state.iterations() * records)
+        state.SkipWithError("not every record was written");
+    state.counters["records_per_second"] = benchmark::Counter(static_cast<double>(written), benchmark::Counter::kIsRate);
+    state.SetItemsProcessed(static_cast<int64_t>(written));
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+
 } // namespace
 
 BENCHMARK(RingToPcapng)
@@ -95,6 +148,14 @@ BENCHMARK(RingToPcapng)
     ->Args({64, 1})
     ->Args({1500, 1})
     ->Args({1500, 0})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(MergedRingsToPcapng)
+    ->ArgNames({"rings", "bytes"})
+    ->Args({1, 64})
+    ->Args({2, 64})
+    ->Args({16, 64})
+    ->Args({64, 64})
+    ->Args({16, 1500})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(MemcpyBaseline)->Arg(64)->Arg(1500)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -55,7 +55,7 @@ UniqueFd block_capture_signals()
 CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, UniqueFd signals,
                          ClockOffset clock, Options options)
     : program_(program), rings_(rings), output_(output), signals_(std::move(signals)), clock_(clock),
-      options_(options), tallies_(rings.count()), scratch_(kMaxRecordSize)
+      options_(options), merger_(rings.readers(), output, clock, RingMerger::Options{options.count})
 {
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_)
@@ -104,7 +104,7 @@ StopReason CaptureLoop::run()
                 if (events[i].data.u64 == kSignalToken) {
                     stop = handle_signals() || stop;
                 } else if (events[i].data.u64 == kOutputToken) {
-                    output_gone_ = true;
+                    merger_.output_gone();
                     return StopReason::ReaderGone;
                 } else if (events[i].data.u64 == kTimerToken) {
                     uint64_t expirations;
@@ -113,40 +113,28 @@ StopReason CaptureLoop::run()
                 }
                 // Ring readiness needs no per-fd work: every ring is drained below.
             }
-            drain_all();
+            drain();
             output_.end_batch();
             if (timer_fired) {
                 output_.flush();
                 if (program_.link_defunct())
                     return StopReason::InterfaceGone;
             }
-            if (count_reached_)
+            if (merger_.count_reached())
                 return StopReason::CountReached;
             if (stop)
                 return StopReason::Signal;
         }
     } catch (const OutputClosed&) {
-        output_gone_ = true;
-        count_unwritten();
+        merger_.output_failed();
         return StopReason::ReaderGone;
     } catch (const Error& e) {
         // A full disk or I/O error: stop writing but still detach, drain and
         // account for everything the kernel sampled.
-        output_gone_ = true;
         failure_ = e.what();
-        count_unwritten();
+        merger_.output_failed();
         return StopReason::OutputFailed;
     }
-}
-
-void CaptureLoop::count_unwritten()
-{
-    output_.for_each_unwritten_packet([&](uint32_t interface_id) {
-        if (interface_id < tallies_.size() && tallies_[interface_id].written > 0) {
-            --tallies_[interface_id].written;
-            ++tallies_[interface_id].unwritten;
-        }
-    });
 }
 
 bool CaptureLoop::handle_signals()
@@ -162,57 +150,11 @@ bool CaptureLoop::handle_signals()
     return stop;
 }
 
-void CaptureLoop::drain_all()
+void CaptureLoop::drain()
 {
-    for (size_t ring = 0; ring < rings_.count(); ++ring)
-        drain_ring(ring);
-}
-
-void CaptureLoop::drain_ring(size_t ring)
-{
-    RingTally& tally = tallies_[ring];
-    const auto interface_id = static_cast<uint32_t>(ring);
-    PerfRingReader& reader = rings_.reader(ring);
-    // Released even when writing fails: what could not be written is counted.
-    struct ReleaseWhenDone {
-        PerfRingReader& reader;
-        ~ReleaseWhenDone() { reader.release(); }
-    } release{reader};
-    reader.drain(
-        [&](const uint8_t* record, size_t size) {
-            const DecodedRecord decoded = decode_record(record, size);
-            switch (decoded.kind) {
-            case RecordKind::Sample:
-                ++tally.samples;
-                if (count_reached_) {
-                    ++tally.discarded;
-                    break;
-                }
-                if (output_gone_) {
-                    ++tally.unwritten;
-                    break;
-                }
-                // A record reassembled in scratch_ does not stay there.
-                output_.write(interface_id, decoded.sample, monotonic_to_realtime(decoded.sample.tstamp_ns, clock_),
-                              record != scratch_.data());
-                ++tally.written;
-                if (options_.count && ++written_ >= *options_.count)
-                    count_reached_ = true;
-                break;
-            case RecordKind::Lost:
-                tally.lost_records += decoded.lost;
-                break;
-            case RecordKind::Invalid:
-                ++tally.invalid;
-                break;
-            case RecordKind::Other:
-                break;
-            }
-            return true;
-        },
-        scratch_.data(), corrupt_);
-    // Samples written by reference must be out before their space is released.
-    output_.release_references();
+    // Read before the rings: a ring found empty after this moment can only
+    // deliver samples stamped after it, less the in-flight time.
+    merger_.drain(now_ns(CLOCK_MONOTONIC));
 }
 
 void CaptureLoop::detach_and_drain()
@@ -223,19 +165,26 @@ void CaptureLoop::detach_and_drain()
     using namespace std::chrono_literals;
     const auto deadline = std::chrono::steady_clock::now() + 500ms;
     int quiet_rounds = 0;
+    // Samples are held back meanwhile, so that one from a program still
+    // running falls into place; the pause lets the held ones age past it.
+    constexpr auto kPause = 5ms;
+    static_assert(std::chrono::nanoseconds(kPause).count() > static_cast<int64_t>(kHoldBackNs));
     while (quiet_rounds < 2 && std::chrono::steady_clock::now() < deadline) {
-        drain_all();
+        drain();
         const auto counters = kernel_counters();
+        const auto& tallies = merger_.tallies();
         bool settled = true;
         for (size_t ring = 0; ring < rings_.count(); ++ring) {
             const auto k = counters.both(static_cast<size_t>(rings_.cpu(ring)));
-            if (k.matched != k.sampled + k.output_failed || tallies_[ring].samples != k.sampled)
+            if (k.matched != k.sampled + k.output_failed || tallies[ring].samples != k.sampled)
                 settled = false;
         }
         quiet_rounds = settled ? quiet_rounds + 1 : 0;
         if (quiet_rounds < 2)
-            std::this_thread::sleep_for(5ms);
+            std::this_thread::sleep_for(kPause);
     }
+    // Whatever is still held, also if the deadline passed first.
+    merger_.drain_everything();
 }
 
 CaptureLoop::KernelCounters CaptureLoop::kernel_counters() const
@@ -259,7 +208,8 @@ std::vector<CpuStats> CaptureLoop::stats() const
     for (size_t ring = 0; ring < rings_.count(); ++ring) {
         const int cpu = rings_.cpu(ring);
         const auto index = static_cast<size_t>(cpu);
-        out.push_back(CpuStats{cpu, counters.both(index), counters.ingress[index], counters.egress[index], tallies_[ring]});
+        out.push_back(CpuStats{cpu, counters.both(index), counters.ingress[index], counters.egress[index],
+                               merger_.tallies()[ring]});
     }
     return out;
 }

@@ -1,5 +1,6 @@
 // The single-threaded event loop: epoll over every CPU's ring, a drain timer
-// and a signalfd. Drains records into the output and keeps the accounting.
+// and a signalfd. The rings' records go to the output through a RingMerger,
+// which keeps the accounting.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "clock.hpp"
 #include "loader.hpp"
 #include "packet_output.hpp"
+#include "ring_merge.hpp"
 #include "rings.hpp"
 #include "stats.hpp"
 #include "unique_fd.hpp"
@@ -36,15 +38,15 @@ public:
                 ClockOffset clock, Options options);
 
     StopReason run();
-    // Detaches, then drains every ring until the kernel side is quiet.
+    // Detaches, drains every ring until the kernel side is quiet, then
+    // writes what the merge still holds back.
     void detach_and_drain();
     std::vector<CpuStats> stats() const;
     // Why the loop stopped with OutputFailed.
     const std::string& failure() const noexcept { return failure_; }
 
 private:
-    void drain_all();
-    void drain_ring(size_t ring);
+    void drain();
     bool handle_signals(); // true: stop
     void print_stats() const;
     // Per CPU and hook; without a filter every packet seen counts as matched.
@@ -53,7 +55,6 @@ private:
         xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu]; }
     };
     KernelCounters kernel_counters() const;
-    void count_unwritten();
 
     CaptureProgram& program_;
     PerfRings& rings_;
@@ -63,12 +64,7 @@ private:
     UniqueFd epoll_;
     ClockOffset clock_;
     Options options_;
-    std::vector<RingTally> tallies_;
-    std::vector<uint8_t> scratch_;
-    uint64_t written_ = 0;
-    uint64_t corrupt_ = 0;
-    bool count_reached_ = false;
-    bool output_gone_ = false; // further samples are counted, not written
+    RingMerger merger_;
     std::string failure_;
 };
 

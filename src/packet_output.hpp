@@ -36,6 +36,7 @@ public:
             write_block(interface_id, sample, realtime_ns, stays_until_release);
         else
             write_line(interface_id, sample, realtime_ns);
+        ++accepted_;
         if (packet_buffered_)
             sink_.flush();
     }
@@ -58,6 +59,9 @@ public:
     template <class OnLost>
     void for_each_unwritten_packet(OnLost&& on_lost) const;
     Sink& sink() noexcept { return sink_; }
+    // Packets write() has put into the output. When write() throws, this
+    // tells whether the packet was already in (and so in the failed chunk).
+    uint64_t accepted() const noexcept { return accepted_; }
 
 private:
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
@@ -66,6 +70,7 @@ private:
     Sink sink_;
     Format format_;
     bool packet_buffered_;
+    uint64_t accepted_ = 0;
     std::vector<std::string> interface_names_;
     // Local time of day is recomputed only when the second changes.
     time_t cached_second_ = -1;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "error.hpp"
@@ -38,6 +39,7 @@ public:
     int cpu(size_t ring) const noexcept { return cpus_[ring]; }
     int fd(size_t ring) const;
     PerfRingReader& reader(size_t ring) noexcept { return readers_[ring]; }
+    std::span<PerfRingReader> readers() noexcept { return readers_; }
     size_t bytes_per_ring() const noexcept { return data_size_; }
 
 private:

@@ -39,6 +39,7 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
         totals.invalid += s.ring.invalid;
         totals.discarded += s.ring.discarded;
         totals.unwritten += s.ring.unwritten;
+        totals.out_of_order += s.ring.out_of_order;
     }
     return totals;
 }
@@ -57,6 +58,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool f
         text += counted(t.seen, " packet seen on the interface\n", " packets seen on the interface\n");
     if (!per_cpu)
         return text;
+    // Late for the merge by time: written, but after a newer packet.
+    text += counted(t.out_of_order, " packet written out of order\n", " packets written out of order\n");
     for (const auto& s : cpus) {
         text += "  cpu" + std::to_string(s.cpu) + ": " + std::to_string(s.kernel.seen) + " seen, " +
             std::to_string(s.kernel.sampled) + " sampled, " + std::to_string(s.ring.written) + " written, " +
@@ -64,7 +67,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool f
             std::to_string(s.kernel.output_failed - s.kernel.ring_full) + " other output errors, " +
             std::to_string(s.ring.lost_records) + " reported lost, " + std::to_string(s.ring.invalid) +
             " malformed, " + std::to_string(s.ring.discarded) + " after count, " +
-            std::to_string(s.ring.unwritten) + " not written" +
+            std::to_string(s.ring.unwritten) + " not written, " + std::to_string(s.ring.out_of_order) +
+            " written out of order" +
             (filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) + "\n";
         if (both_directions)
             text += "    " + direction_counts("in:", s.ingress, filtering) + "; " +

@@ -17,6 +17,7 @@ struct RingTally {
     uint64_t unwritten = 0;    // samples the output could not take (write failed, reader gone)
     uint64_t invalid = 0;      // records refused by the decoder
     uint64_t lost_records = 0; // sum of PERF_RECORD_LOST notices
+    uint64_t out_of_order = 0; // of `written`: written after a newer packet from any ring
 };
 
 struct CpuStats {
@@ -38,6 +39,7 @@ struct CaptureTotals {
     uint64_t invalid = 0;
     uint64_t discarded = 0;
     uint64_t unwritten = 0;
+    uint64_t out_of_order = 0;
 };
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);

@@ -433,8 +433,11 @@ class NetLab(Scoped):
 
     # -- sending --
     def send(self, pcap_path, cpu, gap_us=0.0, timeout=30.0):
-        """Send every frame of pcap_path out of gen0 from a process pinned to cpu."""
-        argv = [PYTHON, SENDER, "--iface", self.gen_if, "--cpu", str(cpu),
+        """Send every frame of pcap_path out of gen0 from a process pinned to cpu.
+
+        cpu may be a list: frame i is then sent from cpu[i % len(cpu)]."""
+        cpu_arg = ",".join(map(str, cpu)) if isinstance(cpu, (list, tuple)) else str(cpu)
+        argv = [PYTHON, SENDER, "--iface", self.gen_if, "--cpu", cpu_arg,
                 "--pcap", pcap_path, "--gap-us", str(gap_us)]
         p = self.popen(self.gen_ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
@@ -1012,15 +1015,16 @@ FLOODER = os.path.join(HERE, "flood_frames.py")
 STATS_CPU_RE = re.compile(
     r"^\s*cpu(\d+): (\d+) seen, (\d+) sampled, (\d+) written, (\d+) ring full, "
     r"(\d+) other output errors, (\d+) reported lost, (\d+) malformed, (\d+) after count, "
-    r"(\d+) not written$")
+    r"(\d+) not written, (\d+) written out of order$")
 STATS_CPU_KEYS = ("seen", "sampled", "written", "ring_full", "other_errors", "reported_lost",
-                  "malformed", "after_count", "not_written")
+                  "malformed", "after_count", "not_written", "out_of_order")
 _STATS_TOTAL_RES = (
     ("captured", re.compile(r"^(\d+) packets? captured$")),
     ("received", re.compile(r"^(\d+) packets? received by filter$")),
     ("dropped", re.compile(r"^(\d+) packets? dropped by kernel$")),
     ("not_written", re.compile(r"^(\d+) packets? not written to the output$")),
     ("malformed", re.compile(r"^(\d+) records? refused as malformed$")),
+    ("out_of_order", re.compile(r"^(\d+) packets? written out of order$")),
 )
 
 
@@ -1028,8 +1032,9 @@ def parse_stats(err_lines):
     """Every statistics block on stderr, in order.
 
     A block starts at "N packet(s) captured"; it holds the totals (captured,
-    received, dropped, and not_written / malformed, 0 when their optional lines
-    are absent) and, with -v, a dict per CPU (keys STATS_CPU_KEYS) under "cpus".
+    received, dropped, and not_written / malformed / out_of_order, 0 when their
+    optional lines are absent) and, with -v, a dict per CPU (keys STATS_CPU_KEYS)
+    under "cpus".
     Also checks the singular/plural spelling ("1 packet captured").
     """
     blocks = []
@@ -1053,7 +1058,7 @@ def parse_stats(err_lines):
             continue
         if key == "captured":
             cur = {"captured": None, "received": None, "dropped": None, "not_written": 0,
-                   "malformed": 0, "cpus": {}, "lines": [], "grammar_ok": True}
+                   "malformed": 0, "out_of_order": 0, "cpus": {}, "lines": [], "grammar_ok": True}
             blocks.append(cur)
         elif cur is None:
             continue
@@ -1111,7 +1116,8 @@ def check_stats_identity(st, what="statistics", per_cpu=True, final=True):
              ("received", st["received"], sums["seen"]),
              ("dropped", st["dropped"], sums["ring_full"] + sums["other_errors"]),
              ("not written", st["not_written"], sums["not_written"]),
-             ("malformed", st["malformed"], sums["malformed"])]
+             ("malformed", st["malformed"], sums["malformed"]),
+             ("written out of order", st["out_of_order"], sums["out_of_order"])]
     wrong = [f"{name}: total {t}, per-CPU sum {s}" for name, t, s in pairs if t != s]
     expect(not wrong, f"{what}: the per-CPU lines add up to the totals", "\n".join(wrong))
 

@@ -3,12 +3,13 @@
 
 Run inside the generator namespace:
 
-    ip netns exec GENNS /usr/bin/python3 send_frames.py --iface gen0 --cpu N \
+    ip netns exec GENNS /usr/bin/python3 send_frames.py --iface gen0 --cpu N[,M...] \
         --pcap FILE [--gap-us U]
 
 The process pins itself to CPU N first: a frame sent from a process running on
-CPU k is received (and seen by XDP) on CPU k on the peer veth.  Standard library
-only, so that it starts fast.
+CPU k is received (and seen by XDP) on CPU k on the peer veth.  With several
+CPUs, frame i is sent from the i-th of them (cyclically): the process moves
+before each frame.  Standard library only, so that it starts fast.
 """
 
 import argparse
@@ -58,15 +59,22 @@ def read_pcap(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iface", required=True)
-    ap.add_argument("--cpu", type=int, required=True)
+    ap.add_argument("--cpu", required=True, help="CPU, or comma-separated CPUs to take turns")
     ap.add_argument("--pcap", required=True)
     ap.add_argument("--gap-us", type=float, default=0.0,
                     help="pause between two frames, in microseconds")
     args = ap.parse_args()
 
-    os.sched_setaffinity(0, {args.cpu})
-    if os.sched_getaffinity(0) != {args.cpu}:
-        print(f"send_frames: could not pin to CPU {args.cpu}", file=sys.stderr)
+    cpus = [int(c) for c in args.cpu.split(",")]
+
+    def pin(cpu):
+        os.sched_setaffinity(0, {cpu})
+        if os.sched_getaffinity(0) != {cpu}:
+            print(f"send_frames: could not pin to CPU {cpu}", file=sys.stderr)
+            return False
+        return True
+
+    if not pin(cpus[0]):
         return 1
 
     frames = read_pcap(args.pcap)
@@ -75,6 +83,8 @@ def main():
     s.bind((args.iface, 0))
     gap = args.gap_us / 1e6
     for i, frame in enumerate(frames):
+        if len(cpus) > 1 and i > 0 and not pin(cpus[i % len(cpus)]):
+            return 1
         n = s.send(frame)
         if n != len(frame):
             print(f"send_frames: frame {i}: sent {n} of {len(frame)} bytes",

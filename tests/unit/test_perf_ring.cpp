@@ -3,37 +3,14 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "fake_ring.hpp"
 #include "perf_ring.hpp"
 #include "record_builder.hpp"
 
 using namespace xdpcap;
+using test::FakeRing;
 
 namespace {
-
-// A perf_event_mmap_page followed by a small data area, filled by hand.
-class FakeRing {
-public:
-    static constexpr size_t kDataSize = 256;
-    static constexpr size_t kDataOffset = (sizeof(perf_event_mmap_page) + 63) & ~size_t{63};
-
-    FakeRing() : memory_(kDataOffset + kDataSize, 0) { header()->data_head = header()->data_tail = 0; }
-
-    perf_event_mmap_page* header() { return reinterpret_cast<perf_event_mmap_page*>(memory_.data()); }
-    PerfRingReader reader() { return PerfRingReader(memory_.data(), kDataOffset, kDataSize); }
-
-    void start_at(uint64_t position) { header()->data_head = header()->data_tail = position; }
-
-    void push(const std::vector<uint8_t>& record)
-    {
-        uint64_t head = header()->data_head;
-        for (uint8_t byte : record)
-            memory_[kDataOffset + (head++ % kDataSize)] = byte;
-        header()->data_head = head;
-    }
-
-private:
-    alignas(8) std::vector<uint8_t> memory_;
-};
 
 std::vector<uint8_t> frame_of(size_t len, uint8_t seed)
 {
@@ -189,4 +166,75 @@ TEST(PerfRingReader, SizeNotMultipleOfEightIsCorrupt)
     uint64_t corrupt = 0;
     EXPECT_EQ(reader.drain([](const uint8_t*, size_t) { return true; }, scratch.data(), corrupt), 0u);
     EXPECT_EQ(corrupt, 1u);
+}
+
+TEST(PerfRingReader, PeekLeavesTheRecordUntilAdvance)
+{
+    FakeRing ring;
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_EQ(reader.peek(scratch.data(), corrupt).data, nullptr);
+    ring.push(test::sample_record(frame_of(8, 1), 8));
+    ring.push(test::sample_record(frame_of(8, 2), 8));
+    const auto first = reader.peek(scratch.data(), corrupt);
+    ASSERT_NE(first.data, nullptr);
+    EXPECT_EQ(reader.peek(scratch.data(), corrupt).data, first.data);
+    EXPECT_EQ(decode_record(first.data, first.size).sample.data[0], 1);
+    reader.advance(first);
+    const auto second = reader.peek(scratch.data(), corrupt);
+    ASSERT_NE(second.data, nullptr);
+    EXPECT_EQ(decode_record(second.data, second.size).sample.data[0], 2);
+    reader.advance(second);
+    EXPECT_EQ(reader.peek(scratch.data(), corrupt).data, nullptr);
+    EXPECT_TRUE(reader.empty());
+    // Records peeked or consumed stay the kernel's to keep until release().
+    EXPECT_EQ(ring.header()->data_tail, 0u);
+    reader.release();
+    EXPECT_EQ(ring.header()->data_tail, ring.header()->data_head);
+    EXPECT_EQ(corrupt, 0u);
+}
+
+TEST(PerfRingReader, PeekSeesRecordsPublishedAfterItFoundNone)
+{
+    FakeRing ring;
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_EQ(reader.peek(scratch.data(), corrupt).data, nullptr);
+    ring.push(test::sample_record(frame_of(8, 3), 8));
+    const auto record = reader.peek(scratch.data(), corrupt);
+    ASSERT_NE(record.data, nullptr);
+    EXPECT_EQ(decode_record(record.data, record.size).sample.data[0], 3);
+}
+
+TEST(PerfRingReader, PeekReassemblesAWrappedRecordInTheGivenScratch)
+{
+    FakeRing ring;
+    ring.start_at(FakeRing::kDataSize - 16);
+    const auto frame = frame_of(40, 9);
+    ring.push(test::sample_record(frame, 40));
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    const auto record = reader.peek(scratch.data(), corrupt);
+    EXPECT_EQ(record.data, scratch.data());
+    const auto decoded = decode_record(record.data, record.size);
+    ASSERT_EQ(decoded.kind, RecordKind::Sample);
+    EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
+}
+
+TEST(PerfRingReader, PeekAtCorruptSizeSkipsWhatIsPublished)
+{
+    FakeRing ring;
+    auto record = test::sample_record(frame_of(8, 1), 8);
+    perf_event_header header{PERF_RECORD_SAMPLE, 0, 4};
+    std::memcpy(record.data(), &header, sizeof header);
+    ring.push(record);
+    auto reader = ring.reader();
+    std::vector<uint8_t> scratch(kMaxRecordSize);
+    uint64_t corrupt = 0;
+    EXPECT_EQ(reader.peek(scratch.data(), corrupt).data, nullptr);
+    EXPECT_EQ(corrupt, 1u);
+    EXPECT_TRUE(reader.empty());
 }

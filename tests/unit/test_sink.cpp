@@ -13,58 +13,12 @@
 
 #include "packet_output.hpp"
 #include "sink.hpp"
+#include "test_outputs.hpp"
 
 using namespace xdpcap;
-using Bytes = std::vector<uint8_t>;
+using namespace xdpcap::test;
 
 namespace {
-
-// An anonymous in-memory file the Sink opens by path.
-class MemFile {
-public:
-    MemFile() : fd_(::memfd_create("xdpcap-test", MFD_CLOEXEC)) {}
-    ~MemFile() { ::close(fd_); }
-    std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
-    Bytes contents() const
-    {
-        Bytes out(static_cast<size_t>(::lseek(fd_, 0, SEEK_END)));
-        EXPECT_EQ(::pread(fd_, out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
-        return out;
-    }
-
-private:
-    int fd_;
-};
-
-// A pipe that takes only `capacity` bytes and never blocks the writer.
-class SmallPipe {
-public:
-    SmallPipe()
-    {
-        EXPECT_EQ(::pipe2(fds_, O_CLOEXEC), 0);
-    }
-    ~SmallPipe()
-    {
-        close_reader();
-        ::close(fds_[1]);
-    }
-    std::string writer_path() const { return "/proc/self/fd/" + std::to_string(fds_[1]); }
-    // The sink opens its own description of the pipe: limit that one.
-    static void make_small_and_nonblocking(int fd)
-    {
-        ASSERT_EQ(::fcntl(fd, F_SETPIPE_SZ, 4096), 4096);
-        ASSERT_EQ(::fcntl(fd, F_SETFL, O_NONBLOCK), 0);
-    }
-    void close_reader()
-    {
-        if (fds_[0] >= 0)
-            ::close(fds_[0]);
-        fds_[0] = -1;
-    }
-
-private:
-    int fds_[2] = {-1, -1};
-};
 
 Bytes frame_of(size_t len, uint8_t seed)
 {

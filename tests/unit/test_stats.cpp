@@ -84,3 +84,18 @@ TEST(Stats, CountersAddFieldByField)
     EXPECT_EQ(sum.ring_full, 55u);
     EXPECT_EQ(sum.pending_drops, 66u);
 }
+
+TEST(Stats, VerboseShowsPacketsWrittenOutOfOrder)
+{
+    CpuStats late = cpu(0, 10, 10, 0, 10);
+    late.ring.out_of_order = 3;
+    const std::string text = format_stats({late, cpu(1, 5, 5, 0, 5)}, true);
+    EXPECT_NE(text.find("\n3 packets written out of order\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  cpu0: 10 seen, 10 sampled, 10 written, 0 ring full, 0 other output errors, 0 reported lost, "
+                        "0 malformed, 0 after count, 0 not written, 3 written out of order\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find(", 0 not written, 0 written out of order\n"), std::string::npos) << text;
+    EXPECT_EQ(format_stats({late}, false).find("out of order"), std::string::npos);
+    EXPECT_EQ(sum_stats({late, late}).out_of_order, 6u);
+}
