@@ -236,21 +236,27 @@ int run_capture(const Config& config)
     CaptureLoop loop(program, rings, output, std::move(signals), clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
                                           config.direction == Direction::InOut, 50});
+    StopReason reason = StopReason::OutputFailed;
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
                      describe_interfaces(iface, rings, config, classic ? filter : "",
                                          hooks_description(program, program.attached_mode())));
+        if (!iface.up)
+            std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
+                         iface.name.c_str());
+        if (!config.quiet)
+            std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
+                         iface.name.c_str(), config.snaplen);
+        reason = loop.run();
     } catch (const OutputClosed&) {
         return kExitOk;
+    } catch (const Error& e) {
+        // Not even the first blocks could be written (-w /dev/full): a
+        // failed capture like any other, with its statistics.
+        if (e.exit_status() != kExitRuntime)
+            throw;
+        loop.fail_output(e.what());
     }
-
-    if (!iface.up)
-        std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n", iface.name.c_str());
-    if (!config.quiet)
-        std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
-                     iface.name.c_str(), config.snaplen);
-
-    const StopReason reason = loop.run();
     loop.detach_and_drain();
     const auto stats = loop.stats();
     std::string failure;

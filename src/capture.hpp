@@ -44,6 +44,13 @@ public:
     std::vector<CpuStats> stats() const;
     // Why the loop stopped with OutputFailed.
     const std::string& failure() const noexcept { return failure_; }
+    // The output failed before the loop ran (the file's first blocks): what
+    // the kernel samples from now on is counted as not written.
+    void fail_output(std::string why)
+    {
+        failure_ = std::move(why);
+        merger_.output_failed();
+    }
 
 private:
     void drain();

@@ -9,6 +9,8 @@ Checks:
   everything; /dev/zero used to read until memory ran out);
 - standard output closed (>&-) with text output: one line saying so, exit 1
   (the closed descriptor used to be reused by the next open file);
+- -w /dev/full: the first blocks cannot be written: exit 2 with one line and
+  the statistics, as the man page says of exit status 2;
 - a file-size limit (ulimit -f) under a flood: the capture ends as on a full
   disk: exit 2, 'File too large', the statistics add up, the file is valid up
   to at most one incomplete final block and 'packets captured' equals its
@@ -55,6 +57,17 @@ def test(binary):
         N.expect(not os.path.exists(out), "no output file after the refusals")
         one_line_failure(lab, "standard output closed", shell(lab, f"exec {binary} -i {lab.cap_if} -c 1 >&-"),
                          "standard output is closed")
+
+        # Not even the first blocks can be written.
+        x = lab.xdpcap(binary, ["-w", "/dev/full"])
+        rc = x.wait(timeout=10)
+        msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+        N.expect(rc == 2, "-w /dev/full: exit status 2 (the capture was set up, then failed)", (rc, x.err_lines))
+        N.expect(len(msgs) == 1 and "No space left on device" in msgs[0], "-w /dev/full: one line saying why",
+                 msgs)
+        st = N.final_stats(x.err_lines)
+        N.expect(st is not None and st["captured"] == 0, "-w /dev/full: the statistics are printed", x.err_lines)
+        lab.assert_clean("-w /dev/full: nothing attached afterwards")
 
         # A file-size limit under a flood: 200 KiB, far less than the traffic.
         corpus = os.path.join(tmp, "flood.pcap")
