@@ -19,6 +19,7 @@
 #include "packet_output.hpp"
 #include "promisc.hpp"
 #include "rings.hpp"
+#include "stop_signals.hpp"
 #include "version.hpp"
 #include "xdp_inventory.hpp"
 
@@ -196,15 +197,17 @@ int run_capture(const Config& config)
         if (standard_output_was_closed())
             throw Error("standard output is closed: give -w FILE, or run with standard output open");
     }
-    UniqueFd signals = block_capture_signals();
+    StopSignals signals = StopSignals::block();
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
     check_ring_fits_records(config);
     if (config.direction != Direction::Out)
         refuse_if_xdp_attached(iface.ifindex, iface.name);
 
-    Sink sink = config.writes_pcapng() && !config.writes_to_stdout() ? Sink::open_file(*config.output)
-                                                                     : Sink::standard_output();
+    Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
+        ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
+        : Sink::standard_output();
+    sink.watch(&signals);
     OutputGuard guard(sink);
 
     CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction);
@@ -233,7 +236,7 @@ int run_capture(const Config& config)
     PacketOutput output(std::move(sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, std::move(names));
-    CaptureLoop loop(program, rings, output, std::move(signals), clock,
+    CaptureLoop loop(program, rings, output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
                                           config.direction == Direction::InOut, 50});
     StopReason reason = StopReason::OutputFailed;
@@ -258,19 +261,19 @@ int run_capture(const Config& config)
         loop.fail_output(e.what());
     }
     loop.detach_and_drain();
+    // Every packet is in the output (or counted as not) before this count.
     const auto stats = loop.stats();
-    std::string failure;
-    if (reason == StopReason::InterfaceGone || reason == StopReason::Signal || reason == StopReason::CountReached) {
+    std::string failure = loop.failure();
+    if (loop.output_usable()) {
         try {
             output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value()));
         } catch (const OutputClosed&) {
+        } catch (const OutputInterrupted&) {
         } catch (const Error& e) {
-            failure = e.what();
+            failure = e.what(); // only statistics blocks were lost
         }
     }
-    if (reason == StopReason::OutputFailed)
-        failure = loop.failure();
-    else if (reason == StopReason::InterfaceGone)
+    if (failure.empty() && reason == StopReason::InterfaceGone)
         failure = iface.name + " went away; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());

@@ -1,8 +1,6 @@
 #include "capture.hpp"
 
-#include <signal.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -21,15 +19,6 @@ constexpr uint64_t kTimerToken = ~uint64_t{0};
 constexpr uint64_t kSignalToken = ~uint64_t{0} - 1;
 constexpr uint64_t kOutputToken = ~uint64_t{0} - 2;
 
-sigset_t capture_signal_set()
-{
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1})
-        sigaddset(&set, sig);
-    return set;
-}
-
 void epoll_add(int epoll_fd, int fd, uint64_t token)
 {
     epoll_event ev{};
@@ -41,20 +30,9 @@ void epoll_add(int epoll_fd, int fd, uint64_t token)
 
 } // namespace
 
-UniqueFd block_capture_signals()
-{
-    const sigset_t set = capture_signal_set();
-    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
-        throw Error("cannot block signals: " + errno_text(errno));
-    UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!fd)
-        throw Error("signalfd: " + errno_text(errno));
-    return fd;
-}
-
-CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, UniqueFd signals,
+CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,
                          ClockOffset clock, Options options)
-    : program_(program), rings_(rings), output_(output), signals_(std::move(signals)), clock_(clock),
+    : program_(program), rings_(rings), output_(output), signals_(signals), clock_(clock),
       options_(options), merger_(rings.readers(), output, clock, RingMerger::Options{options.count})
 {
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
@@ -72,7 +50,8 @@ CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput
         throw Error("timerfd_settime: " + errno_text(errno));
 
     epoll_add(epoll_.get(), timer_.get(), kTimerToken);
-    epoll_add(epoll_.get(), signals_.get(), kSignalToken);
+    epoll_add(epoll_.get(), signals_.fd(), kSignalToken);
+    signals_.on_status([this] { print_stats(); });
     for (size_t i = 0; i < rings_.count(); ++i)
         epoll_add(epoll_.get(), rings_.fd(i), i);
     // A pipe reports EPOLLERR once its reader is gone: notice it even when no
@@ -102,7 +81,7 @@ StopReason CaptureLoop::run()
             bool timer_fired = false;
             for (int i = 0; i < n; ++i) {
                 if (events[i].data.u64 == kSignalToken) {
-                    stop = handle_signals() || stop;
+                    stop = signals_.poll() || stop;
                 } else if (events[i].data.u64 == kOutputToken) {
                     merger_.output_gone();
                     return StopReason::ReaderGone;
@@ -127,27 +106,41 @@ StopReason CaptureLoop::run()
         }
     } catch (const OutputClosed&) {
         merger_.output_failed();
+        output_usable_ = false;
         return StopReason::ReaderGone;
+    } catch (const OutputInterrupted&) {
+        // A stop signal while the output took nothing: what was not written
+        // by then is counted as not written.
+        merger_.output_failed();
+        output_usable_ = false;
+        return StopReason::Signal;
     } catch (const Error& e) {
         // A full disk or I/O error: stop writing but still detach, drain and
         // account for everything the kernel sampled.
         failure_ = e.what();
         merger_.output_failed();
+        output_usable_ = false;
         return StopReason::OutputFailed;
     }
 }
 
-bool CaptureLoop::handle_signals()
+template <class Step>
+void CaptureLoop::guarded(Step&& step)
 {
-    bool stop = false;
-    signalfd_siginfo info;
-    while (::read(signals_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-        if (info.ssi_signo == SIGUSR1)
-            print_stats();
-        else
-            stop = true; // SIGINT, SIGTERM, SIGHUP
+    try {
+        step();
+    } catch (const OutputClosed&) {
+        merger_.output_failed();
+        output_usable_ = false;
+    } catch (const OutputInterrupted&) {
+        merger_.output_failed();
+        output_usable_ = false;
+    } catch (const Error& e) {
+        if (failure_.empty())
+            failure_ = e.what();
+        merger_.output_failed();
+        output_usable_ = false;
     }
-    return stop;
 }
 
 void CaptureLoop::drain()
@@ -170,7 +163,7 @@ void CaptureLoop::detach_and_drain()
     constexpr auto kPause = 5ms;
     static_assert(std::chrono::nanoseconds(kPause).count() > static_cast<int64_t>(kHoldBackNs));
     while (quiet_rounds < 2 && std::chrono::steady_clock::now() < deadline) {
-        drain();
+        guarded([this] { drain(); });
         const auto counters = kernel_counters();
         const auto& tallies = merger_.tallies();
         bool settled = true;
@@ -184,7 +177,9 @@ void CaptureLoop::detach_and_drain()
             std::this_thread::sleep_for(kPause);
     }
     // Whatever is still held, also if the deadline passed first.
-    merger_.drain_everything();
+    guarded([this] { merger_.drain_everything(); });
+    if (output_usable_)
+        guarded([this] { output_.flush(); });
 }
 
 CaptureLoop::KernelCounters CaptureLoop::kernel_counters() const

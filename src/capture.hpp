@@ -14,13 +14,10 @@
 #include "ring_merge.hpp"
 #include "rings.hpp"
 #include "stats.hpp"
+#include "stop_signals.hpp"
 #include "unique_fd.hpp"
 
 namespace xdpcap {
-
-// Blocks the signals we handle and returns a signalfd for them. Call before
-// anything is attached so a early Ctrl-C still leads to a clean stop.
-UniqueFd block_capture_signals();
 
 enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed };
 
@@ -34,27 +31,34 @@ public:
         int drain_interval_ms = 50;
     };
 
-    CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, UniqueFd signals,
+    CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,
                 ClockOffset clock, Options options);
 
     StopReason run();
-    // Detaches, drains every ring until the kernel side is quiet, then
-    // writes what the merge still holds back.
+    // Detaches, drains every ring until the kernel side is quiet, writes
+    // what the merge still holds back and flushes it, so that the statistics
+    // that follow count exactly what reached the output. A write that fails
+    // meanwhile is counted and recorded, never thrown.
     void detach_and_drain();
     std::vector<CpuStats> stats() const;
-    // Why the loop stopped with OutputFailed.
+    // Why writing failed (OutputFailed, or later while draining); empty if it did not.
     const std::string& failure() const noexcept { return failure_; }
+    // Whether more blocks may still be written (the statistics blocks).
+    bool output_usable() const noexcept { return output_usable_; }
     // The output failed before the loop ran (the file's first blocks): what
     // the kernel samples from now on is counted as not written.
     void fail_output(std::string why)
     {
         failure_ = std::move(why);
         merger_.output_failed();
+        output_usable_ = false;
     }
 
 private:
     void drain();
-    bool handle_signals(); // true: stop
+    // Runs a write step; a failure is counted and remembered, not thrown.
+    template <class Step>
+    void guarded(Step&& step);
     void print_stats() const;
     // Per CPU and hook; without a filter every packet seen counts as matched.
     struct KernelCounters {
@@ -66,13 +70,14 @@ private:
     CaptureProgram& program_;
     PerfRings& rings_;
     PacketOutput& output_;
-    UniqueFd signals_;
+    StopSignals& signals_;
     UniqueFd timer_;
     UniqueFd epoll_;
     ClockOffset clock_;
     Options options_;
     RingMerger merger_;
     std::string failure_;
+    bool output_usable_ = true;
 };
 
 } // namespace xdpcap

@@ -1,11 +1,15 @@
 #include "sink.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "stop_signals.hpp"
 
 namespace xdpcap {
 
@@ -27,11 +31,48 @@ Sink::Sink(UniqueFd owned, int fd, std::string name, size_t buffer_size, bool cr
     if (::fstat(fd_, &st) == 0 && S_ISFIFO(st.st_mode)) {
         is_pipe_ = true;
         (void)::fcntl(fd_, F_SETPIPE_SZ, kPipeBufferSize); // best effort: limits may forbid it
+        const int flags = ::fcntl(fd_, F_GETFL);
+        if (flags >= 0 && !(flags & O_NONBLOCK) && ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK) == 0 && !owned_)
+            restore_flags_ = FlagsRestore(fd_, flags);
     }
 }
 
-Sink Sink::open_file(const std::string& path, size_t buffer_size)
+Sink::FlagsRestore::~FlagsRestore()
 {
+    if (fd_ >= 0)
+        (void)::fcntl(fd_, F_SETFL, flags_);
+}
+
+namespace {
+
+// A FIFO opened for writing blocks until a reader opens it, beyond the reach
+// of signals; opened without blocking it fails with ENXIO until then, and we
+// wait in steps that a stop signal can end.
+int open_fifo(const std::string& path, StopSignals* stop)
+{
+    constexpr int kRetryMs = 100;
+    for (;;) {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0 || errno != ENXIO)
+            return fd;
+        if (stop ? !stop->pause(kRetryMs) : ::poll(nullptr, 0, kRetryMs) < 0)
+            throw Error("stopped while waiting for a reader of " + path, kExitOk);
+    }
+}
+
+} // namespace
+
+Sink Sink::open_file(const std::string& path, size_t buffer_size, StopSignals* stop)
+{
+    struct stat st{};
+    if (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+        const int fd = open_fifo(path, stop);
+        if (fd < 0)
+            throw Error("cannot write " + path + ": " + errno_text(errno));
+        Sink sink(UniqueFd(fd), fd, path, buffer_size, false);
+        sink.watch(stop);
+        return sink;
+    }
     bool created = true;
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST) {
@@ -40,7 +81,9 @@ Sink Sink::open_file(const std::string& path, size_t buffer_size)
     }
     if (fd < 0)
         throw Error("cannot write " + path + ": " + errno_text(errno));
-    return Sink(UniqueFd(fd), fd, path, buffer_size, created);
+    Sink sink(UniqueFd(fd), fd, path, buffer_size, created);
+    sink.watch(stop);
+    return sink;
 }
 
 Sink Sink::standard_output(size_t buffer_size)
@@ -110,11 +153,16 @@ void Sink::write_segments()
     size_t left = unwritten_.size();
     size_t written = 0;
     while (left > 0) {
-        const ssize_t n = ::writev(fd_, next, static_cast<int>(left));
+        const ssize_t n = do_writev(next, static_cast<int>(left));
         if (n < 0) {
-            if (errno == EINTR)
+            int err = errno;
+            if (err == EINTR)
                 continue;
-            const int err = errno;
+            if (err == EAGAIN) {
+                if (wait_writable())
+                    continue;
+                err = EINTR; // a stop signal ended the wait
+            }
             std::vector<iovec> chunk(segments_.begin(), segments_.end());
             segments_.clear();
             fail(err, std::move(chunk), size, written);
@@ -135,11 +183,53 @@ void Sink::write_segments()
     segments_.clear();
 }
 
+ssize_t Sink::do_write(const uint8_t* data, size_t n)
+{
+    if (!faults_)
+        return ::write(fd_, data, n);
+    const ssize_t allowed = faults_->before_write(n);
+    if (allowed < 0)
+        return -1;
+    return ::write(fd_, data, std::min(n, static_cast<size_t>(allowed)));
+}
+
+ssize_t Sink::do_writev(const iovec* iov, int count)
+{
+    if (!faults_)
+        return ::writev(fd_, iov, count);
+    size_t n = 0;
+    for (int i = 0; i < count; ++i)
+        n += iov[i].iov_len;
+    const ssize_t allowed = faults_->before_write(n);
+    if (allowed < 0)
+        return -1;
+    // A short write: the same pieces, cut after `allowed` bytes.
+    std::vector<iovec> cut;
+    for (size_t left = static_cast<size_t>(allowed); left > 0 && cut.size() < static_cast<size_t>(count);) {
+        const iovec& piece = iov[cut.size()];
+        cut.push_back(iovec{piece.iov_base, std::min(piece.iov_len, left)});
+        left -= cut.back().iov_len;
+    }
+    if (cut.empty())
+        return 0;
+    return ::writev(fd_, cut.data(), static_cast<int>(cut.size()));
+}
+
+bool Sink::wait_writable()
+{
+    if (stop_)
+        return stop_->wait_for(fd_, POLLOUT);
+    pollfd fd{fd_, POLLOUT, 0};
+    return ::poll(&fd, 1, -1) >= 0 || errno == EINTR;
+}
+
 void Sink::fail(int err, std::vector<iovec> segments, size_t size, size_t written)
 {
     failed_ = FailedChunk{std::move(segments), size, written};
     if (err == EPIPE)
         throw OutputClosed();
+    if (err == EINTR)
+        throw OutputInterrupted();
     throw Error("cannot write " + name_ + ": " + errno_text(err), kExitRuntime);
 }
 
@@ -148,11 +238,16 @@ void Sink::write_all(const uint8_t* data, size_t n)
     const uint8_t* const chunk = data;
     const size_t chunk_size = n;
     while (n > 0) {
-        const ssize_t written = ::write(fd_, data, n);
+        const ssize_t written = do_write(data, n);
         if (written < 0) {
-            if (errno == EINTR)
+            int err = errno;
+            if (err == EINTR)
                 continue;
-            const int err = errno;
+            if (err == EAGAIN) {
+                if (wait_writable())
+                    continue;
+                err = EINTR; // a stop signal ended the wait
+            }
             fail(err, {iovec{const_cast<uint8_t*>(chunk), chunk_size}}, chunk_size, chunk_size - n);
         }
         data += written;

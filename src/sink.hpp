@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/uio.h>
@@ -22,6 +23,26 @@ public:
     OutputClosed() : Error("the output reader closed the pipe", kExitOk) {}
 };
 
+// A stop signal arrived while the output could take nothing (a stalled pipe
+// reader): the capture stops; what was not written is counted.
+class OutputInterrupted : public Error {
+public:
+    OutputInterrupted() : Error("stopped while the output took nothing more", kExitOk) {}
+};
+
+class StopSignals;
+
+// Test seam in the output path: consulted before every write(2)/writev(2)
+// the sink makes, it lets a test fail the Nth write with any errno, or cut a
+// write short, without touching the system. Never set outside tests.
+class WriteFaults {
+public:
+    virtual ~WriteFaults() = default;
+    // `n` bytes are about to be written. Return n to write them, a smaller
+    // count to write only that many, or -1 with errno set to fail the call.
+    virtual ssize_t before_write(size_t n) = 0;
+};
+
 class Sink {
 public:
     static constexpr size_t kDefaultBufferSize = 1 << 20;
@@ -29,13 +50,20 @@ public:
     static constexpr size_t kMaxSegments = 1024;
 
     // Opens (creating if needed) without truncating, so a setup failure can
-    // leave an existing file untouched; start() truncates.
-    static Sink open_file(const std::string& path, size_t buffer_size = kDefaultBufferSize);
+    // leave an existing file untouched; start() truncates. A FIFO without a
+    // reader is waited for, as long as no stop signal arrives.
+    static Sink open_file(const std::string& path, size_t buffer_size = kDefaultBufferSize,
+                          StopSignals* stop = nullptr);
     static Sink standard_output(size_t buffer_size = kDefaultBufferSize);
 
     Sink(Sink&&) noexcept = default;
     Sink& operator=(Sink&&) noexcept = default;
     ~Sink() = default;
+
+    // While the output takes nothing (a full pipe), wait for it and for
+    // these signals: a stop signal ends the wait with OutputInterrupted.
+    void watch(StopSignals* stop) noexcept { stop_ = stop; }
+    void inject_faults(WriteFaults* faults) noexcept { faults_ = faults; }
 
     void start();   // capture is running: truncate a regular file
     void discard(); // setup failed: remove the file if we created it
@@ -89,6 +117,11 @@ private:
     void write_all(const uint8_t* data, size_t n);
     void write_segments();
     [[noreturn]] void fail(int err, std::vector<iovec> segments, size_t size, size_t written);
+    // After EAGAIN: false when a stop signal ended the wait.
+    bool wait_writable();
+    // write(2)/writev(2), through the fault seam when a test set one.
+    ssize_t do_write(const uint8_t* data, size_t n);
+    ssize_t do_writev(const iovec* iov, int count);
     // Ends the run of buffered bytes since the last reference.
     void close_run() noexcept
     {
@@ -110,6 +143,27 @@ private:
     bool created_ = false;
     bool is_pipe_ = false;
     FailedChunk failed_;
+    StopSignals* stop_ = nullptr;
+    WriteFaults* faults_ = nullptr;
+    // Pipes are written without blocking, so that a stop signal is noticed
+    // while the reader stalls; standard output gets its flags back at the end.
+    class FlagsRestore {
+    public:
+        FlagsRestore() = default;
+        FlagsRestore(int fd, int flags) : fd_(fd), flags_(flags) {}
+        FlagsRestore(FlagsRestore&& o) noexcept : fd_(std::exchange(o.fd_, -1)), flags_(o.flags_) {}
+        FlagsRestore& operator=(FlagsRestore&& o) noexcept
+        {
+            std::swap(fd_, o.fd_);
+            std::swap(flags_, o.flags_);
+            return *this;
+        }
+        ~FlagsRestore();
+
+    private:
+        int fd_ = -1;
+        int flags_ = 0;
+    } restore_flags_;
 };
 
 } // namespace xdpcap

@@ -1,5 +1,5 @@
-// Output files for Sink tests: an in-memory file, and a pipe that can be made
-// to fail part-way.
+// Output files for Sink tests: an in-memory file, a pipe, and write faults
+// injected through the sink's test seam.
 #pragma once
 
 #include <fcntl.h>
@@ -8,9 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "sink.hpp"
 
 namespace xdpcap::test {
 
@@ -35,7 +38,7 @@ private:
     int fd_;
 };
 
-// A pipe that takes only `capacity` bytes and never blocks the writer.
+// A pipe whose contents a test can read back, or whose reader can go away.
 class SmallPipe {
 public:
     SmallPipe()
@@ -50,12 +53,6 @@ public:
     SmallPipe(const SmallPipe&) = delete;
     SmallPipe& operator=(const SmallPipe&) = delete;
     std::string writer_path() const { return "/proc/self/fd/" + std::to_string(fds_[1]); }
-    // The sink opens its own description of the pipe: limit that one.
-    static void make_small_and_nonblocking(int fd)
-    {
-        ASSERT_EQ(::fcntl(fd, F_SETPIPE_SZ, 4096), 4096);
-        ASSERT_EQ(::fcntl(fd, F_SETFL, O_NONBLOCK), 0);
-    }
     // Everything in the pipe now.
     Bytes contents()
     {
@@ -75,6 +72,44 @@ public:
 
 private:
     int fds_[2] = {-1, -1};
+};
+
+// The output takes `budget` bytes: the write that reaches the budget is cut
+// short there (if any of it fits), and every write after that fails with `err`.
+class FailAfter : public WriteFaults {
+public:
+    FailAfter(size_t budget, int err) : budget_(budget), err_(err) {}
+    ssize_t before_write(size_t n) override
+    {
+        if (budget_ == 0) {
+            errno = err_;
+            return -1;
+        }
+        const size_t take = n < budget_ ? n : budget_;
+        budget_ -= take;
+        return static_cast<ssize_t>(take);
+    }
+
+private:
+    size_t budget_;
+    int err_;
+};
+
+// Every other write call fails with EAGAIN first: a transient condition the
+// sink must wait out, not report.
+class EagainEveryOther : public WriteFaults {
+public:
+    ssize_t before_write(size_t n) override
+    {
+        if (++calls_ % 2 == 1) {
+            errno = EAGAIN;
+            return -1;
+        }
+        return static_cast<ssize_t>(n);
+    }
+
+private:
+    unsigned calls_ = 0;
 };
 
 } // namespace xdpcap::test

@@ -105,14 +105,15 @@ TEST(PacketOutput, ShortSamplesAreCopiedEvenWhenTheyStay)
     EXPECT_FALSE(output.sink().has_references());
 }
 
-// Each block is 28 + 1000 + 32 + 4 = 1064 bytes; a 4096-byte pipe takes the
-// first three whole and part of the fourth.
+// Each block is 28 + 1000 + 32 + 4 = 1064 bytes; an output that takes 4096
+// bytes takes the first three whole and part of the fourth.
 TEST(PacketOutput, FailedWriteCountsEveryPacketNotWrittenWhole)
 {
     for (bool by_reference : {false, true}) {
         SmallPipe pipe;
         PacketOutput output(Sink::open_file(pipe.writer_path()), PacketOutput::Format::Pcapng, false, {"a", "b"});
-        SmallPipe::make_small_and_nonblocking(output.sink().fd());
+        FailAfter faults(4096, ENOSPC);
+        output.sink().inject_faults(&faults);
         const Bytes frame = frame_of(1000, 5);
         for (uint32_t i = 0; i < 10; ++i)
             output.write(i % 2, sample_of(frame, 1000), i, by_reference);
