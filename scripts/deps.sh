@@ -12,6 +12,8 @@ packages=(
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
     groff-base man-db iputils-ping util-linux bash-completion zsh
+    # packages: Debian (built, checked, installed) and rpm (built)
+    build-essential debhelper lintian rpm
 )
 missing=()
 for p in "${packages[@]}"; do
