@@ -5,10 +5,13 @@
 #include "app.hpp"
 #include "cli.hpp"
 #include "error.hpp"
+#include "extcap.hpp"
 
 int main(int argc, char** argv)
 {
     try {
+        if (xdpcap::extcap::is_extcap_call(argc, argv))
+            return xdpcap::extcap::run(argc, argv);
         const auto outcome = xdpcap::parse_cli(argc, argv);
         if (const auto* text = std::get_if<xdpcap::ShowText>(&outcome)) {
             std::fputs(text->text.c_str(), stdout);

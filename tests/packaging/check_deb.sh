@@ -2,14 +2,15 @@
 # check_deb.sh SOURCE_DIR: builds the Debian package (packaging/build-deb.sh,
 # unit tests left out: the main build runs them), checks it with lintian
 # (no error, no warning that is not overridden), installs it with dpkg -i,
-# checks the installed binary, manual, completions and extcap entry, removes
+# checks the installed binary, manual, completions and Wireshark extcap
+# entry (tshark -D lists its interfaces), removes
 # it with dpkg -r and checks that nothing is left behind.
 # Needs root; exit 77 (skip) without it. Refuses to touch an xdpcap package
 # that was installed before the test.
 set -uo pipefail
 src=$(cd "$1" && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (dpkg -i)"; exit 77; }
-for tool in dpkg-buildpackage dh lintian man; do
+for tool in dpkg-buildpackage dh lintian man tshark; do
     command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (scripts/deps.sh installs it)"; exit 77; }
 done
 
@@ -87,6 +88,16 @@ ok "bash completion found by bash-completion: 'xdpcap -Q <TAB>' gives $values"
 zsh_file=$(zsh -fc 'print -l $^fpath/_xdpcap(N)')
 [ "$zsh_file" = /usr/share/zsh/vendor-completions/_xdpcap ] || fail "zsh does not find _xdpcap in its fpath: '$zsh_file'"
 ok "zsh finds $zsh_file"
+
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+entry=/usr/lib/$multiarch/wireshark/extcap/xdpcap
+[ "$(readlink -f "$entry")" = /usr/sbin/xdpcap ] || fail "$entry does not lead to /usr/sbin/xdpcap"
+"$entry" --extcap-interfaces | grep -qx 'interface {value=xdpcap:lo}{display=.*}' ||
+    fail "$entry --extcap-interfaces does not list xdpcap:lo"
+home=$(mktemp -d -p "$work")
+HOME=$home XDG_CONFIG_HOME=$home tshark -D 2>/dev/null | grep -q '^[0-9]*\. xdpcap:lo ' ||
+    fail "tshark -D does not list xdpcap:lo from $entry"
+ok "extcap entry $entry -> /usr/sbin/xdpcap; tshark -D lists xdpcap:lo"
 
 files=$(dpkg -L xdpcap)
 dpkg_retry -r xdpcap || fail "dpkg -r failed"

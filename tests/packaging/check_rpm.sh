@@ -35,7 +35,9 @@ for f in /usr/sbin/xdpcap /usr/share/bash-completion/completions/xdpcap /usr/sha
     grep -qx "$f" <<<"$files" || fail "$f missing from the rpm: $files"
 done
 grep -q '^/usr/share/man/man8/xdpcap\.8' <<<"$files" || fail "man page missing from the rpm"
-ok "files: binary, manual, completions, licence"
+libdir=$(rpm --eval '%{_libdir}')
+grep -qx "$libdir/wireshark/extcap/xdpcap" <<<"$files" || fail "extcap entry missing from the rpm"
+ok "files: binary, manual, completions, licence, extcap entry"
 requires=$(rpm -qp --requires "$rpm")
 for lib in 'libbpf.so.1()' 'libpcap.so.0.8()' 'libstdc++.so.6()'; do
     grep -qF "$lib" <<<"$requires" || fail "Requires lacks $lib"
