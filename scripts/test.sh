@@ -23,7 +23,8 @@ scripts/deps.sh || fail_early "installing dependencies failed"
 # with other compilers still get a build); the benchmarks are built too.
 options=(-Dwerror=true -Dbench=true)
 if [ -f build/build.ninja ]; then
-    meson configure build "${options[@]}" || fail_early "build configuration failed"
+    # --reconfigure, not configure: an older build/ does not know the newer options yet.
+    meson setup --reconfigure build "${options[@]}" || fail_early "build configuration failed"
 else
     meson setup build "${options[@]}" || fail_early "build setup failed"
 fi
