@@ -19,6 +19,7 @@ interface, tshark shows xdpcap's one-line error as an extcap error.
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -157,8 +158,13 @@ def test(binary):
                    check_rc=False)
         N.expect(cp.returncode == 0 and cp.stdout == "", "a good capture filter: no output, status 0", cp)
 
-        # Failures reach tshark as extcap errors.
-        cp = Tshark(lab, tmp, user="nobody").run(["-i", "xdpcap:cap0", "-c", "1", "-w", "/dev/null"])
+        # Failures reach tshark as extcap errors. Never "-w /dev/null" here:
+        # tshark 4.0 removes its output file after a capture that got nothing.
+        nobody_dir = os.path.join(tmp, "nobody")
+        os.mkdir(nobody_dir)
+        shutil.chown(nobody_dir, "nobody")
+        cp = Tshark(lab, tmp, user="nobody").run(
+            ["-i", "xdpcap:cap0", "-c", "1", "-w", os.path.join(nobody_dir, "unprivileged.pcapng")])
         N.log("  info  unprivileged tshark: " + " | ".join(l for l in cp.stderr.splitlines() if l.strip()))
         N.expect(cp.returncode != 0, "unprivileged: tshark exits non-zero", cp.returncode)
         N.expect(re.search(re.escape(EXTCAP_ERROR) + r" xdpcap: capturing needs root", cp.stderr),
@@ -166,13 +172,14 @@ def test(binary):
 
         first = lab.xdpcap(binary, ["-w", os.path.join(tmp, "first.pcapng")])
         first.wait_listening()
-        cp = tshark.run(["-i", "xdpcap:cap0", "-c", "1", "-w", "/dev/null"])
+        cp = tshark.run(["-i", "xdpcap:cap0", "-c", "1", "-w", os.path.join(tmp, "in_the_way.pcapng")])
         N.log("  info  tshark beside another capture: "
               + " | ".join(l for l in cp.stderr.splitlines() if l.strip()))
         N.expect(cp.returncode != 0, "XDP program in the way: tshark exits non-zero", cp.returncode)
         N.expect(re.search(re.escape(EXTCAP_ERROR) + r" xdpcap: cap0 already has an XDP program", cp.stderr),
                  "XDP program in the way: tshark shows xdpcap's error as an extcap error", cp.stderr)
         first.stop()
+        N.expect(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is still the null device")
 
 
 if __name__ == "__main__":
