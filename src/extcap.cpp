@@ -1,5 +1,6 @@
 #include "extcap.hpp"
 
+#include <fcntl.h>
 #include <net/if.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include "error.hpp"
 #include "filter/compile.hpp"
 #include "filter/translate.hpp"
+#include "unique_fd.hpp"
 #include "version.hpp"
 
 namespace xdpcap::extcap {
@@ -263,6 +265,12 @@ int run(int argc, const char* const* argv)
     case Action::Capture:
         break;
     }
+    // Opened before anything can fail: Wireshark's capture child may already
+    // be waiting for a writer, and would go on waiting for one that exited
+    // with an error. Closed on return, after the capture's own descriptor.
+    const UniqueFd writer(::open(request.fifo.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!writer)
+        throw Error("cannot open " + request.fifo + ": " + errno_text(errno));
     const std::vector<std::string> command = capture_command(request);
     std::vector<const char*> args;
     for (const std::string& word : command)
