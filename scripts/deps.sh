@@ -11,7 +11,9 @@ packages=(
     clang llvm bpftool libbpf-dev libpcap-dev libcxxopts-dev meson ninja-build pkg-config g++
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
-    groff-base man-db iputils-ping util-linux
+    groff-base man-db iputils-ping util-linux bash-completion zsh
+    # packages: Debian (built, checked, installed) and rpm (built)
+    build-essential debhelper lintian rpm
     # the kernel-6.1 guest stage (tests/vm): Debian's own kernel under QEMU
     qemu-system-x86 linux-image-amd64 busybox-static
 )

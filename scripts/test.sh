@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite:
-#   1. the normal build (./build): unit tests, man page checks, end-to-end
-#      captures on private veth pairs (these need root);
+#   1. the normal build (./build, warnings as errors, with the benchmarks):
+#      unit tests, man page checks, end-to-end captures on private veth pairs
+#      (these need root), then a release build and the Debian package
+#      (built, checked with lintian, installed and removed);
 #   2. a clang AddressSanitizer + UndefinedBehaviorSanitizer build
 #      (./build-sanitize): unit tests, one end-to-end capture, and bounded
 #      libFuzzer runs of the record decoder and pcapng encoder;
@@ -19,18 +21,31 @@ fail_early() {
 }
 
 scripts/deps.sh || fail_early "installing dependencies failed"
+# Warnings are errors here (not by default, so that users and distributions
+# with other compilers still get a build); the benchmarks are built too.
+options=(-Dwerror=true -Dbench=true)
+if [ -f build/build.ninja ]; then
+    # --reconfigure, not configure: an older build/ does not know the newer options yet.
+    meson setup --reconfigure build "${options[@]}" || fail_early "build configuration failed"
+else
+    meson setup build "${options[@]}" || fail_early "build setup failed"
+fi
 scripts/build.sh || fail_early "build failed"
 
 meson test -C build --print-errorlogs --num-processes 2
 logs=(build/meson-logs/testlog.json)
+# Each builds the tree once more: a release build, and the Debian package,
+# installed and removed again.
+meson test -C build --print-errorlogs --logbase packaging --suite release --suite package
+logs+=(build/meson-logs/packaging.json)
 
 if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
     fuzz_seconds="${FUZZ_SECONDS:-60}"
     if [ ! -f build-sanitize/build.ninja ]; then
         CC=clang CXX=clang++ meson setup build-sanitize -Db_sanitize=address,undefined -Db_lundef=false \
-            -Dfuzz=true -Dfuzz_seconds="$fuzz_seconds" || fail_early "sanitizer build setup failed"
+            -Dwerror=true -Dfuzz=true -Dfuzz_seconds="$fuzz_seconds" || fail_early "sanitizer build setup failed"
     else
-        meson configure build-sanitize -Dfuzz_seconds="$fuzz_seconds"
+        meson configure build-sanitize -Dwerror=true -Dfuzz_seconds="$fuzz_seconds"
     fi
     meson compile -C build-sanitize || fail_early "sanitizer build failed"
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

@@ -277,8 +277,10 @@ int run_capture(const Config& config)
         failure = iface.name + " went away; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
-    std::fputs(format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut).c_str(),
-               stderr);
+    if (config.statistics)
+        std::fputs(
+            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut).c_str(),
+            stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }
 

@@ -24,6 +24,7 @@ struct Config {
     bool packet_buffered = false;
     bool verbose = false;
     bool quiet = false;
+    bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
     XdpMode xdp_mode = XdpMode::Auto;
     Direction direction = Direction::InOut;
     bool promiscuous = true; // -p turns it off

@@ -5,6 +5,7 @@
 #include "app.hpp"
 #include "cli.hpp"
 #include "error.hpp"
+#include "extcap.hpp"
 #include "host.hpp"
 
 int main(int argc, char** argv)
@@ -12,6 +13,8 @@ int main(int argc, char** argv)
     xdpcap::reserve_standard_streams();
     xdpcap::ignore_signals_that_are_write_errors();
     try {
+        if (xdpcap::extcap::is_extcap_call(argc, argv))
+            return xdpcap::extcap::run(argc, argv);
         const auto outcome = xdpcap::parse_cli(argc, argv);
         if (const auto* text = std::get_if<xdpcap::ShowText>(&outcome)) {
             std::fputs(text->text.c_str(), stdout);

@@ -1,0 +1,48 @@
+# bash completion for xdpcap(8)                          -*- shell-script -*-
+# SPDX-License-Identifier: GPL-2.0-only
+# Installed as .../bash-completion/completions/xdpcap; needs bash-completion.
+
+# Options with a fixed set of values (a new one is one line here, and is
+# offered as an option too), then all the others.
+declare -gA _xdpcap_values=(
+    [-Q]="in out inout" [--direction]="in out inout"
+    [--xdp-mode]="native generic auto"
+)
+_xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
+    -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
+    -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages -h --help --version"
+
+_xdpcap()
+{
+    local cur prev words cword split
+    _init_completion -s || return
+
+    case $prev in
+        -i | --interface)
+            COMPREPLY=($(compgen -W "$(command ls /sys/class/net 2>/dev/null)" -- "$cur"))
+            return
+            ;;
+        -w | --write)
+            _filedir
+            [[ -z $cur || $cur == - ]] && COMPREPLY+=(-)
+            return
+            ;;
+        -F | --filter-file)
+            _filedir
+            return
+            ;;
+        -s | --snapshot-length | -c | --count | --ring-pages)
+            return # a number
+            ;;
+    esac
+    if [[ -v _xdpcap_values[$prev] ]]; then
+        COMPREPLY=($(compgen -W "${_xdpcap_values[$prev]}" -- "$cur"))
+        return
+    fi
+    $split && return
+
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$_xdpcap_options ${!_xdpcap_values[*]}" -- "$cur"))
+    fi
+} &&
+    complete -F _xdpcap xdpcap

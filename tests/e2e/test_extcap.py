@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""End-to-end: xdpcap as a Wireshark extcap, driven by the real client, tshark.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_extcap.py PATH/TO/xdpcap
+
+xdpcap is linked into a personal extcap directory under a temporary
+XDG_CONFIG_HOME (Wireshark 4.0 reads $XDG_CONFIG_HOME/wireshark/extcap), so
+nothing needs installing. Checks, inside the capture namespace of a NetLab:
+`tshark -D` lists exactly xdpcap:cap0 and xdpcap:lo; `tshark -i xdpcap:cap0
+-c 10 -w F` captures ten frames sent on the veth, byte-exact, with xdpcap's
+per-CPU interfaces, and no extcap error; a capture filter given to tshark
+(-f) reaches xdpcap (the interfaces record it) and only matching frames
+arrive; after each capture no xdpcap process is left and nothing stays
+attached; the filter check Wireshark runs while one types a filter answers
+on stdout; as an unprivileged user, and with another XDP program on the
+interface, tshark shows xdpcap's one-line error as an extcap error.
+"""
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+
+CPU = N.cpus()[0]
+EXTCAP_ERROR = "Error by extcap pipe:"
+
+
+class Tshark:
+    """tshark in the capture namespace, with xdpcap as a personal extcap."""
+
+    def __init__(self, lab, config_home, user=None):
+        self.lab = lab
+        self.env = ["env", f"HOME={config_home}", f"XDG_CONFIG_HOME={config_home}"]
+        self.user = (["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+                     if user else [])
+
+    def argv(self, args):
+        return ["ip", "netns", "exec", self.lab.cap_ns] + self.user + self.env + ["tshark"] + args
+
+    def run(self, args, timeout=20):
+        return N.run(self.argv(args), timeout=timeout, check_rc=False)
+
+    def start(self, args):
+        N.log(f"  run   tshark {' '.join(args)}")
+        return self.lab.track(subprocess.Popen(self.argv(args), stdin=subprocess.DEVNULL,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                               text=True))
+
+
+def wait_attached(lab, proc, timeout=10.0):
+    end = time.monotonic() + timeout
+    while lab.xdp_prog() is None:
+        if proc.poll() is not None:
+            raise N.TestFailure(f"tshark exited ({proc.returncode}) before xdpcap attached: "
+                                f"{proc.stderr.read()}")
+        if time.monotonic() > end:
+            raise N.TestFailure("xdpcap did not attach within 10 s of tshark's start")
+        time.sleep(0.05)
+
+
+def finish(lab, proc, what, timeout=20):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        N.kill_process(proc)
+        raise N.TestFailure(f"{what}: tshark did not finish within {timeout} s")
+    lab.forget(proc)
+    N.log("  info  tshark stderr: " + " | ".join(l for l in err.splitlines() if l.strip()))
+    N.expect(proc.returncode == 0, f"{what}: tshark exits 0", f"{proc.returncode}: {err}")
+    # tshark 4.0 prints "Error by extcap pipe: " with nothing after it even for
+    # its own extcaps: only a message after it is an error.
+    errors = [l for l in err.splitlines() if re.search(re.escape(EXTCAP_ERROR) + r"\s*\S", l)]
+    N.expect(not errors, f"{what}: no extcap error", errors)
+    return err
+
+
+def check_gone(lab, what):
+    end = time.monotonic() + 5
+    left = None
+    while time.monotonic() < end:
+        pids = N.run(["ip", "netns", "pids", lab.cap_ns], check_rc=False).stdout.split()
+        left = [p for p in pids if os.path.exists(f"/proc/{p}/comm")
+                and open(f"/proc/{p}/comm").read().strip() == "xdpcap"]
+        if not left:
+            break
+        time.sleep(0.05)
+    N.expect(not left, f"{what}: no xdpcap process left", left)
+    lab.assert_clean(f"{what}: nothing stays attached to cap0")
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        os.chmod(tmp, 0o755)  # the unprivileged run reads it too
+        # A copy every user can run, linked as the package links it.
+        exe = os.path.join(tmp, "xdpcap")
+        shutil.copy2(binary, exe)
+        os.chmod(exe, 0o755)
+        extcap_dir = os.path.join(tmp, "wireshark", "extcap")
+        os.makedirs(extcap_dir)
+        os.symlink(exe, os.path.join(extcap_dir, "xdpcap"))
+        for d in (os.path.join(tmp, "wireshark"), extcap_dir):
+            os.chmod(d, 0o755)
+        tshark = Tshark(lab, tmp)
+
+        # Wireshark's interface list.
+        cp = tshark.run(["-D"])
+        listed = sorted(re.findall(r"^\d+\. (xdpcap:\S+)", cp.stdout, re.M))
+        N.check(listed == ["xdpcap:cap0", "xdpcap:lo"],
+                "tshark -D lists the namespace's interfaces as xdpcap:cap0 and xdpcap:lo",
+                cp.stdout + cp.stderr)
+
+        # Ten frames, byte-exact.
+        corpus = os.path.join(tmp, "corpus.pcap")
+        frames = N.build_corpus(corpus, 10, seed=3)
+        out = os.path.join(tmp, "ten.pcapng")
+        proc = tshark.start(["-i", "xdpcap:cap0", "-c", "10", "-w", out])
+        wait_attached(lab, proc)
+        N.log("  info  " + lab.send(corpus, CPU, gap_us=1000))
+        finish(lab, proc, "-c 10")
+        rows = N.read_capture(out, tmp)
+        N.check_exact(frames, [r["data"] for r in rows], "ten frames sent, the same ten captured, byte-exact")
+        names = sorted({r["if_name"] for r in rows})
+        N.expect(names == [f"cap0@cpu{CPU}"], f"frames are on xdpcap's interface cap0@cpu{CPU}", names)
+        check_gone(lab, "-c 10")
+
+        # A capture filter from tshark runs in xdpcap's kernel filter.
+        other = os.path.join(tmp, "other.pcap")
+        N.build_corpus(other, 12, kinds=("ipv4-tcp", "arp", "ipv4-icmp", "ipv6-icmp"), seed=4)
+        udp = os.path.join(tmp, "udp.pcap")
+        udp_frames = N.build_corpus(udp, 6, kinds=("ipv4-udp", "ipv6-udp"), seed=5)
+        out = os.path.join(tmp, "udp.pcapng")
+        proc = tshark.start(["-i", "xdpcap:cap0", "-f", "udp", "-c", str(len(udp_frames)), "-w", out])
+        wait_attached(lab, proc)
+        lab.send(other, CPU, gap_us=500)
+        lab.send(udp, CPU, gap_us=500)
+        finish(lab, proc, "-f udp")
+        rows = N.read_capture(out, tmp)
+        N.check_exact(udp_frames, [r["data"] for r in rows],
+                      "with -f udp: the UDP frames captured, none of the 12 others sent before them")
+        info = N.run(["capinfos", "-M", out]).stdout
+        filters = set(re.findall(r"^\s*Filter string = (.*)$", info, re.M))
+        N.expect(filters == {"udp"}, "xdpcap's interfaces record the kernel filter 'udp'", filters)
+        check_gone(lab, "-f udp")
+
+        # The filter check Wireshark runs as one types.
+        cp = N.run([binary, "--extcap-interface", "xdpcap:cap0", "--extcap-capture-filter", "tcp portx"],
+                   check_rc=False)
+        N.expect(cp.returncode != 0 and "syntax error" in cp.stdout,
+                 "a bad capture filter: the reason on stdout, non-zero status", cp)
+        cp = N.run([binary, "--extcap-interface", "xdpcap:cap0", "--extcap-capture-filter", "udp port 53"],
+                   check_rc=False)
+        N.expect(cp.returncode == 0 and cp.stdout == "", "a good capture filter: no output, status 0", cp)
+
+        # Failures reach tshark as extcap errors. Never "-w /dev/null" here:
+        # tshark 4.0 removes its output file after a capture that got nothing.
+        nobody_dir = os.path.join(tmp, "nobody")
+        os.mkdir(nobody_dir)
+        shutil.chown(nobody_dir, "nobody")
+        cp = Tshark(lab, tmp, user="nobody").run(
+            ["-i", "xdpcap:cap0", "-c", "1", "-w", os.path.join(nobody_dir, "unprivileged.pcapng")])
+        N.log("  info  unprivileged tshark: " + " | ".join(l for l in cp.stderr.splitlines() if l.strip()))
+        N.expect(cp.returncode != 0, "unprivileged: tshark exits non-zero", cp.returncode)
+        N.expect(re.search(re.escape(EXTCAP_ERROR) + r" xdpcap: capturing needs root", cp.stderr),
+                 "unprivileged: tshark shows xdpcap's privilege error as an extcap error", cp.stderr)
+
+        first = lab.xdpcap(binary, ["-w", os.path.join(tmp, "first.pcapng")])
+        first.wait_listening()
+        cp = tshark.run(["-i", "xdpcap:cap0", "-c", "1", "-w", os.path.join(tmp, "in_the_way.pcapng")])
+        N.log("  info  tshark beside another capture: "
+              + " | ".join(l for l in cp.stderr.splitlines() if l.strip()))
+        N.expect(cp.returncode != 0, "XDP program in the way: tshark exits non-zero", cp.returncode)
+        # The wording depends on whether the kernel could trace the program.
+        N.expect(re.search(re.escape(EXTCAP_ERROR) + r" xdpcap: cap0 already (has an XDP program|runs XDP program)",
+                           cp.stderr),
+                 "XDP program in the way: tshark shows xdpcap's error as an extcap error", cp.stderr)
+        first.stop()
+        N.expect(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is still the null device")
+
+
+if __name__ == "__main__":
+    N.main(test, tools=("ip", "tshark", "capinfos", "tcpdump", "setpriv"))
