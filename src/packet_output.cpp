@@ -9,6 +9,9 @@ PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::
     : sink_(std::move(sink)), format_(format), packet_buffered_(packet_buffered),
       interface_names_(std::move(interface_names))
 {
+    // More lines than a buffer can hold: never reallocated per packet.
+    if (format_ == Format::Text)
+        line_owners_.reserve(Sink::kDefaultBufferSize / 32);
 }
 
 void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs)
@@ -97,6 +100,12 @@ void PacketOutput::write_line(uint32_t interface_id, const Sample& sample, uint6
     }
     const std::string& name = interface_names_[interface_id];
     char* const start = reinterpret_cast<char*>(sink_.reserve(64 + name.size()));
+    // After reserve(), which may have flushed: this line belongs to the next chunk.
+    if (sink_.flushes() != owners_since_flush_) {
+        line_owners_.clear();
+        owners_since_flush_ = sink_.flushes();
+    }
+    line_owners_.push_back(interface_id);
     char* p = put_text(start, cached_hms_, 8);
     *p++ = '.';
     p = put_padded(p, realtime_ns % 1'000'000'000ull, 9);

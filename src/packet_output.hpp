@@ -75,16 +75,35 @@ private:
     // Local time of day is recomputed only when the second changes.
     time_t cached_second_ = -1;
     char cached_hms_[9] = "00:00:00";
+    // Text: the interface of each line handed to the sink since its last
+    // flush began, so that a failed flush can tell whose lines were lost.
+    std::vector<uint32_t> line_owners_;
+    uint64_t owners_since_flush_ = 0;
 };
 
 template <class OnLost>
 void PacketOutput::for_each_unwritten_packet(OnLost&& on_lost) const
 {
-    if (format_ != Format::Pcapng)
-        return; // text lines carry no block structure to walk
+    const Sink::FailedChunk& chunk = sink_.failed_chunk();
+    if (format_ == Format::Text) {
+        // One line per packet, all in buffered bytes: a line is lost unless
+        // its newline reached the output.
+        size_t offset = 0;
+        size_t line = 0;
+        for (const iovec& segment : chunk.segments) {
+            const auto* bytes = static_cast<const uint8_t*>(segment.iov_base);
+            for (size_t i = 0; i < segment.iov_len; ++i, ++offset) {
+                if (bytes[i] != '\n')
+                    continue;
+                if (offset >= chunk.written && line < line_owners_.size())
+                    on_lost(line_owners_[line]);
+                ++line;
+            }
+        }
+        return;
+    }
     // Walks the blocks of the chunk; every block starts in buffered bytes,
     // so only those are read.
-    const Sink::FailedChunk& chunk = sink_.failed_chunk();
     size_t segment = 0;
     size_t in_segment = 0;
     size_t offset = 0;

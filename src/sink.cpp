@@ -129,6 +129,8 @@ void Sink::make_room(size_t n)
 
 void Sink::flush()
 {
+    if (used_ != 0 || !segments_.empty())
+        ++flushes_;
     if (!segments_.empty()) {
         close_run();
         used_ = run_start_ = 0; // whatever happens, these bytes are not retried

@@ -98,6 +98,9 @@ public:
 
     void flush();
     size_t pending() const noexcept { return used_; }
+    // Flushes begun so far: bytes buffered after the Nth began are in a
+    // later chunk.
+    uint64_t flushes() const noexcept { return flushes_; }
 
     // After a failed write: the pieces of the failed chunk, and how many of
     // its bytes reached the output. The chunk starts at a block boundary.
@@ -144,6 +147,7 @@ private:
     bool is_pipe_ = false;
     FailedChunk failed_;
     StopSignals* stop_ = nullptr;
+    uint64_t flushes_ = 0;
     WriteFaults* faults_ = nullptr;
     // Pipes are written without blocking, so that a stop signal is noticed
     // while the reader stalls; standard output gets its flags back at the end.

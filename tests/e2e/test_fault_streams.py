@@ -11,6 +11,8 @@ Checks:
   (the closed descriptor used to be reused by the next open file);
 - -w /dev/full: the first blocks cannot be written: exit 2 with one line and
   the statistics, as the man page says of exit status 2;
+- text output into /dev/full: exit 2, no line counted as captured, every
+  one counted as not written;
 - a file-size limit (ulimit -f) under a flood: the capture ends as on a full
   disk: exit 2, 'File too large', the statistics add up, the file is valid up
   to at most one incomplete final block and 'packets captured' equals its
@@ -68,6 +70,26 @@ def test(binary):
         st = N.final_stats(x.err_lines)
         N.expect(st is not None and st["captured"] == 0, "-w /dev/full: the statistics are printed", x.err_lines)
         lab.assert_clean("-w /dev/full: nothing attached afterwards")
+
+        # Text lines into /dev/full: none reaches the output, none counts as captured.
+        corpus_text = os.path.join(tmp, "text.pcap")
+        text_frames = N.build_corpus(corpus_text, 20, seed=33)
+        x = N.Xdpcap(lab, None, [], argv=shell(lab, f"exec {binary} -i {lab.cap_if} -v > /dev/full"))
+        x.wait_listening()
+        lab.send(corpus_text, CPU, gap_us=300)
+        rc, _ = N.wait_exit(x.proc, 5.0)
+        if rc is None:
+            x.stop()
+        else:
+            x.wait(timeout=5)
+        N.expect(x.returncode == 2, "text to /dev/full: exit status 2", (x.returncode, x.err_lines))
+        st = N.final_stats(x.err_lines)
+        N.check(st is not None, "text to /dev/full: statistics printed", x.err_lines)
+        N.check_stats_identity(st, "text to /dev/full")
+        N.expect(st["captured"] == 0 and 0 < st["not_written"] <= len(text_frames),
+                 "text to /dev/full: no line counts as captured; the lines are counted as not written",
+                 st["lines"])
+        lab.assert_clean("text to /dev/full: nothing attached afterwards")
 
         # A file-size limit under a flood: 200 KiB, far less than the traffic.
         corpus = os.path.join(tmp, "flood.pcap")

@@ -145,3 +145,33 @@ TEST(PacketOutput, VanishedReaderLosesEveryPacketOfTheChunk)
         EXPECT_EQ(lost, 5u) << by_reference;
     }
 }
+
+// Text lines: a line whose newline did not reach the output is lost, the
+// others are not, whichever interface they came from.
+TEST(PacketOutput, FailedTextWriteCountsEveryLineNotWrittenWhole)
+{
+    const Bytes frame = frame_of(60, 3);
+    for (size_t budget : {size_t{0}, size_t{10}, size_t{57}, size_t{58}, size_t{200}, size_t{100000}}) {
+        MemFile file;
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"a@cpu0", "b@cpu1"});
+        FailAfter faults(budget, ENOSPC);
+        output.sink().inject_faults(&faults);
+        for (uint32_t i = 0; i < 6; ++i)
+            output.write(i % 2, sample_of(frame, 60), 1'000'000'000ull * i);
+        bool failed = false;
+        try {
+            output.flush();
+        } catch (const Error&) {
+            failed = true;
+        }
+        const Bytes written = file.contents();
+        const auto whole_lines = static_cast<size_t>(std::count(written.begin(), written.end(), '\n'));
+        std::vector<uint32_t> lost;
+        if (failed)
+            output.for_each_unwritten_packet([&](uint32_t interface_id) { lost.push_back(interface_id); });
+        EXPECT_EQ(whole_lines + lost.size(), 6u) << budget;
+        for (size_t i = 0; i < lost.size(); ++i)
+            EXPECT_EQ(lost[i], (whole_lines + i) % 2) << budget;
+        EXPECT_EQ(failed, whole_lines < 6) << budget;
+    }
+}
