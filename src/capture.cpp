@@ -55,7 +55,7 @@ UniqueFd block_capture_signals()
 CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, UniqueFd signals,
                          ClockOffset clock, Options options)
     : program_(program), rings_(rings), output_(output), signals_(std::move(signals)), clock_(clock),
-      options_(options), merger_(rings.readers(), output, clock, RingMerger::Options{options.count})
+      options_(options), merger_(rings.readers(), output, clock, RingMerger::Options{options.count, kHoldBackNs, options.interfaces})
 {
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_)
