@@ -12,6 +12,8 @@ packages=(
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
     groff-base man-db iputils-ping util-linux
+    # trace mode behind a libxdp dispatcher (xdp-loader)
+    xdp-tools
     # the kernel-6.1 guest stage (tests/vm): Debian's own kernel under QEMU
     qemu-system-x86 linux-image-amd64 busybox-static
 )
