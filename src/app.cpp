@@ -84,7 +84,6 @@ std::string program_text(const XdpProgramInfo& p)
 struct SlotText {
     std::string suffix;
     std::string what;
-    uint32_t direction = pcapng::kDirectionInbound;
 };
 
 SlotText slot_text(const InterfaceMap& map, uint32_t slot, const std::vector<XdpProgramInfo>& traced,
@@ -94,7 +93,7 @@ SlotText slot_text(const InterfaceMap& map, uint32_t slot, const std::vector<Xdp
     if (s.kind == InterfaceMap::Kind::Own)
         return SlotText{"", hooks};
     if (s.kind == InterfaceMap::Kind::Egress)
-        return SlotText{"", hooks, pcapng::kDirectionOutbound};
+        return SlotText{"", hooks};
     const bool entry = s.kind == InterfaceMap::Kind::Entry;
     const XdpProgramInfo& p = traced[s.program];
     return SlotText{std::string(entry ? ":entry" : ":exit") + (traced.size() > 1 ? ":" + p.name : ""),

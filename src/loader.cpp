@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #include <linux/pkt_cls.h>
+#include <net/if.h>
 
 #include <cstddef>
 
@@ -370,10 +371,9 @@ bool CaptureProgram::link_defunct() const
     if (egress_ && egress_->defunct())
         return true;
     if (trace_) {
-        // Our links hold the traced program; the interface itself may go.
-        bpf_xdp_query_opts query{};
-        query.sz = sizeof query;
-        return bpf_xdp_query(static_cast<int>(ifindex_), 0, &query) == -ENODEV;
+        // Our links keep the traced program alive, not the interface.
+        char name[IF_NAMESIZE];
+        return ::if_indextoname(ifindex_, name) == nullptr && errno == ENXIO;
     }
     if (!link_)
         return false;
