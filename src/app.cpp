@@ -173,7 +173,11 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
             throw Error(iface.name + " runs no XDP program to trace: --at and --program apply to trace mode only");
         return {};
     }
-    if (!kernel_can_trace_xdp())
+    // Another xdpcap's own program is not traced: that capture already sees
+    // everything, and two on one interface are refused as before.
+    const std::string& name = attached.front().program.name;
+    const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter";
+    if (!kernel_can_trace_xdp() || ours)
         refuse_if_xdp_attached(iface.ifindex, iface.name);
     auto targets = trace_targets(attached.front(), config.trace_program);
     // The filter runs in front of a hook; fentry/fexit programs cannot be
