@@ -63,7 +63,7 @@ static __always_inline void fill_meta(struct xdpcap_meta *meta, const struct xdp
 	meta->tstamp_ns = bpf_ktime_get_ns();
 	meta->direction = direction;
 	meta->hook = hook;
-	meta->reserved = 0;
+	meta->program = 0;
 	meta->verdict = 0;
 }
 

@@ -34,7 +34,7 @@ struct xdpcap_meta {
 	__u64 tstamp_ns;    /* CLOCK_MONOTONIC */
 	__u8 direction;     /* XDPCAP_DIR_*: the pcapng epb_flags direction value */
 	__u8 hook;          /* XDPCAP_HOOK_*: which program took the sample */
-	__u16 reserved;     /* zero */
+	__u16 program;      /* trace mode: index of the traced program; else 0 */
 	__u32 verdict;      /* the traced program's return value at exit; else 0 */
 };
 
@@ -45,11 +45,15 @@ struct xdpcap_meta {
 /* Values of xdpcap_meta.hook. */
 #define XDPCAP_HOOK_XDP 0u
 #define XDPCAP_HOOK_TC_EGRESS 1u
+#define XDPCAP_HOOK_FENTRY 2u /* trace mode: before the traced XDP program */
+#define XDPCAP_HOOK_FEXIT 3u  /* trace mode: after it, with its verdict */
 
 /* Keys of the per-CPU counters array: one entry per hook. */
 #define XDPCAP_COUNTERS_INGRESS 0u
 #define XDPCAP_COUNTERS_EGRESS 1u
-#define XDPCAP_COUNTERS_ENTRIES 2u
+#define XDPCAP_COUNTERS_ENTRY 2u /* trace mode, all traced programs */
+#define XDPCAP_COUNTERS_EXIT 3u
+#define XDPCAP_COUNTERS_ENTRIES 4u
 
 /* One entry of the per-CPU counters array (key XDPCAP_COUNTERS_*). */
 struct xdpcap_counters {
@@ -68,6 +72,7 @@ struct xdpcap_counters {
 static_assert(sizeof(struct xdpcap_meta) == 40, "xdpcap_meta ABI size");
 static_assert(offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
+static_assert(offsetof(struct xdpcap_meta, program) == 34, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
 static_assert(sizeof(struct xdpcap_counters) == 48, "xdpcap_counters ABI size");
 static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program increments seen at offset 0");
@@ -77,6 +82,7 @@ static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 40u + XDPCAP_M
 _Static_assert(sizeof(struct xdpcap_meta) == 40, "xdpcap_meta ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
+_Static_assert(__builtin_offsetof(struct xdpcap_meta, program) == 34, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
 _Static_assert(sizeof(struct xdpcap_counters) == 48, "xdpcap_counters ABI size");
 #endif

@@ -7,10 +7,12 @@
 declare -gA _xdpcap_values=(
     [-Q]="in out inout" [--direction]="in out inout"
     [--xdp-mode]="native generic auto"
+    [--at]="entry exit entry,exit"
 )
 _xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
-    -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages -h --help --version"
+    -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
+    -h --help --version"
 
 _xdpcap()
 {

@@ -14,6 +14,8 @@ packages=(
     groff-base man-db iputils-ping util-linux bash-completion zsh
     # packages: Debian (built, checked, installed) and rpm (built)
     build-essential debhelper lintian rpm
+    # trace mode behind a libxdp dispatcher (xdp-loader)
+    xdp-tools
     # the kernel-6.1 guest stage (tests/vm): Debian's own kernel under QEMU
     qemu-system-x86 linux-image-amd64 busybox-static
 )

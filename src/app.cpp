@@ -76,35 +76,80 @@ std::string hooks_description(const CaptureProgram& program, XdpMode mode)
     return text;
 }
 
+std::string program_text(const XdpProgramInfo& p)
+{
+    return "XDP program '" + p.name + "' (id " + std::to_string(p.id) + ", tag " + p.tag + ")";
+}
+
+// Trace mode: what the ring's slot-th interface is called and what it shows.
+struct SlotText {
+    std::string suffix;
+    std::string what;
+};
+
+SlotText slot_text(const InterfaceMap& map, uint32_t slot, const std::vector<XdpProgramInfo>& traced,
+                   const std::string& hooks)
+{
+    const InterfaceMap::Slot s = map.slot(slot);
+    if (s.kind == InterfaceMap::Kind::Own)
+        return SlotText{"", hooks};
+    if (s.kind == InterfaceMap::Kind::Egress)
+        return SlotText{"", hooks};
+    const bool entry = s.kind == InterfaceMap::Kind::Entry;
+    const XdpProgramInfo& p = traced[s.program];
+    return SlotText{std::string(entry ? ":entry" : ":exit") + (traced.size() > 1 ? ":" + p.name : ""),
+                    std::string(entry ? "fentry" : "fexit") + " of " + program_text(p) +
+                        (entry ? ", frames as it receives them" : ", frames as it leaves them, with its verdict")};
+}
+
+// Per ring and, in trace mode, per hook point: the interface names the text
+// lines use, and the pcapng IDBs (same link type and snaplen throughout).
+std::vector<std::string> interface_names(const InterfaceInfo& iface, const PerfRings& rings, const InterfaceMap& map,
+                                         const std::vector<XdpProgramInfo>& traced)
+{
+    std::vector<std::string> names;
+    for (size_t ring = 0; ring < rings.count(); ++ring) {
+        for (uint32_t slot = 0; slot < map.per_ring(); ++slot)
+            names.push_back(iface.name + "@cpu" + std::to_string(rings.cpu(ring)) +
+                            slot_text(map, slot, traced, "").suffix);
+    }
+    return names;
+}
+
 std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInfo& iface, const PerfRings& rings,
                                                               const Config& config, const std::string& filter,
-                                                              const std::string& hooks)
+                                                              const std::string& hooks, const InterfaceMap& map,
+                                                              const std::vector<XdpProgramInfo>& traced)
 {
     const std::string os = host_os();
     std::vector<pcapng::InterfaceDescription> idbs;
     for (size_t ring = 0; ring < rings.count(); ++ring) {
-        pcapng::InterfaceDescription idb;
-        idb.snaplen = config.snaplen;
-        idb.name = iface.name + "@cpu" + std::to_string(rings.cpu(ring));
-        idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
-            std::to_string(rings.cpu(ring)) + ", " + hooks +
-            (iface.driver.empty() ? "" : ", driver " + iface.driver);
-        idb.filter = filter;
-        idb.os = os;
-        idb.hardware = iface.bus;
-        idbs.push_back(std::move(idb));
+        for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+            const SlotText text = slot_text(map, slot, traced, hooks);
+            pcapng::InterfaceDescription idb;
+            idb.snaplen = config.snaplen;
+            idb.name = iface.name + "@cpu" + std::to_string(rings.cpu(ring)) + text.suffix;
+            idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
+                std::to_string(rings.cpu(ring)) + ", " + text.what +
+                (iface.driver.empty() ? "" : ", driver " + iface.driver);
+            idb.filter = filter;
+            idb.os = os;
+            idb.hardware = iface.bus;
+            idbs.push_back(std::move(idb));
+        }
     }
     return idbs;
 }
 
+// One ISB per CPU, on the CPU's first interface: the counters are per CPU.
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
-                                                              uint64_t end_ns, bool filtering)
+                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map)
 {
     std::vector<pcapng::InterfaceStatistics> isbs;
     for (size_t i = 0; i < stats.size(); ++i) {
         const CpuStats& s = stats[i];
         pcapng::InterfaceStatistics isb;
-        isb.interface_id = static_cast<uint32_t>(i);
+        isb.interface_id = map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0);
         isb.timestamp_ns = end_ns;
         isb.start_ns = start_ns;
         isb.end_ns = end_ns;
@@ -116,6 +161,32 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
         isbs.push_back(isb);
     }
     return isbs;
+}
+
+// Trace mode's targets when the interface already runs XDP (none otherwise),
+// or the one-line refusal where that cannot be done.
+std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config, bool filtering)
+{
+    const auto attached = config.direction != Direction::Out ? xdp_attachments(iface.ifindex)
+                                                             : std::vector<XdpAttachment>{};
+    if (attached.empty()) {
+        if (config.at_given || config.trace_program)
+            throw Error(iface.name + " runs no XDP program to trace: --at and --program apply to trace mode only");
+        return {};
+    }
+    // Another xdpcap's own program is not traced: that capture already sees
+    // everything, and two on one interface are refused as before.
+    const std::string& name = attached.front().program.name;
+    const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter";
+    if (!kernel_can_trace_xdp() || ours)
+        refuse_if_xdp_attached(iface.ifindex, iface.name);
+    auto targets = trace_targets(attached.front(), config.trace_program);
+    // The filter runs in front of a hook; fentry/fexit programs cannot be
+    // preceded that way. Refused rather than capturing unfiltered.
+    if (filtering)
+        throw Error(iface.name + " runs " + program_text(attached.front().program) +
+                    ": xdpcap cannot filter while tracing it (capture without an expression, or -Q out)");
+    return targets;
 }
 
 // As tcpdump -F: the whole file is the expression; line breaks are spaces.
@@ -201,8 +272,7 @@ int run_capture(const Config& config)
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
     check_ring_fits_records(config);
-    if (config.direction != Direction::Out)
-        refuse_if_xdp_attached(iface.ifindex, iface.name);
+    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config, classic.has_value());
 
     Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
         ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
@@ -210,7 +280,14 @@ int run_capture(const Config& config)
     sink.watch(&signals);
     OutputGuard guard(sink);
 
-    CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction);
+    CaptureProgram program =
+        CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty());
+    if (!traced.empty())
+        program.load_trace(traced, config.trace_entry, config.trace_exit);
+    const InterfaceMap interfaces = traced.empty()
+        ? InterfaceMap{}
+        : InterfaceMap(static_cast<uint32_t>(traced.size()), config.trace_entry, config.trace_exit,
+                       program.captures(CaptureProgram::Hook::Egress));
     // The same expression on both hooks, each counted on its own.
     if (classic && program.captures(CaptureProgram::Hook::Ingress))
         program.install_filter(
@@ -221,9 +298,7 @@ int run_capture(const Config& config)
                                translate_filter(classic->instructions(), FilterTarget{FilterHook::TcEgress}));
     PerfRings rings = create_rings(program.events_map_fd(), config);
 
-    std::vector<std::string> names;
-    for (size_t ring = 0; ring < rings.count(); ++ring)
-        names.push_back(iface.name + "@cpu" + std::to_string(rings.cpu(ring)));
+    std::vector<std::string> names = interface_names(iface, rings, interfaces, traced);
 
     std::optional<PromiscuousMode> promiscuous;
     if (config.promiscuous)
@@ -238,15 +313,22 @@ int run_capture(const Config& config)
                         config.packet_buffered, std::move(names));
     CaptureLoop loop(program, rings, output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
-                                          config.direction == Direction::InOut, 50});
+                                          config.direction == Direction::InOut, 50, interfaces});
     StopReason reason = StopReason::OutputFailed;
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
                      describe_interfaces(iface, rings, config, classic ? filter : "",
-                                         hooks_description(program, program.attached_mode())));
+                                         hooks_description(program, program.attached_mode()), interfaces, traced));
         if (!iface.up)
             std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
                          iface.name.c_str());
+        if (!config.quiet) {
+            for (const XdpProgramInfo& p : traced)
+                std::fprintf(stderr, "tracing %s at %s\n", program_text(p).c_str(),
+                             config.trace_entry && config.trace_exit ? "entry and exit"
+                                 : config.trace_entry               ? "entry"
+                                                                    : "exit");
+        }
         if (!config.quiet)
             std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
                          iface.name.c_str(), config.snaplen);
@@ -266,7 +348,7 @@ int run_capture(const Config& config)
     std::string failure = loop.failure();
     if (loop.output_usable()) {
         try {
-            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value()));
+            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value(), interfaces));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {

@@ -32,8 +32,8 @@ void epoll_add(int epoll_fd, int fd, uint64_t token)
 
 CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,
                          ClockOffset clock, Options options)
-    : program_(program), rings_(rings), output_(output), signals_(signals), clock_(clock),
-      options_(options), merger_(rings.readers(), output, clock, RingMerger::Options{options.count})
+    : program_(program), rings_(rings), output_(output), signals_(signals), clock_(clock), options_(options),
+      merger_(rings.readers(), output, clock, RingMerger::Options{options.count, kHoldBackNs, options.interfaces})
 {
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_)

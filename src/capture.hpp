@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "interface_map.hpp"
 #include "loader.hpp"
 #include "packet_output.hpp"
 #include "ring_merge.hpp"
@@ -29,6 +30,7 @@ public:
         bool filtering = false;
         bool both_directions = false;
         int drain_interval_ms = 50;
+        InterfaceMap interfaces{};
     };
 
     CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,

@@ -108,6 +108,25 @@ Direction parse_direction(const std::string& text)
     throw Error("invalid direction '" + text + "': expected in, out or inout");
 }
 
+// --at: entry, exit or both, comma-separated.
+void parse_at(const std::string& text, Config& config)
+{
+    config.trace_entry = config.trace_exit = false;
+    size_t start = 0;
+    for (;;) {
+        const size_t end = text.find(',', start);
+        const std::string word = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        bool& hook = word == "entry" ? config.trace_entry : config.trace_exit;
+        if ((word != "entry" && word != "exit") || hook)
+            throw Error("invalid --at '" + text + "': expected entry, exit or entry,exit");
+        hook = true;
+        if (end == std::string::npos)
+            break;
+        start = end + 1;
+    }
+    config.at_given = true;
+}
+
 void check_interface_name(const std::string& name)
 {
     constexpr size_t kIfNameMax = 15; // IFNAMSIZ - 1
@@ -140,7 +159,8 @@ cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
     options.custom_help("[-dDhpqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
-                        "         [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]");
+                        "         [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]\n"
+                        "         [--at entry|exit|entry,exit] [--program NAME|ID]");
     options.positional_help("[expression]");
     // clang-format off
     options.add_options()
@@ -162,6 +182,10 @@ cxxopts::Options make_options()
         ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs, "
                        "1 to 16 MiB each)",
              cxxopts::value<std::string>(), "N")
+        ("at", "Trace mode (IFACE already runs an XDP program): sample at its entry, exit or both "
+               "(entry,exit, the default)", cxxopts::value<std::string>(), "HOOKS")
+        ("program", "Trace mode: trace only this component of a libxdp dispatcher, by name or id",
+             cxxopts::value<std::string>(), "NAME|ID")
         ("h,help", "Print this help and exit")
         ("version", "Print the version and exit")
         ("expression", "Filter expression", cxxopts::value<std::vector<std::string>>());
@@ -218,6 +242,15 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.promiscuous = result.count("no-promiscuous-mode") == 0;
     if (result.count("ring-pages"))
         config.ring_pages = parse_ring_pages(result["ring-pages"].as<std::string>());
+    if (result.count("at"))
+        parse_at(result["at"].as<std::string>(), config);
+    if (result.count("program")) {
+        config.trace_program = result["program"].as<std::string>();
+        if (config.trace_program->empty())
+            throw Error("--program must name a program or give its id");
+    }
+    if ((config.at_given || config.trace_program) && config.direction == Direction::Out)
+        throw Error("--at and --program trace an XDP program on received frames; -Q out captures none");
 
     if (result.count("expression")) {
         for (const auto& word : result["expression"].as<std::vector<std::string>>()) {

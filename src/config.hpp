@@ -33,6 +33,12 @@ struct Config {
     std::optional<std::string> filter_file; // -F: read the expression from this file
     bool dump_filter = false;   // -d: print the compiled filter and exit
     bool list_interfaces = false; // -D: list interfaces and their XDP programs, and exit
+    // Trace mode (the interface already runs XDP): --at's hook points and
+    // --program's choice among a dispatcher's components.
+    bool trace_entry = true;
+    bool trace_exit = true;
+    bool at_given = false;
+    std::optional<std::string> trace_program;
 
     bool writes_pcapng() const { return output.has_value(); }
     bool writes_to_stdout() const { return output && *output == "-"; }

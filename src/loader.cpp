@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #include <linux/pkt_cls.h>
+#include <net/if.h>
 
 #include <cstddef>
 
@@ -13,8 +14,10 @@
 #include <cstring>
 
 #include "capture.skel.h"
+#include "trace.skel.h"
 #include "error.hpp"
 #include "filter/ebpf_insn.hpp"
+#include "stats.hpp"
 #include "xdp_inventory.hpp"
 
 namespace xdpcap {
@@ -22,6 +25,11 @@ namespace xdpcap {
 void SkeletonDeleter::operator()(xdpcap_capture* skel) const noexcept
 {
     xdpcap_capture__destroy(skel);
+}
+
+void SkeletonDeleter::operator()(xdpcap_trace* skel) const noexcept
+{
+    xdpcap_trace__destroy(skel);
 }
 
 namespace {
@@ -55,7 +63,7 @@ struct LoadAttempt {
     int err = 0;
 };
 
-LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction)
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction, bool xdp)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -66,7 +74,7 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     attempt.skel->rodata->snaplen = snaplen;
     attempt.skel->rodata->capture_ifindex = ifindex;
     attempt.skel->rodata->filter_enabled = with_filter;
-    const bool ingress = direction != Direction::Out;
+    const bool ingress = direction != Direction::Out && xdp;
     const bool egress = direction != Direction::In;
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, ingress && frags);
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, ingress && !frags);
@@ -84,16 +92,17 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
 
 } // namespace
 
-CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction)
+CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
+                                    bool xdp)
 {
     libbpf_set_print(collect_libbpf_log);
     g_libbpf_log.clear();
-    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction);
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp);
     bool multi_buffer = true;
-    if (!attempt.skel && direction != Direction::Out) {
+    if (!attempt.skel && direction != Direction::Out && xdp) {
         const std::string frags_reason = last_log_line();
         g_libbpf_log.clear();
-        attempt = try_load(snaplen, ifindex, false, with_filter, direction);
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -106,7 +115,81 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
                         (reason.empty() ? "" : " (" + reason + ")"));
         }
     }
-    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction);
+    if (!attempt.skel) {
+        if (attempt.err == EPERM)
+            throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                        " (needs root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)");
+        const std::string reason = last_log_line();
+        throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                    (reason.empty() ? "" : " (" + reason + ")"));
+    }
+    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, xdp, ifindex);
+}
+
+TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
+                                  uint32_t snaplen, uint32_t ifindex, int events_fd, int counters_fd)
+{
+    TracePrograms out;
+    out.entry_ = entry;
+    out.exit_ = exit;
+    for (size_t index = 0; index < targets.size(); ++index) {
+        const XdpProgramInfo& target = targets[index];
+        const std::string what = "XDP program '" + target.name + "' (id " + std::to_string(target.id) + ")";
+        Instance instance;
+        instance.name = what;
+        instance.target.reset(bpf_prog_get_fd_by_id(target.id));
+        if (!instance.target)
+            throw Error("cannot open " + what + " to trace it: " + errno_text(errno));
+        instance.skel.reset(xdpcap_trace__open());
+        if (!instance.skel)
+            throw Error("cannot open the trace programs: " + errno_text(errno));
+        xdpcap_trace* skel = instance.skel.get();
+        skel->rodata->snaplen = snaplen;
+        skel->rodata->capture_ifindex = ifindex;
+        skel->rodata->program_index = static_cast<uint16_t>(index);
+        // Into the same rings and counters as the capture object's hooks.
+        if (bpf_map__reuse_fd(skel->maps.events, events_fd) != 0 ||
+            bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0)
+            throw Error("cannot share the capture maps with the trace programs: " + errno_text(errno));
+        bpf_program__set_autoload(skel->progs.xdpcap_entry, entry);
+        bpf_program__set_autoload(skel->progs.xdpcap_exit, exit);
+        for (bpf_program* prog : {skel->progs.xdpcap_entry, skel->progs.xdpcap_exit}) {
+            if (bpf_program__set_attach_target(prog, instance.target.get(), target.name.c_str()) != 0)
+                throw Error("cannot trace " + what + ": " + errno_text(errno));
+        }
+        g_libbpf_log.clear();
+        if (const int err = -xdpcap_trace__load(skel)) {
+            const std::string reason = last_log_line();
+            throw Error("cannot trace " + what + ": " + errno_text(err) + (reason.empty() ? "" : " (" + reason + ")"));
+        }
+        out.instances_.push_back(std::move(instance));
+    }
+    return out;
+}
+
+void TracePrograms::attach()
+{
+    for (Instance& instance : instances_) {
+        xdpcap_trace* skel = instance.skel.get();
+        // Kept in the skeleton, which destroys them with itself.
+        if (entry_) {
+            skel->links.xdpcap_entry = bpf_program__attach_trace(skel->progs.xdpcap_entry);
+            if (!skel->links.xdpcap_entry)
+                throw Error("cannot attach to the entry of " + instance.name + ": " + errno_text(errno));
+        }
+        if (exit_) {
+            skel->links.xdpcap_exit = bpf_program__attach_trace(skel->progs.xdpcap_exit);
+            if (!skel->links.xdpcap_exit)
+                throw Error("cannot attach to the exit of " + instance.name + ": " + errno_text(errno));
+        }
+    }
+}
+
+void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit)
+{
+    trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
+                                       bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters)));
+    traced_ = true;
 }
 
 int CaptureProgram::program_fd(Hook hook) const
@@ -135,6 +218,8 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
         egress_.emplace(EgressHook::attach(entry_fd(Hook::Egress), ifindex, ifname));
     if (ingress_)
         attach_xdp(ifindex, mode, ifname);
+    if (trace_)
+        trace_->attach();
 }
 
 void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname)
@@ -285,6 +370,11 @@ bool CaptureProgram::link_defunct() const
 {
     if (egress_ && egress_->defunct())
         return true;
+    if (trace_) {
+        // Our links keep the traced program alive, not the interface.
+        char name[IF_NAMESIZE];
+        return ::if_indextoname(ifindex_, name) == nullptr && errno == ENXIO;
+    }
     if (!link_)
         return false;
     bpf_link_info info{};
@@ -298,9 +388,24 @@ std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
 {
     const int cpus = libbpf_num_possible_cpus();
     std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
-    const uint32_t key = hook == Hook::Egress ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
-    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, values.data()) != 0)
-        throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
+    auto read = [&](uint32_t key, std::vector<xdpcap_counters>& into) {
+        if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, into.data()) != 0)
+            throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
+    };
+    if (hook == Hook::Egress) {
+        read(XDPCAP_COUNTERS_EGRESS, values);
+        return values;
+    }
+    read(XDPCAP_COUNTERS_INGRESS, values);
+    if (traced_) {
+        // Received frames in trace mode: entry and exit samples together.
+        std::vector<xdpcap_counters> more(values.size());
+        for (uint32_t key : {XDPCAP_COUNTERS_ENTRY, XDPCAP_COUNTERS_EXIT}) {
+            read(key, more);
+            for (size_t cpu = 0; cpu < values.size(); ++cpu)
+                values[cpu] = values[cpu] + more[cpu];
+        }
+    }
     return values;
 }
 

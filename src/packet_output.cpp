@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstring>
 
+#include <linux/bpf.h>
+
 namespace xdpcap {
 
 PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::vector<std::string> interface_names)
@@ -41,10 +43,12 @@ void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
 void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns,
                                bool stays_until_release)
 {
-    const pcapng::EnhancedPacket packet{interface_id,   realtime_ns,         sample.cap_len, sample.orig_len,
-                                       sample.rx_queue, sample.drops_before, sample.data,  sample.direction};
+    const bool exit = sample.hook == XDPCAP_HOOK_FEXIT;
+    const pcapng::EnhancedPacket packet{interface_id,    realtime_ns,         sample.cap_len, sample.orig_len,
+                                       sample.rx_queue,  sample.drops_before, sample.data,    sample.direction,
+                                       exit,             sample.verdict};
     if (stays_until_release && sample.cap_len >= kReferMinLength) {
-        const size_t tail = pcapng::enhanced_packet_tail_size(sample.cap_len);
+        const size_t tail = pcapng::enhanced_packet_tail_size(sample.cap_len, exit);
         sink_.reserve_around_reference(pcapng::kEpbHeadSize + tail);
         pcapng::write_enhanced_packet_head(sink_.reserve(pcapng::kEpbHeadSize), packet);
         sink_.commit(pcapng::kEpbHeadSize);
@@ -53,9 +57,27 @@ void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint
         sink_.commit(tail);
         return;
     }
-    const size_t size = pcapng::enhanced_packet_size(sample.cap_len);
+    const size_t size = pcapng::enhanced_packet_size(sample.cap_len, exit);
     uint8_t* out = sink_.reserve(size);
     sink_.commit(pcapng::write_enhanced_packet(out, packet));
+}
+
+const char* xdp_action_name(uint32_t action) noexcept
+{
+    switch (action) {
+    case XDP_ABORTED:
+        return "XDP_ABORTED";
+    case XDP_DROP:
+        return "XDP_DROP";
+    case XDP_PASS:
+        return "XDP_PASS";
+    case XDP_TX:
+        return "XDP_TX";
+    case XDP_REDIRECT:
+        return "XDP_REDIRECT";
+    default:
+        return nullptr;
+    }
 }
 
 namespace {
@@ -83,7 +105,8 @@ char* put_padded(char* p, uint64_t value, int width)
 } // namespace
 
 // "HH:MM:SS.nnnnnnnnn eth0@cpu3 In rxq 0 len 1514 cap 1514\n"; sent
-// packets say "Out txq N".
+// packets say "Out txq N"; trace-mode exit records end with the verdict
+// ("XDP_DROP", or "verdict N" for a value that is no XDP action).
 void PacketOutput::write_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
 {
     const auto second = static_cast<time_t>(realtime_ns / 1'000'000'000ull);
@@ -99,7 +122,7 @@ void PacketOutput::write_line(uint32_t interface_id, const Sample& sample, uint6
         cached_second_ = second;
     }
     const std::string& name = interface_names_[interface_id];
-    char* const start = reinterpret_cast<char*>(sink_.reserve(64 + name.size()));
+    char* const start = reinterpret_cast<char*>(sink_.reserve(96 + name.size()));
     // After reserve(), which may have flushed: this line belongs to the next chunk.
     if (sink_.flushes() != owners_since_flush_) {
         line_owners_.clear();
@@ -120,6 +143,15 @@ void PacketOutput::write_line(uint32_t interface_id, const Sample& sample, uint6
     p = put_number(p, sample.orig_len);
     p = put_text(p, " cap ", 5);
     p = put_number(p, sample.cap_len);
+    if (sample.hook == XDPCAP_HOOK_FEXIT) {
+        if (const char* verdict = xdp_action_name(sample.verdict)) {
+            *p++ = ' ';
+            p = put_text(p, verdict, std::strlen(verdict));
+        } else {
+            p = put_text(p, " verdict ", 9);
+            p = put_number(p, sample.verdict);
+        }
+    }
     *p++ = '\n';
     sink_.commit(static_cast<size_t>(p - start));
 }

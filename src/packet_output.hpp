@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "interface_map.hpp"
 #include "pcapng.hpp"
 #include "record.hpp"
 #include "sink.hpp"

@@ -20,6 +20,7 @@ enum : uint16_t {
     kEpbFlags = 2,
     kEpbDropCount = 4,
     kEpbQueue = 6,
+    kEpbVerdict = 7,
     kIsbStartTime = 2,
     kIsbEndTime = 3,
     kIsbIfRecv = 4,
@@ -162,7 +163,7 @@ uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noe
 {
     uint8_t* p = out;
     p = store<uint32_t>(p, kEpbType);
-    p = store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len)));
+    p = store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len, pkt.has_verdict)));
     p = store<uint32_t>(p, pkt.interface_id);
     p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns >> 32));
     p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns));
@@ -185,9 +186,17 @@ uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noe
     p = store<uint16_t>(p, kEpbDropCount);
     p = store<uint16_t>(p, 8);
     p = store<uint64_t>(p, pkt.drop_count);
+    if (pkt.has_verdict) {
+        p = store<uint16_t>(p, kEpbVerdict);
+        p = store<uint16_t>(p, 9);
+        p = store<uint8_t>(p, kVerdictEbpfXdp);
+        p = store<uint64_t>(p, pkt.verdict);
+        p = store<uint8_t>(p, 0);
+        p = store<uint16_t>(p, 0);
+    }
     p = store<uint16_t>(p, kOptEndOfOpt);
     p = store<uint16_t>(p, 0);
-    return store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len)));
+    return store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len, pkt.has_verdict)));
 }
 
 size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept

@@ -19,6 +19,8 @@ inline constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
 inline constexpr uint16_t kLinkTypeEthernet = 1;
 inline constexpr uint32_t kDirectionInbound = 1;
 inline constexpr uint32_t kDirectionOutbound = 2;
+// epb_verdict's type byte for a Linux eBPF XDP action.
+inline constexpr uint8_t kVerdictEbpfXdp = 2;
 
 struct SectionHeader {
     std::string hardware;
@@ -56,6 +58,8 @@ struct EnhancedPacket {
     uint64_t drop_count;
     const uint8_t* data;
     uint32_t direction = kDirectionInbound; // epb_flags bits 0-1
+    bool has_verdict = false; // epb_verdict, eBPF XDP type, with `verdict`
+    uint32_t verdict = 0;
 };
 
 void append_section_header(std::vector<uint8_t>& out, const SectionHeader& shb);
@@ -70,23 +74,26 @@ inline constexpr size_t kEpbFixedSize = 28 + 4;
 // epb_flags (4+4) + epb_queue (4+4) + epb_dropcount (4+8) + opt_endofopt (4)
 inline constexpr size_t kEpbOptionsSize = 8 + 8 + 12 + 4;
 
-constexpr size_t enhanced_packet_size(uint32_t cap_len)
+// epb_verdict: code and length (4), type byte and u64 action (9) padded to 12.
+inline constexpr size_t kEpbVerdictSize = 4 + 12;
+
+constexpr size_t enhanced_packet_size(uint32_t cap_len, bool has_verdict = false)
 {
-    return kEpbFixedSize + pad4(cap_len) + kEpbOptionsSize;
+    return kEpbFixedSize + pad4(cap_len) + kEpbOptionsSize + (has_verdict ? kEpbVerdictSize : 0);
 }
 
 // The block around the packet bytes, for output that gathers the packet
 // from where it already is: head, then cap_len bytes of data, then tail.
 inline constexpr size_t kEpbHeadSize = 28;
-constexpr size_t enhanced_packet_tail_size(uint32_t cap_len)
+constexpr size_t enhanced_packet_tail_size(uint32_t cap_len, bool has_verdict = false)
 {
-    return enhanced_packet_size(cap_len) - kEpbHeadSize - cap_len;
+    return enhanced_packet_size(cap_len, has_verdict) - kEpbHeadSize - cap_len;
 }
-// Write kEpbHeadSize and enhanced_packet_tail_size(pkt.cap_len) bytes.
+// Write kEpbHeadSize and enhanced_packet_tail_size(pkt.cap_len, pkt.has_verdict) bytes.
 uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noexcept;
 uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noexcept;
 
-// Writes enhanced_packet_size(pkt.cap_len) bytes at `out`.
+// Writes enhanced_packet_size(pkt.cap_len, pkt.has_verdict) bytes at `out`.
 size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept;
 
 } // namespace xdpcap::pcapng

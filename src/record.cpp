@@ -52,7 +52,8 @@ DecodedRecord decode_record(const uint8_t* record, size_t size) noexcept
             return invalid("unknown direction");
         DecodedRecord decoded{RecordKind::Sample, {}, 0, nullptr};
         decoded.sample = Sample{meta.ifindex,   meta.rx_queue, meta.orig_len, meta.cap_len, meta.drops_before,
-                                meta.tstamp_ns, meta.direction, meta.hook,    meta.verdict, raw + sizeof(xdpcap_meta)};
+                                meta.tstamp_ns, meta.direction, meta.hook,    meta.program, meta.verdict,
+                                raw + sizeof(xdpcap_meta)};
         return decoded;
     }
     case PERF_RECORD_LOST: {

@@ -18,6 +18,7 @@ struct Sample {
     uint64_t tstamp_ns; // CLOCK_MONOTONIC
     uint8_t direction;  // XDPCAP_DIR_INGRESS or XDPCAP_DIR_EGRESS
     uint8_t hook;       // XDPCAP_HOOK_*
+    uint16_t program;   // trace mode: index of the traced program
     uint32_t verdict;
     const uint8_t* data; // cap_len bytes, valid until the record is released
 };

@@ -137,7 +137,8 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
     }
     const Sample& sample = head.decoded.sample;
     // A record reassembled in scratch does not stay there.
-    output_.write(ring, sample, monotonic_to_realtime(sample.tstamp_ns, clock_), head.record.data != scratch(ring));
+    output_.write(options_.interfaces.interface(ring, sample.hook, sample.program), sample,
+                  monotonic_to_realtime(sample.tstamp_ns, clock_), head.record.data != scratch(ring));
     ++tally.written;
     ++written_;
     if (sample.tstamp_ns < newest_written_ns_)
@@ -152,9 +153,10 @@ void RingMerger::output_failed()
 {
     output_gone_ = true;
     output_.for_each_unwritten_packet([&](uint32_t interface_id) {
-        if (interface_id < tallies_.size() && tallies_[interface_id].written > 0) {
-            --tallies_[interface_id].written;
-            ++tallies_[interface_id].unwritten;
+        const uint32_t ring = options_.interfaces.ring_of(interface_id);
+        if (ring < tallies_.size() && tallies_[ring].written > 0) {
+            --tallies_[ring].written;
+            ++tallies_[ring].unwritten;
         }
     });
 }

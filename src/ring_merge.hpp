@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "interface_map.hpp"
 #include "packet_output.hpp"
 #include "perf_ring.hpp"
 #include "record.hpp"
@@ -31,9 +32,9 @@ public:
     struct Options {
         std::optional<uint64_t> count; // -c: samples after this many written are discarded
         uint64_t hold_back_ns = kHoldBackNs;
+        InterfaceMap interfaces{}; // default: ring i is written as interface i
     };
 
-    // Ring i is written as interface i.
     RingMerger(std::span<PerfRingReader> rings, PacketOutput& output, ClockOffset clock, Options options);
 
     // Writes, oldest first, every sample no ring can precede any more: each

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 
+#include "error.hpp"
 #include "unique_fd.hpp"
 
 namespace xdpcap {
@@ -130,6 +131,22 @@ std::vector<XdpAttachment> xdp_attachments(uint32_t ifindex)
         out.push_back(std::move(a));
     }
     return out;
+}
+
+std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const std::optional<std::string>& wanted)
+{
+    const std::vector<XdpProgramInfo> all =
+        attached.components.empty() ? std::vector<XdpProgramInfo>{attached.program} : attached.components;
+    if (!wanted)
+        return all;
+    for (const XdpProgramInfo& p : all) {
+        if (p.name == *wanted || std::to_string(p.id) == *wanted)
+            return {p};
+    }
+    std::string choices;
+    for (size_t i = 0; i < all.size(); ++i)
+        choices += (i ? ", " : "") + describe(all[i]);
+    throw Error("--program " + *wanted + " names no program running there; the choices are " + choices);
 }
 
 std::string list_interfaces()

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct XdpAttachment {
 };
 
 std::vector<XdpAttachment> xdp_attachments(uint32_t ifindex);
+
+// Trace mode's targets on an interface running `attached`: the program
+// itself, or every component of a dispatcher; with `wanted` (a name or an
+// id) only the one it names. Raises Error listing the choices otherwise.
+std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const std::optional<std::string>& wanted);
 XdpProgramInfo describe_program(uint32_t prog_id);
 
 // tcpdump -D's listing, one interface per line, with the XDP programs.

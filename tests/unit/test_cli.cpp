@@ -144,3 +144,31 @@ TEST(Cli, SnaplenBeyondSixtyFourBitsMeansTheMaximum)
     EXPECT_EQ(error_of({"-i", "e", "-s", "9999999999999999999999x"}),
               "invalid snapshot length '9999999999999999999999x': expected a whole number of bytes");
 }
+
+TEST(Cli, TraceHookPoints)
+{
+    const Config plain = parse_config({"-i", "e"});
+    EXPECT_TRUE(plain.trace_entry && plain.trace_exit);
+    EXPECT_FALSE(plain.at_given);
+    EXPECT_FALSE(plain.trace_program);
+    const Config entry = parse_config({"-i", "e", "--at", "entry"});
+    EXPECT_TRUE(entry.trace_entry && !entry.trace_exit && entry.at_given);
+    const Config exit = parse_config({"-i", "e", "--at", "exit"});
+    EXPECT_TRUE(!exit.trace_entry && exit.trace_exit);
+    const Config both = parse_config({"-i", "e", "--at", "exit,entry"});
+    EXPECT_TRUE(both.trace_entry && both.trace_exit);
+    for (const char* bad : {"", "entry,", "entry,entry", "middle", "Entry", ",exit"})
+        EXPECT_EQ(error_of({"-i", "e", "--at", bad}),
+                  "invalid --at '" + std::string(bad) + "': expected entry, exit or entry,exit");
+}
+
+TEST(Cli, TraceProgram)
+{
+    EXPECT_EQ(*parse_config({"-i", "e", "--program", "xdp_verdicts"}).trace_program, "xdp_verdicts");
+    EXPECT_EQ(*parse_config({"-i", "e", "--program", "42"}).trace_program, "42");
+    EXPECT_EQ(error_of({"-i", "e", "--program", ""}), "--program must name a program or give its id");
+    EXPECT_EQ(error_of({"-i", "e", "-Q", "out", "--program", "x"}),
+              "--at and --program trace an XDP program on received frames; -Q out captures none");
+    EXPECT_EQ(error_of({"-i", "e", "-Q", "out", "--at", "exit"}),
+              "--at and --program trace an XDP program on received frames; -Q out captures none");
+}

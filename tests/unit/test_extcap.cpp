@@ -151,7 +151,7 @@ TEST(Extcap, ConfigText)
 {
     const auto lines = lines_of(extcap::config_text());
     const std::regex arg_re(R"(arg \{number=(\d+)\}\{call=(--[a-z-]+)\}\{display=[^}]+\}\{type=(\w+)\}(\{[a-z]+=[^}]*\})*)");
-    const std::regex value_re(R"(value \{arg=(\d+)\}\{value=(\w+)\}\{display=[^}]+\}(\{default=true\})?)");
+    const std::regex value_re(R"(value \{arg=(\d+)\}\{value=([\w,]+)\}\{display=[^}]+\}(\{default=true\})?)");
     std::vector<std::string> calls;
     std::vector<std::vector<std::string>> values;
     std::vector<int> defaults;
@@ -171,13 +171,15 @@ TEST(Extcap, ConfigText)
             ADD_FAILURE() << "not an arg or value line: " << line;
         }
     }
-    const std::vector<std::string> expected_calls = {"--snapshot-length", "--direction", "--xdp-mode", "--ring-pages",
-                                                     "--no-promiscuous-mode"};
+    const std::vector<std::string> expected_calls = {"--snapshot-length", "--direction", "--xdp-mode", "--at",
+                                                     "--ring-pages", "--no-promiscuous-mode"};
     EXPECT_EQ(calls, expected_calls);
     EXPECT_EQ(values[1], (std::vector<std::string>{"inout", "in", "out"}));
     EXPECT_EQ(values[2], (std::vector<std::string>{"auto", "native", "generic"}));
+    EXPECT_EQ(values[3], (std::vector<std::string>{"entry,exit", "entry", "exit"}));
     EXPECT_EQ(defaults[1], 1);
     EXPECT_EQ(defaults[2], 1);
+    EXPECT_EQ(defaults[3], 1);
     EXPECT_NE(lines[0].find("{range=0,65024}"), std::string::npos) << lines[0];
 
     // Every value offered is one the CLI takes.

@@ -153,3 +153,24 @@ TEST(Pcapng, InterfaceStatisticsWithFilterAccept)
     const Bytes filter_accept = {0x06, 0x00, 0x08, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     EXPECT_EQ(Bytes(out.begin() + 68, out.begin() + 80), filter_accept);
 }
+
+TEST(Pcapng, ExitRecordCarriesXdpVerdict)
+{
+    const uint8_t data[] = {1, 2, 3, 4};
+    pcapng::EnhancedPacket packet{0, 0, 4, 4, 0, 0, data};
+    packet.has_verdict = true;
+    packet.verdict = 1; // XDP_DROP
+    Bytes out(pcapng::enhanced_packet_size(4, true), 0xee);
+    const size_t written = pcapng::write_enhanced_packet(out.data(), packet);
+    EXPECT_EQ(written, 68u + 16u);
+    const Bytes verdict = {
+        0x07, 0x00, 0x09, 0x00,                         // epb_verdict, length 9
+        0x02,                                           // type: Linux eBPF XDP
+        0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // the action, u64
+        0x00, 0x00, 0x00,                               // padding to 12
+        0x00, 0x00, 0x00, 0x00,                         // opt_endofopt
+        0x54, 0x00, 0x00, 0x00,                         // length 84
+    };
+    EXPECT_EQ(Bytes(out.begin() + 60, out.end()), verdict);
+    EXPECT_EQ(out[4], 84);
+}

@@ -30,7 +30,7 @@ Bytes frame_of(size_t len, uint8_t seed)
 
 Sample sample_of(const Bytes& frame, uint32_t orig_len)
 {
-    return Sample{2, 3, orig_len, static_cast<uint32_t>(frame.size()), 4, 0, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, frame.data()};
+    return Sample{2, 3, orig_len, static_cast<uint32_t>(frame.size()), 4, 0, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, 0, frame.data()};
 }
 
 void append_text(Sink& sink, const std::string& text)

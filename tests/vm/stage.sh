@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # stage.sh BUILD_DIR: the end-to-end tests that matter most on Debian 12's own
-# kernel (6.1: no tcx, perf_event_paranoid 3, the tracing program type), run
+# kernel (6.1: no tcx, perf_event_paranoid 3, the tracing program type: trace mode), run
 # in a guest booted by guest.sh from the already built tree. meson's JSON log
 # comes back as BUILD_DIR/meson-logs/vm.json, for the test command's count.
 # Emulation is 10 to 50 times slower: the tests get a time multiplier, and
@@ -8,7 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-tests=(e2e_capture_exact e2e_bad_input e2e_bad_input_more e2e_filter e2e_sigkill e2e_directions)
+tests=(e2e_capture_exact e2e_bad_input e2e_bad_input_more e2e_filter e2e_sigkill e2e_directions e2e_trace)
 scale=${XDPCAP_VM_TIME_SCALE:-10}
 mkdir -p "$build/meson-logs"
 rm -f "$build/meson-logs/vm.json"

@@ -1,0 +1,79 @@
+// Which pcapng interface a sample is written as. Own-program mode: ring i is
+// interface i. Trace mode: each ring (CPU) gets a block of interfaces, one
+// per hook point of each traced program, plus one for egress when captured;
+// a sample's interface is its ring's block plus the slot of its hook and
+// program. A multiply and an add per packet, no table walk.
+#pragma once
+
+#include <cstdint>
+
+#include "xdpcap_abi.h"
+
+namespace xdpcap {
+
+class InterfaceMap {
+public:
+    enum class Kind { Own, Egress, Entry, Exit };
+    struct Slot {
+        Kind kind;
+        uint32_t program; // Entry and Exit: index of the traced program
+    };
+
+    InterfaceMap() = default; // own-program mode
+    // Trace mode with `programs` traced programs (at least one).
+    InterfaceMap(uint32_t programs, bool entry, bool exit, bool egress) noexcept
+        : programs_(programs), hooks_(static_cast<uint32_t>(entry) + static_cast<uint32_t>(exit)),
+          first_trace_(egress ? 1 : 0), exit_offset_(entry ? 1 : 0), egress_(egress), entry_(entry)
+    {
+        per_ring_ = first_trace_ + programs_ * hooks_;
+        if (per_ring_ == 0)
+            per_ring_ = 1;
+    }
+
+    bool tracing() const noexcept { return programs_ != 0; }
+    uint32_t per_ring() const noexcept { return per_ring_; }
+    uint32_t count(uint32_t rings) const noexcept { return rings * per_ring_; }
+
+    uint32_t interface(uint32_t ring, uint8_t hook, uint16_t program) const noexcept
+    {
+        return ring * per_ring_ + slot_of(hook, program);
+    }
+    uint32_t ring_of(uint32_t interface) const noexcept { return interface / per_ring_; }
+
+    // What slot `slot` (< per_ring()) of each ring stands for.
+    Slot slot(uint32_t slot) const noexcept
+    {
+        if (!tracing())
+            return Slot{Kind::Own, 0};
+        if (egress_ && slot == 0)
+            return Slot{Kind::Egress, 0};
+        const uint32_t rel = slot - first_trace_;
+        const uint32_t program = rel / hooks_;
+        const bool exit = !entry_ || rel % hooks_ == 1;
+        return Slot{exit ? Kind::Exit : Kind::Entry, program};
+    }
+
+private:
+    // Anything out of range (a hook this mode does not load) lands in a
+    // valid slot rather than past the table.
+    uint32_t slot_of(uint8_t hook, uint16_t program) const noexcept
+    {
+        if (!tracing() || (hook != XDPCAP_HOOK_FENTRY && hook != XDPCAP_HOOK_FEXIT))
+            return 0;
+        const uint32_t p = program < programs_ ? program : programs_ - 1;
+        return first_trace_ + p * hooks_ + (hook == XDPCAP_HOOK_FEXIT ? exit_offset_ : 0);
+    }
+
+    uint32_t programs_ = 0;
+    uint32_t hooks_ = 0;
+    uint32_t first_trace_ = 0;
+    uint32_t exit_offset_ = 0;
+    uint32_t per_ring_ = 1;
+    bool egress_ = false;
+    bool entry_ = true;
+};
+
+// "XDP_DROP" and the like; nullptr for a value that is no XDP action.
+const char* xdp_action_name(uint32_t action) noexcept;
+
+} // namespace xdpcap

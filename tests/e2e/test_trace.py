@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""End-to-end: trace mode, on an interface that already runs an XDP program.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_trace.py PATH/TO/xdpcap
+
+The test's own XDP program (xdp_verdicts.bpf.c: drops UDP to port 7001, sets
+the first payload byte of UDP to port 7002 to 0xee, passes the rest) runs on
+cap0. Whether the kernel has the tracing program type is probed (bpftool
+feature probe kernel).
+
+Without it: xdpcap -i cap0 is refused in one line saying tracing needs
+fentry/fexit, exit 1, no file left, the program still attached.
+
+With it (Debian 12's 6.1, tests/vm):
+- attached with ip link, --at entry,exit (the default): every sent frame
+  appears once at entry and once at exit, on IDBs named cap0@cpuN:entry and
+  :exit whose description names the program, id and tag; exit records carry
+  the verdict tshark reads as frame.verdict.ebpf_xdp (XDP_DROP = 1 for port
+  7001, XDP_PASS = 2 for the rest), entry records none; the rewritten byte
+  shows at exit only; the counts add up;
+- a filter expression in trace mode is refused in one line, exit 1;
+- --at exit in text mode: lines end with the verdict's name;
+- SIGKILL: bpftool link and bpftool prog then show nothing of xdpcap's, the
+  program is still attached, same id, and still passes traffic (ping);
+- behind a libxdp dispatcher (xdp-loader, two components): -D lists both;
+  without --program both are traced (names end in the program name);
+  --program ID traces that one only;
+- the interface going away while traced: one line, exit 2, nothing left.
+"""
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PORTS = (7000, 7001, 7002)
+XDP_DROP, XDP_PASS = 1, 2
+
+
+def build_program(tmp):
+    obj = os.path.join(tmp, "xdp_verdicts.bpf.o")
+    multiarch = N.run(["gcc", "-print-multiarch"], check_rc=False).stdout.strip() or "x86_64-linux-gnu"
+    N.run(["clang", "-O2", "-g", "-target", "bpf", "-idirafter", f"/usr/include/{multiarch}", "-c",
+           os.path.join(HERE, "xdp_verdicts.bpf.c"), "-o", obj])
+    return obj
+
+
+def kernel_has_tracing():
+    out = N.run(["bpftool", "feature", "probe", "kernel"], check_rc=False).stdout
+    return "program_type tracing is available" in out
+
+
+def udp_frames(rounds, tag):
+    """`rounds` frames to each port, each unique: payload 'A', marker, port, seq."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    frames = []
+    for seq in range(rounds):
+        for port in PORTS:
+            payload = b"A" + N.MARKER + struct.pack(">HHB", port, seq, tag) + bytes(16)
+            frames.append(bytes(Ether(dst="02:00:00:00:7a:01", src="02:00:00:00:7a:02") /
+                                IP(src="198.18.80.2", dst="198.18.80.1") /
+                                UDP(sport=40000, dport=port) / payload))
+    return frames
+
+
+def port_of(frame):
+    return struct.unpack(">H", frame[36:38])[0]
+
+
+def key_of(frame):
+    """The frame's identity (marker, port, seq, tag), without the byte the program rewrites."""
+    return frame[43:56]
+
+
+def verdicts(path):
+    out = N.run(["tshark", "-n", "-r", path, "-T", "fields", "-e", "frame.verdict.ebpf_xdp"]).stdout
+    return [int(v) if v.strip() else None for v in out.splitlines()]
+
+
+def descriptions(path):
+    out = N.run(["tshark", "-n", "-r", path, "-T", "fields", "-e", "frame.interface_description"]).stdout
+    return out.splitlines()
+
+
+def capture(lab, binary, tmp, name, args, frames):
+    """Runs xdpcap with args, sends frames, stops it; returns (path, rows, stderr lines)."""
+    path = os.path.join(tmp, name + ".pcapng")
+    pcap = os.path.join(tmp, name + ".pcap")
+    N.write_frames(pcap, frames)
+    x = lab.xdpcap(binary, ["-w", path, "-v"] + args)
+    x.wait_listening()
+    lab.send(pcap, cpu=0)
+    time.sleep(N.scaled(0.5))
+    rc = x.stop(signal.SIGINT)
+    N.expect(rc == 0, f"{name}: xdpcap exits 0 on SIGINT", x.stderr)
+    return path, N.read_capture(path, tmp), x.err_lines
+
+
+def check_entry_exit(name, path, rows, frames, program_id, err):
+    vs = verdicts(path)
+    sent = {key_of(f): f for f in frames}
+    entries = [r for r in rows if r["if_name"].endswith(":entry")]
+    exits = [r for r in rows if r["if_name"].endswith(":exit")]
+    N.expect(len(rows) == 2 * len(frames) and len(entries) == len(frames) and len(exits) == len(frames),
+             f"{name}: every sent frame once at entry and once at exit ({len(frames)} each)",
+             (len(rows), len(entries), len(exits)))
+    N.expect(sorted(key_of(r["data"]) for r in entries) == sorted(sent) and
+             sorted(key_of(r["data"]) for r in exits) == sorted(sent),
+             f"{name}: entry and exit records are the sent frames")
+    N.expect(all(r["data"] == sent[key_of(r["data"])] for r in entries),
+             f"{name}: at entry every frame is byte for byte as sent")
+    bad = [(r["if_name"], port_of(r["data"]), r["data"][42]) for r in exits
+           if r["data"][42] != (0xee if port_of(r["data"]) == 7002 else ord("A"))]
+    N.expect(not bad, f"{name}: at exit the first payload byte is 0xee for port 7002 only", bad[:5])
+    wrong = []
+    for row, v in zip(rows, vs):
+        want = None
+        if row["if_name"].endswith(":exit"):
+            want = XDP_DROP if port_of(row["data"]) == 7001 else XDP_PASS
+        if v != want:
+            wrong.append((row["if_name"], port_of(row["data"]), v, want))
+    N.expect(len(vs) == len(rows) and not wrong,
+             f"{name}: frame.verdict.ebpf_xdp is 1 (XDP_DROP) for port 7001 and 2 (XDP_PASS) otherwise at "
+             "exit, absent at entry", wrong[:5])
+    descs = descriptions(path)
+    N.expect(all(f"(id {program_id}, tag " in d for d, r in zip(descs, rows)),
+             f"{name}: every interface description names the traced program's id and tag", descs[:2])
+    st = N.final_stats(err)
+    N.check_stats_identity(st, name)
+    N.expect(st["captured"] == len(rows), f"{name}: 'captured' counts the records written", st["captured"])
+
+
+def traced_by_xdpcap():
+    """xdpcap's programs and links still in the kernel."""
+    progs = json.loads(N.run(["bpftool", "-j", "prog", "show"]).stdout or "[]")
+    ours = {p["id"] for p in progs if str(p.get("name", "")).startswith("xdpcap")}
+    links = json.loads(N.run(["bpftool", "-j", "link", "show"]).stdout or "[]")
+    return sorted(ours), [l for l in links if l.get("prog_id") in ours]
+
+
+def test_refused(lab, binary, tmp, prog):
+    out_file = os.path.join(tmp, "refused.pcapng")
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", out_file])
+    N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0] and f"id {prog[0]}" in err[0] and
+             "tracing it needs fentry/fexit, which this kernel does not offer" in err[0],
+             "without the tracing program type: refused in one line naming the program", (rc, err))
+    N.expect(lab.xdp_prog() == prog, "the program stays attached, same id", lab.xdp_prog())
+    N.expect(not os.path.exists(out_file), "no output file left")
+
+
+def test_traced(lab, binary, tmp, obj, prog):
+    pid = prog[0]
+    frames = udp_frames(10, 1)
+    path, rows, err = capture(lab, binary, tmp, "entry-exit", [], frames)
+    N.expect(any(l.startswith(f"tracing XDP program 'xdp_verdicts' (id {pid}") for l in err),
+             "the start says which program is traced", err[:3])
+    check_entry_exit("ip link", path, rows, frames, pid, err)
+    N.check_structure(path)
+    idbs = [i["name"] for i in N.pcapng_records(path)["idbs"]]
+    N.expect(all(n.endswith((":entry", ":exit")) or n.rsplit("@cpu", 1)[-1].isdigit() for n in idbs) and
+             any(n.endswith(":entry") for n in idbs) and any(n.endswith(":exit") for n in idbs),
+             "IDBs named cap0@cpuN:entry, cap0@cpuN:exit (and cap0@cpuN for egress)", idbs)
+
+    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"), "udp"])
+    N.expect(rc == 1 and len(e) == 1 and "cannot filter while tracing" in e[0],
+             "a filter in trace mode is refused in one line", (rc, e))
+    N.expect(traced_by_xdpcap() == ([], []), "and leaves nothing of xdpcap's in the kernel", traced_by_xdpcap())
+
+    # Text mode, exit only: the verdict by name.
+    text_frames = udp_frames(2, 2)
+    pcap = os.path.join(tmp, "text.pcap")
+    N.write_frames(pcap, text_frames)
+    x = lab.xdpcap(binary, ["--at", "exit", "-Q", "in", "-c", str(len(text_frames))])
+    x.wait_listening()
+    lab.send(pcap, cpu=0)
+    N.expect(x.wait(20) == 0, "--at exit -c N exits 0 after N packets", x.stderr)
+    lines = bytes(x.out).decode().splitlines()
+    names = [l.split()[-1] for l in lines]
+    N.expect(len(lines) == len(text_frames) and all(":exit " in l for l in lines) and
+             sorted(names) == sorted(["XDP_PASS", "XDP_DROP", "XDP_PASS"] * 2),
+             "--at exit text lines: one per frame, at exit, ending in XDP_PASS or XDP_DROP", lines)
+
+    # SIGKILL leaves nothing behind; the program keeps running.
+    # -Q in: the clsact egress program stays after SIGKILL on 6.1 (no tcx), by design.
+    x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "killed.pcapng")])
+    x.wait_listening()
+    N.expect(traced_by_xdpcap()[1] != [], "while tracing, bpftool link shows xdpcap's tracing links")
+    x.send_signal(signal.SIGKILL)
+    x.wait(10)
+    end = time.monotonic() + N.scaled(5)
+    while traced_by_xdpcap() != ([], []) and time.monotonic() < end:
+        time.sleep(0.1)
+    N.expect(traced_by_xdpcap() == ([], []), "after SIGKILL bpftool prog and link show nothing of xdpcap's",
+             traced_by_xdpcap())
+    N.expect(lab.xdp_prog() == prog, "the traced program is still attached, same id", lab.xdp_prog())
+    N.run(["ip", "-n", lab.cap_ns, "addr", "add", "198.18.81.1/24", "dev", lab.cap_if])
+    N.run(["ip", "-n", lab.gen_ns, "addr", "add", "198.18.81.2/24", "dev", lab.gen_if])
+    ping = N.run(["nsenter", f"--net=/run/netns/{lab.gen_ns}", "ping", "-c", "2", "-i", "0.3", "-W", "3",
+                  "198.18.81.1"], check_rc=False)
+    N.expect(ping.returncode == 0, "and still passes traffic: ping through it answers", ping.stdout[-200:])
+
+    # Behind a libxdp dispatcher: two components.
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "xdpdrv", "off"])
+    loader = ["nsenter", f"--net=/run/netns/{lab.cap_ns}", "xdp-loader"]
+    for _ in range(2):
+        N.run(loader + ["load", "-m", "native", lab.cap_if, obj])
+    status = N.run(loader + ["status", lab.cap_if]).stdout
+    N.log("  info  " + " | ".join(status.splitlines()))
+    # Component ids in the order the dispatcher runs them.
+    run_order = [int(l.split()[3]) for l in status.splitlines() if l.strip().startswith("=>")]
+    rc, out, _e = N.run_xdpcap(lab, binary, ["-D"])
+    line = next((l for l in out.splitlines() if l.split(".", 1)[-1].startswith(lab.cap_if + " ")), "")
+    comps = [int(w.split()[0].rstrip(",)")) for w in line.split("'xdp_verdicts' (id ")[1:]]
+    N.expect(rc == 0 and "'xdp_dispatcher'" in line and len(comps) == 2,
+             "-D lists the dispatcher running two xdp_verdicts components", line)
+    if len(comps) != 2:
+        return
+    frames = udp_frames(4, 3)
+    path, rows, err = capture(lab, binary, tmp, "dispatcher-all", ["-Q", "in"], frames)
+    names = sorted({r["if_name"].split("@cpu", 1)[1].split(":", 1)[1] for r in rows})
+    N.expect(names == ["entry:xdp_verdicts", "exit:xdp_verdicts"] and len(rows) >= 2 * len(frames),
+             "without --program every component is traced (interfaces named ...:entry:xdp_verdicts)",
+             (names, len(rows)))
+    # The first one run: it sees every frame as sent.
+    first = run_order[0] if run_order else comps[0]
+    path, rows, err = capture(lab, binary, tmp, "dispatcher-one", ["-Q", "in", "--program", str(first)], frames)
+    check_entry_exit("--program ID", path, rows, frames, first, err)
+
+    # The interface goes away while traced: as in the ordinary mode.
+    x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "gone.pcapng")])
+    x.wait_listening()
+    N.run(["ip", "-n", lab.gen_ns, "link", "del", lab.gen_if])
+    rc = x.wait(10)
+    msgs = [l for l in x.err_lines if l.startswith("xdpcap:")]
+    N.expect(rc == 2 and msgs == [f"xdpcap: {lab.cap_if} went away; capture stopped"],
+             "the traced interface going away stops xdpcap with one line, exit 2", (rc, x.err_lines))
+    N.expect(traced_by_xdpcap() == ([], []), "and leaves nothing of xdpcap's in the kernel", traced_by_xdpcap())
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        obj = build_program(tmp)
+        N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "xdpdrv", "obj", obj, "sec", "xdp"])
+        prog = lab.xdp_prog()
+        N.check(prog is not None, "the test program is attached to cap0", prog)
+        tracing = kernel_has_tracing()
+        N.log(f"  info  this kernel {'has' if tracing else 'lacks'} the tracing program type")
+        if tracing:
+            test_traced(lab, binary, tmp, obj, prog)
+        else:
+            test_refused(lab, binary, tmp, prog)
+
+
+if __name__ == "__main__":
+    N.main(test, tools=N.REQUIRED_TOOLS + ("clang", "bpftool", "xdp-loader", "nsenter"))
