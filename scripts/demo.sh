@@ -45,8 +45,8 @@ kill -INT "$capture_pid"
 wait "$capture_pid"
 capture_pid=""
 
-echo "== what tshark sees: one interface per CPU"
-tshark -r "$out" -T fields -E header=y -e frame.number -e frame.interface_name -e frame.interface_queue \
-    -e frame.len -e _ws.col.Protocol -e _ws.col.Info 2>/dev/null | head -40
+echo "== what tshark sees: one interface per CPU, both directions (1 in, 2 out), in time order"
+tshark -r "$out" -T fields -E header=y -e frame.number -e frame.interface_name -e frame.packet_flags_direction \
+    -e frame.interface_queue -e frame.len -e _ws.col.Protocol -e _ws.col.Info 2>/dev/null | head -40
 echo "== capinfos"
 capinfos -c -I "$out" 2>/dev/null | grep -E "Number of packets|Name =|Description =" || capinfos "$out"
