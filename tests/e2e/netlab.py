@@ -457,6 +457,21 @@ class NetLab(Scoped):
         return Xdpcap(self, binary, ["-i", self.cap_if] + list(args), **kw)
 
 
+def build_bpf_object(source, tmp, defines=()):
+    """Compile one of the tests' own BPF programs (tests/e2e/SOURCE) into tmp."""
+    obj = os.path.join(tmp, os.path.basename(source).replace(".c", ".o"))
+    multiarch = run(["gcc", "-print-multiarch"], check_rc=False).stdout.strip() or "x86_64-linux-gnu"
+    run(["clang", "-O2", "-g", "-target", "bpf", "-idirafter", f"/usr/include/{multiarch}"]
+        + [f"-D{d}" for d in defines] + ["-c", os.path.join(HERE, source), "-o", obj])
+    return obj
+
+
+def kernel_has_tracing():
+    """Whether the kernel has the tracing program type (fentry/fexit)."""
+    out = run(["bpftool", "feature", "probe", "kernel"], check_rc=False).stdout
+    return "program_type tracing is available" in out
+
+
 def link_info_promiscuity(lab):
     """cap0's promiscuity count, as `ip -d link show` reports it."""
     return int(lab.link_info(lab.cap_ns, lab.cap_if).get("promiscuity", -1))

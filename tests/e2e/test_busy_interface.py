@@ -26,25 +26,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def build_program(tmp):
-    obj = os.path.join(tmp, "xdp_verdicts.bpf.o")
-    multiarch = N.run(["gcc", "-print-multiarch"], check_rc=False).stdout.strip() or "x86_64-linux-gnu"
-    N.run(["clang", "-O2", "-g", "-target", "bpf", "-idirafter", f"/usr/include/{multiarch}", "-c",
-           os.path.join(HERE, "xdp_verdicts.bpf.c"), "-o", obj])
-    return obj
-
-
-def kernel_has_tracing():
-    out = N.run(["bpftool", "feature", "probe", "kernel"], check_rc=False).stdout
-    return "program_type tracing is available" in out
-
-
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
-        obj = build_program(tmp)
+        obj = N.build_bpf_object("xdp_verdicts.bpf.c", tmp)
         N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "xdpdrv", "obj", obj, "sec", "xdp"])
         prog = lab.xdp_prog()
         N.check(prog is not None, "the test program is attached to cap0", prog)
@@ -60,7 +44,7 @@ def test(binary):
                  f"-D lists cap0 up and running with {want}", lines)
         N.expect(any(l.startswith("1.lo [") and "Loopback" in l for l in lines), "-D lists lo (down in a new namespace)", lines)
 
-        tracing = kernel_has_tracing()
+        tracing = N.kernel_has_tracing()
         N.log(f"  info  this kernel {'has' if tracing else 'lacks'} the tracing program type")
         if not tracing:
             out_file = os.path.join(tmp, "refused.pcapng")

@@ -29,9 +29,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
 def tagged_frames():
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Dot1Q, Ether
@@ -58,10 +55,7 @@ def setup_redirect(lab, tmp):
         N.NetLab.sysctl(ns, f"net.ipv6.conf.{dev}.disable_ipv6", "1")
         N.run(["ip", "-n", ns, "link", "set", "dev", dev, "up"])
     ifindex = N.run(["ip", "netns", "exec", lab.cap_ns, "cat", f"/sys/class/net/{lab.cap_if}/ifindex"]).stdout.strip()
-    obj = os.path.join(tmp, "redirect_to.bpf.o")
-    multiarch = N.run(["gcc", "-print-multiarch"], check_rc=False).stdout.strip() or "x86_64-linux-gnu"
-    N.run(["clang", "-O2", "-target", "bpf", "-idirafter", f"/usr/include/{multiarch}",
-           f"-DTARGET_IFINDEX={int(ifindex)}", "-c", os.path.join(HERE, "redirect_to.bpf.c"), "-o", obj])
+    obj = N.build_bpf_object("redirect_to.bpf.c", tmp, [f"TARGET_IFINDEX={int(ifindex)}"])
     N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "qdisc", "add", "dev", "inj0", "clsact"])
     N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "filter", "add", "dev", "inj0", "ingress", "bpf", "da",
            "obj", obj, "sec", "tc"])

@@ -45,19 +45,6 @@ PORTS = (7000, 7001, 7002)
 XDP_DROP, XDP_PASS = 1, 2
 
 
-def build_program(tmp):
-    obj = os.path.join(tmp, "xdp_verdicts.bpf.o")
-    multiarch = N.run(["gcc", "-print-multiarch"], check_rc=False).stdout.strip() or "x86_64-linux-gnu"
-    N.run(["clang", "-O2", "-g", "-target", "bpf", "-idirafter", f"/usr/include/{multiarch}", "-c",
-           os.path.join(HERE, "xdp_verdicts.bpf.c"), "-o", obj])
-    return obj
-
-
-def kernel_has_tracing():
-    out = N.run(["bpftool", "feature", "probe", "kernel"], check_rc=False).stdout
-    return "program_type tracing is available" in out
-
-
 def udp_frames(rounds, tag):
     """`rounds` frames to each port, each unique: payload 'A', marker, port, seq."""
     from scapy.layers.inet import IP, UDP
@@ -248,11 +235,11 @@ def test_traced(lab, binary, tmp, obj, prog):
 
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
-        obj = build_program(tmp)
+        obj = N.build_bpf_object("xdp_verdicts.bpf.c", tmp)
         N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "xdpdrv", "obj", obj, "sec", "xdp"])
         prog = lab.xdp_prog()
         N.check(prog is not None, "the test program is attached to cap0", prog)
-        tracing = kernel_has_tracing()
+        tracing = N.kernel_has_tracing()
         N.log(f"  info  this kernel {'has' if tracing else 'lacks'} the tracing program type")
         if tracing:
             test_traced(lab, binary, tmp, obj, prog)
