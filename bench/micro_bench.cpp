@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "packet_output.hpp"
-#include "perf_ring.hpp"
-#include "record.hpp"
-#include "ring_merge.hpp"
+#include "output/packet_output.hpp"
+#include "kernel/perf_ring.hpp"
+#include "kernel/record.hpp"
+#include "capture/ring_merge.hpp"
 #include "xdpcap_abi.h"
 
 namespace {

@@ -8,20 +8,20 @@
 #include <string>
 #include <vector>
 
-#include "capture.hpp"
+#include "capture/capture.hpp"
 #include "filter/compile.hpp"
 #include "filter/disasm.hpp"
 #include "filter/translate.hpp"
-#include "clock.hpp"
+#include "capture/clock.hpp"
 #include "error.hpp"
 #include "host.hpp"
-#include "loader.hpp"
-#include "packet_output.hpp"
-#include "promisc.hpp"
-#include "rings.hpp"
-#include "stop_signals.hpp"
+#include "kernel/loader.hpp"
+#include "output/packet_output.hpp"
+#include "kernel/promisc.hpp"
+#include "kernel/rings.hpp"
+#include "capture/stop_signals.hpp"
 #include "version.hpp"
-#include "xdp_inventory.hpp"
+#include "kernel/xdp_inventory.hpp"
 
 namespace xdpcap {
 

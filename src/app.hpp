@@ -1,6 +1,6 @@
 #pragma once
 
-#include "config.hpp"
+#include "cli/config.hpp"
 
 namespace xdpcap {
 

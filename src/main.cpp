@@ -3,9 +3,9 @@
 #include <variant>
 
 #include "app.hpp"
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "error.hpp"
-#include "extcap.hpp"
+#include "cli/extcap.hpp"
 #include "host.hpp"
 
 int main(int argc, char** argv)

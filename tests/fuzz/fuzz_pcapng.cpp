@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pcapng.hpp"
+#include "output/pcapng.hpp"
 
 namespace {
 

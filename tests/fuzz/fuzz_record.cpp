@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "perf_ring.hpp"
-#include "record.hpp"
+#include "kernel/perf_ring.hpp"
+#include "kernel/record.hpp"
 
 namespace {
 

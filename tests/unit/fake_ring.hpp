@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "perf_ring.hpp"
+#include "kernel/perf_ring.hpp"
 
 namespace xdpcap::test {
 

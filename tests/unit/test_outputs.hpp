@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sink.hpp"
+#include "output/sink.hpp"
 
 namespace xdpcap::test {
 

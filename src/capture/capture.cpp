@@ -1,0 +1,219 @@
+#include "capture/capture.hpp"
+
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "error.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+constexpr uint64_t kTimerToken = ~uint64_t{0};
+constexpr uint64_t kSignalToken = ~uint64_t{0} - 1;
+constexpr uint64_t kOutputToken = ~uint64_t{0} - 2;
+
+void epoll_add(int epoll_fd, int fd, uint64_t token)
+{
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = token;
+    if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        throw Error("epoll_ctl: " + errno_text(errno));
+}
+
+} // namespace
+
+CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,
+                         ClockOffset clock, Options options)
+    : program_(program), rings_(rings), output_(output), signals_(signals), clock_(clock), options_(options),
+      merger_(rings.readers(), output, clock, RingMerger::Options{options.count, kHoldBackNs, options.interfaces})
+{
+    epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_)
+        throw Error("epoll_create1: " + errno_text(errno));
+    timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!timer_)
+        throw Error("timerfd_create: " + errno_text(errno));
+    const long interval_ns = static_cast<long>(options_.drain_interval_ms) * 1'000'000L;
+    itimerspec spec{};
+    spec.it_interval.tv_sec = interval_ns / 1'000'000'000L;
+    spec.it_interval.tv_nsec = interval_ns % 1'000'000'000L;
+    spec.it_value = spec.it_interval;
+    if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) != 0)
+        throw Error("timerfd_settime: " + errno_text(errno));
+
+    epoll_add(epoll_.get(), timer_.get(), kTimerToken);
+    epoll_add(epoll_.get(), signals_.fd(), kSignalToken);
+    signals_.on_status([this] { print_stats(); });
+    for (size_t i = 0; i < rings_.count(); ++i)
+        epoll_add(epoll_.get(), rings_.fd(i), i);
+    // A pipe reports EPOLLERR once its reader is gone: notice it even when no
+    // packet arrives to make a write fail.
+    if (output_.sink().is_pipe()) {
+        epoll_event ev{};
+        ev.events = 0; // EPOLLERR is always reported
+        ev.data.u64 = kOutputToken;
+        if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, output_.sink().fd(), &ev) != 0)
+            throw Error("epoll_ctl: " + errno_text(errno));
+    }
+}
+
+StopReason CaptureLoop::run()
+{
+    constexpr int kMaxEvents = 64;
+    epoll_event events[kMaxEvents];
+    try {
+        for (;;) {
+            const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, -1);
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                throw Error("epoll_wait: " + errno_text(errno), kExitRuntime);
+            }
+            bool stop = false;
+            bool timer_fired = false;
+            for (int i = 0; i < n; ++i) {
+                if (events[i].data.u64 == kSignalToken) {
+                    stop = signals_.poll() || stop;
+                } else if (events[i].data.u64 == kOutputToken) {
+                    merger_.output_gone();
+                    return StopReason::ReaderGone;
+                } else if (events[i].data.u64 == kTimerToken) {
+                    uint64_t expirations;
+                    (void)!::read(timer_.get(), &expirations, sizeof expirations);
+                    timer_fired = true;
+                }
+                // Ring readiness needs no per-fd work: every ring is drained below.
+            }
+            drain();
+            output_.end_batch();
+            if (timer_fired) {
+                output_.flush();
+                if (program_.link_defunct())
+                    return StopReason::InterfaceGone;
+            }
+            if (merger_.count_reached())
+                return StopReason::CountReached;
+            if (stop)
+                return StopReason::Signal;
+        }
+    } catch (const OutputClosed&) {
+        merger_.output_failed();
+        output_usable_ = false;
+        return StopReason::ReaderGone;
+    } catch (const OutputInterrupted&) {
+        // A stop signal while the output took nothing: what was not written
+        // by then is counted as not written.
+        merger_.output_failed();
+        output_usable_ = false;
+        return StopReason::Signal;
+    } catch (const Error& e) {
+        // A full disk or I/O error: stop writing but still detach, drain and
+        // account for everything the kernel sampled.
+        failure_ = e.what();
+        merger_.output_failed();
+        output_usable_ = false;
+        return StopReason::OutputFailed;
+    }
+}
+
+template <class Step>
+void CaptureLoop::guarded(Step&& step)
+{
+    try {
+        step();
+    } catch (const OutputClosed&) {
+        merger_.output_failed();
+        output_usable_ = false;
+    } catch (const OutputInterrupted&) {
+        merger_.output_failed();
+        output_usable_ = false;
+    } catch (const Error& e) {
+        if (failure_.empty())
+            failure_ = e.what();
+        merger_.output_failed();
+        output_usable_ = false;
+    }
+}
+
+void CaptureLoop::drain()
+{
+    // Read before the rings: a ring found empty after this moment can only
+    // deliver samples stamped after it, less the in-flight time.
+    merger_.drain(now_ns(CLOCK_MONOTONIC));
+}
+
+void CaptureLoop::detach_and_drain()
+{
+    program_.detach();
+    // A program that started before the detach may still be running on
+    // another CPU: drain until every sample the kernel counted is consumed.
+    using namespace std::chrono_literals;
+    const auto deadline = std::chrono::steady_clock::now() + 500ms;
+    int quiet_rounds = 0;
+    // Samples are held back meanwhile, so that one from a program still
+    // running falls into place; the pause lets the held ones age past it.
+    constexpr auto kPause = 5ms;
+    static_assert(std::chrono::nanoseconds(kPause).count() > static_cast<int64_t>(kHoldBackNs));
+    while (quiet_rounds < 2 && std::chrono::steady_clock::now() < deadline) {
+        guarded([this] { drain(); });
+        const auto counters = kernel_counters();
+        const auto& tallies = merger_.tallies();
+        bool settled = true;
+        for (size_t ring = 0; ring < rings_.count(); ++ring) {
+            const auto k = counters.both(static_cast<size_t>(rings_.cpu(ring)));
+            if (k.matched != k.sampled + k.output_failed || tallies[ring].samples != k.sampled)
+                settled = false;
+        }
+        quiet_rounds = settled ? quiet_rounds + 1 : 0;
+        if (quiet_rounds < 2)
+            std::this_thread::sleep_for(kPause);
+    }
+    // Whatever is still held, also if the deadline passed first.
+    guarded([this] { merger_.drain_everything(); });
+    if (output_usable_)
+        guarded([this] { output_.flush(); });
+}
+
+CaptureLoop::KernelCounters CaptureLoop::kernel_counters() const
+{
+    KernelCounters counters{program_.read_counters(CaptureProgram::Hook::Ingress),
+                            program_.read_counters(CaptureProgram::Hook::Egress)};
+    if (!options_.filtering) {
+        for (auto* hook : {&counters.ingress, &counters.egress}) {
+            for (auto& k : *hook)
+                k.matched = k.seen;
+        }
+    }
+    return counters;
+}
+
+std::vector<CpuStats> CaptureLoop::stats() const
+{
+    const auto counters = kernel_counters();
+    std::vector<CpuStats> out;
+    out.reserve(rings_.count());
+    for (size_t ring = 0; ring < rings_.count(); ++ring) {
+        const int cpu = rings_.cpu(ring);
+        const auto index = static_cast<size_t>(cpu);
+        out.push_back(CpuStats{cpu, counters.both(index), counters.ingress[index], counters.egress[index],
+                               merger_.tallies()[ring]});
+    }
+    return out;
+}
+
+void CaptureLoop::print_stats() const
+{
+    const std::string text = format_stats(stats(), options_.verbose, options_.filtering, options_.both_directions);
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+}
+
+} // namespace xdpcap

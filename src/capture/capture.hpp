@@ -1,0 +1,85 @@
+// The single-threaded event loop: epoll over every CPU's ring, a drain timer
+// and a signalfd. The rings' records go to the output through a RingMerger,
+// which keeps the accounting.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capture/clock.hpp"
+#include "kernel/interface_map.hpp"
+#include "kernel/loader.hpp"
+#include "output/packet_output.hpp"
+#include "capture/ring_merge.hpp"
+#include "kernel/rings.hpp"
+#include "capture/stats.hpp"
+#include "capture/stop_signals.hpp"
+#include "unique_fd.hpp"
+
+namespace xdpcap {
+
+enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed };
+
+class CaptureLoop {
+public:
+    struct Options {
+        std::optional<uint64_t> count;
+        bool verbose = false;
+        bool filtering = false;
+        bool both_directions = false;
+        int drain_interval_ms = 50;
+        InterfaceMap interfaces{};
+    };
+
+    CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,
+                ClockOffset clock, Options options);
+
+    StopReason run();
+    // Detaches, drains every ring until the kernel side is quiet, writes
+    // what the merge still holds back and flushes it, so that the statistics
+    // that follow count exactly what reached the output. A write that fails
+    // meanwhile is counted and recorded, never thrown.
+    void detach_and_drain();
+    std::vector<CpuStats> stats() const;
+    // Why writing failed (OutputFailed, or later while draining); empty if it did not.
+    const std::string& failure() const noexcept { return failure_; }
+    // Whether more blocks may still be written (the statistics blocks).
+    bool output_usable() const noexcept { return output_usable_; }
+    // The output failed before the loop ran (the file's first blocks): what
+    // the kernel samples from now on is counted as not written.
+    void fail_output(std::string why)
+    {
+        failure_ = std::move(why);
+        merger_.output_failed();
+        output_usable_ = false;
+    }
+
+private:
+    void drain();
+    // Runs a write step; a failure is counted and remembered, not thrown.
+    template <class Step>
+    void guarded(Step&& step);
+    void print_stats() const;
+    // Per CPU and hook; without a filter every packet seen counts as matched.
+    struct KernelCounters {
+        std::vector<xdpcap_counters> ingress, egress;
+        xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu]; }
+    };
+    KernelCounters kernel_counters() const;
+
+    CaptureProgram& program_;
+    PerfRings& rings_;
+    PacketOutput& output_;
+    StopSignals& signals_;
+    UniqueFd timer_;
+    UniqueFd epoll_;
+    ClockOffset clock_;
+    Options options_;
+    RingMerger merger_;
+    std::string failure_;
+    bool output_usable_ = true;
+};
+
+} // namespace xdpcap

@@ -1,0 +1,80 @@
+#include "capture/stats.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+std::string counted(uint64_t n, const char* singular_rest, const char* plural_rest)
+{
+    return std::to_string(n) + (n == 1 ? singular_rest : plural_rest);
+}
+
+std::string direction_counts(const char* name, const xdpcap_counters& k, bool filtering)
+{
+    return std::string(name) + " " + std::to_string(k.seen) + " seen, " +
+        (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) + std::to_string(k.sampled) +
+        " sampled, " + std::to_string(k.output_failed) + " output errors";
+}
+
+} // namespace
+
+xdpcap_counters operator+(const xdpcap_counters& a, const xdpcap_counters& b)
+{
+    return xdpcap_counters{a.seen + b.seen,
+                           a.matched + b.matched,
+                           a.sampled + b.sampled,
+                           a.output_failed + b.output_failed,
+                           a.ring_full + b.ring_full,
+                           a.pending_drops + b.pending_drops};
+}
+
+CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
+{
+    CaptureTotals totals;
+    for (const auto& s : cpus) {
+        totals.captured += s.ring.written;
+        totals.seen += s.kernel.seen;
+        totals.received += s.kernel.matched;
+        totals.dropped += s.kernel.output_failed;
+        totals.invalid += s.ring.invalid;
+        totals.discarded += s.ring.discarded;
+        totals.unwritten += s.ring.unwritten;
+        totals.out_of_order += s.ring.out_of_order;
+    }
+    return totals;
+}
+
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering, bool both_directions)
+{
+    const CaptureTotals t = sum_stats(cpus);
+    std::string text = counted(t.captured, " packet captured\n", " packets captured\n") +
+        counted(t.received, " packet received by filter\n", " packets received by filter\n") +
+        counted(t.dropped, " packet dropped by kernel\n", " packets dropped by kernel\n");
+    if (t.unwritten)
+        text += counted(t.unwritten, " packet not written to the output\n", " packets not written to the output\n");
+    if (t.invalid)
+        text += counted(t.invalid, " record refused as malformed\n", " records refused as malformed\n");
+    if (filtering && per_cpu)
+        text += counted(t.seen, " packet seen on the interface\n", " packets seen on the interface\n");
+    if (!per_cpu)
+        return text;
+    // Late for the merge by time: written, but after a newer packet.
+    text += counted(t.out_of_order, " packet written out of order\n", " packets written out of order\n");
+    for (const auto& s : cpus) {
+        text += "  cpu" + std::to_string(s.cpu) + ": " + std::to_string(s.kernel.seen) + " seen, " +
+            std::to_string(s.kernel.sampled) + " sampled, " + std::to_string(s.ring.written) + " written, " +
+            std::to_string(s.kernel.ring_full) + " ring full, " +
+            std::to_string(s.kernel.output_failed - s.kernel.ring_full) + " other output errors, " +
+            std::to_string(s.ring.lost_records) + " reported lost, " + std::to_string(s.ring.invalid) +
+            " malformed, " + std::to_string(s.ring.discarded) + " after count, " +
+            std::to_string(s.ring.unwritten) + " not written, " + std::to_string(s.ring.out_of_order) +
+            " written out of order" +
+            (filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) + "\n";
+        if (both_directions)
+            text += "    " + direction_counts("in:", s.ingress, filtering) + "; " +
+                direction_counts("out:", s.egress, filtering) + "\n";
+    }
+    return text;
+}
+
+} // namespace xdpcap

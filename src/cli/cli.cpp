@@ -1,0 +1,267 @@
+#include "cli/cli.hpp"
+
+#include <charconv>
+#include <cxxopts.hpp>
+
+#include "error.hpp"
+#include "version.hpp"
+
+namespace xdpcap {
+
+const char* xdp_mode_name(XdpMode mode)
+{
+    switch (mode) {
+    case XdpMode::Native:
+        return "native";
+    case XdpMode::Generic:
+        return "generic";
+    case XdpMode::Auto:
+        break;
+    }
+    return "auto";
+}
+
+const char* direction_name(Direction direction)
+{
+    switch (direction) {
+    case Direction::In:
+        return "in";
+    case Direction::Out:
+        return "out";
+    case Direction::InOut:
+        break;
+    }
+    return "inout";
+}
+
+namespace {
+
+// Whole-string unsigned decimal; anything else (sign, junk, overflow) is rejected.
+std::optional<uint64_t> parse_unsigned(const std::string& text)
+{
+    uint64_t value = 0;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (text.empty() || ec != std::errc() || ptr != end)
+        return std::nullopt;
+    return value;
+}
+
+bool looks_negative(const std::string& text)
+{
+    return !text.empty() && text[0] == '-' && parse_unsigned(text.substr(1)).has_value();
+}
+
+uint64_t parse_count(const std::string& text)
+{
+    auto value = parse_unsigned(text);
+    if (!value || *value == 0)
+        throw Error("invalid packet count '" + text + "': expected a whole number of at least 1");
+    return *value;
+}
+
+uint32_t parse_snaplen(const std::string& text)
+{
+    if (looks_negative(text))
+        throw Error("invalid snapshot length '" + text + "': must not be negative");
+    // Digits only but beyond 64 bits is still "above the maximum".
+    const bool all_digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+    auto value = parse_unsigned(text);
+    if (!value && all_digits)
+        return kMaxSnaplen;
+    if (!value)
+        throw Error("invalid snapshot length '" + text + "': expected a whole number of bytes");
+    // As in tcpdump: 0 or anything above the maximum means the maximum.
+    if (*value == 0 || *value > kMaxSnaplen)
+        return kMaxSnaplen;
+    return static_cast<uint32_t>(*value);
+}
+
+uint32_t parse_ring_pages(const std::string& text)
+{
+    auto value = parse_unsigned(text);
+    if (!value || *value == 0 || *value > kMaxRingPages || (*value & (*value - 1)) != 0)
+        throw Error("invalid --ring-pages '" + text + "': expected a power of two from 1 to " +
+                    std::to_string(kMaxRingPages));
+    return static_cast<uint32_t>(*value);
+}
+
+XdpMode parse_xdp_mode(const std::string& text)
+{
+    if (text == "auto")
+        return XdpMode::Auto;
+    if (text == "native" || text == "drv")
+        return XdpMode::Native;
+    if (text == "generic" || text == "skb")
+        return XdpMode::Generic;
+    throw Error("invalid --xdp-mode '" + text + "': expected native, generic or auto");
+}
+
+Direction parse_direction(const std::string& text)
+{
+    if (text == "in")
+        return Direction::In;
+    if (text == "out")
+        return Direction::Out;
+    if (text == "inout")
+        return Direction::InOut;
+    throw Error("invalid direction '" + text + "': expected in, out or inout");
+}
+
+// --at: entry, exit or both, comma-separated.
+void parse_at(const std::string& text, Config& config)
+{
+    config.trace_entry = config.trace_exit = false;
+    size_t start = 0;
+    for (;;) {
+        const size_t end = text.find(',', start);
+        const std::string word = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        bool& hook = word == "entry" ? config.trace_entry : config.trace_exit;
+        if ((word != "entry" && word != "exit") || hook)
+            throw Error("invalid --at '" + text + "': expected entry, exit or entry,exit");
+        hook = true;
+        if (end == std::string::npos)
+            break;
+        start = end + 1;
+    }
+    config.at_given = true;
+}
+
+void check_interface_name(const std::string& name)
+{
+    constexpr size_t kIfNameMax = 15; // IFNAMSIZ - 1
+    if (name.empty())
+        throw Error("interface name must not be empty");
+    if (name.size() > kIfNameMax)
+        throw Error("interface name '" + name + "' is too long (at most 15 characters)");
+    if (name.find('/') != std::string::npos || name.find_first_of(" \t\n:") != std::string::npos)
+        throw Error("interface name '" + name + "' contains a character interfaces cannot have");
+}
+
+// cxxopts says "Option ‘w’ is missing an argument"; we say
+// "option -w is missing an argument", in plain ASCII.
+std::string plain_cxxopts_message(std::string message)
+{
+    const std::string open = "\u2018", close = "\u2019";
+    const auto start = message.find(open);
+    const auto end = start == std::string::npos ? start : message.find(close, start);
+    if (end != std::string::npos) {
+        const std::string name = message.substr(start + open.size(), end - start - open.size());
+        const std::string dashes = name.rfind('-', 0) == 0 ? "" : name.size() == 1 ? "-" : "--";
+        message = message.substr(0, start) + dashes + name + message.substr(end + close.size());
+    }
+    if (!message.empty() && message[0] == 'O')
+        message[0] = 'o';
+    return message;
+}
+
+cxxopts::Options make_options()
+{
+    cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
+    options.custom_help("[-dDhpqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
+                        "         [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]\n"
+                        "         [--at entry|exit|entry,exit] [--program NAME|ID]");
+    options.positional_help("[expression]");
+    // clang-format off
+    options.add_options()
+        ("i,interface", "Capture on IFACE (required)", cxxopts::value<std::string>(), "IFACE")
+        ("w,write", "Write pcapng to FILE, or to standard output with -", cxxopts::value<std::string>(), "FILE")
+        ("s,snapshot-length", "Keep at most SNAPLEN bytes of each packet; 0 means the maximum, " +
+             std::to_string(kMaxSnaplen), cxxopts::value<std::string>(), "SNAPLEN")
+        ("c,count", "Stop after writing COUNT packets", cxxopts::value<std::string>(), "COUNT")
+        ("U,packet-buffered", "Flush the output after every packet")
+        ("Q,direction", "Capture received (in), sent (out) or all (inout, the default) packets",
+             cxxopts::value<std::string>()->default_value("inout"), "DIR")
+        ("p,no-promiscuous-mode", "Do not put the interface into promiscuous mode")
+        ("F,filter-file", "Read the filter expression from FILE", cxxopts::value<std::string>(), "FILE")
+        ("d,dump-filter", "Print the compiled filter (classic BPF and the eBPF run in the kernel) and exit")
+        ("D,list-interfaces", "List the interfaces and the XDP programs attached to them, and exit")
+        ("v,verbose", "Print per-CPU statistics")
+        ("q,quiet", "Print no start line and, without -w, no packet lines")
+        ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
+        ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs, "
+                       "1 to 16 MiB each)",
+             cxxopts::value<std::string>(), "N")
+        ("at", "Trace mode (IFACE already runs an XDP program): sample at its entry, exit or both "
+               "(entry,exit, the default)", cxxopts::value<std::string>(), "HOOKS")
+        ("program", "Trace mode: trace only this component of a libxdp dispatcher, by name or id",
+             cxxopts::value<std::string>(), "NAME|ID")
+        ("h,help", "Print this help and exit")
+        ("version", "Print the version and exit")
+        ("expression", "Filter expression", cxxopts::value<std::vector<std::string>>());
+    // clang-format on
+    options.parse_positional({"expression"});
+    return options;
+}
+
+} // namespace
+
+CliOutcome parse_cli(int argc, const char* const* argv)
+{
+    auto options = make_options();
+    cxxopts::ParseResult result;
+    try {
+        result = options.parse(argc, argv);
+    } catch (const cxxopts::exceptions::exception& e) {
+        throw Error(plain_cxxopts_message(e.what()) + " (see xdpcap --help)");
+    }
+
+    if (result.count("help"))
+        return ShowText{options.help({""})};
+    if (result.count("version"))
+        return ShowText{"xdpcap " + std::string(kVersion) + "\n"};
+
+    Config config;
+    config.dump_filter = result.count("dump-filter") > 0;
+    config.list_interfaces = result.count("list-interfaces") > 0;
+    if (config.list_interfaces)
+        return config;
+    if (result.count("filter-file"))
+        config.filter_file = result["filter-file"].as<std::string>();
+    if (result.count("interface")) {
+        config.interface = result["interface"].as<std::string>();
+        check_interface_name(config.interface);
+    } else if (!config.dump_filter) {
+        throw Error("no interface given: use -i IFACE (see xdpcap --help)");
+    }
+
+    if (result.count("write")) {
+        config.output = result["write"].as<std::string>();
+        if (config.output->empty())
+            throw Error("output file name must not be empty");
+    }
+    if (result.count("snapshot-length"))
+        config.snaplen = parse_snaplen(result["snapshot-length"].as<std::string>());
+    if (result.count("count"))
+        config.count = parse_count(result["count"].as<std::string>());
+    config.packet_buffered = result.count("packet-buffered") > 0;
+    config.verbose = result.count("verbose") > 0;
+    config.quiet = result.count("quiet") > 0;
+    config.xdp_mode = parse_xdp_mode(result["xdp-mode"].as<std::string>());
+    config.direction = parse_direction(result["direction"].as<std::string>());
+    config.promiscuous = result.count("no-promiscuous-mode") == 0;
+    if (result.count("ring-pages"))
+        config.ring_pages = parse_ring_pages(result["ring-pages"].as<std::string>());
+    if (result.count("at"))
+        parse_at(result["at"].as<std::string>(), config);
+    if (result.count("program")) {
+        config.trace_program = result["program"].as<std::string>();
+        if (config.trace_program->empty())
+            throw Error("--program must name a program or give its id");
+    }
+    if ((config.at_given || config.trace_program) && config.direction == Direction::Out)
+        throw Error("--at and --program trace an XDP program on received frames; -Q out captures none");
+
+    if (result.count("expression")) {
+        for (const auto& word : result["expression"].as<std::vector<std::string>>()) {
+            if (!config.filter.empty())
+                config.filter += ' ';
+            config.filter += word;
+        }
+    }
+    if (config.filter_file && !config.filter.empty())
+        throw Error("give the filter expression either with -F or on the command line, not both");
+    return config;
+}
+
+} // namespace xdpcap

@@ -1,0 +1,227 @@
+#include "kernel/egress.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <net/if.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include "error.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+// Debian 12's UAPI headers predate tcx (kernel 6.6).
+constexpr int kAttachTcxEgress = 47; // BPF_TCX_EGRESS
+constexpr uint32_t kFlagBefore = 1u << 3; // BPF_F_BEFORE: with no relative program, first
+
+// Our tc filter's identity. The handle also records whether we created the
+// clsact qdisc, so a later run that removes a leftover knows whether the
+// qdisc goes too. Priority 1: we see every frame before other filters decide.
+constexpr uint32_t kHandleOwnQdisc = 0x58445043;    // 'XDPC'
+constexpr uint32_t kHandleSharedQdisc = 0x58445044; // 'XDPD'
+constexpr uint32_t kPriority = 1;
+
+bpf_tc_hook egress_hook_of(uint32_t ifindex, bpf_tc_attach_point point = BPF_TC_EGRESS)
+{
+    bpf_tc_hook hook{};
+    hook.sz = sizeof hook;
+    hook.ifindex = static_cast<int>(ifindex);
+    hook.attach_point = point;
+    return hook;
+}
+
+bpf_tc_opts filter_of(uint32_t handle)
+{
+    bpf_tc_opts opts{};
+    opts.sz = sizeof opts;
+    opts.handle = handle;
+    opts.priority = kPriority;
+    return opts;
+}
+
+// Test seam: forces the clsact path on kernels that have tcx.
+bool tcx_disabled_for_tests()
+{
+    const char* value = std::getenv("XDPCAP_TEST_NO_TCX");
+    return value && std::strcmp(value, "1") == 0;
+}
+
+// Whether any process holds a file descriptor of the program.
+bool program_in_use(uint32_t prog_id)
+{
+    const std::string wanted = "prog_id:\t" + std::to_string(prog_id);
+    DIR* proc = ::opendir("/proc");
+    if (!proc)
+        return true; // cannot tell: leave it alone
+    bool found = false;
+    while (!found) {
+        const dirent* entry = ::readdir(proc);
+        if (!entry)
+            break;
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+            continue;
+        const std::string dir = std::string("/proc/") + entry->d_name + "/fdinfo";
+        DIR* fds = ::opendir(dir.c_str());
+        if (!fds)
+            continue;
+        while (const dirent* fd = ::readdir(fds)) {
+            if (fd->d_name[0] == '.')
+                continue;
+            std::ifstream info(dir + "/" + fd->d_name);
+            for (std::string line; std::getline(info, line);) {
+                if (line == wanted) {
+                    found = true;
+                    break;
+                }
+            }
+            if (found)
+                break;
+        }
+        ::closedir(fds);
+    }
+    ::closedir(proc);
+    return found;
+}
+
+std::string program_name(uint32_t prog_id)
+{
+    UniqueFd fd(bpf_prog_get_fd_by_id(prog_id));
+    if (!fd)
+        return {};
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0)
+        return {};
+    return std::string(info.name, strnlen(info.name, sizeof info.name));
+}
+
+bool is_our_program(const std::string& name)
+{
+    return name.rfind("xdpcap_", 0) == 0;
+}
+
+} // namespace
+
+EgressHook::EgressHook(EgressHook&& other) noexcept
+    : mechanism_(other.mechanism_), link_(std::move(other.link_)), ifindex_(other.ifindex_),
+      tc_handle_(other.tc_handle_), tc_attached_(std::exchange(other.tc_attached_, false))
+{
+}
+
+EgressHook& EgressHook::operator=(EgressHook&& other) noexcept
+{
+    if (this != &other) {
+        detach();
+        mechanism_ = other.mechanism_;
+        link_ = std::move(other.link_);
+        ifindex_ = other.ifindex_;
+        tc_handle_ = other.tc_handle_;
+        tc_attached_ = std::exchange(other.tc_attached_, false);
+    }
+    return *this;
+}
+
+EgressHook EgressHook::attach(int prog_fd, uint32_t ifindex, const std::string& ifname)
+{
+    EgressHook hook;
+    hook.ifindex_ = ifindex;
+    if (!tcx_disabled_for_tests()) {
+        bpf_link_create_opts opts{};
+        opts.sz = sizeof opts;
+        opts.flags = kFlagBefore;
+        const int fd = bpf_link_create(prog_fd, static_cast<int>(ifindex), static_cast<bpf_attach_type>(kAttachTcxEgress),
+                                       &opts);
+        if (fd >= 0) {
+            hook.mechanism_ = Mechanism::Tcx;
+            hook.link_.reset(fd);
+            return hook;
+        }
+        const int err = errno;
+        // EINVAL: the kernel does not know the tcx attach type.
+        if (err != EINVAL)
+            throw Error("cannot attach the egress program to " + ifname + " (tcx): " + errno_text(err));
+    }
+
+    hook.mechanism_ = Mechanism::Clsact;
+    remove_stale_clsact_filter(ifindex);
+    bpf_tc_hook qdisc = egress_hook_of(ifindex);
+    const int created = bpf_tc_hook_create(&qdisc);
+    if (created != 0 && created != -EEXIST)
+        throw Error("cannot add a clsact qdisc to " + ifname + " for egress capture: " + errno_text(-created));
+    hook.tc_handle_ = created == 0 ? kHandleOwnQdisc : kHandleSharedQdisc;
+    bpf_tc_opts filter = filter_of(hook.tc_handle_);
+    filter.prog_fd = prog_fd;
+    const int err = bpf_tc_attach(&qdisc, &filter);
+    if (err != 0) {
+        if (created == 0) {
+            bpf_tc_hook whole = egress_hook_of(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+            bpf_tc_hook_destroy(&whole);
+        }
+        throw Error("cannot attach the egress program to " + ifname + " (clsact): " + errno_text(-err) +
+                    (err == -EEXIST ? " (another xdpcap captures its egress)" : ""));
+    }
+    hook.tc_attached_ = true;
+    return hook;
+}
+
+void EgressHook::detach() noexcept
+{
+    link_.reset();
+    if (!tc_attached_)
+        return;
+    tc_attached_ = false;
+    bpf_tc_hook qdisc = egress_hook_of(ifindex_);
+    const bpf_tc_opts filter = filter_of(tc_handle_);
+    bpf_tc_detach(&qdisc, &filter);
+    if (tc_handle_ == kHandleOwnQdisc) {
+        bpf_tc_hook whole = egress_hook_of(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+        bpf_tc_hook_destroy(&whole);
+    }
+}
+
+bool EgressHook::defunct() const
+{
+    if (link_) {
+        bpf_link_info info{};
+        uint32_t len = sizeof info;
+        if (bpf_obj_get_info_by_fd(link_.get(), &info, &len) != 0)
+            return false;
+        return info.xdp.ifindex == 0; // tcx.ifindex: same place in the union
+    }
+    if (tc_attached_) {
+        char name[IF_NAMESIZE];
+        return ::if_indextoname(ifindex_, name) == nullptr;
+    }
+    return false;
+}
+
+bool remove_stale_clsact_filter(uint32_t ifindex)
+{
+    bool removed = false;
+    for (uint32_t handle : {kHandleOwnQdisc, kHandleSharedQdisc}) {
+        bpf_tc_hook qdisc = egress_hook_of(ifindex);
+        bpf_tc_opts query = filter_of(handle);
+        if (bpf_tc_query(&qdisc, &query) != 0)
+            continue;
+        if (!is_our_program(program_name(query.prog_id)) || program_in_use(query.prog_id))
+            continue;
+        const bpf_tc_opts filter = filter_of(handle);
+        if (bpf_tc_detach(&qdisc, &filter) != 0)
+            continue;
+        removed = true;
+        if (handle == kHandleOwnQdisc) {
+            bpf_tc_hook whole = egress_hook_of(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+            bpf_tc_hook_destroy(&whole);
+        }
+    }
+    return removed;
+}
+
+} // namespace xdpcap

@@ -1,0 +1,435 @@
+#include "kernel/loader.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <linux/pkt_cls.h>
+#include <net/if.h>
+
+#include <cstddef>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "capture.skel.h"
+#include "trace.skel.h"
+#include "error.hpp"
+#include "filter/ebpf_insn.hpp"
+#include "capture/stats.hpp"
+#include "kernel/xdp_inventory.hpp"
+
+namespace xdpcap {
+
+void SkeletonDeleter::operator()(xdpcap_capture* skel) const noexcept
+{
+    xdpcap_capture__destroy(skel);
+}
+
+void SkeletonDeleter::operator()(xdpcap_trace* skel) const noexcept
+{
+    xdpcap_trace__destroy(skel);
+}
+
+namespace {
+
+// libbpf's diagnostics (verifier log included) are kept, not printed: a
+// failure becomes one line that quotes the most telling part.
+std::string g_libbpf_log;
+
+int collect_libbpf_log(enum libbpf_print_level level, const char* format, va_list args)
+{
+    if (level == LIBBPF_DEBUG)
+        return 0;
+    char line[1024];
+    const int n = std::vsnprintf(line, sizeof line, format, args);
+    if (g_libbpf_log.size() < 64 * 1024)
+        g_libbpf_log += line;
+    return n;
+}
+
+std::string last_log_line()
+{
+    std::string log = g_libbpf_log;
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' '))
+        log.pop_back();
+    auto start = log.rfind('\n');
+    return start == std::string::npos ? log : log.substr(start + 1);
+}
+
+struct LoadAttempt {
+    std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel;
+    int err = 0;
+};
+
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction, bool xdp)
+{
+    LoadAttempt attempt;
+    attempt.skel.reset(xdpcap_capture__open());
+    if (!attempt.skel) {
+        attempt.err = errno;
+        return attempt;
+    }
+    attempt.skel->rodata->snaplen = snaplen;
+    attempt.skel->rodata->capture_ifindex = ifindex;
+    attempt.skel->rodata->filter_enabled = with_filter;
+    const bool ingress = direction != Direction::Out && xdp;
+    const bool egress = direction != Direction::In;
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, ingress && frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, ingress && !frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_egress, egress);
+    // One wire-view entry per CPU, each as large as a sample can be.
+    const int cpus = libbpf_num_possible_cpus();
+    bpf_map__set_max_entries(attempt.skel->maps.wire_scratch, egress && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
+    bpf_map__set_value_size(attempt.skel->maps.wire_scratch,
+                            static_cast<uint32_t>(sizeof(xdpcap_meta) + ((snaplen + 7) & ~7u)));
+    attempt.err = -xdpcap_capture__load(attempt.skel.get());
+    if (attempt.err)
+        attempt.skel.reset();
+    return attempt;
+}
+
+} // namespace
+
+CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
+                                    bool xdp)
+{
+    libbpf_set_print(collect_libbpf_log);
+    g_libbpf_log.clear();
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp);
+    bool multi_buffer = true;
+    if (!attempt.skel && direction != Direction::Out && xdp) {
+        const std::string frags_reason = last_log_line();
+        g_libbpf_log.clear();
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp);
+        multi_buffer = false;
+        if (!attempt.skel) {
+            if (attempt.err == EPERM)
+                throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                            " (needs root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)");
+            std::string reason = last_log_line();
+            if (reason.empty())
+                reason = frags_reason;
+            throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                        (reason.empty() ? "" : " (" + reason + ")"));
+        }
+    }
+    if (!attempt.skel) {
+        if (attempt.err == EPERM)
+            throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                        " (needs root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)");
+        const std::string reason = last_log_line();
+        throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                    (reason.empty() ? "" : " (" + reason + ")"));
+    }
+    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, xdp, ifindex);
+}
+
+TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
+                                  uint32_t snaplen, uint32_t ifindex, int events_fd, int counters_fd)
+{
+    TracePrograms out;
+    out.entry_ = entry;
+    out.exit_ = exit;
+    for (size_t index = 0; index < targets.size(); ++index) {
+        const XdpProgramInfo& target = targets[index];
+        const std::string what = "XDP program '" + target.name + "' (id " + std::to_string(target.id) + ")";
+        Instance instance;
+        instance.name = what;
+        instance.target.reset(bpf_prog_get_fd_by_id(target.id));
+        if (!instance.target)
+            throw Error("cannot open " + what + " to trace it: " + errno_text(errno));
+        instance.skel.reset(xdpcap_trace__open());
+        if (!instance.skel)
+            throw Error("cannot open the trace programs: " + errno_text(errno));
+        xdpcap_trace* skel = instance.skel.get();
+        skel->rodata->snaplen = snaplen;
+        skel->rodata->capture_ifindex = ifindex;
+        skel->rodata->program_index = static_cast<uint16_t>(index);
+        // Into the same rings and counters as the capture object's hooks.
+        if (bpf_map__reuse_fd(skel->maps.events, events_fd) != 0 ||
+            bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0)
+            throw Error("cannot share the capture maps with the trace programs: " + errno_text(errno));
+        bpf_program__set_autoload(skel->progs.xdpcap_entry, entry);
+        bpf_program__set_autoload(skel->progs.xdpcap_exit, exit);
+        for (bpf_program* prog : {skel->progs.xdpcap_entry, skel->progs.xdpcap_exit}) {
+            if (bpf_program__set_attach_target(prog, instance.target.get(), target.name.c_str()) != 0)
+                throw Error("cannot trace " + what + ": " + errno_text(errno));
+        }
+        g_libbpf_log.clear();
+        if (const int err = -xdpcap_trace__load(skel)) {
+            const std::string reason = last_log_line();
+            throw Error("cannot trace " + what + ": " + errno_text(err) + (reason.empty() ? "" : " (" + reason + ")"));
+        }
+        out.instances_.push_back(std::move(instance));
+    }
+    return out;
+}
+
+void TracePrograms::attach()
+{
+    for (Instance& instance : instances_) {
+        xdpcap_trace* skel = instance.skel.get();
+        // Kept in the skeleton, which destroys them with itself.
+        if (entry_) {
+            skel->links.xdpcap_entry = bpf_program__attach_trace(skel->progs.xdpcap_entry);
+            if (!skel->links.xdpcap_entry)
+                throw Error("cannot attach to the entry of " + instance.name + ": " + errno_text(errno));
+        }
+        if (exit_) {
+            skel->links.xdpcap_exit = bpf_program__attach_trace(skel->progs.xdpcap_exit);
+            if (!skel->links.xdpcap_exit)
+                throw Error("cannot attach to the exit of " + instance.name + ": " + errno_text(errno));
+        }
+    }
+}
+
+void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit)
+{
+    trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
+                                       bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters)));
+    traced_ = true;
+}
+
+int CaptureProgram::program_fd(Hook hook) const
+{
+    if (hook == Hook::Egress)
+        return bpf_program__fd(skel_->progs.xdpcap_egress);
+    return bpf_program__fd(multi_buffer_ ? skel_->progs.xdpcap_frags : skel_->progs.xdpcap_linear);
+}
+
+const char* CaptureProgram::egress_mechanism() const noexcept
+{
+    if (!egress_)
+        return "";
+    return egress_->mechanism() == EgressHook::Mechanism::Tcx ? "tcx" : "clsact";
+}
+
+int CaptureProgram::events_map_fd() const
+{
+    return bpf_map__fd(skel_->maps.events);
+}
+
+void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname)
+{
+    // Egress first: it cannot disturb received traffic if XDP then fails.
+    if (egress_loaded_)
+        egress_.emplace(EgressHook::attach(entry_fd(Hook::Egress), ifindex, ifname));
+    if (ingress_)
+        attach_xdp(ifindex, mode, ifname);
+    if (trace_)
+        trace_->attach();
+}
+
+void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname)
+{
+    auto failure = [&](const char* what, int err) {
+        std::string hint;
+        if (err == EBUSY || err == EEXIST)
+            hint = " (another XDP program was attached meanwhile)";
+        else if (err == EINVAL && !multi_buffer_)
+            hint = " (the MTU may be too large for a program without multi-buffer support)";
+        else if (err == EOPNOTSUPP)
+            hint = " (the driver does not support this XDP mode)";
+        return Error("cannot attach to " + ifname + " in " + what + " mode: " + errno_text(err) + hint);
+    };
+
+    // Returns 0 once attached, else the errno of the attempt.
+    auto attempt = [&](uint32_t flags, XdpMode as) -> int {
+        bpf_link_create_opts opts{};
+        opts.sz = sizeof opts;
+        opts.flags = flags;
+        const int fd = bpf_link_create(entry_fd(Hook::Ingress), static_cast<int>(ifindex), BPF_XDP, &opts);
+        if (fd < 0)
+            return errno;
+        link_.reset(fd);
+        attached_mode_ = as;
+        return 0;
+    };
+
+    if (mode == XdpMode::Generic) {
+        if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
+            throw failure("generic", err);
+        return;
+    }
+    const int native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
+    if (native_err == 0)
+        return;
+    if (mode == XdpMode::Native || native_err == EBUSY || native_err == EEXIST || native_err == EPERM)
+        throw failure("native", native_err);
+    if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
+        throw failure("generic", err);
+}
+
+int CaptureProgram::entry_fd(Hook hook) const
+{
+    const UniqueFd& filter = filter_prog_[static_cast<int>(hook)];
+    return filter ? filter.get() : program_fd(hook);
+}
+
+namespace {
+
+// r<dst> = map fd, patched to the map by the kernel (two instructions).
+void load_map_fd(std::vector<bpf_insn>& out, uint8_t dst, int map_fd)
+{
+    out.push_back(make_insn(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_fd));
+    out.push_back(make_insn(0, 0, 0, 0, 0));
+}
+
+// The verifier's log ends with its verdict; keep the last line that says something.
+std::string verifier_reason(const std::string& log)
+{
+    std::string reason;
+    size_t start = 0;
+    while (start < log.size()) {
+        size_t end = log.find('\n', start);
+        if (end == std::string::npos)
+            end = log.size();
+        const std::string line = log.substr(start, end - start);
+        if (!line.empty() && line.rfind("processed ", 0) != 0 && line.rfind("verification time", 0) != 0 &&
+            line.rfind("stack depth", 0) != 0)
+            reason = line;
+        start = end + 1;
+    }
+    return reason;
+}
+
+} // namespace
+
+void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_body)
+{
+    // Entry: verdict = filter(ctx) as a subprogram; count seen; keep -> tail
+    // call into the hook's capture program; otherwise let the packet go on.
+    // Registers r6 (ctx) and r7 (verdict) survive the helper calls.
+    const bool egress = hook == Hook::Egress;
+    const int32_t counters_key = egress ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
+    const int32_t go_on = egress ? TC_ACT_UNSPEC : XDP_PASS;
+    bpf_map* next = egress ? skel_->maps.egress_next : skel_->maps.capture_next;
+    constexpr uint8_t R0 = 0, R1 = 1, R2 = 2, R3 = 3, R6 = 6, R7 = 7, FP = 10;
+    std::vector<bpf_insn> prog;
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0));
+    const size_t call_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0)); // target patched below
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R7, R0, 0, 0));
+    prog.push_back(make_insn(BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, counters_key));
+    load_map_fd(prog, R1, bpf_map__fd(skel_->maps.counters));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R2, FP, 0, 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R2, 0, 0, -4));
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem));
+    const size_t no_counters_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 0, 0)); // -> verdict check, patched
+    prog.push_back(make_insn(BPF_LDX | BPF_MEM | BPF_DW, R1, R0, offsetof(xdpcap_counters, seen), 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R1, 0, 0, 1));
+    prog.push_back(make_insn(BPF_STX | BPF_MEM | BPF_DW, R0, R1, offsetof(xdpcap_counters, seen), 0));
+    const size_t verdict_at = prog.size();
+    prog[no_counters_at].off = static_cast<int16_t>(verdict_at - no_counters_at - 1);
+    const size_t reject_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP32 | BPF_JEQ | BPF_K, R7, 0, 0, 0)); // -> pass, patched
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R1, R6, 0, 0));
+    load_map_fd(prog, R2, bpf_map__fd(next));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R3, 0, 0, 0));
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_tail_call));
+    const size_t pass_at = prog.size();
+    prog[reject_at].off = static_cast<int16_t>(pass_at - reject_at - 1);
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, go_on));
+    prog.push_back(make_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+    prog[call_at].imm = static_cast<int32_t>(prog.size() - call_at - 1);
+    prog.insert(prog.end(), filter_body.begin(), filter_body.end());
+
+    const uint32_t slot = 0;
+    const int capture_fd = program_fd(hook);
+    if (bpf_map_update_elem(bpf_map__fd(next), &slot, &capture_fd, BPF_ANY) != 0)
+        throw Error("cannot link the filter to the capture program: " + errno_text(errno));
+
+    std::string log(1 << 20, '\0');
+    bpf_prog_load_opts opts{};
+    opts.sz = sizeof opts;
+    if (!egress) {
+        opts.expected_attach_type = BPF_XDP;
+        // A tail call needs caller and callee to agree on multi-buffer support.
+        opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
+    }
+    opts.log_level = 1;
+    opts.log_size = static_cast<uint32_t>(log.size());
+    opts.log_buf = log.data();
+    const int fd = bpf_prog_load(egress ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP,
+                                 egress ? "xdpcap_filter_tc" : "xdpcap_filter", "GPL", prog.data(), prog.size(),
+                                 &opts);
+    if (fd < 0) {
+        const int err = errno;
+        log.resize(std::strlen(log.c_str()));
+        const std::string reason = verifier_reason(log);
+        throw Error("the kernel refused the filter program: " + errno_text(err) +
+                    (reason.empty() ? "" : " (verifier: " + reason + ")"));
+    }
+    filter_prog_[static_cast<int>(hook)].reset(fd);
+}
+
+bool CaptureProgram::link_defunct() const
+{
+    if (egress_ && egress_->defunct())
+        return true;
+    if (trace_) {
+        // Our links keep the traced program alive, not the interface.
+        char name[IF_NAMESIZE];
+        return ::if_indextoname(ifindex_, name) == nullptr && errno == ENXIO;
+    }
+    if (!link_)
+        return false;
+    bpf_link_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(link_.get(), &info, &len) != 0)
+        return false;
+    return info.xdp.ifindex == 0;
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
+{
+    const int cpus = libbpf_num_possible_cpus();
+    std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
+    auto read = [&](uint32_t key, std::vector<xdpcap_counters>& into) {
+        if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, into.data()) != 0)
+            throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
+    };
+    if (hook == Hook::Egress) {
+        read(XDPCAP_COUNTERS_EGRESS, values);
+        return values;
+    }
+    read(XDPCAP_COUNTERS_INGRESS, values);
+    if (traced_) {
+        // Received frames in trace mode: entry and exit samples together.
+        std::vector<xdpcap_counters> more(values.size());
+        for (uint32_t key : {XDPCAP_COUNTERS_ENTRY, XDPCAP_COUNTERS_EXIT}) {
+            read(key, more);
+            for (size_t cpu = 0; cpu < values.size(); ++cpu)
+                values[cpu] = values[cpu] + more[cpu];
+        }
+    }
+    return values;
+}
+
+bool kernel_can_trace_xdp()
+{
+    // fentry/fexit on a BPF program needs the tracing program type.
+    return libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, nullptr) == 1;
+}
+
+void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
+{
+    const auto attached = xdp_attachments(ifindex);
+    if (attached.empty())
+        return;
+    const XdpAttachment& a = attached.front();
+    const std::string program = "'" + a.program.name + "' (id " + std::to_string(a.program.id) + ", " + a.mode + ")";
+    if (!kernel_can_trace_xdp())
+        throw Error(ifname + " already runs XDP program " + program +
+                    "; tracing it needs fentry/fexit, which this kernel does not offer (-Q out captures sent "
+                    "packets without XDP)");
+    throw Error(ifname + " already has an XDP program attached ('" + a.program.name + "', id " +
+                std::to_string(a.program.id) + ", " + a.mode +
+                "); xdpcap does not share an interface with another XDP program (-Q out captures sent packets "
+                "without XDP)");
+}
+
+} // namespace xdpcap

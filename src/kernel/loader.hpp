@@ -1,0 +1,125 @@
+// Loads the capture programs from the embedded skeleton and attaches them to
+// an interface: XDP for received frames through a BPF link, so the kernel
+// detaches it if we die, and TC egress for sent frames (egress.hpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cli/config.hpp"
+#include "kernel/egress.hpp"
+#include "unique_fd.hpp"
+#include "kernel/xdp_inventory.hpp"
+#include "xdpcap_abi.h"
+
+struct xdpcap_capture;
+struct xdpcap_trace;
+struct bpf_insn;
+
+namespace xdpcap {
+
+struct SkeletonDeleter {
+    void operator()(xdpcap_capture* skel) const noexcept;
+    void operator()(xdpcap_trace* skel) const noexcept; // detaches its links too
+};
+
+// Trace mode: fentry/fexit programs on XDP programs someone else attached,
+// one skeleton instance per traced program, writing into the capture
+// object's rings and counters. Their links die with the process.
+class TracePrograms {
+public:
+    // `targets`: the programs to trace, in the order of their index in the
+    // samples. Raises Error naming the program the kernel refuses to trace.
+    static TracePrograms load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit, uint32_t snaplen,
+                              uint32_t ifindex, int events_fd, int counters_fd);
+    void attach();
+
+private:
+    struct Instance {
+        UniqueFd target;
+        std::unique_ptr<xdpcap_trace, SkeletonDeleter> skel;
+        std::string name;
+    };
+    std::vector<Instance> instances_;
+    bool entry_ = true;
+    bool exit_ = true;
+};
+
+class CaptureProgram {
+public:
+    // Loads the programs of the hooks `direction` needs. Prefers the
+    // multi-buffer (xdp.frags) XDP program and falls back to the linear one
+    // where the kernel cannot load it.
+    // `xdp` false (trace mode): no XDP program, received frames come from
+    // load_trace()'s programs instead.
+    static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
+                               Direction direction = Direction::In, bool xdp = true);
+    // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
+    // target; attach() attaches them.
+    void load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit);
+    bool tracing() const noexcept { return traced_; }
+
+    enum class Hook { Ingress, Egress };
+
+    // Loads the translated filter as a program of the hook's type that runs
+    // first, counts every packet as seen and tail-calls the hook's capture
+    // program for the packets it keeps. attach() then attaches it instead.
+    // Raises Error with the verifier's reason if the kernel refuses it.
+    void install_filter(Hook hook, std::span<const bpf_insn> filter_body);
+
+    // Attaches every loaded hook. Raises Error; in auto mode XDP tries native
+    // first, then generic.
+    void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname);
+    void detach() noexcept
+    {
+        link_.reset();
+        egress_.reset();
+        trace_.reset();
+    }
+    XdpMode attached_mode() const noexcept { return attached_mode_; }
+    bool multi_buffer() const noexcept { return multi_buffer_; }
+    bool captures(Hook hook) const noexcept { return hook == Hook::Ingress ? ingress_ : egress_loaded_; }
+    // "tcx" or "clsact" once egress is attached.
+    const char* egress_mechanism() const noexcept;
+    // The interface went away and the kernel released the hooks.
+    bool link_defunct() const;
+
+    int events_map_fd() const;
+    // Indexed by CPU id, over every possible CPU; zero for a hook not loaded.
+    std::vector<xdpcap_counters> read_counters(Hook hook) const;
+
+private:
+    CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction,
+                   bool xdp, uint32_t ifindex)
+        : skel_(std::move(skel)), multi_buffer_(multi_buffer), ingress_(direction != Direction::Out && xdp),
+          egress_loaded_(direction != Direction::In), ifindex_(ifindex)
+    {
+    }
+    int program_fd(Hook hook) const;
+    void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
+    int entry_fd(Hook hook) const; // what attach() attaches
+
+    std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
+    UniqueFd filter_prog_[2]; // by Hook
+    UniqueFd link_;
+    std::optional<EgressHook> egress_;
+    std::optional<TracePrograms> trace_;
+    bool traced_ = false; // load_trace() ran; stays after detach() for the counters
+    bool multi_buffer_;
+    bool ingress_;
+    bool egress_loaded_;
+    uint32_t ifindex_;
+    XdpMode attached_mode_ = XdpMode::Auto;
+};
+
+// Raises Error naming the program when the interface already has XDP attached.
+void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname);
+
+// Whether the kernel offers fentry/fexit on BPF programs.
+bool kernel_can_trace_xdp();
+
+} // namespace xdpcap

@@ -1,0 +1,260 @@
+#include "output/sink.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "capture/stop_signals.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+// A bigger pipe buffer lets a slow reader fall further behind before we block.
+constexpr int kPipeBufferSize = 1 << 20;
+
+} // namespace
+
+Sink::Sink(UniqueFd owned, int fd, std::string name, size_t buffer_size, bool created)
+    : owned_(std::move(owned)), fd_(fd), name_(std::move(name)), buffer_(buffer_size), created_(created)
+{
+    // Never reallocated on the hot path: reserve_around_reference() keeps
+    // the count below kMaxSegments.
+    segments_.reserve(kMaxSegments);
+    unwritten_.reserve(kMaxSegments);
+    struct stat st{};
+    if (::fstat(fd_, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        is_pipe_ = true;
+        (void)::fcntl(fd_, F_SETPIPE_SZ, kPipeBufferSize); // best effort: limits may forbid it
+        const int flags = ::fcntl(fd_, F_GETFL);
+        if (flags >= 0 && !(flags & O_NONBLOCK) && ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK) == 0 && !owned_)
+            restore_flags_ = FlagsRestore(fd_, flags);
+    }
+}
+
+Sink::FlagsRestore::~FlagsRestore()
+{
+    if (fd_ >= 0)
+        (void)::fcntl(fd_, F_SETFL, flags_);
+}
+
+namespace {
+
+// A FIFO opened for writing blocks until a reader opens it, beyond the reach
+// of signals; opened without blocking it fails with ENXIO until then, and we
+// wait in steps that a stop signal can end.
+int open_fifo(const std::string& path, StopSignals* stop)
+{
+    constexpr int kRetryMs = 100;
+    for (;;) {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0 || errno != ENXIO)
+            return fd;
+        if (stop ? !stop->pause(kRetryMs) : ::poll(nullptr, 0, kRetryMs) < 0)
+            throw Error("stopped while waiting for a reader of " + path, kExitOk);
+    }
+}
+
+} // namespace
+
+Sink Sink::open_file(const std::string& path, size_t buffer_size, StopSignals* stop)
+{
+    struct stat st{};
+    if (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+        const int fd = open_fifo(path, stop);
+        if (fd < 0)
+            throw Error("cannot write " + path + ": " + errno_text(errno));
+        Sink sink(UniqueFd(fd), fd, path, buffer_size, false);
+        sink.watch(stop);
+        return sink;
+    }
+    bool created = true;
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) {
+        created = false;
+        fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    }
+    if (fd < 0)
+        throw Error("cannot write " + path + ": " + errno_text(errno));
+    Sink sink(UniqueFd(fd), fd, path, buffer_size, created);
+    sink.watch(stop);
+    return sink;
+}
+
+Sink Sink::standard_output(size_t buffer_size)
+{
+    return Sink(UniqueFd(), STDOUT_FILENO, "standard output", buffer_size, false);
+}
+
+void Sink::start()
+{
+    struct stat st{};
+    if (owned_ && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        if (::ftruncate(fd_, 0) != 0)
+            throw Error("cannot truncate " + name_ + ": " + errno_text(errno));
+    }
+}
+
+void Sink::discard()
+{
+    if (created_) {
+        ::unlink(name_.c_str());
+        created_ = false;
+    }
+    owned_.reset();
+}
+
+void Sink::append(const uint8_t* data, size_t n)
+{
+    if (n > buffer_.size()) {
+        flush();
+        write_all(data, n);
+        return;
+    }
+    std::memcpy(reserve(n), data, n);
+    commit(n);
+}
+
+void Sink::make_room(size_t n)
+{
+    flush();
+    if (n > buffer_.size())
+        buffer_.resize(n); // only for a block larger than any packet: never on the hot path
+}
+
+void Sink::flush()
+{
+    if (used_ != 0 || !segments_.empty())
+        ++flushes_;
+    if (!segments_.empty()) {
+        close_run();
+        used_ = run_start_ = 0; // whatever happens, these bytes are not retried
+        write_segments();
+        return;
+    }
+    if (used_ == 0)
+        return;
+    const size_t n = used_;
+    used_ = 0; // whatever happens, these bytes are not retried
+    write_all(buffer_.data(), n);
+}
+
+void Sink::write_segments()
+{
+    // segments_ keeps the chunk as it was for failed_chunk(); writev advances a copy.
+    unwritten_.assign(segments_.begin(), segments_.end());
+    size_t size = 0;
+    for (const iovec& segment : segments_)
+        size += segment.iov_len;
+    iovec* next = unwritten_.data();
+    size_t left = unwritten_.size();
+    size_t written = 0;
+    while (left > 0) {
+        const ssize_t n = do_writev(next, static_cast<int>(left));
+        if (n < 0) {
+            int err = errno;
+            if (err == EINTR)
+                continue;
+            if (err == EAGAIN) {
+                if (wait_writable())
+                    continue;
+                err = EINTR; // a stop signal ended the wait
+            }
+            std::vector<iovec> chunk(segments_.begin(), segments_.end());
+            segments_.clear();
+            fail(err, std::move(chunk), size, written);
+        }
+        written += static_cast<size_t>(n);
+        for (size_t done = static_cast<size_t>(n); done > 0;) {
+            if (done >= next->iov_len) {
+                done -= next->iov_len;
+                ++next;
+                --left;
+            } else {
+                next->iov_base = static_cast<uint8_t*>(next->iov_base) + done;
+                next->iov_len -= done;
+                done = 0;
+            }
+        }
+    }
+    segments_.clear();
+}
+
+ssize_t Sink::do_write(const uint8_t* data, size_t n)
+{
+    if (!faults_)
+        return ::write(fd_, data, n);
+    const ssize_t allowed = faults_->before_write(n);
+    if (allowed < 0)
+        return -1;
+    return ::write(fd_, data, std::min(n, static_cast<size_t>(allowed)));
+}
+
+ssize_t Sink::do_writev(const iovec* iov, int count)
+{
+    if (!faults_)
+        return ::writev(fd_, iov, count);
+    size_t n = 0;
+    for (int i = 0; i < count; ++i)
+        n += iov[i].iov_len;
+    const ssize_t allowed = faults_->before_write(n);
+    if (allowed < 0)
+        return -1;
+    // A short write: the same pieces, cut after `allowed` bytes.
+    std::vector<iovec> cut;
+    for (size_t left = static_cast<size_t>(allowed); left > 0 && cut.size() < static_cast<size_t>(count);) {
+        const iovec& piece = iov[cut.size()];
+        cut.push_back(iovec{piece.iov_base, std::min(piece.iov_len, left)});
+        left -= cut.back().iov_len;
+    }
+    if (cut.empty())
+        return 0;
+    return ::writev(fd_, cut.data(), static_cast<int>(cut.size()));
+}
+
+bool Sink::wait_writable()
+{
+    if (stop_)
+        return stop_->wait_for(fd_, POLLOUT);
+    pollfd fd{fd_, POLLOUT, 0};
+    return ::poll(&fd, 1, -1) >= 0 || errno == EINTR;
+}
+
+void Sink::fail(int err, std::vector<iovec> segments, size_t size, size_t written)
+{
+    failed_ = FailedChunk{std::move(segments), size, written};
+    if (err == EPIPE)
+        throw OutputClosed();
+    if (err == EINTR)
+        throw OutputInterrupted();
+    throw Error("cannot write " + name_ + ": " + errno_text(err), kExitRuntime);
+}
+
+void Sink::write_all(const uint8_t* data, size_t n)
+{
+    const uint8_t* const chunk = data;
+    const size_t chunk_size = n;
+    while (n > 0) {
+        const ssize_t written = do_write(data, n);
+        if (written < 0) {
+            int err = errno;
+            if (err == EINTR)
+                continue;
+            if (err == EAGAIN) {
+                if (wait_writable())
+                    continue;
+                err = EINTR; // a stop signal ended the wait
+            }
+            fail(err, {iovec{const_cast<uint8_t*>(chunk), chunk_size}}, chunk_size, chunk_size - n);
+        }
+        data += written;
+        n -= static_cast<size_t>(written);
+    }
+}
+
+} // namespace xdpcap

@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include "capture/stats.hpp"
+
+using namespace xdpcap;
+
+namespace {
+
+CpuStats cpu(int id, uint64_t seen, uint64_t sampled, uint64_t failed, uint64_t written)
+{
+    CpuStats s;
+    s.cpu = id;
+    s.kernel.seen = seen;
+    s.kernel.matched = seen; // no filter
+    s.kernel.sampled = sampled;
+    s.kernel.output_failed = failed;
+    s.kernel.ring_full = failed;
+    s.ring.samples = sampled;
+    s.ring.written = written;
+    return s;
+}
+
+} // namespace
+
+TEST(Stats, TcpdumpLines)
+{
+    const std::vector<CpuStats> cpus = {cpu(0, 10, 8, 2, 8), cpu(1, 5, 5, 0, 5)};
+    EXPECT_EQ(format_stats(cpus, false),
+              "13 packets captured\n15 packets received by filter\n2 packets dropped by kernel\n");
+}
+
+TEST(Stats, SingularAsTcpdump)
+{
+    EXPECT_EQ(format_stats({cpu(0, 1, 1, 0, 1)}, false),
+              "1 packet captured\n1 packet received by filter\n0 packets dropped by kernel\n");
+}
+
+TEST(Stats, PerCpuBreakdown)
+{
+    const std::string text = format_stats({cpu(0, 10, 8, 2, 8), cpu(3, 5, 5, 0, 5)}, true);
+    EXPECT_NE(text.find("  cpu0: 10 seen, 8 sampled, 8 written, 2 ring full"), std::string::npos) << text;
+    EXPECT_NE(text.find("  cpu3: 5 seen"), std::string::npos) << text;
+}
+
+TEST(Stats, TotalsAddUp)
+{
+    const auto totals = sum_stats({cpu(0, 10, 8, 2, 8), cpu(1, 5, 5, 0, 5)});
+    EXPECT_EQ(totals.received, totals.captured + totals.dropped + totals.discarded + totals.unwritten + totals.invalid);
+}
+
+TEST(Stats, WithFilterReceivedMeansKept)
+{
+    CpuStats s = cpu(0, 10, 3, 0, 3);
+    s.kernel.matched = 3; // the filter kept 3 of the 10 seen
+    EXPECT_EQ(format_stats({s}, false, true),
+              "3 packets captured\n3 packets received by filter\n0 packets dropped by kernel\n");
+    const std::string verbose = format_stats({s}, true, true);
+    EXPECT_NE(verbose.find("10 packets seen on the interface"), std::string::npos) << verbose;
+    EXPECT_NE(verbose.find(", 3 kept by filter"), std::string::npos) << verbose;
+}
+
+TEST(Stats, BothDirectionsSplitTheKernelCounts)
+{
+    CpuStats s = cpu(2, 10, 9, 1, 9);
+    s.ingress = {6, 6, 6, 0, 0, 0};
+    s.egress = {4, 4, 3, 1, 1, 1};
+    const std::string text = format_stats({s}, true, false, true);
+    EXPECT_NE(text.find("  cpu2: 10 seen, 9 sampled, 9 written, 1 ring full"), std::string::npos) << text;
+    EXPECT_NE(text.find("\n    in: 6 seen, 6 sampled, 0 output errors; out: 4 seen, 3 sampled, 1 output errors\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(format_stats({s}, true, false, false).find("in:"), std::string::npos);
+    const std::string filtered = format_stats({s}, true, true, true);
+    EXPECT_NE(filtered.find("in: 6 seen, 6 kept by filter, 6 sampled"), std::string::npos) << filtered;
+}
+
+TEST(Stats, CountersAddFieldByField)
+{
+    const xdpcap_counters sum = xdpcap_counters{1, 2, 3, 4, 5, 6} + xdpcap_counters{10, 20, 30, 40, 50, 60};
+    EXPECT_EQ(sum.seen, 11u);
+    EXPECT_EQ(sum.matched, 22u);
+    EXPECT_EQ(sum.sampled, 33u);
+    EXPECT_EQ(sum.output_failed, 44u);
+    EXPECT_EQ(sum.ring_full, 55u);
+    EXPECT_EQ(sum.pending_drops, 66u);
+}
+
+TEST(Stats, VerboseShowsPacketsWrittenOutOfOrder)
+{
+    CpuStats late = cpu(0, 10, 10, 0, 10);
+    late.ring.out_of_order = 3;
+    const std::string text = format_stats({late, cpu(1, 5, 5, 0, 5)}, true);
+    EXPECT_NE(text.find("\n3 packets written out of order\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  cpu0: 10 seen, 10 sampled, 10 written, 0 ring full, 0 other output errors, 0 reported lost, "
+                        "0 malformed, 0 after count, 0 not written, 3 written out of order\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find(", 0 not written, 0 written out of order\n"), std::string::npos) << text;
+    EXPECT_EQ(format_stats({late}, false).find("out of order"), std::string::npos);
+    EXPECT_EQ(sum_stats({late, late}).out_of_order, 6u);
+}

@@ -1,0 +1,174 @@
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "error.hpp"
+
+using namespace xdpcap;
+
+namespace {
+
+CliOutcome parse(std::initializer_list<const char*> args)
+{
+    std::vector<const char*> argv{"xdpcap"};
+    argv.insert(argv.end(), args);
+    return parse_cli(static_cast<int>(argv.size()), argv.data());
+}
+
+Config parse_config(std::initializer_list<const char*> args)
+{
+    return std::get<Config>(parse(args));
+}
+
+// The message of the Error that parsing raises; fails the test if none.
+std::string error_of(std::initializer_list<const char*> args)
+{
+    try {
+        parse(args);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_status(), kExitSetup);
+        const std::string message = e.what();
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+        return message;
+    }
+    ADD_FAILURE() << "no error raised";
+    return {};
+}
+
+} // namespace
+
+TEST(Cli, Defaults)
+{
+    const Config c = parse_config({"-i", "eth0"});
+    EXPECT_EQ(c.interface, "eth0");
+    EXPECT_FALSE(c.output);
+    EXPECT_EQ(c.snaplen, kMaxSnaplen);
+    EXPECT_FALSE(c.count);
+    EXPECT_EQ(c.xdp_mode, XdpMode::Auto);
+    EXPECT_FALSE(c.ring_pages.has_value());
+    EXPECT_FALSE(c.packet_buffered);
+}
+
+TEST(Cli, TcpdumpSpellings)
+{
+    const Config c = parse_config({"-i", "eth0", "-w", "-", "-s", "96", "-c", "10", "-U", "-v", "--xdp-mode",
+                                   "generic", "--ring-pages", "64"});
+    EXPECT_TRUE(c.writes_to_stdout());
+    EXPECT_EQ(c.snaplen, 96u);
+    EXPECT_EQ(c.count, 10u);
+    EXPECT_TRUE(c.packet_buffered);
+    EXPECT_TRUE(c.verbose);
+    EXPECT_EQ(c.xdp_mode, XdpMode::Generic);
+    EXPECT_EQ(c.ring_pages, 64u);
+}
+
+TEST(Cli, LongSpellings)
+{
+    const Config c = parse_config({"--interface=veth1", "--write", "out.pcapng", "--snapshot-length", "0",
+                                   "--count", "1", "--packet-buffered", "--quiet"});
+    EXPECT_EQ(c.interface, "veth1");
+    EXPECT_EQ(*c.output, "out.pcapng");
+    EXPECT_EQ(c.snaplen, kMaxSnaplen);
+    EXPECT_EQ(c.count, 1u);
+    EXPECT_TRUE(c.quiet);
+}
+
+TEST(Cli, FilterWords)
+{
+    const Config c = parse_config({"-i", "e", "tcp", "port", "443", "and", "not", "host", "198.18.0.9"});
+    EXPECT_EQ(c.filter, "tcp port 443 and not host 198.18.0.9");
+    EXPECT_EQ(*parse_config({"-i", "e", "-F", "expr.txt"}).filter_file, "expr.txt");
+    // -d needs no interface, as with tcpdump -d.
+    EXPECT_TRUE(parse_config({"-d", "udp"}).dump_filter);
+}
+
+TEST(Cli, SnaplenAboveMaximumIsClamped)
+{
+    EXPECT_EQ(parse_config({"-i", "e", "-s", "262144"}).snaplen, kMaxSnaplen);
+}
+
+TEST(Cli, HelpAndVersion)
+{
+    const auto help = std::get<ShowText>(parse({"--help"})).text;
+    EXPECT_NE(help.find("--interface"), std::string::npos);
+    EXPECT_NE(help.find("--ring-pages"), std::string::npos);
+    EXPECT_EQ(std::get<ShowText>(parse({"--version"})).text.rfind("xdpcap ", 0), 0u);
+}
+
+TEST(Cli, BadInput)
+{
+    EXPECT_NE(error_of({}).find("no interface"), std::string::npos);
+    EXPECT_NE(error_of({"-w", "x"}).find("-i IFACE"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-c", "0"}).find("invalid packet count '0'"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-c", "-1"}).find("invalid packet count"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-c", "abc"}).find("invalid packet count 'abc'"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-c", "99999999999999999999999"}).find("invalid packet count"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-s", "-5"}).find("must not be negative"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-s", "12x"}).find("invalid snapshot length"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--ring-pages", "3"}).find("power of two"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--ring-pages", "0"}).find("power of two"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--ring-pages", "131072"}).find("power of two"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--xdp-mode", "fast"}).find("native, generic or auto"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "--bogus"}).find("bogus"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-w"}).find("option -w is missing an argument"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "averyveryverylongname"}).find("too long"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "a/b"}).find("cannot have"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-F", "f", "tcp"}).find("either with -F or on the command line"),
+              std::string::npos);
+}
+
+TEST(Cli, DirectionAsTcpdump)
+{
+    EXPECT_EQ(parse_config({"-i", "eth0"}).direction, Direction::InOut);
+    EXPECT_EQ(parse_config({"-i", "eth0", "-Q", "in"}).direction, Direction::In);
+    EXPECT_EQ(parse_config({"-i", "eth0", "-Q", "out"}).direction, Direction::Out);
+    EXPECT_EQ(parse_config({"-i", "eth0", "--direction=inout"}).direction, Direction::InOut);
+    EXPECT_EQ(parse_config({"-i", "eth0", "--direction", "out"}).direction, Direction::Out);
+    EXPECT_EQ(error_of({"-i", "eth0", "-Q", "both"}), "invalid direction 'both': expected in, out or inout");
+    EXPECT_EQ(error_of({"-i", "eth0", "-Q", "IN"}), "invalid direction 'IN': expected in, out or inout");
+}
+
+TEST(Cli, PromiscuousByDefault)
+{
+    EXPECT_TRUE(parse_config({"-i", "eth0"}).promiscuous);
+    EXPECT_FALSE(parse_config({"-i", "eth0", "-p"}).promiscuous);
+    EXPECT_FALSE(parse_config({"-i", "eth0", "--no-promiscuous-mode"}).promiscuous);
+}
+
+TEST(Cli, SnaplenBeyondSixtyFourBitsMeansTheMaximum)
+{
+    EXPECT_EQ(parse_config({"-i", "e", "-s", "99999999999999999999999999"}).snaplen, kMaxSnaplen);
+    EXPECT_EQ(error_of({"-i", "e", "-s", "9999999999999999999999x"}),
+              "invalid snapshot length '9999999999999999999999x': expected a whole number of bytes");
+}
+
+TEST(Cli, TraceHookPoints)
+{
+    const Config plain = parse_config({"-i", "e"});
+    EXPECT_TRUE(plain.trace_entry && plain.trace_exit);
+    EXPECT_FALSE(plain.at_given);
+    EXPECT_FALSE(plain.trace_program);
+    const Config entry = parse_config({"-i", "e", "--at", "entry"});
+    EXPECT_TRUE(entry.trace_entry && !entry.trace_exit && entry.at_given);
+    const Config exit = parse_config({"-i", "e", "--at", "exit"});
+    EXPECT_TRUE(!exit.trace_entry && exit.trace_exit);
+    const Config both = parse_config({"-i", "e", "--at", "exit,entry"});
+    EXPECT_TRUE(both.trace_entry && both.trace_exit);
+    for (const char* bad : {"", "entry,", "entry,entry", "middle", "Entry", ",exit"})
+        EXPECT_EQ(error_of({"-i", "e", "--at", bad}),
+                  "invalid --at '" + std::string(bad) + "': expected entry, exit or entry,exit");
+}
+
+TEST(Cli, TraceProgram)
+{
+    EXPECT_EQ(*parse_config({"-i", "e", "--program", "xdp_verdicts"}).trace_program, "xdp_verdicts");
+    EXPECT_EQ(*parse_config({"-i", "e", "--program", "42"}).trace_program, "42");
+    EXPECT_EQ(error_of({"-i", "e", "--program", ""}), "--program must name a program or give its id");
+    EXPECT_EQ(error_of({"-i", "e", "-Q", "out", "--program", "x"}),
+              "--at and --program trace an XDP program on received frames; -Q out captures none");
+    EXPECT_EQ(error_of({"-i", "e", "-Q", "out", "--at", "exit"}),
+              "--at and --program trace an XDP program on received frames; -Q out captures none");
+}

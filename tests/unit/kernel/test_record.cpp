@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kernel/record.hpp"
+#include "record_builder.hpp"
+
+using namespace xdpcap;
+using test::lost_record;
+using test::sample_record;
+
+TEST(DecodeRecord, NormalSample)
+{
+    const std::vector<uint8_t> frame = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const auto record = sample_record(frame, 60, XDPCAP_META_TAG, 3, 42);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.ifindex, 7u);
+    EXPECT_EQ(decoded.sample.rx_queue, 2u);
+    EXPECT_EQ(decoded.sample.orig_len, 60u);
+    EXPECT_EQ(decoded.sample.cap_len, 9u);
+    EXPECT_EQ(decoded.sample.drops_before, 3u);
+    EXPECT_EQ(decoded.sample.tstamp_ns, 42u);
+    EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
+}
+
+TEST(DecodeRecord, EmptySampleIsValid)
+{
+    const auto record = sample_record({}, 0);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Sample);
+}
+
+TEST(DecodeRecord, LostRecord)
+{
+    const auto record = lost_record(17);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Lost);
+    EXPECT_EQ(decoded.lost, 17u);
+}
+
+TEST(DecodeRecord, ForeignMagicIsRefused)
+{
+    const auto record = sample_record({1, 2, 3}, 3, 0xdeadbeef);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_STREQ(decoded.invalid_reason, "foreign or mangled metadata tag");
+}
+
+TEST(DecodeRecord, OtherAbiVersionIsRefused)
+{
+    const auto record = sample_record({1, 2, 3}, 3, XDPCAP_META_MAGIC | (XDPCAP_ABI_VERSION + 1));
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, TruncatedBufferIsRefused)
+{
+    const auto record = sample_record(std::vector<uint8_t>(100, 0xab), 100);
+    // The header claims more bytes than the caller has.
+    EXPECT_EQ(decode_record(record.data(), record.size() - 8).kind, RecordKind::Invalid);
+    EXPECT_EQ(decode_record(record.data(), 4).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, CapLenBeyondRawDataIsRefused)
+{
+    auto record = sample_record(std::vector<uint8_t>(16, 0xab), 16);
+    xdpcap_meta meta;
+    std::memcpy(&meta, record.data() + 12, sizeof meta);
+    meta.cap_len = 200;
+    meta.orig_len = 200;
+    std::memcpy(record.data() + 12, &meta, sizeof meta);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_STREQ(decoded.invalid_reason, "captured length overruns the sample");
+}
+
+TEST(DecodeRecord, CapLenAboveOrigLenIsRefused)
+{
+    const auto record = sample_record(std::vector<uint8_t>(16, 0xab), 8);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, RawSizeBeyondRecordIsRefused)
+{
+    auto record = sample_record(std::vector<uint8_t>(16, 0xab), 16);
+    const uint32_t raw_size = 4096;
+    std::memcpy(record.data() + 8, &raw_size, 4);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, SampleTooShortForMetadataIsRefused)
+{
+    auto record = sample_record({}, 0);
+    perf_event_header header{PERF_RECORD_SAMPLE, 0, 24};
+    std::memcpy(record.data(), &header, sizeof header);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, UnknownTypeIsIgnored)
+{
+    auto record = lost_record(1);
+    perf_event_header header{PERF_RECORD_THROTTLE, 0, static_cast<uint16_t>(record.size())};
+    std::memcpy(record.data(), &header, sizeof header);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Other);
+}
+
+TEST(DecodeRecord, RecordSizeForMatchesBuilder)
+{
+    for (size_t len : {0u, 1u, 4u, 7u, 8u, 60u, 1514u, 9014u}) {
+        const auto record = sample_record(std::vector<uint8_t>(len, 1), static_cast<uint32_t>(len));
+        EXPECT_EQ(record_size_for(len), record.size()) << len;
+    }
+    EXPECT_LE(kMaxRecordSize, 0xffffu);
+}
+
+TEST(DecodeRecord, DirectionIsCarried)
+{
+    const auto record = sample_record({1, 2, 3, 4}, 4, XDPCAP_META_TAG, 0, 7, XDPCAP_DIR_EGRESS);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample);
+    EXPECT_EQ(decoded.sample.direction, XDPCAP_DIR_EGRESS);
+}
+
+TEST(DecodeRecord, UnknownDirectionIsRefused)
+{
+    for (uint8_t direction : {0, 3, 255}) {
+        const auto record = sample_record({1, 2, 3, 4}, 4, XDPCAP_META_TAG, 0, 7, direction);
+        const auto decoded = decode_record(record.data(), record.size());
+        EXPECT_EQ(decoded.kind, RecordKind::Invalid) << int(direction);
+        EXPECT_STREQ(decoded.invalid_reason, "unknown direction");
+    }
+}
