@@ -163,6 +163,30 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
     return isbs;
 }
 
+// Each file's statistics blocks count what happened while it was open: the
+// counters now, less those when the file was opened.
+class PerFileStatistics {
+public:
+    PerFileStatistics(uint64_t start_ns, bool filtering, const InterfaceMap& map)
+        : opened_ns_(start_ns), filtering_(filtering), map_(map)
+    {
+    }
+    std::vector<pcapng::InterfaceStatistics> close(const std::vector<CpuStats>& now)
+    {
+        const uint64_t end_ns = now_ns(CLOCK_REALTIME);
+        auto isbs = interface_statistics(stats_since(now, baseline_), opened_ns_, end_ns, filtering_, map_);
+        baseline_ = now;
+        opened_ns_ = end_ns;
+        return isbs;
+    }
+
+private:
+    std::vector<CpuStats> baseline_; // empty: the first file counts from the start
+    uint64_t opened_ns_;
+    bool filtering_;
+    const InterfaceMap& map_;
+};
+
 // Trace mode's targets when the interface already runs XDP (none otherwise),
 // or the one-line refusal where that cannot be done.
 std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config, bool filtering)
@@ -274,8 +298,14 @@ int run_capture(const Config& config)
     check_ring_fits_records(config);
     const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config, classic.has_value());
 
+    // With -C/-G the first file's name already follows tcpdump's rules.
+    std::optional<RotationPlan> rotation;
+    if (config.rotates())
+        rotation.emplace(*config.output,
+                         RotationSettings{config.file_size, config.rotate_seconds, config.file_count},
+                         ::time(nullptr));
     Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
-        ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
+        ? Sink::open_file(rotation ? rotation->current() : *config.output, Sink::kDefaultBufferSize, &signals)
         : Sink::standard_output();
     sink.watch(&signals);
     OutputGuard guard(sink);
@@ -314,6 +344,13 @@ int run_capture(const Config& config)
     CaptureLoop loop(program, rings, output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
                                           config.direction == Direction::InOut, 50, interfaces});
+    PerFileStatistics file_statistics(start_ns, classic.has_value(), interfaces);
+    if (rotation) {
+        output.rotate(std::move(*rotation), config.postrotate_command
+                                                ? std::optional<FileCommand>(FileCommand(*config.postrotate_command))
+                                                : std::nullopt);
+        output.on_file_end([&] { return file_statistics.close(loop.stats()); });
+    }
     StopReason reason = StopReason::OutputFailed;
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
@@ -346,9 +383,11 @@ int run_capture(const Config& config)
     // Every packet is in the output (or counted as not) before this count.
     const auto stats = loop.stats();
     std::string failure = loop.failure();
-    if (loop.output_usable()) {
+    if (output.file_limit_reached())
+        std::fprintf(stderr, "Maximum file limit reached: %u\n", *config.file_count);
+    if (loop.output_usable() && output.file_open()) {
         try {
-            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value(), interfaces));
+            output.finish(file_statistics.close(stats));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {

@@ -137,8 +137,14 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
     }
     const Sample& sample = head.decoded.sample;
     // A record reassembled in scratch does not stay there.
-    output_.write(options_.interfaces.interface(ring, sample.hook, sample.program), sample,
-                  monotonic_to_realtime(sample.tstamp_ns, clock_), head.record.data != scratch(ring));
+    if (!output_.write(options_.interfaces.interface(ring, sample.hook, sample.program), sample,
+                       monotonic_to_realtime(sample.tstamp_ns, clock_), head.record.data != scratch(ring)))
+        [[unlikely]] {
+        // -W's last -G file is complete: like -c, the capture ends here.
+        ++tally.discarded;
+        count_reached_ = true;
+        return;
+    }
     ++tally.written;
     ++written_;
     if (sample.tstamp_ns < newest_written_ns_)

@@ -28,6 +28,47 @@ xdpcap_counters operator+(const xdpcap_counters& a, const xdpcap_counters& b)
                            a.pending_drops + b.pending_drops};
 }
 
+namespace {
+
+// Saturating: a count taken back after a failed write never wraps around.
+uint64_t since(uint64_t now, uint64_t then)
+{
+    return now > then ? now - then : 0;
+}
+
+xdpcap_counters counters_since(const xdpcap_counters& now, const xdpcap_counters& then)
+{
+    return xdpcap_counters{since(now.seen, then.seen),
+                           since(now.matched, then.matched),
+                           since(now.sampled, then.sampled),
+                           since(now.output_failed, then.output_failed),
+                           since(now.ring_full, then.ring_full),
+                           now.pending_drops}; // a state, not a count
+}
+
+RingTally tally_since(const RingTally& now, const RingTally& then)
+{
+    return RingTally{since(now.samples, then.samples),     since(now.written, then.written),
+                     since(now.discarded, then.discarded), since(now.unwritten, then.unwritten),
+                     since(now.invalid, then.invalid),     since(now.lost_records, then.lost_records),
+                     since(now.out_of_order, then.out_of_order)};
+}
+
+} // namespace
+
+std::vector<CpuStats> stats_since(const std::vector<CpuStats>& now, const std::vector<CpuStats>& then)
+{
+    if (then.size() != now.size())
+        return now;
+    std::vector<CpuStats> out;
+    out.reserve(now.size());
+    for (size_t i = 0; i < now.size(); ++i)
+        out.push_back(CpuStats{now[i].cpu, counters_since(now[i].kernel, then[i].kernel),
+                               counters_since(now[i].ingress, then[i].ingress),
+                               counters_since(now[i].egress, then[i].egress), tally_since(now[i].ring, then[i].ring)});
+    return out;
+}
+
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
 {
     CaptureTotals totals;

@@ -44,6 +44,10 @@ struct CaptureTotals {
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 
+// What happened since `then` (an earlier reading of the same CPUs; empty:
+// since the start), counter by counter: a rotated file's own counts.
+std::vector<CpuStats> stats_since(const std::vector<CpuStats>& now, const std::vector<CpuStats>& then);
+
 // tcpdump's three lines; with `per_cpu`, one line per CPU after them, and
 // with `both_directions` a line per CPU splitting the kernel's counts.
 std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,

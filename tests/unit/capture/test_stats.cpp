@@ -99,3 +99,39 @@ TEST(Stats, VerboseShowsPacketsWrittenOutOfOrder)
     EXPECT_EQ(format_stats({late}, false).find("out of order"), std::string::npos);
     EXPECT_EQ(sum_stats({late, late}).out_of_order, 6u);
 }
+
+// A rotated file's statistics blocks: the counts since it was opened.
+TEST(Stats, SinceAnEarlierReadingCountsOnlyWhatCameAfter)
+{
+    const std::vector<CpuStats> then = {cpu(0, 10, 8, 2, 8), cpu(1, 5, 5, 0, 5)};
+    std::vector<CpuStats> now = {cpu(0, 25, 20, 5, 19), cpu(1, 5, 5, 0, 5)};
+    now[0].ring.unwritten = 1;
+    now[0].ring.invalid = 3;
+    const auto since = stats_since(now, then);
+    ASSERT_EQ(since.size(), 2u);
+    EXPECT_EQ(since[0].cpu, 0);
+    EXPECT_EQ(since[0].kernel.seen, 15u);
+    EXPECT_EQ(since[0].kernel.matched, 15u);
+    EXPECT_EQ(since[0].kernel.sampled, 12u);
+    EXPECT_EQ(since[0].kernel.output_failed, 3u);
+    EXPECT_EQ(since[0].ring.written, 11u);
+    EXPECT_EQ(since[0].ring.unwritten, 1u);
+    EXPECT_EQ(since[0].ring.invalid, 3u);
+    EXPECT_EQ(since[1].kernel.seen, 0u);
+    EXPECT_EQ(since[1].ring.written, 0u);
+    // The first file counts from the start.
+    const auto first = stats_since(then, {});
+    EXPECT_EQ(first[0].kernel.seen, 10u);
+    EXPECT_EQ(first[1].ring.written, 5u);
+    // Consecutive files add up to the whole capture.
+    const auto second = stats_since(now, then);
+    EXPECT_EQ(first[0].kernel.seen + second[0].kernel.seen, now[0].kernel.seen);
+    EXPECT_EQ(first[0].ring.written + second[0].ring.written, now[0].ring.written);
+}
+
+TEST(Stats, SinceNeverWrapsBelowZero)
+{
+    // A packet counted written, then taken back after a failed write.
+    const auto since = stats_since({cpu(0, 10, 8, 0, 7)}, {cpu(0, 10, 8, 0, 8)});
+    EXPECT_EQ(since[0].ring.written, 0u);
+}
