@@ -349,7 +349,10 @@ int run_capture(const Config& config)
         output.rotate(std::move(*rotation), config.postrotate_command
                                                 ? std::optional<FileCommand>(FileCommand(*config.postrotate_command))
                                                 : std::nullopt);
-        output.on_file_end([&] { return file_statistics.close(loop.stats()); });
+        output.on_file_end([&](uint32_t pending_interface) {
+            // Mid-capture: what the rings still hold goes to the next file.
+            return file_statistics.close(as_taken(loop.stats(), interfaces.ring_of(pending_interface)));
+        });
     }
     StopReason reason = StopReason::OutputFailed;
     try {

@@ -69,6 +69,22 @@ std::vector<CpuStats> stats_since(const std::vector<CpuStats>& now, const std::v
     return out;
 }
 
+std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending)
+{
+    for (size_t i = 0; i < cpus.size(); ++i) {
+        CpuStats& s = cpus[i];
+        uint64_t later = since(s.kernel.sampled, s.ring.samples);
+        if (pending && *pending == i && s.ring.samples > 0) {
+            --s.ring.samples;
+            ++later;
+        }
+        s.kernel.seen = since(s.kernel.seen, later);
+        s.kernel.matched = since(s.kernel.matched, later);
+        s.kernel.sampled = since(s.kernel.sampled, later);
+    }
+    return cpus;
+}
+
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
 {
     CaptureTotals totals;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 // What happened since `then` (an earlier reading of the same CPUs; empty:
 // since the start), counter by counter: a rotated file's own counts.
 std::vector<CpuStats> stats_since(const std::vector<CpuStats>& now, const std::vector<CpuStats>& then);
+
+// The kernel's counts as of what was taken from the rings: samples still in
+// a ring (or waiting in the merge), and `pending` (the index of a CPU whose
+// sample, already taken, goes to the next file), are left to later. So the
+// counts of consecutive files add up and each matches its own packets.
+std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending = std::nullopt);
 
 // tcpdump's three lines; with `per_cpu`, one line per CPU after them, and
 // with `both_directions` a line per CPU splitting the kernel's counts.

@@ -69,14 +69,14 @@ void PacketOutput::close_file(const std::vector<pcapng::InterfaceStatistics>& is
         command_->run(name);
 }
 
-bool PacketOutput::next_file(uint64_t realtime_ns)
+bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
 {
     if (!plan_)
         return true; // a packet stamped at the end of time: nothing to rotate
     if (!file_open_)
         return false;
     const uint64_t size = sink_.bytes();
-    close_file(file_statistics_ ? file_statistics_() : std::vector<pcapng::InterfaceStatistics>{});
+    close_file(file_statistics_ ? file_statistics_(pending_interface) : std::vector<pcapng::InterfaceStatistics>{});
     if (plan_->advance(realtime_ns, size) == RotationPlan::Next::Stop) {
         file_limit_reached_ = true;
         return false;

@@ -34,8 +34,9 @@ public:
     static constexpr uint32_t kReferMinLength = 512;
 
     // -C/-G/-W/-z (pcapng files only): the sink writes plan.current(); each
-    // file closed gets the statistics blocks `file_statistics` returns for it.
-    using FileStatistics = std::function<std::vector<pcapng::InterfaceStatistics>()>;
+    // file closed gets the statistics blocks `file_statistics` returns for
+    // it, told the interface of the packet that waits for the next file.
+    using FileStatistics = std::function<std::vector<pcapng::InterfaceStatistics>(uint32_t pending_interface)>;
     void rotate(RotationPlan plan, std::optional<FileCommand> command);
     void on_file_end(FileStatistics file_statistics) { file_statistics_ = std::move(file_statistics); }
 
@@ -47,7 +48,7 @@ public:
         // Rotation costs two comparisons per packet: the bytes written and
         // the packet's own time, no syscall.
         if (sink_.bytes() > size_limit_ || realtime_ns >= rotate_at_ns_) [[unlikely]] {
-            if (!next_file(realtime_ns))
+            if (!next_file(realtime_ns, interface_id))
                 return false;
         }
         if (format_ == Format::Pcapng)
@@ -95,7 +96,7 @@ public:
 
 private:
     // Closes the current file and opens the next; false at -W's limit.
-    bool next_file(uint64_t realtime_ns);
+    bool next_file(uint64_t realtime_ns, uint32_t pending_interface);
     void close_file(const std::vector<pcapng::InterfaceStatistics>& isbs);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);

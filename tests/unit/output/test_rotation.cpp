@@ -337,7 +337,7 @@ TEST(Rotation, SizeRingKeepsCompleteFilesWithTheirOwnCounts)
     FileCounts counts;
     PacketOutput output(Sink::open_file(plan.current()), PacketOutput::Format::Pcapng, false, {"x@cpu0", "x@cpu1"});
     output.rotate(std::move(plan), std::nullopt);
-    output.on_file_end([&] { return counts.close(); });
+    output.on_file_end([&](uint32_t) { return counts.close(); });
     output.begin({}, two_interfaces());
     constexpr uint32_t kPackets = 40;
     for (uint32_t seq = 0; seq < kPackets; ++seq) {
@@ -394,7 +394,7 @@ TEST(Rotation, TimeCountEndsWithTheLastFileClosed)
     FileCounts counts;
     PacketOutput output(Sink::open_file(plan.current()), PacketOutput::Format::Pcapng, false, {"x@cpu0", "x@cpu1"});
     output.rotate(std::move(plan), std::nullopt);
-    output.on_file_end([&] { return counts.close(); });
+    output.on_file_end([&](uint32_t) { return counts.close(); });
     output.begin({}, two_interfaces());
     const uint64_t t = uint64_t{kNoon} * kSecond;
     uint32_t seq = 0;
@@ -428,7 +428,7 @@ TEST(Rotation, NextFileThatCannotBeCreatedStopsWithTheClosedOneIntact)
     FileCounts counts;
     PacketOutput output(Sink::open_file(plan.current()), PacketOutput::Format::Pcapng, false, {"x@cpu0", "x@cpu1"});
     output.rotate(std::move(plan), std::nullopt);
-    output.on_file_end([&] { return counts.close(); });
+    output.on_file_end([&](uint32_t) { return counts.close(); });
     output.begin({}, two_interfaces());
     const Bytes a = numbered_frame(0), b = numbered_frame(1);
     ASSERT_TRUE(output.write(0, sample_with(a), 1));
