@@ -1134,7 +1134,13 @@ TEST(FilterNetmask, FromTheInterface)
 {
     // Loopback carries 127.0.0.1/8 here; a missing interface has none.
     EXPECT_EQ(interface_netmask("lo"), 0xff000000u);
-    EXPECT_EQ(interface_netmask("xdpcap-none0"), kNetmaskUnknown);
+    // Without an IPv4 address, netmask 0 as tcpdump: only 0.0.0.0 and
+    // 255.255.255.255 are broadcasts.
+    EXPECT_EQ(interface_netmask("xdpcap-none0"), 0u);
+    const Bytes all_ones = ether(0x0800, ipv4(kUdp, "198.18.0.1", "255.255.255.255", udp(1, 2, pattern(8))), kBroadcast);
+    const Bytes subnet = ether(0x0800, ipv4(kUdp, "198.18.0.1", "198.18.0.255", udp(1, 2, pattern(8))), kBroadcast);
+    EXPECT_NE(compile_filter("ip broadcast", interface_netmask("xdpcap-none0")).run(all_ones), 0u);
+    EXPECT_EQ(compile_filter("ip broadcast", interface_netmask("xdpcap-none0")).run(subnet), 0u);
     EXPECT_NE(compile_filter("ip broadcast", interface_netmask("lo")).instructions().size(), 0u);
 }
 
