@@ -165,7 +165,7 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
 
 // Trace mode's targets when the interface already runs XDP (none otherwise),
 // or the one-line refusal where that cannot be done.
-std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config, bool filtering)
+std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config)
 {
     const auto attached = config.direction != Direction::Out ? xdp_attachments(iface.ifindex)
                                                              : std::vector<XdpAttachment>{};
@@ -180,13 +180,7 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter";
     if (!kernel_can_trace_xdp() || ours)
         refuse_if_xdp_attached(iface.ifindex, iface.name);
-    auto targets = trace_targets(attached.front(), config.trace_program);
-    // The filter runs in front of a hook; fentry/fexit programs cannot be
-    // preceded that way. Refused rather than capturing unfiltered.
-    if (filtering)
-        throw Error(iface.name + " runs " + program_text(attached.front().program) +
-                    ": xdpcap cannot filter while tracing it (capture without an expression, or -Q out)");
-    return targets;
+    return trace_targets(attached.front(), config.trace_program);
 }
 
 // As tcpdump -F: the whole file is the expression; line breaks are spaces.
@@ -272,7 +266,12 @@ int run_capture(const Config& config)
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
     check_ring_fits_records(config);
-    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config, classic.has_value());
+    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config);
+    // Translated before anything is loaded: what trace mode cannot filter on
+    // is refused with nothing touched.
+    std::vector<bpf_insn> trace_filter;
+    if (classic && !traced.empty())
+        trace_filter = translate_filter(classic->instructions(), FilterTarget{FilterHook::Trace});
 
     Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
         ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
@@ -283,7 +282,7 @@ int run_capture(const Config& config)
     CaptureProgram program =
         CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty());
     if (!traced.empty())
-        program.load_trace(traced, config.trace_entry, config.trace_exit);
+        program.load_trace(traced, config.trace_entry, config.trace_exit, trace_filter);
     const InterfaceMap interfaces = traced.empty()
         ? InterfaceMap{}
         : InterfaceMap(static_cast<uint32_t>(traced.size()), config.trace_entry, config.trace_exit,

@@ -34,8 +34,12 @@ class TracePrograms {
 public:
     // `targets`: the programs to trace, in the order of their index in the
     // samples. Raises Error naming the program the kernel refuses to trace.
+    // `filter`: the translated filter (FilterHook::Trace), empty for none.
+    // With one, a program built here runs at each hook instead: it counts
+    // every frame as seen, runs the filter and tail-calls the sampling
+    // program for the frames it keeps.
     static TracePrograms load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit, uint32_t snaplen,
-                              uint32_t ifindex, int events_fd, int counters_fd);
+                              uint32_t ifindex, int events_fd, int counters_fd, std::span<const bpf_insn> filter);
     void attach();
 
 private:
@@ -43,7 +47,17 @@ private:
         UniqueFd target;
         std::unique_ptr<xdpcap_trace, SkeletonDeleter> skel;
         std::string name;
+        // With a filter, by hook (0 entry, 1 exit): a prog array holding the
+        // sampling program (one each: the kernel wants all of an array's
+        // programs of one attach type), the filter program in front of it,
+        // and its link.
+        UniqueFd samplers[2];
+        UniqueFd filter[2];
+        UniqueFd filter_link[2];
     };
+    static void load_trace_filter(Instance& instance, std::span<const bpf_insn> filter, bool entry, bool exit,
+                                  int counters_fd);
+
     std::vector<Instance> instances_;
     bool entry_ = true;
     bool exit_ = true;
@@ -60,7 +74,9 @@ public:
                                Direction direction = Direction::In, bool xdp = true);
     // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
     // target; attach() attaches them.
-    void load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit);
+    // `filter` as for TracePrograms::load().
+    void load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
+                    std::span<const bpf_insn> filter = {});
     bool tracing() const noexcept { return traced_; }
 
     enum class Hook { Ingress, Egress };

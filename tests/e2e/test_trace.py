@@ -8,8 +8,9 @@ the first payload byte of UDP to port 7002 to 0xee, passes the rest) runs on
 cap0. Whether the kernel has the tracing program type is probed (bpftool
 feature probe kernel).
 
-Without it: xdpcap -i cap0 is refused in one line saying tracing needs
-fentry/fexit, exit 1, no file left, the program still attached.
+Without it: xdpcap -i cap0 (with or without a filter) is refused in one line
+saying tracing needs fentry/fexit, exit 1, no file left, the program still
+attached.
 
 With it (Debian 12's 6.1, tests/vm):
 - attached with ip link, --at entry,exit (the default): every sent frame
@@ -18,7 +19,11 @@ With it (Debian 12's 6.1, tests/vm):
   the verdict tshark reads as frame.verdict.ebpf_xdp (XDP_DROP = 1 for port
   7001, XDP_PASS = 2 for the rest), entry records none; the rewritten byte
   shows at exit only; the counts add up;
-- a filter expression in trace mode is refused in one line, exit 1;
+- a filter in trace mode ('udp port 7001 or udp[8] = 0xee', -Q in): at entry
+  only the frames to 7001, at exit those (dropped by the program, verdict
+  XDP_DROP) and the frames to 7002 the program rewrote, byte for byte; the
+  counts: each frame seen twice (entry and exit), the kept ones captured;
+  'ifindex 3' (no device in trace mode) is refused in one line, exit 1;
 - --at exit in text mode: lines end with the verdict's name;
 - SIGKILL: bpftool link and bpftool prog then show nothing of xdpcap's, the
   program is still attached, same id, and still passes traffic (ping);
@@ -136,12 +141,60 @@ def traced_by_xdpcap():
 
 def test_refused(lab, binary, tmp, prog):
     out_file = os.path.join(tmp, "refused.pcapng")
-    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", out_file])
-    N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0] and f"id {prog[0]}" in err[0] and
-             "tracing it needs fentry/fexit, which this kernel does not offer" in err[0],
-             "without the tracing program type: refused in one line naming the program", (rc, err))
+    for extra in ([], ["udp port 7001"]):
+        rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", out_file] + extra)
+        N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0] and f"id {prog[0]}" in err[0] and
+                 "tracing it needs fentry/fexit, which this kernel does not offer" in err[0],
+                 f"without the tracing program type: refused in one line naming the program {extra}", (rc, err))
     N.expect(lab.xdp_prog() == prog, "the program stays attached, same id", lab.xdp_prog())
     N.expect(not os.path.exists(out_file), "no output file left")
+
+
+def stderr_number(err_lines, what):
+    vals = [v for v in (N.stderr_count([l], what) for l in err_lines) if v is not None]
+    return vals[-1] if vals else None
+
+
+def test_filtered(lab, binary, tmp, pid):
+    """A filter at entry and at exit; exit sees the frame as the program left it."""
+    frames = udp_frames(8, 4)
+    sent = {key_of(f): f for f in frames}
+    # Port 7002's first payload byte is 0xee only after the program ran.
+    expr = "udp port 7001 or udp[8] = 0xee"
+    path, rows, err = capture(lab, binary, tmp, "filtered", ["-Q", "in", expr], frames)
+    entries = [r for r in rows if r["if_name"].endswith(":entry")]
+    exits = [r for r in rows if r["if_name"].endswith(":exit")]
+    N.expect(len(entries) + len(exits) == len(rows), "filtered: every record is from entry or exit",
+             [r["if_name"] for r in rows][:4])
+    N.expect(sorted(port_of(r["data"]) for r in entries) == [7001] * 8,
+             "filtered: at entry only the frames to port 7001", [port_of(r["data"]) for r in entries])
+    N.expect(sorted(port_of(r["data"]) for r in exits) == [7001] * 8 + [7002] * 8,
+             "filtered: at exit the frames to 7001 (dropped by the program) and the rewritten ones to 7002",
+             [port_of(r["data"]) for r in exits])
+    want = {}
+    for r in exits:
+        f = sent.get(key_of(r["data"]))
+        want[id(r)] = f if f is None or port_of(f) == 7001 else f[:42] + b"\xee" + f[43:]
+    N.expect(all(r["data"] == sent.get(key_of(r["data"])) for r in entries) and
+             all(r["data"] == want[id(r)] for r in exits) and
+             len({key_of(r["data"]) for r in exits}) == len(exits),
+             "filtered: records byte for byte as sent (at exit with the program's rewrite), none twice")
+    vs = verdicts(path)
+    wrong = [(r["if_name"], port_of(r["data"]), v) for r, v in zip(rows, vs)
+             if r["if_name"].endswith(":exit") and v != (XDP_DROP if port_of(r["data"]) == 7001 else XDP_PASS)]
+    N.expect(len(vs) == len(rows) and not wrong, "filtered: exit records carry the program's verdict", wrong[:5])
+    counts = (stderr_number(err, "captured"), stderr_number(err, "received by filter"),
+              stderr_number(err, "seen on the interface"))
+    N.expect(counts == (len(rows), len(rows), 2 * len(frames)),
+             f"filtered: {len(rows)} captured, {len(rows)} received by filter, {2 * len(frames)} seen "
+             "(each frame once at entry, once at exit)", (counts, err[-12:]))
+    N.check_stats_identity(N.final_stats(err), "filtered", per_cpu=False)
+
+    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"), "ifindex 3"])
+    N.expect(rc == 1 and len(e) == 1 and "'ifindex'" in e[0] and "trace mode" in e[0],
+             "a filter trace mode cannot run ('ifindex') is refused in one line", (rc, e))
+    N.expect(not os.path.exists(os.path.join(tmp, "f.pcapng")), "and leaves no file")
+    N.expect(traced_by_xdpcap() == ([], []), "and nothing of xdpcap's in the kernel", traced_by_xdpcap())
 
 
 def test_traced(lab, binary, tmp, obj, prog):
@@ -157,10 +210,7 @@ def test_traced(lab, binary, tmp, obj, prog):
              any(n.endswith(":entry") for n in idbs) and any(n.endswith(":exit") for n in idbs),
              "IDBs named cap0@cpuN:entry, cap0@cpuN:exit (and cap0@cpuN for egress)", idbs)
 
-    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"), "udp"])
-    N.expect(rc == 1 and len(e) == 1 and "cannot filter while tracing" in e[0],
-             "a filter in trace mode is refused in one line", (rc, e))
-    N.expect(traced_by_xdpcap() == ([], []), "and leaves nothing of xdpcap's in the kernel", traced_by_xdpcap())
+    test_filtered(lab, binary, tmp, pid)
 
     # Text mode, exit only: the verdict by name.
     text_frames = udp_frames(2, 2)
