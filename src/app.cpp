@@ -360,7 +360,9 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
         std::fputs(
-            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut).c_str(),
+            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut,
+                         program.trace_points())
+                .c_str(),
             stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }

@@ -65,6 +65,7 @@ private:
     // Per CPU and hook; without a filter every packet seen counts as matched.
     struct KernelCounters {
         std::vector<xdpcap_counters> ingress, egress;
+        std::vector<xdpcap_counters> entry, exit; // trace mode, else empty
         xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu]; }
     };
     KernelCounters kernel_counters() const;

@@ -343,6 +343,7 @@ void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool
     trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
                                        bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters), filter));
     traced_ = true;
+    trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);
 }
 
 int CaptureProgram::program_fd(Hook hook) const
@@ -461,6 +462,16 @@ bool CaptureProgram::link_defunct() const
     if (bpf_obj_get_info_by_fd(link_.get(), &info, &len) != 0)
         return false;
     return info.xdp.ifindex == 0;
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(bool exit) const
+{
+    const int cpus = libbpf_num_possible_cpus();
+    std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
+    const uint32_t key = exit ? XDPCAP_COUNTERS_EXIT : XDPCAP_COUNTERS_ENTRY;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, values.data()) != 0)
+        throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
+    return values;
 }
 
 std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const

@@ -106,7 +106,12 @@ public:
 
     int events_map_fd() const;
     // Indexed by CPU id, over every possible CPU; zero for a hook not loaded.
+    // In trace mode Ingress is entry and exit together.
     std::vector<xdpcap_counters> read_counters(Hook hook) const;
+    // Trace mode: one hook point's counters (over every traced program).
+    std::vector<xdpcap_counters> read_trace_counters(bool exit) const;
+    // Trace mode: the hook points traced, as kTraceEntry | kTraceExit; else 0.
+    unsigned trace_points() const noexcept { return trace_points_; }
 
 private:
     CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction,
@@ -125,6 +130,7 @@ private:
     std::optional<EgressHook> egress_;
     std::optional<TracePrograms> trace_;
     bool traced_ = false; // load_trace() ran; stays after detach() for the counters
+    unsigned trace_points_ = 0;
     bool multi_buffer_;
     bool ingress_;
     bool egress_loaded_;

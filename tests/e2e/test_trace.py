@@ -22,7 +22,8 @@ With it (Debian 12's 6.1, tests/vm):
 - a filter in trace mode ('udp port 7001 or udp[8] = 0xee', -Q in): at entry
   only the frames to 7001, at exit those (dropped by the program, verdict
   XDP_DROP) and the frames to 7002 the program rewrote, byte for byte; the
-  counts: each frame seen twice (entry and exit), the kept ones captured;
+  counts: each frame seen twice (entry and exit), the kept ones captured,
+  and -v splits them by hook point;
   'ifindex 3' (no device in trace mode) is refused in one line, exit 1;
 - --at exit in text mode: lines end with the verdict's name;
 - SIGKILL: bpftool link and bpftool prog then show nothing of xdpcap's, the
@@ -155,6 +156,19 @@ def stderr_number(err_lines, what):
     return vals[-1] if vals else None
 
 
+def hook_point_counts(err_lines):
+    """Totals over CPUs of the -v 'entry: N seen, K kept by filter; exit: ...' lines."""
+    import re
+    total = {"entry": [0, 0], "exit": [0, 0]}
+    for line in err_lines:
+        for point in total:
+            m = re.search(rf"\b{point}: (\d+) seen, (\d+) kept by filter", line)
+            if m:
+                total[point][0] += int(m.group(1))
+                total[point][1] += int(m.group(2))
+    return total
+
+
 def test_filtered(lab, binary, tmp, pid):
     """A filter at entry and at exit; exit sees the frame as the program left it."""
     frames = udp_frames(8, 4)
@@ -189,6 +203,10 @@ def test_filtered(lab, binary, tmp, pid):
              f"filtered: {len(rows)} captured, {len(rows)} received by filter, {2 * len(frames)} seen "
              "(each frame once at entry, once at exit)", (counts, err[-12:]))
     N.check_stats_identity(N.final_stats(err), "filtered", per_cpu=False)
+    split = hook_point_counts(err)
+    N.expect(split == {"entry": [len(frames), 8], "exit": [len(frames), 16]},
+             f"filtered: -v splits the counts by hook point: entry {len(frames)} seen, 8 kept; "
+             f"exit {len(frames)} seen, 16 kept", (split, err[-8:]))
 
     rc, _o, e = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"), "ifindex 3"])
     N.expect(rc == 1 and len(e) == 1 and "'ifindex'" in e[0] and "trace mode" in e[0],
