@@ -43,7 +43,7 @@ static __always_inline void sample_trace(struct xdp_buff *xdp, __u32 key, __u8 h
 SEC("fentry/xdp")
 int xdpcap_entry(__u64 *ctx)
 {
-	sample_trace((struct xdp_buff *)ctx[0], XDPCAP_COUNTERS_ENTRY, XDPCAP_HOOK_FENTRY, 0);
+	sample_trace((struct xdp_buff *)ctx[0], XDPCAP_COUNTERS_TRACE(program_index, 0), XDPCAP_HOOK_FENTRY, 0);
 	return 0;
 }
 
@@ -51,7 +51,8 @@ SEC("fexit/xdp")
 int xdpcap_exit(__u64 *ctx)
 {
 	/* Arguments first, then the traced function's return value. */
-	sample_trace((struct xdp_buff *)ctx[0], XDPCAP_COUNTERS_EXIT, XDPCAP_HOOK_FEXIT, (__u32)ctx[1]);
+	sample_trace((struct xdp_buff *)ctx[0], XDPCAP_COUNTERS_TRACE(program_index, 1), XDPCAP_HOOK_FEXIT,
+		     (__u32)ctx[1]);
 	return 0;
 }
 

@@ -63,7 +63,8 @@ struct LoadAttempt {
     int err = 0;
 };
 
-LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction, bool xdp)
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction, bool xdp,
+                     uint32_t trace_programs)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -84,6 +85,9 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     bpf_map__set_max_entries(attempt.skel->maps.wire_scratch, egress && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
     bpf_map__set_value_size(attempt.skel->maps.wire_scratch,
                             static_cast<uint32_t>(sizeof(xdpcap_meta) + ((snaplen + 7) & ~7u)));
+    // Trace mode: an entry and an exit pair per traced program.
+    if (trace_programs > 1)
+        bpf_map__set_max_entries(attempt.skel->maps.counters, XDPCAP_COUNTERS_TRACE(trace_programs, 0));
     attempt.err = -xdpcap_capture__load(attempt.skel.get());
     if (attempt.err)
         attempt.skel.reset();
@@ -93,16 +97,16 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
 } // namespace
 
 CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
-                                    bool xdp)
+                                    bool xdp, uint32_t trace_programs)
 {
     libbpf_set_print(collect_libbpf_log);
     g_libbpf_log.clear();
-    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp);
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp, trace_programs);
     bool multi_buffer = true;
     if (!attempt.skel && direction != Direction::Out && xdp) {
         const std::string frags_reason = last_log_line();
         g_libbpf_log.clear();
-        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp);
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp, trace_programs);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -270,14 +274,14 @@ TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bo
             throw Error("cannot trace " + what + ": " + errno_text(err) + (reason.empty() ? "" : " (" + reason + ")"));
         }
         if (!filter.empty())
-            load_trace_filter(instance, filter, entry, exit, counters_fd);
+            load_trace_filter(instance, static_cast<uint32_t>(index), filter, entry, exit, counters_fd);
         out.instances_.push_back(std::move(instance));
     }
     return out;
 }
 
-void TracePrograms::load_trace_filter(Instance& instance, std::span<const bpf_insn> filter, bool entry, bool exit,
-                                      int counters_fd)
+void TracePrograms::load_trace_filter(Instance& instance, uint32_t program, std::span<const bpf_insn> filter,
+                                      bool entry, bool exit, int counters_fd)
 {
     // The sampling programs become tail-call targets: the kernel lets a
     // tracing program tail-call one of the same attach type and function.
@@ -297,8 +301,8 @@ void TracePrograms::load_trace_filter(Instance& instance, std::span<const bpf_in
         if (bpf_map_update_elem(samplers.get(), &slot, &sampler, BPF_ANY) != 0)
             throw Error("cannot link the filter to the trace program: " + errno_text(errno));
         const std::vector<bpf_insn> prog =
-            filter_front(counters_fd, static_cast<int32_t>(hook == 0 ? XDPCAP_COUNTERS_ENTRY : XDPCAP_COUNTERS_EXIT),
-                         samplers.get(), 0, 0, filter);
+            filter_front(counters_fd, static_cast<int32_t>(XDPCAP_COUNTERS_TRACE(program, hook)), samplers.get(), 0,
+                         0, filter);
         bpf_prog_load_opts opts{};
         opts.expected_attach_type = hook == 0 ? BPF_TRACE_FENTRY : BPF_TRACE_FEXIT;
         opts.attach_prog_fd = static_cast<uint32_t>(instance.target.get());
@@ -343,6 +347,7 @@ void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool
     trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
                                        bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters), filter));
     traced_ = true;
+    trace_programs_ = static_cast<uint32_t>(targets.size());
     trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);
 }
 
@@ -464,34 +469,40 @@ bool CaptureProgram::link_defunct() const
     return info.xdp.ifindex == 0;
 }
 
-std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(bool exit) const
+std::vector<xdpcap_counters> CaptureProgram::read_key(uint32_t key) const
 {
     const int cpus = libbpf_num_possible_cpus();
     std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
-    const uint32_t key = exit ? XDPCAP_COUNTERS_EXIT : XDPCAP_COUNTERS_ENTRY;
     if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, values.data()) != 0)
         throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
     return values;
 }
 
+std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(uint32_t program, bool exit) const
+{
+    return read_key(XDPCAP_COUNTERS_TRACE(program, exit ? 1u : 0u));
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(bool exit) const
+{
+    std::vector<xdpcap_counters> values = read_trace_counters(0, exit);
+    for (uint32_t program = 1; program < trace_programs_; ++program) {
+        const auto more = read_trace_counters(program, exit);
+        for (size_t cpu = 0; cpu < values.size(); ++cpu)
+            values[cpu] = values[cpu] + more[cpu];
+    }
+    return values;
+}
+
 std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
 {
-    const int cpus = libbpf_num_possible_cpus();
-    std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
-    auto read = [&](uint32_t key, std::vector<xdpcap_counters>& into) {
-        if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, into.data()) != 0)
-            throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
-    };
-    if (hook == Hook::Egress) {
-        read(XDPCAP_COUNTERS_EGRESS, values);
-        return values;
-    }
-    read(XDPCAP_COUNTERS_INGRESS, values);
+    if (hook == Hook::Egress)
+        return read_key(XDPCAP_COUNTERS_EGRESS);
+    std::vector<xdpcap_counters> values = read_key(XDPCAP_COUNTERS_INGRESS);
     if (traced_) {
         // Received frames in trace mode: entry and exit samples together.
-        std::vector<xdpcap_counters> more(values.size());
-        for (uint32_t key : {XDPCAP_COUNTERS_ENTRY, XDPCAP_COUNTERS_EXIT}) {
-            read(key, more);
+        for (bool exit : {false, true}) {
+            const auto more = read_trace_counters(exit);
             for (size_t cpu = 0; cpu < values.size(); ++cpu)
                 values[cpu] = values[cpu] + more[cpu];
         }

@@ -55,8 +55,8 @@ private:
         UniqueFd filter[2];
         UniqueFd filter_link[2];
     };
-    static void load_trace_filter(Instance& instance, std::span<const bpf_insn> filter, bool entry, bool exit,
-                                  int counters_fd);
+    static void load_trace_filter(Instance& instance, uint32_t program, std::span<const bpf_insn> filter, bool entry,
+                                  bool exit, int counters_fd);
 
     std::vector<Instance> instances_;
     bool entry_ = true;
@@ -70,8 +70,9 @@ public:
     // where the kernel cannot load it.
     // `xdp` false (trace mode): no XDP program, received frames come from
     // load_trace()'s programs instead.
+    // `trace_programs`: how many programs load_trace() will trace.
     static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
-                               Direction direction = Direction::In, bool xdp = true);
+                               Direction direction = Direction::In, bool xdp = true, uint32_t trace_programs = 0);
     // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
     // target; attach() attaches them.
     // `filter` as for TracePrograms::load().
@@ -108,8 +109,10 @@ public:
     // Indexed by CPU id, over every possible CPU; zero for a hook not loaded.
     // In trace mode Ingress is entry and exit together.
     std::vector<xdpcap_counters> read_counters(Hook hook) const;
-    // Trace mode: one hook point's counters (over every traced program).
+    // Trace mode: one hook point's counters, over every traced program or
+    // of one (its index in load_trace()'s targets).
     std::vector<xdpcap_counters> read_trace_counters(bool exit) const;
+    std::vector<xdpcap_counters> read_trace_counters(uint32_t program, bool exit) const;
     // Trace mode: the hook points traced, as kTraceEntry | kTraceExit; else 0.
     unsigned trace_points() const noexcept { return trace_points_; }
 
@@ -121,6 +124,7 @@ private:
     {
     }
     int program_fd(Hook hook) const;
+    std::vector<xdpcap_counters> read_key(uint32_t key) const;
     void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
     int entry_fd(Hook hook) const; // what attach() attaches
 
@@ -131,6 +135,7 @@ private:
     std::optional<TracePrograms> trace_;
     bool traced_ = false; // load_trace() ran; stays after detach() for the counters
     unsigned trace_points_ = 0;
+    uint32_t trace_programs_ = 0;
     bool multi_buffer_;
     bool ingress_;
     bool egress_loaded_;

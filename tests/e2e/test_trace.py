@@ -23,7 +23,7 @@ With it (Debian 12's 6.1, tests/vm):
   only the frames to 7001, at exit those (dropped by the program, verdict
   XDP_DROP) and the frames to 7002 the program rewrote, byte for byte; the
   counts: each frame seen twice (entry and exit), the kept ones captured,
-  and -v splits them by hook point;
+  -v splits them by hook point, and so do the ISBs (one per interface);
   'ifindex 3' (no device in trace mode) is refused in one line, exit 1;
 - --at exit in text mode: lines end with the verdict's name;
 - SIGKILL: bpftool link and bpftool prog then show nothing of xdpcap's, the
@@ -127,6 +127,11 @@ def check_entry_exit(name, path, rows, frames, program_id, err):
     descs = descriptions(path)
     N.expect(all(f"(id {program_id}, tag " in d for d, r in zip(descs, rows)),
              f"{name}: every interface description names the traced program's id and tag", descs[:2])
+    isbs = isb_totals(path)
+    N.expect(isbs["one_per_idb"] and isbs["entry"][2] == len(entries) and isbs["exit"][2] == len(exits) and
+             isbs["entry"][0] >= len(frames) and isbs["exit"][0] >= len(frames),
+             f"{name}: one ISB per interface; at entry and at exit isb_usrdeliv counts the records there and "
+             "isb_ifrecv at least the frames sent", isbs)
     st = N.final_stats(err)
     N.check_stats_identity(st, name)
     N.expect(st["captured"] == len(rows), f"{name}: 'captured' counts the records written", st["captured"])
@@ -154,6 +159,21 @@ def test_refused(lab, binary, tmp, prog):
 def stderr_number(err_lines, what):
     vals = [v for v in (N.stderr_count([l], what) for l in err_lines) if v is not None]
     return vals[-1] if vals else None
+
+
+def isb_totals(path):
+    """ISB sums over the :entry and the :exit interfaces: [ifrecv, filteraccept, usrdeliv]."""
+    recs = N.pcapng_records(path)
+    names = [i["name"] for i in recs["idbs"]]
+    total = {"entry": [0, 0, 0], "exit": [0, 0, 0],
+             "one_per_idb": sorted(i["if_id"] for i in recs["isbs"]) == list(range(len(names)))}
+    for isb in recs["isbs"]:
+        name = names[isb["if_id"]] if isb["if_id"] < len(names) else ""
+        for point in ("entry", "exit"):
+            if name.endswith(":" + point):
+                for n, field in enumerate(("ifrecv", "filteraccept", "usrdeliv")):
+                    total[point][n] += isb.get(field, 0)
+    return total
 
 
 def hook_point_counts(err_lines):
@@ -203,6 +223,10 @@ def test_filtered(lab, binary, tmp, pid):
              f"filtered: {len(rows)} captured, {len(rows)} received by filter, {2 * len(frames)} seen "
              "(each frame once at entry, once at exit)", (counts, err[-12:]))
     N.check_stats_identity(N.final_stats(err), "filtered", per_cpu=False)
+    isbs = isb_totals(path)
+    N.expect(isbs == {"entry": [len(frames), 8, 8], "exit": [len(frames), 16, 16], "one_per_idb": True},
+             f"filtered: one ISB per interface; entry ISBs: {len(frames)} received, 8 accepted, 8 delivered; "
+             f"exit ISBs: {len(frames)}, 16, 16", isbs)
     split = hook_point_counts(err)
     N.expect(split == {"entry": [len(frames), 8], "exit": [len(frames), 16]},
              f"filtered: -v splits the counts by hook point: entry {len(frames)} seen, 8 kept; "
