@@ -25,9 +25,11 @@ With it (Debian 12's 6.1, tests/vm):
   counts: each frame seen twice (entry and exit), the kept ones captured,
   -v splits them by hook point, and so do the ISBs (one per interface);
   'ifindex 3' (no device in trace mode) is refused in one line, exit 1;
-- --at exit in text mode: lines end with the verdict's name;
-- SIGKILL: bpftool link and bpftool prog then show nothing of xdpcap's, the
-  program is still attached, same id, and still passes traffic (ping);
+- --at exit in text mode, with a filter: lines of the kept frames only,
+  ending with the verdict's name;
+- SIGKILL (--at entry, a filter): bpftool link and bpftool prog then show
+  nothing of xdpcap's, the program is still attached, same id, and still
+  passes traffic (ping);
 - behind a libxdp dispatcher (xdp-loader, two components): -D lists both;
   without --program both are traced (names end in the program name);
   --program ID traces that one only;
@@ -254,23 +256,27 @@ def test_traced(lab, binary, tmp, obj, prog):
 
     test_filtered(lab, binary, tmp, pid)
 
-    # Text mode, exit only: the verdict by name.
+    # Text mode, exit only, with a filter: the verdict by name.
     text_frames = udp_frames(2, 2)
+    kept = [f for f in text_frames if port_of(f) != 7000]
     pcap = os.path.join(tmp, "text.pcap")
     N.write_frames(pcap, text_frames)
-    x = lab.xdpcap(binary, ["--at", "exit", "-Q", "in", "-c", str(len(text_frames))])
+    x = lab.xdpcap(binary, ["--at", "exit", "-Q", "in", "-c", str(len(kept)), "not udp port 7000"])
     x.wait_listening()
     lab.send(pcap, cpu=0)
-    N.expect(x.wait(20) == 0, "--at exit -c N exits 0 after N packets", x.stderr)
+    N.expect(x.wait(20) == 0, "--at exit -c N 'not udp port 7000' exits 0 after N packets", x.stderr)
     lines = bytes(x.out).decode().splitlines()
     names = [l.split()[-1] for l in lines]
-    N.expect(len(lines) == len(text_frames) and all(":exit " in l for l in lines) and
-             sorted(names) == sorted(["XDP_PASS", "XDP_DROP", "XDP_PASS"] * 2),
-             "--at exit text lines: one per frame, at exit, ending in XDP_PASS or XDP_DROP", lines)
+    N.expect(len(lines) == len(kept) and all(":exit " in l for l in lines) and
+             not any(".7000:" in l or ".7000 " in l for l in lines) and
+             sorted(names) == sorted(["XDP_DROP", "XDP_PASS"] * 2),
+             "--at exit with a filter, text lines: one per kept frame, at exit, ending in XDP_DROP (port 7001) "
+             "or XDP_PASS (7002)", lines)
 
     # SIGKILL leaves nothing behind; the program keeps running.
     # -Q in: the clsact egress program stays after SIGKILL on 6.1 (no tcx), by design.
-    x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "killed.pcapng")])
+    # Entry only, with a filter: its tracing program goes too.
+    x = lab.xdpcap(binary, ["-Q", "in", "--at", "entry", "-w", os.path.join(tmp, "killed.pcapng"), "udp"])
     x.wait_listening()
     N.expect(traced_by_xdpcap()[1] != [], "while tracing, bpftool link shows xdpcap's tracing links")
     x.send_signal(signal.SIGKILL)
