@@ -4,7 +4,9 @@
  * attached. They sample the frame as the traced program sees it on entry and
  * as it left it on exit (with its verdict) into the capture object's perf
  * event array and counters (userspace hands over their fds before load).
- * They only read: the traced program's traffic is never changed.
+ * They only read: the traced program's traffic is never changed. With a
+ * filter they are not attached themselves: a tracing program built at run
+ * time (loader.cpp) runs the filter and tail-calls them for what it keeps.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
