@@ -24,6 +24,7 @@ With it (Debian 12's 6.1, tests/vm):
   XDP_DROP) and the frames to 7002 the program rewrote, byte for byte; the
   counts: each frame seen twice (entry and exit), the kept ones captured,
   -v splits them by hook point, and so do the ISBs (one per interface);
+  a filter with protochain, indexed loads, len, inbound and vlan loads;
   'ifindex 3' (no device in trace mode) is refused in one line, exit 1;
 - --at exit in text mode, with a filter: lines of the kept frames only,
   ending with the verdict's name;
@@ -233,6 +234,15 @@ def test_filtered(lab, binary, tmp, pid):
     N.expect(split == {"entry": [len(frames), 8], "exit": [len(frames), 16]},
              f"filtered: -v splits the counts by hook point: entry {len(frames)} seen, 8 kept; "
              f"exit {len(frames)} seen, 16 kept", (split, err[-8:]))
+
+    # The verifier takes the harder shapes too: protochain's loops, indexed
+    # loads, the length, the direction, VLAN offsets.
+    hard = ("ip6 protochain 17 or ip protochain 17 or (tcp[tcpflags] & tcp-syn != 0 and greater 1000) or "
+            "(inbound and ether broadcast) or (vlan 100 and udp port 53)")
+    x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "hard.pcapng"), hard])
+    x.wait_listening()
+    N.expect(x.stop(signal.SIGINT) == 0, "a filter with protochain, indexed loads, len, inbound and vlan loads "
+             "in trace mode", x.err_lines[-3:])
 
     rc, _o, e = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"), "ifindex 3"])
     N.expect(rc == 1 and len(e) == 1 and "'ifindex'" in e[0] and "trace mode" in e[0],
