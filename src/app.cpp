@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -142,54 +143,89 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInf
 }
 
 // One ISB per CPU, on the CPU's first interface: the counters are per CPU.
-std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
-                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map)
+// In trace mode one per interface: the kernel counts each hook point of
+// each traced program on its own, and the merge counts what it wrote to
+// each interface; records refused as malformed go to the CPU's first one.
+// The whole capture's counts; PerFileStatistics stamps the times.
+std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, bool filtering,
+                                                              const InterfaceMap& map,
+                                                              const CaptureProgram& program,
+                                                              const std::vector<uint64_t>& written)
 {
     std::vector<pcapng::InterfaceStatistics> isbs;
-    for (size_t i = 0; i < stats.size(); ++i) {
-        const CpuStats& s = stats[i];
+    const auto block = [&](uint32_t interface_id, const xdpcap_counters& k, uint64_t invalid, uint64_t delivered) {
         pcapng::InterfaceStatistics isb;
-        isb.interface_id = map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0);
-        isb.timestamp_ns = end_ns;
-        isb.start_ns = start_ns;
-        isb.end_ns = end_ns;
-        isb.if_received = s.kernel.seen;
+        isb.interface_id = interface_id;
+        isb.if_received = k.seen;
         if (filtering)
-            isb.filter_accepted = s.kernel.matched;
-        isb.dropped = s.kernel.output_failed + s.ring.invalid;
-        isb.user_delivered = s.ring.written;
+            isb.filter_accepted = k.matched;
+        isb.dropped = k.output_failed + invalid;
+        isb.user_delivered = delivered;
         isbs.push_back(isb);
+    };
+    if (!map.tracing()) {
+        for (size_t i = 0; i < stats.size(); ++i)
+            block(map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0), stats[i].kernel, stats[i].ring.invalid,
+                  stats[i].ring.written);
+        return isbs;
+    }
+    // By traced program and hook point (0 entry, 1 exit), per CPU.
+    std::vector<std::array<std::vector<xdpcap_counters>, 2>> traced;
+    for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+        const InterfaceMap::Slot s = map.slot(slot);
+        if (s.kind != InterfaceMap::Kind::Entry && s.kind != InterfaceMap::Kind::Exit)
+            continue;
+        if (traced.size() <= s.program)
+            traced.resize(s.program + 1);
+        const bool exit = s.kind == InterfaceMap::Kind::Exit;
+        traced[s.program][exit] = program.read_trace_counters(s.program, exit);
+    }
+    for (size_t i = 0; i < stats.size(); ++i) {
+        const CpuStats& cpu = stats[i];
+        for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+            const InterfaceMap::Slot s = map.slot(slot);
+            const uint32_t id = static_cast<uint32_t>(i) * map.per_ring() + slot;
+            xdpcap_counters k = cpu.egress;
+            if (s.kind == InterfaceMap::Kind::Entry || s.kind == InterfaceMap::Kind::Exit) {
+                const auto& per_cpu = traced[s.program][s.kind == InterfaceMap::Kind::Exit];
+                k = static_cast<size_t>(cpu.cpu) < per_cpu.size() ? per_cpu[static_cast<size_t>(cpu.cpu)]
+                                                                   : xdpcap_counters{};
+            }
+            if (!filtering)
+                k.matched = k.seen;
+            block(id, k, slot == 0 ? cpu.ring.invalid : 0, id < written.size() ? written[id] : 0);
+        }
     }
     return isbs;
 }
 
 // Each file's statistics blocks count what happened while it was open: the
-// counters now, less those when the file was opened.
+// counts now, less those when the file was opened.
 class PerFileStatistics {
 public:
-    PerFileStatistics(uint64_t start_ns, bool filtering, const InterfaceMap& map)
-        : opened_ns_(start_ns), filtering_(filtering), map_(map)
-    {
-    }
-    std::vector<pcapng::InterfaceStatistics> close(const std::vector<CpuStats>& now)
+    explicit PerFileStatistics(uint64_t start_ns) : opened_ns_(start_ns) {}
+    // `totals`: the whole capture's blocks so far.
+    std::vector<pcapng::InterfaceStatistics> close(const std::vector<pcapng::InterfaceStatistics>& totals)
     {
         const uint64_t end_ns = now_ns(CLOCK_REALTIME);
-        auto isbs = interface_statistics(stats_since(now, baseline_), opened_ns_, end_ns, filtering_, map_);
-        baseline_ = now;
+        auto isbs = pcapng::statistics_since(totals, baseline_);
+        for (auto& isb : isbs) {
+            isb.timestamp_ns = isb.end_ns = end_ns;
+            isb.start_ns = opened_ns_;
+        }
+        baseline_ = totals;
         opened_ns_ = end_ns;
         return isbs;
     }
 
 private:
-    std::vector<CpuStats> baseline_; // empty: the first file counts from the start
+    std::vector<pcapng::InterfaceStatistics> baseline_; // empty: the first file counts from the start
     uint64_t opened_ns_;
-    bool filtering_;
-    const InterfaceMap& map_;
 };
 
 // Trace mode's targets when the interface already runs XDP (none otherwise),
 // or the one-line refusal where that cannot be done.
-std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config, bool filtering)
+std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config)
 {
     const auto attached = config.direction != Direction::Out ? xdp_attachments(iface.ifindex)
                                                              : std::vector<XdpAttachment>{};
@@ -204,13 +240,7 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter";
     if (!kernel_can_trace_xdp() || ours)
         refuse_if_xdp_attached(iface.ifindex, iface.name);
-    auto targets = trace_targets(attached.front(), config.trace_program);
-    // The filter runs in front of a hook; fentry/fexit programs cannot be
-    // preceded that way. Refused rather than capturing unfiltered.
-    if (filtering)
-        throw Error(iface.name + " runs " + program_text(attached.front().program) +
-                    ": xdpcap cannot filter while tracing it (capture without an expression, or -Q out)");
-    return targets;
+    return trace_targets(attached.front(), config.trace_program);
 }
 
 // As tcpdump -F: the whole file is the expression; line breaks are spaces.
@@ -296,7 +326,12 @@ int run_capture(const Config& config)
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
     check_ring_fits_records(config);
-    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config, classic.has_value());
+    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config);
+    // Translated before anything is loaded: what trace mode cannot filter on
+    // is refused with nothing touched.
+    std::vector<bpf_insn> trace_filter;
+    if (classic && !traced.empty())
+        trace_filter = translate_filter(classic->instructions(), FilterTarget{FilterHook::Trace});
 
     // With -C/-G the first file's name already follows tcpdump's rules.
     std::optional<RotationPlan> rotation;
@@ -311,9 +346,10 @@ int run_capture(const Config& config)
     OutputGuard guard(sink);
 
     CaptureProgram program =
-        CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty());
+        CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty(),
+                             static_cast<uint32_t>(traced.size()));
     if (!traced.empty())
-        program.load_trace(traced, config.trace_entry, config.trace_exit);
+        program.load_trace(traced, config.trace_entry, config.trace_exit, trace_filter);
     const InterfaceMap interfaces = traced.empty()
         ? InterfaceMap{}
         : InterfaceMap(static_cast<uint32_t>(traced.size()), config.trace_entry, config.trace_exit,
@@ -344,14 +380,16 @@ int run_capture(const Config& config)
     CaptureLoop loop(program, rings, output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
                                           config.direction == Direction::InOut, 50, interfaces});
-    PerFileStatistics file_statistics(start_ns, classic.has_value(), interfaces);
+    PerFileStatistics file_statistics(start_ns);
     if (rotation) {
         output.rotate(std::move(*rotation), config.postrotate_command
                                                 ? std::optional<FileCommand>(FileCommand(*config.postrotate_command))
                                                 : std::nullopt);
         output.on_file_end([&](uint32_t pending_interface) {
             // Mid-capture: what the rings still hold goes to the next file.
-            return file_statistics.close(as_taken(loop.stats(), interfaces.ring_of(pending_interface)));
+            return file_statistics.close(interface_statistics(as_taken(loop.stats(), interfaces.ring_of(pending_interface)),
+                                                              classic.has_value(), interfaces, program,
+                                                              loop.written_by_interface()));
         });
     }
     StopReason reason = StopReason::OutputFailed;
@@ -390,7 +428,8 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "Maximum file limit reached: %u\n", *config.file_count);
     if (loop.output_usable() && output.file_open()) {
         try {
-            output.finish(file_statistics.close(stats));
+            output.finish(file_statistics.close(interface_statistics(stats, classic.has_value(), interfaces, program,
+                                                                     loop.written_by_interface())));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {
@@ -403,7 +442,9 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
         std::fputs(
-            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut).c_str(),
+            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut,
+                         program.trace_points())
+                .c_str(),
             stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }

@@ -36,38 +36,7 @@ uint64_t since(uint64_t now, uint64_t then)
     return now > then ? now - then : 0;
 }
 
-xdpcap_counters counters_since(const xdpcap_counters& now, const xdpcap_counters& then)
-{
-    return xdpcap_counters{since(now.seen, then.seen),
-                           since(now.matched, then.matched),
-                           since(now.sampled, then.sampled),
-                           since(now.output_failed, then.output_failed),
-                           since(now.ring_full, then.ring_full),
-                           now.pending_drops}; // a state, not a count
-}
-
-RingTally tally_since(const RingTally& now, const RingTally& then)
-{
-    return RingTally{since(now.samples, then.samples),     since(now.written, then.written),
-                     since(now.discarded, then.discarded), since(now.unwritten, then.unwritten),
-                     since(now.invalid, then.invalid),     since(now.lost_records, then.lost_records),
-                     since(now.out_of_order, then.out_of_order)};
-}
-
 } // namespace
-
-std::vector<CpuStats> stats_since(const std::vector<CpuStats>& now, const std::vector<CpuStats>& then)
-{
-    if (then.size() != now.size())
-        return now;
-    std::vector<CpuStats> out;
-    out.reserve(now.size());
-    for (size_t i = 0; i < now.size(); ++i)
-        out.push_back(CpuStats{now[i].cpu, counters_since(now[i].kernel, then[i].kernel),
-                               counters_since(now[i].ingress, then[i].ingress),
-                               counters_since(now[i].egress, then[i].egress), tally_since(now[i].ring, then[i].ring)});
-    return out;
-}
 
 std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending)
 {
@@ -101,7 +70,8 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
     return totals;
 }
 
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering, bool both_directions)
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering, bool both_directions,
+                         unsigned trace_points)
 {
     const CaptureTotals t = sum_stats(cpus);
     std::string text = counted(t.captured, " packet captured\n", " packets captured\n") +
@@ -127,9 +97,21 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool f
             std::to_string(s.ring.unwritten) + " not written, " + std::to_string(s.ring.out_of_order) +
             " written out of order" +
             (filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) + "\n";
+        if (!both_directions && !trace_points)
+            continue;
+        std::string split;
+        const auto part = [&](const char* name, const xdpcap_counters& k) {
+            split += (split.empty() ? "    " : "; ") + direction_counts(name, k, filtering);
+        };
+        if (!trace_points)
+            part("in:", s.ingress);
+        if (trace_points & kTraceEntry)
+            part("entry:", s.entry);
+        if (trace_points & kTraceExit)
+            part("exit:", s.exit);
         if (both_directions)
-            text += "    " + direction_counts("in:", s.ingress, filtering) + "; " +
-                direction_counts("out:", s.egress, filtering) + "\n";
+            part("out:", s.egress);
+        text += split + "\n";
     }
     return text;
 }

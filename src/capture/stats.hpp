@@ -24,8 +24,11 @@ struct RingTally {
 struct CpuStats {
     int cpu = 0;
     xdpcap_counters kernel{}; // both hooks together
-    xdpcap_counters ingress{};
+    xdpcap_counters ingress{}; // in trace mode: entry and exit together
     xdpcap_counters egress{};
+    // Trace mode only: the hook points on their own.
+    xdpcap_counters entry{};
+    xdpcap_counters exit{};
     RingTally ring;
 };
 
@@ -45,19 +48,19 @@ struct CaptureTotals {
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 
-// What happened since `then` (an earlier reading of the same CPUs; empty:
-// since the start), counter by counter: a rotated file's own counts.
-std::vector<CpuStats> stats_since(const std::vector<CpuStats>& now, const std::vector<CpuStats>& then);
-
 // The kernel's counts as of what was taken from the rings: samples still in
 // a ring (or waiting in the merge), and `pending` (the index of a CPU whose
 // sample, already taken, goes to the next file), are left to later. So the
-// counts of consecutive files add up and each matches its own packets.
+// counts of consecutive rotated files add up and each matches its packets.
 std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending = std::nullopt);
 
+// Trace mode's hook points, for format_stats().
+inline constexpr unsigned kTraceEntry = 1, kTraceExit = 2;
+
 // tcpdump's three lines; with `per_cpu`, one line per CPU after them, and
-// with `both_directions` a line per CPU splitting the kernel's counts.
+// with `both_directions` or `trace_points` (kTrace* bits) a line per CPU
+// splitting the kernel's counts by hook: in (or entry and exit) and out.
 std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,
-                         bool both_directions = false);
+                         bool both_directions = false, unsigned trace_points = 0);
 
 } // namespace xdpcap

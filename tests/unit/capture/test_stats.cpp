@@ -74,6 +74,28 @@ TEST(Stats, BothDirectionsSplitTheKernelCounts)
     EXPECT_NE(filtered.find("in: 6 seen, 6 kept by filter, 6 sampled"), std::string::npos) << filtered;
 }
 
+TEST(Stats, TraceModeSplitsEntryFromExit)
+{
+    // Trace mode: 5 frames, each seen at entry and at exit; the filter kept
+    // 2 at entry and 3 at exit.
+    CpuStats s = cpu(1, 10, 5, 0, 5);
+    s.kernel.matched = 5;
+    s.entry = {5, 2, 2, 0, 0, 0};
+    s.exit = {5, 3, 3, 0, 0, 0};
+    s.ingress = s.entry + s.exit;
+    const std::string both = format_stats({s}, true, true, false, kTraceEntry | kTraceExit);
+    EXPECT_NE(both.find("\n    entry: 5 seen, 2 kept by filter, 2 sampled, 0 output errors; "
+                        "exit: 5 seen, 3 kept by filter, 3 sampled, 0 output errors\n"),
+              std::string::npos)
+        << both;
+    EXPECT_EQ(both.find("in:"), std::string::npos) << both;
+    const std::string with_egress = format_stats({s}, true, false, true, kTraceExit);
+    EXPECT_NE(with_egress.find("\n    exit: 5 seen, 3 sampled, 0 output errors; out: 0 seen"), std::string::npos)
+        << with_egress;
+    EXPECT_EQ(with_egress.find("entry:"), std::string::npos) << with_egress;
+    EXPECT_EQ(format_stats({s}, false, true, true, kTraceEntry).find("entry:"), std::string::npos);
+}
+
 TEST(Stats, CountersAddFieldByField)
 {
     const xdpcap_counters sum = xdpcap_counters{1, 2, 3, 4, 5, 6} + xdpcap_counters{10, 20, 30, 40, 50, 60};
@@ -98,42 +120,6 @@ TEST(Stats, VerboseShowsPacketsWrittenOutOfOrder)
     EXPECT_NE(text.find(", 0 not written, 0 written out of order\n"), std::string::npos) << text;
     EXPECT_EQ(format_stats({late}, false).find("out of order"), std::string::npos);
     EXPECT_EQ(sum_stats({late, late}).out_of_order, 6u);
-}
-
-// A rotated file's statistics blocks: the counts since it was opened.
-TEST(Stats, SinceAnEarlierReadingCountsOnlyWhatCameAfter)
-{
-    const std::vector<CpuStats> then = {cpu(0, 10, 8, 2, 8), cpu(1, 5, 5, 0, 5)};
-    std::vector<CpuStats> now = {cpu(0, 25, 20, 5, 19), cpu(1, 5, 5, 0, 5)};
-    now[0].ring.unwritten = 1;
-    now[0].ring.invalid = 3;
-    const auto since = stats_since(now, then);
-    ASSERT_EQ(since.size(), 2u);
-    EXPECT_EQ(since[0].cpu, 0);
-    EXPECT_EQ(since[0].kernel.seen, 15u);
-    EXPECT_EQ(since[0].kernel.matched, 15u);
-    EXPECT_EQ(since[0].kernel.sampled, 12u);
-    EXPECT_EQ(since[0].kernel.output_failed, 3u);
-    EXPECT_EQ(since[0].ring.written, 11u);
-    EXPECT_EQ(since[0].ring.unwritten, 1u);
-    EXPECT_EQ(since[0].ring.invalid, 3u);
-    EXPECT_EQ(since[1].kernel.seen, 0u);
-    EXPECT_EQ(since[1].ring.written, 0u);
-    // The first file counts from the start.
-    const auto first = stats_since(then, {});
-    EXPECT_EQ(first[0].kernel.seen, 10u);
-    EXPECT_EQ(first[1].ring.written, 5u);
-    // Consecutive files add up to the whole capture.
-    const auto second = stats_since(now, then);
-    EXPECT_EQ(first[0].kernel.seen + second[0].kernel.seen, now[0].kernel.seen);
-    EXPECT_EQ(first[0].ring.written + second[0].ring.written, now[0].ring.written);
-}
-
-TEST(Stats, SinceNeverWrapsBelowZero)
-{
-    // A packet counted written, then taken back after a failed write.
-    const auto since = stats_since({cpu(0, 10, 8, 0, 7)}, {cpu(0, 10, 8, 0, 8)});
-    EXPECT_EQ(since[0].ring.written, 0u);
 }
 
 // At a rotation: what the kernel sampled but the rings still hold, and the

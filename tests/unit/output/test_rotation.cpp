@@ -447,6 +447,47 @@ TEST(Rotation, NextFileThatCannotBeCreatedStopsWithTheClosedOneIntact)
     EXPECT_EQ(first.isb, 1u);
 }
 
+// A rotated file's statistics blocks: the counts since it was opened.
+TEST(Rotation, FileStatisticsCountOnlyWhatCameAfterTheLastFile)
+{
+    pcapng::InterfaceStatistics a0, a1;
+    a0.interface_id = 0;
+    a0.if_received = 10;
+    a0.filter_accepted = 8;
+    a0.dropped = 2;
+    a0.user_delivered = 6;
+    a1.interface_id = 2;
+    a1.if_received = 5;
+    a1.filter_accepted = 5;
+    a1.user_delivered = 5;
+    pcapng::InterfaceStatistics b0 = a0, b1 = a1;
+    b0.if_received = 25;
+    b0.filter_accepted = 20;
+    b0.dropped = 3;
+    b0.user_delivered = 16;
+    b0.end_ns = 77;
+    const auto first = pcapng::statistics_since({a0, a1}, {});
+    EXPECT_EQ(first[0].if_received, 10u);
+    EXPECT_EQ(first[1].user_delivered, 5u);
+    const auto second = pcapng::statistics_since({b0, b1}, {a0, a1});
+    ASSERT_EQ(second.size(), 2u);
+    EXPECT_EQ(second[0].interface_id, 0u);
+    EXPECT_EQ(second[0].if_received, 15u);
+    EXPECT_EQ(second[0].filter_accepted, 12u);
+    EXPECT_EQ(second[0].dropped, 1u);
+    EXPECT_EQ(second[0].user_delivered, 10u);
+    EXPECT_EQ(second[0].end_ns, 77u);
+    EXPECT_EQ(second[1].interface_id, 2u);
+    EXPECT_EQ(second[1].if_received, 0u);
+    EXPECT_EQ(second[1].user_delivered, 0u);
+    // Consecutive files add up to the whole capture.
+    EXPECT_EQ(first[0].user_delivered + second[0].user_delivered, b0.user_delivered);
+    // A count taken back after a failed write never wraps around.
+    pcapng::InterfaceStatistics c0 = b0;
+    c0.user_delivered = 15;
+    EXPECT_EQ(pcapng::statistics_since({c0, b1}, {b0, b1})[0].user_delivered, 0u);
+}
+
 namespace {
 
 // Waits (a little) for the commands to finish and be collected.
