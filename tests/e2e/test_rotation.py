@@ -3,6 +3,9 @@
 
 Usage (root): /usr/bin/python3 tests/e2e/test_rotation.py PATH/TO/xdpcap
 
+0. -C/-G/-W/-z without -w or with -w -, -W or -z without -C or -G, and bad
+   values (0, negative, not a number, too large) are refused in one line,
+   status 1, before any file is created.
 1. -C 1 -W 3 -z LOGGER: about 4 MB of numbered frames (each carries its
    sequence number) from one CPU. Exactly three files ring0 ring1 ring2 are
    left; each is a complete pcapng that tshark (-z expert), capinfos and
@@ -321,9 +324,36 @@ def test_cannot_create(binary, lab, tmp):
     N.expect(os.path.getsize(first) > LIMIT, "the first file was full when the next was due")
 
 
+def test_refusals(binary, lab, tmp):
+    out = os.path.join(tmp, "refused.pcapng")
+    cases = [(["-C", "1"], "-C cannot be used without -w FILE"),
+             (["-G", "1"], "-G cannot be used without -w FILE"),
+             (["-W", "2"], "-W cannot be used without -w FILE"),
+             (["-z", "gzip"], "-z cannot be used without -w FILE"),
+             (["-C", "1", "-w", "-"], "standard output"),
+             (["-G", "1", "-w", "-"], "standard output"),
+             (["-W", "2", "-w", out], "-W cannot be used without -C or -G"),
+             (["-z", "gzip", "-w", out], "-z cannot be used without -C or -G"),
+             (["-C", "0", "-w", out], "invalid file size"),
+             (["-C", "-3", "-w", out], "invalid file size"),
+             (["-C", "lots", "-w", out], "invalid file size"),
+             (["-C", "99999999999999999999", "-w", out], "invalid file size"),
+             (["-C", "9999999999999g", "-w", out], "invalid file size"),
+             (["-G", "0", "-w", out], "invalid number of seconds"),
+             (["-G", "-1", "-w", out], "invalid number of seconds"),
+             (["-G", "2147483648", "-w", out], "invalid number of seconds"),
+             (["-C", "1", "-W", "0", "-w", out], "invalid number of files"),
+             (["-C", "1", "-W", "x", "-w", out], "invalid number of files")]
+    for args, message in cases:
+        rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if] + args)
+        N.expect(rc == 1 and len(err) == 1 and err[0].startswith("xdpcap: ") and message in err[0],
+                 f"{' '.join(args)}: refused in one line saying '{message}', status 1", (rc, err))
+    N.expect(not os.path.exists(out), "no file was created by a refused command line")
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
-        for part in (test_ring, test_time, test_time_limit, test_cannot_create):
+        for part in (test_refusals, test_ring, test_time, test_time_limit, test_cannot_create):
             t0 = time.monotonic()
             part(binary, lab, tmp)
             N.log(f"  info  {part.__name__} took {time.monotonic() - t0:.1f} s")
