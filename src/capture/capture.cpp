@@ -96,6 +96,7 @@ StopReason CaptureLoop::run()
             output_.end_batch();
             if (timer_fired) {
                 output_.flush();
+                output_.housekeeping();
                 if (program_.link_defunct())
                     return StopReason::InterfaceGone;
             }

@@ -121,3 +121,22 @@ TEST(Stats, VerboseShowsPacketsWrittenOutOfOrder)
     EXPECT_EQ(format_stats({late}, false).find("out of order"), std::string::npos);
     EXPECT_EQ(sum_stats({late, late}).out_of_order, 6u);
 }
+
+// At a rotation: what the kernel sampled but the rings still hold, and the
+// sample on its way to the next file, are the next file's.
+TEST(Stats, AsTakenLeavesWhatTheRingsHoldToLater)
+{
+    CpuStats a = cpu(0, 20, 18, 2, 10);
+    a.ring.samples = 12; // 6 still in the ring
+    CpuStats b = cpu(1, 5, 5, 0, 4);
+    const auto taken = as_taken({a, b}, size_t{1}); // one of cpu1's is pending
+    EXPECT_EQ(taken[0].kernel.seen, 14u);
+    EXPECT_EQ(taken[0].kernel.matched, 14u);
+    EXPECT_EQ(taken[0].kernel.sampled, 12u);
+    EXPECT_EQ(taken[0].ring.written, 10u);
+    EXPECT_EQ(taken[1].kernel.seen, 4u);
+    EXPECT_EQ(taken[1].ring.samples, 4u);
+    EXPECT_EQ(taken[1].ring.written, 4u);
+    // Nothing pending and nothing in flight: unchanged.
+    EXPECT_EQ(as_taken({b})[0].kernel.seen, 5u);
+}
