@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capture/capture.hpp"
@@ -18,6 +19,7 @@
 #include "kernel/loader.hpp"
 #include "output/packet_output.hpp"
 #include "kernel/promisc.hpp"
+#include "privileges.hpp"
 #include "kernel/rings.hpp"
 #include "capture/stop_signals.hpp"
 #include "version.hpp"
@@ -42,7 +44,8 @@ bool ring_fits_records(uint32_t pages, uint32_t snaplen)
 void check_ring_fits_records(const Config& config)
 {
     if (config.ring_pages && !ring_fits_records(*config.ring_pages, config.snaplen))
-        throw Error("--ring-pages " + std::to_string(*config.ring_pages) + " is too small for snapshot length " +
+        throw Error((config.ring_option.empty() ? "--ring-pages" : config.ring_option) + " (" +
+                    std::to_string(*config.ring_pages) + " pages per CPU) is too small for snapshot length " +
                     std::to_string(config.snaplen) + ": each ring must hold at least two " +
                     std::to_string(record_size_for(config.snaplen)) + "-byte records");
 }
@@ -143,7 +146,8 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInf
 
 // One ISB per CPU, on the CPU's first interface: the counters are per CPU.
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
-                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map)
+                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map,
+                                                              uint32_t sample_every)
 {
     std::vector<pcapng::InterfaceStatistics> isbs;
     for (size_t i = 0; i < stats.size(); ++i) {
@@ -158,6 +162,11 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
             isb.filter_accepted = s.kernel.matched;
         isb.dropped = s.kernel.output_failed + s.ring.invalid;
         isb.user_delivered = s.ring.written;
+        // isb_filteraccept stays the filter expression's count; what
+        // sampling left out has no ISB counter of its own.
+        if (sample_every > 1)
+            isb.comment = std::to_string(s.kernel.sample_skipped) + " packets skipped by sampling (1 in " +
+                std::to_string(sample_every) + " kept)";
         isbs.push_back(isb);
     }
     return isbs;
@@ -234,18 +243,18 @@ int dump_filter(const std::string& expression, const std::string& interface)
 // Removes an output file we created if setup fails before capture starts.
 class OutputGuard {
 public:
-    explicit OutputGuard(Sink& sink) : sink_(&sink) {}
+    explicit OutputGuard(std::optional<Sink>& sink) : sink_(&sink) {}
     ~OutputGuard()
     {
-        if (sink_)
-            sink_->discard();
+        if (sink_ && *sink_)
+            (*sink_)->discard();
     }
     void release() { sink_ = nullptr; }
     OutputGuard(const OutputGuard&) = delete;
     OutputGuard& operator=(const OutputGuard&) = delete;
 
 private:
-    Sink* sink_;
+    std::optional<Sink>* sink_;
 };
 
 } // namespace
@@ -271,17 +280,27 @@ int run_capture(const Config& config)
     StopSignals signals = StopSignals::block();
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
+    // Before anything is attached: an unknown user leaves nothing behind.
+    const std::optional<RunAsUser> run_as =
+        config.user ? std::optional<RunAsUser>(lookup_run_as_user(*config.user)) : std::nullopt;
     check_ring_fits_records(config);
     const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config, classic.has_value());
 
-    Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
-        ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
-        : Sink::standard_output();
-    sink.watch(&signals);
+    const bool file_output = config.writes_pcapng() && !config.writes_to_stdout();
+    std::optional<Sink> sink;
+    auto open_output = [&] {
+        sink.emplace(file_output ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
+                                 : Sink::standard_output());
+        sink->watch(&signals);
+    };
+    // As tcpdump: with -Z the file is created after the change of user, so
+    // it belongs to that user. Otherwise early, so a bad path fails first.
+    if (!(run_as && file_output))
+        open_output();
     OutputGuard guard(sink);
 
-    CaptureProgram program =
-        CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty());
+    CaptureProgram program = CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction,
+                                                  traced.empty(), config.sample_every);
     if (!traced.empty())
         program.load_trace(traced, config.trace_entry, config.trace_exit);
     const InterfaceMap interfaces = traced.empty()
@@ -304,16 +323,23 @@ int run_capture(const Config& config)
     if (config.promiscuous)
         promiscuous = PromiscuousMode::enable(iface.ifindex, iface.name);
     program.attach(iface.ifindex, config.xdp_mode, iface.name);
+    // Attached and mapped: from here on only detaching a clsact filter needs
+    // a capability (and, on old kernels, bpf() on our own fds).
+    drop_privileges(run_as, KeptCapabilities{std::string_view(program.egress_mechanism()) == "clsact",
+                                             bpf_needs_capability_on_open_fds()});
+    if (!sink)
+        open_output();
     const ClockOffset clock = measure_clock_offset();
     const uint64_t start_ns = now_ns(CLOCK_REALTIME);
 
     guard.release();
-    PacketOutput output(std::move(sink),
+    PacketOutput output(std::move(*sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, std::move(names));
     CaptureLoop loop(program, rings, output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
-                                          config.direction == Direction::InOut, 50, interfaces});
+                                          config.direction == Direction::InOut, 50, interfaces,
+                                          config.sample_every});
     StopReason reason = StopReason::OutputFailed;
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
@@ -348,7 +374,8 @@ int run_capture(const Config& config)
     std::string failure = loop.failure();
     if (loop.output_usable()) {
         try {
-            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value(), interfaces));
+            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value(), interfaces,
+                                               config.sample_every));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {
@@ -360,9 +387,10 @@ int run_capture(const Config& config)
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
-        std::fputs(
-            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut).c_str(),
-            stderr);
+        std::fputs(format_stats(stats, StatsFormat{config.verbose, classic.has_value(),
+                                                   config.direction == Direction::InOut, config.sample_every})
+                       .c_str(),
+                   stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }
 

@@ -40,13 +40,31 @@ struct CaptureTotals {
     uint64_t discarded = 0;
     uint64_t unwritten = 0;
     uint64_t out_of_order = 0;
+    uint64_t sample_skipped = 0; // of `received`, left out by --sample
 };
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 
-// tcpdump's three lines; with `per_cpu`, one line per CPU after them, and
-// with `both_directions` a line per CPU splitting the kernel's counts.
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,
-                         bool both_directions = false);
+struct StatsFormat {
+    bool per_cpu = false;         // -v: one line per CPU after the totals
+    bool filtering = false;
+    bool both_directions = false; // with per_cpu: a line per CPU splitting the kernel's counts
+    uint32_t sample_every = 1;    // --sample N: N > 1 adds the packets sampling left out
+    // SIGUSR1 while capturing: the totals on one line that starts with
+    // kInterimPrefix (tcpdump prints one line then too), so that they cannot
+    // be taken for the final statistics; per-CPU lines as usual.
+    bool interim = false;
+};
+
+inline constexpr const char* kInterimPrefix = "interim statistics: ";
+
+// tcpdump's three lines, then whatever else happened.
+std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& format);
+
+inline std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,
+                                bool both_directions = false)
+{
+    return format_stats(cpus, StatsFormat{per_cpu, filtering, both_directions});
+}
 
 } // namespace xdpcap

@@ -35,7 +35,8 @@ public:
     // `targets`: the programs to trace, in the order of their index in the
     // samples. Raises Error naming the program the kernel refuses to trace.
     static TracePrograms load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit, uint32_t snaplen,
-                              uint32_t ifindex, int events_fd, int counters_fd);
+                              uint32_t ifindex, uint32_t sample_every, int events_fd, int counters_fd,
+                              int sample_ticks_fd);
     void attach();
 
 private:
@@ -55,9 +56,10 @@ public:
     // multi-buffer (xdp.frags) XDP program and falls back to the linear one
     // where the kernel cannot load it.
     // `xdp` false (trace mode): no XDP program, received frames come from
-    // load_trace()'s programs instead.
+    // load_trace()'s programs instead. `sample_every` N > 1: each hook keeps
+    // one packet in N of those its filter keeps, counted over all CPUs.
     static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
-                               Direction direction = Direction::In, bool xdp = true);
+                               Direction direction = Direction::In, bool xdp = true, uint32_t sample_every = 1);
     // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
     // target; attach() attaches them.
     void load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit);
