@@ -12,7 +12,7 @@ declare -gA _xdpcap_values=(
 _xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
-    -h --help --version"
+    -B --buffer-size --sample -Z --relinquish-privileges -h --help --version"
 
 _xdpcap()
 {
@@ -33,8 +33,12 @@ _xdpcap()
             _filedir
             return
             ;;
-        -s | --snapshot-length | -c | --count | --ring-pages)
+        -s | --snapshot-length | -c | --count | --ring-pages | -B | --buffer-size | --sample)
             return # a number
+            ;;
+        -Z | --relinquish-privileges)
+            COMPREPLY=($(compgen -u -- "$cur"))
+            return
             ;;
     esac
     if [[ -v _xdpcap_values[$prev] ]]; then

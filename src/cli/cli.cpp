@@ -173,6 +173,23 @@ std::string plain_cxxopts_message(std::string message)
     return message;
 }
 
+// cxxopts leaves the space it wrapped at on the end of the line.
+std::string without_trailing_spaces(const std::string& text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        if (c == '\n') {
+            while (!out.empty() && out.back() == ' ')
+                out.pop_back();
+        }
+        out += c;
+    }
+    while (!out.empty() && out.back() == ' ')
+        out.pop_back();
+    return out;
+}
+
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
@@ -246,7 +263,7 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     }
 
     if (result.count("help"))
-        return ShowText{options.help({""})};
+        return ShowText{without_trailing_spaces(options.help({""}))};
     if (result.count("version"))
         return ShowText{"xdpcap " + std::string(kVersion) + "\n"};
 
