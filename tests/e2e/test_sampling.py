@@ -9,7 +9,7 @@ kernel saw every frame, exactly 1 000 are in the file (tshark, capinfos and
 tcpdump agree), all of them frames that were sent; stderr's statistics say
 10 000 received, 9 000 skipped by sampling (and the identity with the skipped
 ones holds, per CPU too); the ISBs carry isb_ifrecv, isb_usrdeliv and an
-opt_comment with the skipped count that add up to the same.  SIGUSR1 during
+opt_comment with the skipped count (tshark shows it) that add up to the same.  SIGUSR1 during
 the capture prints the totals on one "interim statistics: " line, never taken
 for the final block.  Then with a filter: `--sample 3 udp` on 1 000 frames
 keeps one in three of the frames the filter keeps (libpcap's count of the
@@ -57,6 +57,11 @@ def check_isbs(out, st, every):
         skipped = sum(int(m.group(1)) for m in parsed)
         N.expect(skipped == st["skipped"], f"the ISB comments add up to the skipped packets "
                  f"on stderr ({st['skipped']})", skipped)
+    # tshark (MIME Files Format reader) shows the same comments.
+    cp = N.run(["tshark", "-r", out, "-X", "read_format:MIME Files Format", "-V"])
+    shown = sorted(l.strip()[len("Comment: "):] for l in cp.stdout.splitlines()
+                   if l.strip().startswith("Comment: ") and "skipped by sampling" in l)
+    N.expect(shown == sorted(c or "" for c in comments), "tshark shows the ISB comments", shown)
     N.expect(sum(i.get("usrdeliv", 0) for i in isbs) == st["captured"],
              "isb_usrdeliv adds up to the packets captured",
              [i.get("usrdeliv") for i in isbs])
