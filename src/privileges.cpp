@@ -61,6 +61,15 @@ std::string fail(const std::string& user, const char* step, int err)
         ": " + errno_text(err);
 }
 
+// Running as the user and its group already: there is nothing to change.
+bool already(const RunAsUser& user)
+{
+    uid_t ruid, euid, suid;
+    gid_t rgid, egid, sgid;
+    return ::getresuid(&ruid, &euid, &suid) == 0 && ::getresgid(&rgid, &egid, &sgid) == 0 && ruid == user.uid &&
+        euid == user.uid && suid == user.uid && rgid == user.gid && egid == user.gid && sgid == user.gid;
+}
+
 } // namespace
 
 RunAsUser lookup_run_as_user(const std::string& name)
@@ -76,9 +85,7 @@ RunAsUser lookup_run_as_user(const std::string& name)
     RunAsUser user{name, entry.pw_uid, entry.pw_gid};
     // Checked now, so that nothing is attached by a run that cannot change.
     const CapSets caps = CapSets::current();
-    const bool can = (caps.effective(CAP_SETUID) || ::geteuid() == user.uid) &&
-        (caps.effective(CAP_SETGID) || ::getegid() == user.gid);
-    if (!can)
+    if (!already(user) && !(caps.effective(CAP_SETUID) && caps.effective(CAP_SETGID)))
         throw Error("-Z " + name + " needs root or the capabilities CAP_SETUID and CAP_SETGID");
     return user;
 }
@@ -111,7 +118,7 @@ void drop_privileges(const std::optional<RunAsUser>& user, const KeptCapabilitie
         if (before.permitted(cap))
             after.add(cap, true);
     }
-    if (user) {
+    if (user && !already(*user)) {
         // A change of user clears every capability unless asked to keep the
         // permitted ones across it.
         if (after.any_permitted() && ::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)

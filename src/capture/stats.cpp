@@ -11,11 +11,12 @@ std::string counted(uint64_t n, const char* singular_rest, const char* plural_re
     return std::to_string(n) + (n == 1 ? singular_rest : plural_rest);
 }
 
-std::string direction_counts(const char* name, const xdpcap_counters& k, bool filtering)
+std::string direction_counts(const char* name, const xdpcap_counters& k, bool filtering, bool sampling)
 {
     return std::string(name) + " " + std::to_string(k.seen) + " seen, " +
-        (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) + std::to_string(k.sampled) +
-        " sampled, " + std::to_string(k.output_failed) + " output errors";
+        (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) +
+        (sampling ? std::to_string(k.sample_skipped) + " skipped by sampling, " : std::string()) +
+        std::to_string(k.sampled) + " sampled, " + std::to_string(k.output_failed) + " output errors";
 }
 
 } // namespace
@@ -89,8 +90,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
             (sampling ? ", " + std::to_string(s.kernel.sample_skipped) + " skipped by sampling" : std::string()) +
             "\n";
         if (format.both_directions)
-            text += "    " + direction_counts("in:", s.ingress, format.filtering) + "; " +
-                direction_counts("out:", s.egress, format.filtering) + "\n";
+            text += "    " + direction_counts("in:", s.ingress, format.filtering, sampling) + "; " +
+                direction_counts("out:", s.egress, format.filtering, sampling) + "\n";
     }
     return text;
 }

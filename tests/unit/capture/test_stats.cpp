@@ -112,6 +112,11 @@ TEST(Stats, SamplingAddsTheSkippedPackets)
     format.per_cpu = true;
     const std::string verbose = format_stats({s}, format);
     EXPECT_NE(verbose.find("0 written out of order, 90 skipped by sampling\n"), std::string::npos) << verbose;
+    format.both_directions = true;
+    s.ingress = s.kernel;
+    const std::string split = format_stats({s}, format);
+    EXPECT_NE(split.find("in: 100 seen, 90 skipped by sampling, 10 sampled, 0 output errors;"), std::string::npos)
+        << split;
     // Without --sample the line is absent, as before.
     EXPECT_EQ(format_stats({s}, false).find("sampling"), std::string::npos);
     CpuStats one = cpu(0, 10, 1, 0, 1);
