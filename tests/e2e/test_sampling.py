@@ -3,22 +3,25 @@
 
 Usage (root): /usr/bin/python3 tests/e2e/test_sampling.py PATH/TO/xdpcap
 
-10 000 unique frames are sent from the generator namespace, alternating
-between two CPUs, while `xdpcap -v --sample 10 -w FILE` runs.  Checks: the
-kernel saw every frame, exactly 1 000 are in the file (tshark, capinfos and
-tcpdump agree), all of them frames that were sent; stderr's statistics say
-10 000 received, 9 000 skipped by sampling (and the identity with the skipped
-ones holds, per CPU too); the ISBs carry isb_ifrecv, isb_usrdeliv and an
-opt_comment with the skipped count (tshark shows it) that add up to the same.  SIGUSR1 during
-the capture prints the totals on one "interim statistics: " line, never taken
-for the final block.  Then with a filter: `--sample 3 udp` on 1 000 frames
-keeps one in three of the frames the filter keeps (libpcap's count of the
-same file, via tcpdump -r, is the reference).  Nothing stays attached.
+10 000 unique frames are sent from the generator namespace, 4 995 from one
+CPU and then 5 005 from another, while `xdpcap -v --sample 10 -w FILE` runs.
+Checks: the kernel saw every frame; exactly 1 000 are in the file, 500 from
+each CPU (one count over all CPUs, where counters per CPU would keep 1 001),
+tshark, capinfos and tcpdump agree, all of them frames that were sent;
+stderr's statistics say 10 000 received, 9 000 skipped by sampling (and the
+identity with the skipped ones holds, per CPU too); the ISBs carry
+isb_ifrecv, isb_usrdeliv and an opt_comment with the skipped count (tshark
+shows it) that add up to the same.  SIGUSR1 during the capture prints the
+totals on one "interim statistics: " line, never taken for the final block.
+Then with a filter: `--sample 3 udp` on 1 000 frames keeps one in three of
+the frames the filter keeps (libpcap's count of the same file, via
+tcpdump -r, is the reference).  Nothing stays attached.
 """
 
 import os
 import re
 import signal
+import struct
 import sys
 import tempfile
 import time
@@ -27,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 
 FRAMES = 10000
+FIRST_PART = 4995                # sent from the first CPU, the rest from the second
 EVERY = 10
 SMALL = 1000
 SMALL_EVERY = 3
@@ -81,13 +85,22 @@ def check_isbs(out, st, every):
 def test(binary):
     cpus = N.cpus()[:2]
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
-        corpus = os.path.join(tmp, "corpus.pcap")
-        frames = N.build_corpus(corpus, FRAMES, sizes=[60, 64, 100, 128, 200], seed=23)
+        # 1 000 mixed frames from scapy; the 10 000 are those with their last
+        # four bytes replaced by a sequence number (unique, and fast to make).
+        small = os.path.join(tmp, "small.pcap")
+        base = N.build_corpus(small, SMALL, sizes=[60, 64, 100, 128, 200], seed=23)
+        frames = [base[i % SMALL][:-4] + struct.pack(">I", i) for i in range(FRAMES)]
+        # An uneven split over two CPUs: one counter for all CPUs keeps
+        # 500 + 500 = 1000, where counters per CPU would keep 500 + 501.
+        parts = [(cpus[0], frames[:FIRST_PART]), (cpus[-1], frames[FIRST_PART:])]
+        for n, (_cpu, part) in enumerate(parts):
+            N.write_frames(os.path.join(tmp, f"part{n}.pcap"), part)
         out = os.path.join(tmp, "sampled.pcapng")
 
         x = lab.xdpcap(binary, ["-v", "--sample", str(EVERY), "-w", out])
         x.wait_listening()
-        N.log("  info  " + lab.send(corpus, cpus, gap_us=20, timeout=120))
+        for n, (cpu, _part) in enumerate(parts):
+            N.log("  info  " + lab.send(os.path.join(tmp, f"part{n}.pcap"), cpu, gap_us=20, timeout=60))
         time.sleep(0.3)
         # SIGUSR1 mid-capture: an interim block, marked as such.
         x.send_signal(signal.SIGUSR1)
@@ -121,10 +134,13 @@ def test(binary):
                  f"stderr: {FRAMES - FRAMES // EVERY} packets skipped by sampling (1 in {EVERY} kept)",
                  st["skipped"])
         N.check_stats_identity(st, "final statistics")
-        used = sorted(c for c, v in st["cpus"].items() if v["seen"])
         N.log(f"  info  per CPU: {st['cpus']}")
         if len(cpus) > 1:
-            N.expect(used == sorted(cpus), f"traffic arrived on CPUs {cpus}", used)
+            got = {c: (v["seen"], v["written"]) for c, v in st["cpus"].items() if v["seen"]}
+            want = {cpus[0]: (FIRST_PART, FIRST_PART // EVERY + 1),
+                    cpus[1]: (FRAMES - FIRST_PART, (FRAMES - FIRST_PART) // EVERY)}
+            N.expect(got == want, "per CPU (seen, written): the count runs on across CPUs "
+                     f"({want})", got)
 
         N.check_structure(out)
         N.check_readers_agree(out, FRAMES // EVERY)
@@ -137,15 +153,13 @@ def test(binary):
         lab.assert_clean()
 
         # With a filter: sampling counts only what the filter keeps.
-        small = os.path.join(tmp, "small.pcap")
-        N.write_frames(small, frames[:SMALL])
         cp = N.run(["tcpdump", "-nr", small, "udp"], check_rc=True)
         want_kept = len([l for l in cp.stdout.splitlines() if l.strip()])
         N.check(0 < want_kept < SMALL, f"libpcap keeps {want_kept} of {SMALL} frames with 'udp'")
         out2 = os.path.join(tmp, "filtered.pcapng")
         x = lab.xdpcap(binary, ["-v", "--sample", str(SMALL_EVERY), "-w", out2, "udp"])
         x.wait_listening()
-        N.log("  info  " + lab.send(small, cpus, gap_us=50))
+        N.log("  info  " + lab.send(small, cpus[0], gap_us=50))
         time.sleep(0.3)
         rc = x.stop(signal.SIGINT)
         N.log("  info  stderr: " + " | ".join(x.err_lines))
