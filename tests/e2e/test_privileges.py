@@ -17,6 +17,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_privileges.py PATH/TO/xdpcap
   * -Z nobody on the clsact egress path (forced as on kernels without tcx):
     only CAP_NET_ADMIN stays, permitted but not effective, and the filter and
     qdisc are gone after exit;
+  * -Z nobody on an interface that is down at the start: once it comes up
+    (after the drop) the frames are captured;
   * without -Z: still root, but no capability left during the capture; the
     capture works to the end.
 """
@@ -70,14 +72,19 @@ def tc_egress_state(lab):
     return filters, "clsact" in qdiscs
 
 
+def uses_clsact(out, what):
+    """The interface descriptions (written before the listening line) say how
+    egress is hooked: only the clsact fallback keeps CAP_NET_ADMIN."""
+    clsact = "clsact egress" in " ".join(i["description"] or "" for i in N.pcapng_idbs(out))
+    N.log(f"  info  {what}: egress through {'clsact' if clsact else 'tcx'}")
+    return clsact
+
+
 def capture(lab, binary, tmp, corpus, frames, what, args, out, uid, gid, env=None):
     argv = [binary, "-i", lab.cap_if, "-v", "-w", out] + args
     x = N.Xdpcap(lab, binary, [], argv=argv if env is None else ["env"] + env + argv)
     x.wait_listening()
-    # The interface descriptions (written before the listening line) say how
-    # egress is hooked: only the clsact fallback keeps CAP_NET_ADMIN.
-    clsact = "clsact egress" in " ".join(i["description"] or "" for i in N.pcapng_idbs(out))
-    N.log(f"  info  {what}: egress through {'clsact' if clsact else 'tcx'}")
+    clsact = uses_clsact(out, what)
     if env:
         N.check(clsact, f"{what}: egress goes through clsact")
     permitted = (1 << CAP_NET_ADMIN) if clsact else 0
@@ -150,6 +157,24 @@ def test(binary):
         filters, has_clsact = tc_egress_state(lab)
         N.expect(not filters and not has_clsact,
                  "-Z nobody, clsact egress: the filter and the qdisc are removed at exit", filters)
+
+        # An interface that is down at the start comes up after the drop: the
+        # programs are attached already, nothing needs a privilege.
+        N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "down"])
+        out = os.path.join(tmp, "down.pcapng")
+        x = lab.xdpcap(binary, ["-Z", "nobody", "-w", out])
+        x.wait_listening()
+        check_process(x, "-Z nobody, interface down", nobody.pw_uid, nobody.pw_gid,
+                      (1 << CAP_NET_ADMIN) if uses_clsact(out, "-Z nobody, interface down") else 0)
+        N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "up"])
+        lab._wait_up(lab.cap_ns, lab.cap_if)
+        N.log("  info  " + lab.send(corpus, N.cpus()[0], gap_us=200))
+        time.sleep(0.3)
+        rc = x.stop(signal.SIGINT)
+        N.expect(rc == 0, "-Z nobody, interface down: exit 0 after SIGINT", (rc, x.err_lines))
+        N.check_exact(frames, [r["data"] for r in N.read_capture(out, tmp)],
+                      "-Z nobody, interface down at the start: once up, every frame is captured")
+        lab.assert_clean("-Z nobody, interface down: nothing attached after exit")
 
         # No -Z: still root, but without capabilities.
         capture(lab, binary, tmp, corpus, frames, "no -Z", [],
