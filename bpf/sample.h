@@ -20,6 +20,8 @@ const volatile __u32 capture_ifindex = 0;
  * it counts every packet as seen and tail-calls the hook's program for the
  * packets it keeps. */
 const volatile __u8 filter_enabled = 0;
+/* --sample: keep one packet in `sample_every` of those the filter keeps. */
+const volatile __u32 sample_every = 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -34,6 +36,34 @@ struct {
 	__type(value, struct xdpcap_counters);
 } counters SEC(".maps");
 
+/*
+ * Per hook, the packets offered to sampling so far, over all CPUs. One atomic
+ * counter rather than per-CPU ones, so that exactly one packet in N is kept
+ * however the traffic spreads over the CPUs.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XDPCAP_COUNTERS_ENTRIES);
+	__type(key, __u32);
+	__type(value, __u64);
+} sample_ticks SEC(".maps");
+
+/* True when --sample leaves this packet out (counted as skipped). */
+static __always_inline int sampled_out(struct xdpcap_counters *c, __u32 hook_key)
+{
+	if (sample_every <= 1)
+		return 0;
+	__u64 *ticks = bpf_map_lookup_elem(&sample_ticks, &hook_key);
+	if (!ticks)
+		return 0;
+	if (__sync_fetch_and_add(ticks, 1) % sample_every == 0)
+		return 0;
+	c->sample_skipped++;
+	return 1;
+}
+
+/* Counts the packet; null when there is nothing more to do with it (no
+ * counters, or --sample leaves it out). */
 static __always_inline struct xdpcap_counters *count_packet(__u32 hook_key)
 {
 	struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &hook_key);
@@ -43,6 +73,8 @@ static __always_inline struct xdpcap_counters *count_packet(__u32 hook_key)
 		c->matched++;
 	else
 		c->seen++;
+	if (sampled_out(c, hook_key))
+		return 0;
 	return c;
 }
 

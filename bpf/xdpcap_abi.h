@@ -14,7 +14,7 @@
 
 /* 'XDPC' in the high 24 bits, ABI version in the low byte. */
 #define XDPCAP_META_MAGIC 0x58445000u
-#define XDPCAP_ABI_VERSION 3u
+#define XDPCAP_ABI_VERSION 4u
 #define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
 
 /*
@@ -68,6 +68,7 @@ struct xdpcap_counters {
 	__u64 output_failed; /* bpf_perf_event_output errors, all causes */
 	__u64 ring_full;     /* of which -ENOSPC: the CPU's ring was full */
 	__u64 pending_drops; /* failures since the last successful sample */
+	__u64 sample_skipped; /* of `matched`, left out by --sample (one in N kept) */
 };
 
 #define XDPCAP_PERF_HEADER_SIZE 8u  /* struct perf_event_header */
@@ -79,8 +80,9 @@ static_assert(offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_meta ABI la
 static_assert(offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, program) == 34, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
-static_assert(sizeof(struct xdpcap_counters) == 48, "xdpcap_counters ABI size");
+static_assert(sizeof(struct xdpcap_counters) == 56, "xdpcap_counters ABI size");
 static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program increments seen at offset 0");
+static_assert(offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
 static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 40u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
 #else
@@ -89,7 +91,9 @@ _Static_assert(__builtin_offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, program) == 34, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
-_Static_assert(sizeof(struct xdpcap_counters) == 48, "xdpcap_counters ABI size");
+_Static_assert(sizeof(struct xdpcap_counters) == 56, "xdpcap_counters ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_counters, seen) == 0, "xdpcap_counters ABI layout");
+_Static_assert(__builtin_offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
 #endif
 
 #endif /* XDPCAP_ABI_H */

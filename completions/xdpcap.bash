@@ -13,7 +13,7 @@ _xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
     -C --file-size -G --rotate-seconds -W --file-count -z --postrotate-command
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
-    -h --help --version"
+    -B --buffer-size --sample -Z --relinquish-privileges -h --help --version"
 
 _xdpcap()
 {
@@ -38,9 +38,13 @@ _xdpcap()
             COMPREPLY=($(compgen -c -- "$cur"))
             return
             ;;
-        -s | --snapshot-length | -c | --count | --ring-pages | -C | --file-size | -G | --rotate-seconds | \
-            -W | --file-count)
+        -s | --snapshot-length | -c | --count | --ring-pages | -B | --buffer-size | --sample | \
+            -C | --file-size | -G | --rotate-seconds | -W | --file-count)
             return # a number
+            ;;
+        -Z | --relinquish-privileges)
+            COMPREPLY=($(compgen -u -- "$cur"))
+            return
             ;;
     esac
     if [[ -v _xdpcap_values[$prev] ]]; then

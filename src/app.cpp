@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capture/capture.hpp"
@@ -19,6 +20,7 @@
 #include "kernel/loader.hpp"
 #include "output/packet_output.hpp"
 #include "kernel/promisc.hpp"
+#include "privileges.hpp"
 #include "kernel/rings.hpp"
 #include "capture/stop_signals.hpp"
 #include "version.hpp"
@@ -43,7 +45,8 @@ bool ring_fits_records(uint32_t pages, uint32_t snaplen)
 void check_ring_fits_records(const Config& config)
 {
     if (config.ring_pages && !ring_fits_records(*config.ring_pages, config.snaplen))
-        throw Error("--ring-pages " + std::to_string(*config.ring_pages) + " is too small for snapshot length " +
+        throw Error((config.ring_option.empty() ? "--ring-pages" : config.ring_option) + " (" +
+                    std::to_string(*config.ring_pages) + " pages per CPU) is too small for snapshot length " +
                     std::to_string(config.snaplen) + ": each ring must hold at least two " +
                     std::to_string(record_size_for(config.snaplen)) + "-byte records");
 }
@@ -148,7 +151,7 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInf
 // each interface; records refused as malformed go to the CPU's first one.
 // The whole capture's counts; PerFileStatistics stamps the times.
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, bool filtering,
-                                                              const InterfaceMap& map,
+                                                              uint32_t sample_every, const InterfaceMap& map,
                                                               const CaptureProgram& program,
                                                               const std::vector<uint64_t>& written)
 {
@@ -161,6 +164,11 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
             isb.filter_accepted = k.matched;
         isb.dropped = k.output_failed + invalid;
         isb.user_delivered = delivered;
+        // isb_filteraccept stays the filter expression's count; what
+        // sampling left out has no ISB counter of its own.
+        if (sample_every > 1)
+            isb.comment = std::to_string(k.sample_skipped) + " packets skipped by sampling (1 in " +
+                std::to_string(sample_every) + " kept)";
         isbs.push_back(isb);
     };
     if (!map.tracing()) {
@@ -288,18 +296,18 @@ int dump_filter(const std::string& expression, const std::string& interface)
 // Removes an output file we created if setup fails before capture starts.
 class OutputGuard {
 public:
-    explicit OutputGuard(Sink& sink) : sink_(&sink) {}
+    explicit OutputGuard(std::optional<Sink>& sink) : sink_(&sink) {}
     ~OutputGuard()
     {
-        if (sink_)
-            sink_->discard();
+        if (sink_ && *sink_)
+            (*sink_)->discard();
     }
     void release() { sink_ = nullptr; }
     OutputGuard(const OutputGuard&) = delete;
     OutputGuard& operator=(const OutputGuard&) = delete;
 
 private:
-    Sink* sink_;
+    std::optional<Sink>* sink_;
 };
 
 } // namespace
@@ -325,6 +333,9 @@ int run_capture(const Config& config)
     StopSignals signals = StopSignals::block();
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
+    // Before anything is attached: an unknown user leaves nothing behind.
+    const std::optional<RunAsUser> run_as =
+        config.user ? std::optional<RunAsUser>(lookup_run_as_user(*config.user)) : std::nullopt;
     check_ring_fits_records(config);
     const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config);
     // Translated before anything is loaded: what trace mode cannot filter on
@@ -339,15 +350,23 @@ int run_capture(const Config& config)
         rotation.emplace(*config.output,
                          RotationSettings{config.file_size, config.rotate_seconds, config.file_count},
                          ::time(nullptr));
-    Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
-        ? Sink::open_file(rotation ? rotation->current() : *config.output, Sink::kDefaultBufferSize, &signals)
-        : Sink::standard_output();
-    sink.watch(&signals);
+    const bool file_output = config.writes_pcapng() && !config.writes_to_stdout();
+    std::optional<Sink> sink;
+    auto open_output = [&] {
+        sink.emplace(file_output ? Sink::open_file(rotation ? rotation->current() : *config.output,
+                                                   Sink::kDefaultBufferSize, &signals)
+                                 : Sink::standard_output());
+        sink->watch(&signals);
+    };
+    // As tcpdump: with -Z the file is created after the change of user, so
+    // it belongs to that user. Otherwise early, so a bad path fails first.
+    if (!(run_as && file_output))
+        open_output();
     OutputGuard guard(sink);
 
     CaptureProgram program =
         CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty(),
-                             static_cast<uint32_t>(traced.size()));
+                             static_cast<uint32_t>(traced.size()), config.sample_every);
     if (!traced.empty())
         program.load_trace(traced, config.trace_entry, config.trace_exit, trace_filter);
     const InterfaceMap interfaces = traced.empty()
@@ -370,16 +389,23 @@ int run_capture(const Config& config)
     if (config.promiscuous)
         promiscuous = PromiscuousMode::enable(iface.ifindex, iface.name);
     program.attach(iface.ifindex, config.xdp_mode, iface.name);
+    // Attached and mapped: from here on only detaching a clsact filter needs
+    // a capability (and, on old kernels, bpf() on our own fds).
+    drop_privileges(run_as, KeptCapabilities{std::string_view(program.egress_mechanism()) == "clsact",
+                                             bpf_needs_capability_on_open_fds()});
+    if (!sink)
+        open_output();
     const ClockOffset clock = measure_clock_offset();
     const uint64_t start_ns = now_ns(CLOCK_REALTIME);
 
     guard.release();
-    PacketOutput output(std::move(sink),
+    PacketOutput output(std::move(*sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, std::move(names));
     CaptureLoop loop(program, rings, output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
-                                          config.direction == Direction::InOut, 50, interfaces});
+                                          config.direction == Direction::InOut, 50, interfaces,
+                                          config.sample_every});
     PerFileStatistics file_statistics(start_ns);
     if (rotation) {
         output.rotate(std::move(*rotation), config.postrotate_command
@@ -388,8 +414,8 @@ int run_capture(const Config& config)
         output.on_file_end([&](uint32_t pending_interface) {
             // Mid-capture: what the rings still hold goes to the next file.
             return file_statistics.close(interface_statistics(as_taken(loop.stats(), interfaces.ring_of(pending_interface)),
-                                                              classic.has_value(), interfaces, program,
-                                                              loop.written_by_interface()));
+                                                              classic.has_value(), config.sample_every, interfaces,
+                                                              program, loop.written_by_interface()));
         });
     }
     StopReason reason = StopReason::OutputFailed;
@@ -428,7 +454,8 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "Maximum file limit reached: %u\n", *config.file_count);
     if (loop.output_usable() && output.file_open()) {
         try {
-            output.finish(file_statistics.close(interface_statistics(stats, classic.has_value(), interfaces, program,
+            output.finish(file_statistics.close(interface_statistics(stats, classic.has_value(), config.sample_every,
+                                                                     interfaces, program,
                                                                      loop.written_by_interface())));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
@@ -441,11 +468,13 @@ int run_capture(const Config& config)
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
-        std::fputs(
-            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut,
-                         program.trace_points())
-                .c_str(),
-            stderr);
+        std::fputs(format_stats(stats, StatsFormat{.per_cpu = config.verbose,
+                                                   .filtering = classic.has_value(),
+                                                   .both_directions = config.direction == Direction::InOut,
+                                                   .trace_points = program.trace_points(),
+                                                   .sample_every = config.sample_every})
+                       .c_str(),
+                   stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }
 

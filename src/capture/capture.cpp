@@ -170,7 +170,7 @@ void CaptureLoop::detach_and_drain()
         bool settled = true;
         for (size_t ring = 0; ring < rings_.count(); ++ring) {
             const auto k = counters.both(static_cast<size_t>(rings_.cpu(ring)));
-            if (k.matched != k.sampled + k.output_failed || tallies[ring].samples != k.sampled)
+            if (k.matched != k.sampled + k.output_failed + k.sample_skipped || tallies[ring].samples != k.sampled)
                 settled = false;
         }
         quiet_rounds = settled ? quiet_rounds + 1 : 0;
@@ -221,8 +221,12 @@ std::vector<CpuStats> CaptureLoop::stats() const
 
 void CaptureLoop::print_stats() const
 {
-    const std::string text = format_stats(stats(), options_.verbose, options_.filtering, options_.both_directions,
-                                          program_.trace_points());
+    const std::string text = format_stats(stats(), StatsFormat{.per_cpu = options_.verbose,
+                                                               .filtering = options_.filtering,
+                                                               .both_directions = options_.both_directions,
+                                                               .trace_points = program_.trace_points(),
+                                                               .sample_every = options_.sample_every,
+                                                               .interim = true});
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
 }

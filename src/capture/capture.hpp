@@ -31,6 +31,7 @@ public:
         bool both_directions = false;
         int drain_interval_ms = 50;
         InterfaceMap interfaces{};
+        uint32_t sample_every = 1;
     };
 
     CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,

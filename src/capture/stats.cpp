@@ -1,5 +1,7 @@
 #include "capture/stats.hpp"
 
+#include <vector>
+
 namespace xdpcap {
 
 namespace {
@@ -9,11 +11,12 @@ std::string counted(uint64_t n, const char* singular_rest, const char* plural_re
     return std::to_string(n) + (n == 1 ? singular_rest : plural_rest);
 }
 
-std::string direction_counts(const char* name, const xdpcap_counters& k, bool filtering)
+std::string direction_counts(const char* name, const xdpcap_counters& k, bool filtering, bool sampling)
 {
     return std::string(name) + " " + std::to_string(k.seen) + " seen, " +
-        (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) + std::to_string(k.sampled) +
-        " sampled, " + std::to_string(k.output_failed) + " output errors";
+        (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) +
+        (sampling ? std::to_string(k.sample_skipped) + " skipped by sampling, " : std::string()) +
+        std::to_string(k.sampled) + " sampled, " + std::to_string(k.output_failed) + " output errors";
 }
 
 } // namespace
@@ -25,7 +28,8 @@ xdpcap_counters operator+(const xdpcap_counters& a, const xdpcap_counters& b)
                            a.sampled + b.sampled,
                            a.output_failed + b.output_failed,
                            a.ring_full + b.ring_full,
-                           a.pending_drops + b.pending_drops};
+                           a.pending_drops + b.pending_drops,
+                           a.sample_skipped + b.sample_skipped};
 }
 
 namespace {
@@ -66,27 +70,39 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
         totals.discarded += s.ring.discarded;
         totals.unwritten += s.ring.unwritten;
         totals.out_of_order += s.ring.out_of_order;
+        totals.sample_skipped += s.kernel.sample_skipped;
     }
     return totals;
 }
 
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering, bool both_directions,
-                         unsigned trace_points)
+std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& format)
 {
     const CaptureTotals t = sum_stats(cpus);
-    std::string text = counted(t.captured, " packet captured\n", " packets captured\n") +
-        counted(t.received, " packet received by filter\n", " packets received by filter\n") +
-        counted(t.dropped, " packet dropped by kernel\n", " packets dropped by kernel\n");
+    const bool sampling = format.sample_every > 1;
+    std::vector<std::string> totals{
+        counted(t.captured, " packet captured", " packets captured"),
+        counted(t.received, " packet received by filter", " packets received by filter"),
+        counted(t.dropped, " packet dropped by kernel", " packets dropped by kernel")};
+    if (sampling)
+        totals.push_back(counted(t.sample_skipped, " packet skipped by sampling", " packets skipped by sampling") +
+                         " (1 in " + std::to_string(format.sample_every) + " kept)");
     if (t.unwritten)
-        text += counted(t.unwritten, " packet not written to the output\n", " packets not written to the output\n");
+        totals.push_back(
+            counted(t.unwritten, " packet not written to the output", " packets not written to the output"));
     if (t.invalid)
-        text += counted(t.invalid, " record refused as malformed\n", " records refused as malformed\n");
-    if (filtering && per_cpu)
-        text += counted(t.seen, " packet seen on the interface\n", " packets seen on the interface\n");
-    if (!per_cpu)
-        return text;
+        totals.push_back(counted(t.invalid, " record refused as malformed", " records refused as malformed"));
+    if (format.filtering && format.per_cpu)
+        totals.push_back(counted(t.seen, " packet seen on the interface", " packets seen on the interface"));
     // Late for the merge by time: written, but after a newer packet.
-    text += counted(t.out_of_order, " packet written out of order\n", " packets written out of order\n");
+    if (format.per_cpu)
+        totals.push_back(
+            counted(t.out_of_order, " packet written out of order", " packets written out of order"));
+    std::string text = format.interim ? kInterimPrefix : "";
+    for (size_t i = 0; i < totals.size(); ++i)
+        text += (i == 0 ? "" : format.interim ? ", " : "\n") + totals[i];
+    text += '\n';
+    if (!format.per_cpu)
+        return text;
     for (const auto& s : cpus) {
         text += "  cpu" + std::to_string(s.cpu) + ": " + std::to_string(s.kernel.seen) + " seen, " +
             std::to_string(s.kernel.sampled) + " sampled, " + std::to_string(s.ring.written) + " written, " +
@@ -96,20 +112,22 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool f
             " malformed, " + std::to_string(s.ring.discarded) + " after count, " +
             std::to_string(s.ring.unwritten) + " not written, " + std::to_string(s.ring.out_of_order) +
             " written out of order" +
-            (filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) + "\n";
-        if (!both_directions && !trace_points)
+            (format.filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) +
+            (sampling ? ", " + std::to_string(s.kernel.sample_skipped) + " skipped by sampling" : std::string()) +
+            "\n";
+        if (!format.both_directions && !format.trace_points)
             continue;
         std::string split;
         const auto part = [&](const char* name, const xdpcap_counters& k) {
-            split += (split.empty() ? "    " : "; ") + direction_counts(name, k, filtering);
+            split += (split.empty() ? "    " : "; ") + direction_counts(name, k, format.filtering, sampling);
         };
-        if (!trace_points)
+        if (!format.trace_points)
             part("in:", s.ingress);
-        if (trace_points & kTraceEntry)
+        if (format.trace_points & kTraceEntry)
             part("entry:", s.entry);
-        if (trace_points & kTraceExit)
+        if (format.trace_points & kTraceExit)
             part("exit:", s.exit);
-        if (both_directions)
+        if (format.both_directions)
             part("out:", s.egress);
         text += split + "\n";
     }

@@ -44,6 +44,7 @@ struct CaptureTotals {
     uint64_t discarded = 0;
     uint64_t unwritten = 0;
     uint64_t out_of_order = 0;
+    uint64_t sample_skipped = 0; // of `received`, left out by --sample
 };
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
@@ -54,13 +55,35 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 // counts of consecutive rotated files add up and each matches its packets.
 std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending = std::nullopt);
 
-// Trace mode's hook points, for format_stats().
+// Trace mode's hook points, for StatsFormat::trace_points.
 inline constexpr unsigned kTraceEntry = 1, kTraceExit = 2;
 
-// tcpdump's three lines; with `per_cpu`, one line per CPU after them, and
-// with `both_directions` or `trace_points` (kTrace* bits) a line per CPU
-// splitting the kernel's counts by hook: in (or entry and exit) and out.
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,
-                         bool both_directions = false, unsigned trace_points = 0);
+struct StatsFormat {
+    bool per_cpu = false;         // -v: one line per CPU after the totals
+    bool filtering = false;
+    // With per_cpu, a line per CPU splitting the kernel's counts by hook: in
+    // (or, with trace_points' kTrace* bits, entry and exit) and out.
+    bool both_directions = false;
+    unsigned trace_points = 0;
+    uint32_t sample_every = 1;    // --sample N: N > 1 adds the packets sampling left out
+    // SIGUSR1 while capturing: the totals on one line that starts with
+    // kInterimPrefix (tcpdump prints one line then too), so that they cannot
+    // be taken for the final statistics; per-CPU lines as usual.
+    bool interim = false;
+};
+
+inline constexpr const char* kInterimPrefix = "interim statistics: ";
+
+// tcpdump's three lines, then whatever else happened.
+std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& format);
+
+inline std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,
+                                bool both_directions = false, unsigned trace_points = 0)
+{
+    return format_stats(cpus, StatsFormat{.per_cpu = per_cpu,
+                                          .filtering = filtering,
+                                          .both_directions = both_directions,
+                                          .trace_points = trace_points});
+}
 
 } // namespace xdpcap

@@ -1,5 +1,7 @@
 #include "cli/cli.hpp"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <limits>
 #include <cxxopts.hpp>
@@ -158,6 +160,22 @@ void check_rotation(const Config& config, const cxxopts::ParseResult& result)
         throw Error(std::string(config.file_count ? "-W" : "-z") + " cannot be used without -C or -G");
 }
 
+uint32_t parse_sample(const std::string& text)
+{
+    auto value = parse_unsigned(text);
+    if (!value || *value == 0 || *value > kMaxSampleEvery)
+        throw Error("invalid --sample '" + text + "': expected a whole number N from 1 to " +
+                    std::to_string(kMaxSampleEvery) + " (keep one packet in N)");
+    return static_cast<uint32_t>(*value);
+}
+
+std::string parse_user(const std::string& text)
+{
+    if (text.empty())
+        throw Error("-Z needs a user name");
+    return text;
+}
+
 XdpMode parse_xdp_mode(const std::string& text)
 {
     if (text == "auto")
@@ -227,13 +245,31 @@ std::string plain_cxxopts_message(std::string message)
     return message;
 }
 
+// cxxopts leaves the space it wrapped at on the end of the line.
+std::string without_trailing_spaces(const std::string& text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        if (c == '\n') {
+            while (!out.empty() && out.back() == ' ')
+                out.pop_back();
+        }
+        out += c;
+    }
+    while (!out.empty() && out.back() == ' ')
+        out.pop_back();
+    return out;
+}
+
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
     options.custom_help("[-dDhpqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
                         "         [-C SIZE] [-G SECONDS] [-W COUNT] [-z COMMAND]\n"
-                        "         [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]\n"
-                        "         [--at entry|exit|entry,exit] [--program NAME|ID]");
+                        "         [-Q in|out|inout] [-F FILE] [-Z USER] [-B KIB|--ring-pages N]\n"
+                        "         [--sample N] [--xdp-mode MODE] [--at entry|exit|entry,exit]\n"
+                        "         [--program NAME|ID]");
     options.positional_help("[expression]");
     // clang-format off
     options.add_options()
@@ -264,6 +300,12 @@ cxxopts::Options make_options()
         ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs, "
                        "1 to 16 MiB each)",
              cxxopts::value<std::string>(), "N")
+        ("B,buffer-size", "Per-CPU ring size in KiB, rounded down to a power of two pages (instead of "
+                          "--ring-pages)", cxxopts::value<std::string>(), "KIB")
+        ("sample", "Keep one packet in N of those the filter keeps, counted over all CPUs (1: every packet)",
+             cxxopts::value<std::string>(), "N")
+        ("Z,relinquish-privileges", "Once attached, run as USER and its primary group; -w FILE is created "
+                                    "as USER", cxxopts::value<std::string>(), "USER")
         ("at", "Trace mode (IFACE already runs an XDP program): sample at its entry, exit or both "
                "(entry,exit, the default)", cxxopts::value<std::string>(), "HOOKS")
         ("program", "Trace mode: trace only this component of a libxdp dispatcher, by name or id",
@@ -278,6 +320,20 @@ cxxopts::Options make_options()
 
 } // namespace
 
+uint32_t ring_pages_from_kib(const std::string& text, size_t page_bytes)
+{
+    auto kib = parse_unsigned(text);
+    const uint64_t max_kib = uint64_t{kMaxRingPages} * page_bytes / 1024;
+    const uint64_t min_kib = (page_bytes + 1023) / 1024;
+    if (!kib || *kib < min_kib || *kib > max_kib)
+        throw Error("invalid -B '" + text + "': expected a size in KiB from " + std::to_string(min_kib) + " (one page) to " +
+                    std::to_string(max_kib));
+    uint64_t pages = *kib * 1024 / page_bytes;
+    while (pages & (pages - 1))
+        pages &= pages - 1; // down to the highest power of two
+    return static_cast<uint32_t>(pages);
+}
+
 CliOutcome parse_cli(int argc, const char* const* argv)
 {
     auto options = make_options();
@@ -289,7 +345,7 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     }
 
     if (result.count("help"))
-        return ShowText{options.help({""})};
+        return ShowText{without_trailing_spaces(options.help({""}))};
     if (result.count("version"))
         return ShowText{"xdpcap " + std::string(kVersion) + "\n"};
 
@@ -334,8 +390,22 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.xdp_mode = parse_xdp_mode(result["xdp-mode"].as<std::string>());
     config.direction = parse_direction(result["direction"].as<std::string>());
     config.promiscuous = result.count("no-promiscuous-mode") == 0;
-    if (result.count("ring-pages"))
+    if (result.count("ring-pages") && result.count("buffer-size"))
+        throw Error("give the ring size either with -B (KiB) or with --ring-pages, not both");
+    if (result.count("ring-pages")) {
         config.ring_pages = parse_ring_pages(result["ring-pages"].as<std::string>());
+        config.ring_option = "--ring-pages " + result["ring-pages"].as<std::string>();
+    }
+    if (result.count("buffer-size")) {
+        const auto page = ::sysconf(_SC_PAGESIZE);
+        config.ring_pages =
+            ring_pages_from_kib(result["buffer-size"].as<std::string>(), page > 0 ? static_cast<size_t>(page) : 4096);
+        config.ring_option = "-B " + result["buffer-size"].as<std::string>();
+    }
+    if (result.count("sample"))
+        config.sample_every = parse_sample(result["sample"].as<std::string>());
+    if (result.count("relinquish-privileges"))
+        config.user = parse_user(result["relinquish-privileges"].as<std::string>());
     if (result.count("at"))
         parse_at(result["at"].as<std::string>(), config);
     if (result.count("program")) {

@@ -15,6 +15,7 @@ enum class Direction { In, Out, InOut };
 
 inline constexpr uint32_t kMaxSnaplen = XDPCAP_MAX_SAMPLE_SIZE;
 inline constexpr uint32_t kMaxRingPages = 65536;
+inline constexpr uint32_t kMaxSampleEvery = 0xffffffffu;
 
 struct Config {
     std::string interface;
@@ -29,6 +30,9 @@ struct Config {
     Direction direction = Direction::InOut;
     bool promiscuous = true; // -p turns it off
     std::optional<uint32_t> ring_pages; // unset: sized from the CPU count (default_ring_pages)
+    std::string ring_option;            // how the size was given ("--ring-pages 8", "-B 32"), for messages
+    uint32_t sample_every = 1;          // --sample N: one packet in N of those the filter keeps
+    std::optional<std::string> user;    // -Z: run as this user once attached
     std::string filter;         // libpcap expression; empty: capture everything
     std::optional<std::string> filter_file; // -F: read the expression from this file
     bool dump_filter = false;   // -d: print the compiled filter and exit

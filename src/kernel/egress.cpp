@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
+#include <linux/capability.h>
 #include <net/if.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "error.hpp"
+#include "privileges.hpp"
 
 namespace xdpcap {
 
@@ -177,6 +179,8 @@ void EgressHook::detach() noexcept
     if (!tc_attached_)
         return;
     tc_attached_ = false;
+    // The only step after setup that needs a capability (kept for it).
+    const ScopedCapability net_admin(CAP_NET_ADMIN);
     bpf_tc_hook qdisc = egress_hook_of(ifindex_);
     const bpf_tc_opts filter = filter_of(tc_handle_);
     bpf_tc_detach(&qdisc, &filter);

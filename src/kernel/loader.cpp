@@ -64,7 +64,7 @@ struct LoadAttempt {
 };
 
 LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction, bool xdp,
-                     uint32_t trace_programs)
+                     uint32_t trace_programs, uint32_t sample_every)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -75,6 +75,7 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     attempt.skel->rodata->snaplen = snaplen;
     attempt.skel->rodata->capture_ifindex = ifindex;
     attempt.skel->rodata->filter_enabled = with_filter;
+    attempt.skel->rodata->sample_every = sample_every;
     const bool ingress = direction != Direction::Out && xdp;
     const bool egress = direction != Direction::In;
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, ingress && frags);
@@ -97,16 +98,16 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
 } // namespace
 
 CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
-                                    bool xdp, uint32_t trace_programs)
+                                    bool xdp, uint32_t trace_programs, uint32_t sample_every)
 {
     libbpf_set_print(collect_libbpf_log);
     g_libbpf_log.clear();
-    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp, trace_programs);
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp, trace_programs, sample_every);
     bool multi_buffer = true;
     if (!attempt.skel && direction != Direction::Out && xdp) {
         const std::string frags_reason = last_log_line();
         g_libbpf_log.clear();
-        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp, trace_programs);
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp, trace_programs, sample_every);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -236,8 +237,8 @@ uint32_t main_function_btf_id(int prog_fd, const std::string& what)
 } // namespace
 
 TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
-                                  uint32_t snaplen, uint32_t ifindex, int events_fd, int counters_fd,
-                                  std::span<const bpf_insn> filter)
+                                  uint32_t snaplen, uint32_t ifindex, uint32_t sample_every, int events_fd,
+                                  int counters_fd, int sample_ticks_fd, std::span<const bpf_insn> filter)
 {
     TracePrograms out;
     out.entry_ = entry;
@@ -258,9 +259,12 @@ TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bo
         skel->rodata->capture_ifindex = ifindex;
         skel->rodata->program_index = static_cast<uint16_t>(index);
         skel->rodata->filter_enabled = !filter.empty();
-        // Into the same rings and counters as the capture object's hooks.
+        skel->rodata->sample_every = sample_every;
+        // Into the same rings, counters and sampling ticks as the capture
+        // object's hooks.
         if (bpf_map__reuse_fd(skel->maps.events, events_fd) != 0 ||
-            bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0)
+            bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0 ||
+            bpf_map__reuse_fd(skel->maps.sample_ticks, sample_ticks_fd) != 0)
             throw Error("cannot share the capture maps with the trace programs: " + errno_text(errno));
         bpf_program__set_autoload(skel->progs.xdpcap_entry, entry);
         bpf_program__set_autoload(skel->progs.xdpcap_exit, exit);
@@ -345,7 +349,9 @@ void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool
                                 std::span<const bpf_insn> filter)
 {
     trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
-                                       bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters), filter));
+                                       skel_->rodata->sample_every, bpf_map__fd(skel_->maps.events),
+                                       bpf_map__fd(skel_->maps.counters), bpf_map__fd(skel_->maps.sample_ticks),
+                                       filter));
     traced_ = true;
     trace_programs_ = static_cast<uint32_t>(targets.size());
     trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);

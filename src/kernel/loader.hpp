@@ -39,7 +39,8 @@ public:
     // every frame as seen, runs the filter and tail-calls the sampling
     // program for the frames it keeps.
     static TracePrograms load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit, uint32_t snaplen,
-                              uint32_t ifindex, int events_fd, int counters_fd, std::span<const bpf_insn> filter);
+                              uint32_t ifindex, uint32_t sample_every, int events_fd, int counters_fd,
+                              int sample_ticks_fd, std::span<const bpf_insn> filter);
     void attach();
 
 private:
@@ -69,10 +70,12 @@ public:
     // multi-buffer (xdp.frags) XDP program and falls back to the linear one
     // where the kernel cannot load it.
     // `xdp` false (trace mode): no XDP program, received frames come from
-    // load_trace()'s programs instead.
-    // `trace_programs`: how many programs load_trace() will trace.
+    // load_trace()'s programs instead. `trace_programs`: how many programs
+    // load_trace() will trace. `sample_every` N > 1: each hook keeps one
+    // packet in N of those its filter keeps, counted over all CPUs.
     static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
-                               Direction direction = Direction::In, bool xdp = true, uint32_t trace_programs = 0);
+                               Direction direction = Direction::In, bool xdp = true, uint32_t trace_programs = 0,
+                               uint32_t sample_every = 1);
     // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
     // target; attach() attaches them.
     // `filter` as for TracePrograms::load().

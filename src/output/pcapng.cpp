@@ -8,6 +8,7 @@ namespace {
 
 enum : uint16_t {
     kOptEndOfOpt = 0,
+    kOptComment = 1,
     kShbHardware = 2,
     kShbOs = 3,
     kShbUserAppl = 4,
@@ -148,6 +149,7 @@ void append_interface_statistics(std::vector<uint8_t>& out, const InterfaceStati
     put<uint32_t>(out, isb.interface_id);
     put<uint32_t>(out, static_cast<uint32_t>(isb.timestamp_ns >> 32));
     put<uint32_t>(out, static_cast<uint32_t>(isb.timestamp_ns));
+    put_string_option(out, kOptComment, isb.comment);
     put_timestamp_option(out, kIsbStartTime, isb.start_ns);
     put_timestamp_option(out, kIsbEndTime, isb.end_ns);
     put_value_option<uint64_t>(out, kIsbIfRecv, isb.if_received);

@@ -47,6 +47,7 @@ struct InterfaceStatistics {
     std::optional<uint64_t> filter_accepted;
     uint64_t dropped = 0; // written as isb_ifdrop (what Wireshark shows) and isb_osdrop
     uint64_t user_delivered = 0;
+    std::string comment; // opt_comment; omitted when empty
 };
 
 struct EnhancedPacket {

@@ -1030,7 +1030,8 @@ FLOODER = os.path.join(HERE, "flood_frames.py")
 STATS_CPU_RE = re.compile(
     r"^\s*cpu(\d+): (\d+) seen, (\d+) sampled, (\d+) written, (\d+) ring full, "
     r"(\d+) other output errors, (\d+) reported lost, (\d+) malformed, (\d+) after count, "
-    r"(\d+) not written, (\d+) written out of order$")
+    r"(\d+) not written, (\d+) written out of order"
+    r"(?:, (\d+) kept by filter)?(?:, (\d+) skipped by sampling)?$")
 STATS_CPU_KEYS = ("seen", "sampled", "written", "ring_full", "other_errors", "reported_lost",
                   "malformed", "after_count", "not_written", "out_of_order")
 _STATS_TOTAL_RES = (
@@ -1040,16 +1041,20 @@ _STATS_TOTAL_RES = (
     ("not_written", re.compile(r"^(\d+) packets? not written to the output$")),
     ("malformed", re.compile(r"^(\d+) records? refused as malformed$")),
     ("out_of_order", re.compile(r"^(\d+) packets? written out of order$")),
+    ("skipped", re.compile(r"^(\d+) packets? skipped by sampling \(1 in \d+ kept\)$")),
 )
+# SIGUSR1's statistics: the totals on one line after this marker.
+STATS_INTERIM_PREFIX = "interim statistics: "
 
 
 def parse_stats(err_lines):
     """Every statistics block on stderr, in order.
 
     A block starts at "N packet(s) captured"; it holds the totals (captured,
-    received, dropped, and not_written / malformed / out_of_order, 0 when their
-    optional lines are absent) and, with -v, a dict per CPU (keys STATS_CPU_KEYS)
-    under "cpus".
+    received, dropped, and not_written / malformed / out_of_order / skipped, 0
+    when their optional lines are absent) and, with -v, a dict per CPU (keys
+    STATS_CPU_KEYS, kept_by_filter, skipped) under "cpus".  SIGUSR1's one-line
+    totals (after STATS_INTERIM_PREFIX) start a block with "interim" True.
     Also checks the singular/plural spelling ("1 packet captured").
     """
     blocks = []
@@ -1059,30 +1064,36 @@ def parse_stats(err_lines):
         m = STATS_CPU_RE.match(line)
         if m:
             if cur is not None:
-                cur["cpus"][int(m.group(1))] = dict(
-                    zip(STATS_CPU_KEYS, (int(v) for v in m.groups()[1:])))
+                c = dict(zip(STATS_CPU_KEYS, (int(v) for v in m.groups()[1:11])))
+                c["kept_by_filter"] = int(m.group(12)) if m.group(12) else None
+                c["skipped"] = int(m.group(13)) if m.group(13) else 0
+                cur["cpus"][int(m.group(1))] = c
                 cur["lines"].append(line)
             continue
-        key = None
-        for k, rx in _STATS_TOTAL_RES:
-            m = rx.match(line.strip())
-            if m:
-                key = k
-                break
-        if key is None:
-            continue
-        if key == "captured":
-            cur = {"captured": None, "received": None, "dropped": None, "not_written": 0,
-                   "malformed": 0, "out_of_order": 0, "cpus": {}, "lines": [], "grammar_ok": True}
-            blocks.append(cur)
-        elif cur is None:
-            continue
-        n = int(m.group(1))
-        cur[key] = n
-        cur["lines"].append(line)
-        # "1 packet captured" but "0 packets ...", "2 packets ...".
-        if (n == 1) != (line.strip().split()[1] in ("packet", "record")):
-            cur["grammar_ok"] = False
+        interim = line.startswith(STATS_INTERIM_PREFIX)
+        phrases = line[len(STATS_INTERIM_PREFIX):].split(", ") if interim else [line.strip()]
+        for phrase in phrases:
+            key = None
+            for k, rx in _STATS_TOTAL_RES:
+                m = rx.match(phrase)
+                if m:
+                    key = k
+                    break
+            if key is None:
+                continue
+            if key == "captured":
+                cur = {"captured": None, "received": None, "dropped": None, "not_written": 0,
+                       "malformed": 0, "out_of_order": 0, "skipped": 0,
+                       "cpus": {}, "lines": [], "grammar_ok": True, "interim": interim}
+                blocks.append(cur)
+            elif cur is None:
+                continue
+            n = int(m.group(1))
+            cur[key] = n
+            cur["lines"].append(line)
+            # "1 packet captured" but "0 packets ...", "2 packets ...".
+            if (n == 1) != (phrase.split()[1] in ("packet", "record")):
+                cur["grammar_ok"] = False
     return blocks
 
 
@@ -1090,6 +1101,13 @@ def final_stats(err_lines):
     """The last statistics block on stderr (the end-of-capture one), or None."""
     blocks = parse_stats(err_lines)
     return blocks[-1] if blocks else None
+
+
+def _offered(c):
+    """Of a per-CPU line: the packets offered for sampling (kept by the
+    filter with one, all seen without)."""
+    kept = c.get("kept_by_filter")
+    return c["seen"] if kept is None else kept
 
 
 def check_stats_identity(st, what="statistics", per_cpu=True, final=True):
@@ -1103,24 +1121,25 @@ def check_stats_identity(st, what="statistics", per_cpu=True, final=True):
     cpus = st["cpus"]
     after = sum(c["after_count"] for c in cpus.values())
     lhs = st["received"]
-    rhs = (st["captured"] + (st["dropped"] or 0) + after + st["not_written"] + st["malformed"])
+    rhs = (st["captured"] + (st["dropped"] or 0) + after + st["not_written"] + st["malformed"]
+           + st.get("skipped", 0))
     expect(lhs == rhs,
            f"{what}: received ({lhs}) = captured + dropped + after count + not written "
-           f"+ malformed ({rhs})", "\n".join(st["lines"]))
+           f"+ malformed + skipped by sampling ({rhs})", "\n".join(st["lines"]))
     if not per_cpu:
         return
     expect(len(cpus) >= 1, f"{what}: per-CPU lines present ({len(cpus)})", st["lines"])
     bad = []
     for cpu, c in sorted(cpus.items()):
         rhs = (c["written"] + c["ring_full"] + c["other_errors"] + c["after_count"]
-               + c["not_written"] + c["malformed"])
-        if c["seen"] != rhs:
+               + c["not_written"] + c["malformed"] + c.get("skipped", 0))
+        if _offered(c) != rhs:
             bad.append(f"cpu{cpu}: seen {c['seen']} != {rhs}: {c}")
     expect(not bad, f"{what}: per CPU, seen = written + ring full + other output errors + "
                     "after count + not written + malformed", "\n".join(bad))
     if final:
         bad = [f"cpu{cpu}: {c}" for cpu, c in sorted(cpus.items())
-               if c["seen"] != c["sampled"] + c["ring_full"] + c["other_errors"]
+               if _offered(c) != c["sampled"] + c["ring_full"] + c["other_errors"] + c.get("skipped", 0)
                or c["sampled"] != (c["written"] + c["after_count"] + c["not_written"]
                                    + c["malformed"])]
         expect(not bad, f"{what}: per CPU, seen = sampled + ring full + other output errors, "
@@ -1128,7 +1147,7 @@ def check_stats_identity(st, what="statistics", per_cpu=True, final=True):
                         "not written + malformed", "\n".join(bad))
     sums = {k: sum(c[k] for c in cpus.values()) for k in STATS_CPU_KEYS}
     pairs = [("captured", st["captured"], sums["written"]),
-             ("received", st["received"], sums["seen"]),
+             ("received", st["received"], sum(_offered(c) for c in cpus.values())),
              ("dropped", st["dropped"], sums["ring_full"] + sums["other_errors"]),
              ("not written", st["not_written"], sums["not_written"]),
              ("malformed", st["malformed"], sums["malformed"]),
@@ -1418,7 +1437,9 @@ def parse_isb(e, body):
     names = {2: "starttime", 3: "endtime", 4: "ifrecv", 5: "ifdrop", 6: "filteraccept",
              7: "osdrop", 8: "usrdeliv"}
     for code, val in parse_options(e, body[12:]):
-        if code in names and len(val) == 8:
+        if code == 1:
+            rec["comment"] = val.decode("utf-8", "replace")
+        elif code in names and len(val) == 8:
             rec[names[code]] = struct.unpack(e + "Q", val)[0]
     return rec
 

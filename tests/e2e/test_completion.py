@@ -7,7 +7,7 @@ bash (through bash-completion, inside the capture namespace of a NetLab):
 `xdpcap -i <TAB>` offers exactly that namespace's interfaces (cap0, lo) and
 `-i ca<TAB>` only cap0; `xdpcap -<TAB>` offers exactly the options of
 `xdpcap --help`; -Q, --direction (also as --direction=) and --xdp-mode offer
-their values; -w offers files and "-", -F files.
+their values; -w offers files and "-", -F files; -Z offers user names.
 zsh (an interactive zsh in a pseudo-terminal, tests/e2e/zsh_complete.zsh, in
 the same namespace): the same interfaces, options, values and files.
 """
@@ -85,6 +85,11 @@ def test(binary):
         N.expect(got == ["filter.txt"], "bash: '-F f<TAB>' offers filter.txt", got)
         got = complete(lab, bash_file, ["xdpcap", "-c", ""], cwd=tmp)
         N.expect(got == [], "bash: a number (-c) gets no candidates", got)
+        for number in ("-B", "--buffer-size", "--sample"):
+            got = complete(lab, bash_file, ["xdpcap", number, ""], cwd=tmp)
+            N.expect(got == [], f"bash: a number ({number}) gets no candidates", got)
+        got = complete(lab, bash_file, ["xdpcap", "-Z", "nobod"])
+        N.expect(got == ["nobody"], "bash: '-Z nobod<TAB>' offers the user nobody", got)
 
         # zsh, interactive in a pseudo-terminal, with the file first in fpath.
         zdir = os.path.join(tmp, "zsh")
@@ -104,6 +109,8 @@ def test(binary):
         N.expect(got == ["filter.txt"], "zsh: '-F f<TAB>' offers filter.txt", got)
         got = zcomplete(lab, zdir, "xdpcap -w a", cwd=tmp)
         N.expect(got == ["a.pcapng"], "zsh: '-w a<TAB>' offers a.pcapng", got)
+        got = zcomplete(lab, zdir, "xdpcap -Z nobod")
+        N.expect(got == ["nobody"], "zsh: '-Z nobod<TAB>' offers the user nobody", got)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ With it (Debian 12's 6.1, tests/vm):
   'ifindex 3' (no device in trace mode) is refused in one line, exit 1;
 - --at exit in text mode, with a filter: lines of the kept frames only,
   ending with the verdict's name;
+- --sample 3: entry and exit keep the same third of the frames, and the
+  statistics count the skipped ones;
 - SIGKILL (--at entry, a filter): bpftool link and bpftool prog then show
   nothing of xdpcap's, the program is still attached, same id, and still
   passes traffic (ping);
@@ -282,6 +284,21 @@ def test_traced(lab, binary, tmp, obj, prog):
              sorted(names) == sorted(["XDP_DROP", "XDP_PASS"] * 2),
              "--at exit with a filter, text lines: one per kept frame, at exit, ending in XDP_DROP (port 7001) "
              "or XDP_PASS (7002)", lines)
+
+    # --sample: entry and exit each keep one frame in 3, counted per hook;
+    # frames sent one after another from one CPU are kept at both.
+    sample_frames = udp_frames(10, 3)
+    path, rows, err = capture(lab, binary, tmp, "sampled", ["--sample", "3", "-Q", "in"], sample_frames)
+    entries = sorted(key_of(r["data"]) for r in rows if r["if_name"].endswith(":entry"))
+    exits = sorted(key_of(r["data"]) for r in rows if r["if_name"].endswith(":exit"))
+    want = len(sample_frames) // 3
+    N.expect(len(entries) == len(exits) == want and entries == exits,
+             f"--sample 3: the same {want} of {len(sample_frames)} frames at entry and at exit",
+             (len(entries), len(exits)))
+    st = N.final_stats(err)
+    N.check_stats_identity(st, "--sample 3 in trace mode")
+    N.expect(st["skipped"] == 2 * (len(sample_frames) - want),
+             "--sample 3 in trace mode: the skipped entry and exit samples are counted", st["lines"])
 
     # SIGKILL leaves nothing behind; the program keeps running.
     # -Q in: the clsact egress program stays after SIGKILL on 6.1 (no tcx), by design.

@@ -62,8 +62,8 @@ TEST(Stats, WithFilterReceivedMeansKept)
 TEST(Stats, BothDirectionsSplitTheKernelCounts)
 {
     CpuStats s = cpu(2, 10, 9, 1, 9);
-    s.ingress = {6, 6, 6, 0, 0, 0};
-    s.egress = {4, 4, 3, 1, 1, 1};
+    s.ingress = {6, 6, 6, 0, 0, 0, 0};
+    s.egress = {4, 4, 3, 1, 1, 1, 0};
     const std::string text = format_stats({s}, true, false, true);
     EXPECT_NE(text.find("  cpu2: 10 seen, 9 sampled, 9 written, 1 ring full"), std::string::npos) << text;
     EXPECT_NE(text.find("\n    in: 6 seen, 6 sampled, 0 output errors; out: 4 seen, 3 sampled, 1 output errors\n"),
@@ -80,8 +80,8 @@ TEST(Stats, TraceModeSplitsEntryFromExit)
     // 2 at entry and 3 at exit.
     CpuStats s = cpu(1, 10, 5, 0, 5);
     s.kernel.matched = 5;
-    s.entry = {5, 2, 2, 0, 0, 0};
-    s.exit = {5, 3, 3, 0, 0, 0};
+    s.entry = {5, 2, 2, 0, 0, 0, 0};
+    s.exit = {5, 3, 3, 0, 0, 0, 0};
     s.ingress = s.entry + s.exit;
     const std::string both = format_stats({s}, true, true, false, kTraceEntry | kTraceExit);
     EXPECT_NE(both.find("\n    entry: 5 seen, 2 kept by filter, 2 sampled, 0 output errors; "
@@ -98,13 +98,14 @@ TEST(Stats, TraceModeSplitsEntryFromExit)
 
 TEST(Stats, CountersAddFieldByField)
 {
-    const xdpcap_counters sum = xdpcap_counters{1, 2, 3, 4, 5, 6} + xdpcap_counters{10, 20, 30, 40, 50, 60};
+    const xdpcap_counters sum = xdpcap_counters{1, 2, 3, 4, 5, 6, 7} + xdpcap_counters{10, 20, 30, 40, 50, 60, 70};
     EXPECT_EQ(sum.seen, 11u);
     EXPECT_EQ(sum.matched, 22u);
     EXPECT_EQ(sum.sampled, 33u);
     EXPECT_EQ(sum.output_failed, 44u);
     EXPECT_EQ(sum.ring_full, 55u);
     EXPECT_EQ(sum.pending_drops, 66u);
+    EXPECT_EQ(sum.sample_skipped, 77u);
 }
 
 TEST(Stats, VerboseShowsPacketsWrittenOutOfOrder)
@@ -139,4 +140,44 @@ TEST(Stats, AsTakenLeavesWhatTheRingsHoldToLater)
     EXPECT_EQ(taken[1].ring.written, 4u);
     // Nothing pending and nothing in flight: unchanged.
     EXPECT_EQ(as_taken({b})[0].kernel.seen, 5u);
+}
+
+TEST(Stats, SamplingAddsTheSkippedPackets)
+{
+    CpuStats s = cpu(0, 100, 10, 0, 10);
+    s.kernel.sample_skipped = 90;
+    StatsFormat format;
+    format.sample_every = 10;
+    EXPECT_EQ(format_stats({s}, format), "10 packets captured\n100 packets received by filter\n"
+                                         "0 packets dropped by kernel\n90 packets skipped by sampling (1 in 10 kept)\n");
+    format.per_cpu = true;
+    const std::string verbose = format_stats({s}, format);
+    EXPECT_NE(verbose.find("0 written out of order, 90 skipped by sampling\n"), std::string::npos) << verbose;
+    format.both_directions = true;
+    s.ingress = s.kernel;
+    const std::string split = format_stats({s}, format);
+    EXPECT_NE(split.find("in: 100 seen, 90 skipped by sampling, 10 sampled, 0 output errors;"), std::string::npos)
+        << split;
+    // Without --sample the line is absent, as before.
+    EXPECT_EQ(format_stats({s}, false).find("sampling"), std::string::npos);
+    CpuStats one = cpu(0, 10, 1, 0, 1);
+    one.kernel.sample_skipped = 1;
+    EXPECT_NE(format_stats({one}, StatsFormat{.sample_every = 2}).find("\n1 packet skipped by sampling (1 in 2"),
+              std::string::npos);
+}
+
+TEST(Stats, InterimStatisticsAreOneMarkedLine)
+{
+    const std::vector<CpuStats> cpus = {cpu(0, 10, 8, 2, 8), cpu(1, 5, 5, 0, 5)};
+    StatsFormat format;
+    format.interim = true;
+    EXPECT_EQ(format_stats(cpus, format), "interim statistics: 13 packets captured, 15 packets received by filter, "
+                                          "2 packets dropped by kernel\n");
+    format.per_cpu = true;
+    const std::string verbose = format_stats(cpus, format);
+    EXPECT_EQ(verbose.rfind(kInterimPrefix, 0), 0u) << verbose;
+    EXPECT_NE(verbose.find("kernel, 0 packets written out of order\n  cpu0: "), std::string::npos) << verbose;
+    // The final statistics never carry the marker.
+    format.interim = false;
+    EXPECT_EQ(format_stats(cpus, format).find("interim"), std::string::npos);
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -209,4 +211,74 @@ TEST(Cli, RotationRefusals)
                 << option << " " << bad;
     }
     EXPECT_EQ(error_of({"-i", "e", "-w", "f", "-C", "1", "-z", ""}), "-z needs a command");
+}
+
+TEST(Cli, HelpHasNoTrailingSpaces)
+{
+    const auto help = std::get<ShowText>(parse({"--help"})).text;
+    size_t start = 0;
+    int line_number = 1;
+    while (start < help.size()) {
+        size_t end = help.find('\n', start);
+        if (end == std::string::npos)
+            end = help.size();
+        const std::string line = help.substr(start, end - start);
+        EXPECT_TRUE(line.empty() || (line.back() != ' ' && line.back() != '\t'))
+            << "line " << line_number << " ends in white space: '" << line << "'";
+        start = end + 1;
+        ++line_number;
+    }
+    // The wrapped descriptions are still there, word for word.
+    EXPECT_NE(help.find("Write pcapng to FILE, or to standard output\n"), std::string::npos) << help;
+    EXPECT_EQ(help.back(), '\n');
+    for (const char* option : {"-Z, --relinquish-privileges USER", "-B, --buffer-size KIB", "--sample N"})
+        EXPECT_NE(help.find(option), std::string::npos) << option;
+}
+
+TEST(Cli, RunAsUser)
+{
+    EXPECT_FALSE(parse_config({"-i", "e"}).user);
+    EXPECT_EQ(parse_config({"-i", "e", "-Z", "nobody"}).user, "nobody");
+    EXPECT_EQ(parse_config({"-i", "e", "--relinquish-privileges=tcpdump"}).user, "tcpdump");
+    EXPECT_NE(error_of({"-i", "e", "-Z", ""}).find("-Z needs a user name"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "e", "-Z"}).find("option -Z is missing an argument"), std::string::npos);
+}
+
+TEST(Cli, Sample)
+{
+    EXPECT_EQ(parse_config({"-i", "e"}).sample_every, 1u);
+    EXPECT_EQ(parse_config({"-i", "e", "--sample", "1"}).sample_every, 1u);
+    EXPECT_EQ(parse_config({"-i", "e", "--sample", "10"}).sample_every, 10u);
+    EXPECT_EQ(parse_config({"-i", "e", "--sample=4294967295"}).sample_every, 4294967295u);
+    for (const char* bad : {"0", "-1", "-10", "ten", "1.5", "", "4294967296", "10x"})
+        EXPECT_NE(error_of({"-i", "e", "--sample", bad}).find("invalid --sample"), std::string::npos) << bad;
+}
+
+TEST(Cli, BufferSizeInKib)
+{
+    // 4 KiB pages: KiB / 4, rounded down to a power of two.
+    EXPECT_EQ(ring_pages_from_kib("4", 4096), 1u);
+    EXPECT_EQ(ring_pages_from_kib("7", 4096), 1u);
+    EXPECT_EQ(ring_pages_from_kib("8", 4096), 2u);
+    EXPECT_EQ(ring_pages_from_kib("100", 4096), 16u); // 25 pages -> 16
+    EXPECT_EQ(ring_pages_from_kib("1024", 4096), 256u);
+    EXPECT_EQ(ring_pages_from_kib("262144", 4096), kMaxRingPages);
+    EXPECT_EQ(ring_pages_from_kib("64", 65536), 1u); // 64 KiB pages
+    EXPECT_EQ(ring_pages_from_kib("200", 65536), 2u);
+    for (const char* bad : {"0", "3", "-4", "abc", "262145", ""}) {
+        try {
+            ring_pages_from_kib(bad, 4096);
+            ADD_FAILURE() << bad << " accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("invalid -B"), std::string::npos) << e.what();
+        }
+    }
+    const Config c = parse_config({"-i", "e", "-B", "1024"});
+    ASSERT_TRUE(c.ring_pages);
+    EXPECT_EQ(uint64_t{*c.ring_pages} * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), 1024u * 1024u);
+    EXPECT_EQ(c.ring_option, "-B 1024");
+    EXPECT_EQ(parse_config({"-i", "e", "--buffer-size=2048"}).ring_pages, *c.ring_pages * 2);
+    EXPECT_EQ(error_of({"-i", "e", "-B", "64", "--ring-pages", "16"}),
+              "give the ring size either with -B (KiB) or with --ring-pages, not both");
+    EXPECT_NE(error_of({"-i", "e", "-B", "0"}).find("invalid -B '0'"), std::string::npos);
 }

@@ -154,6 +154,18 @@ TEST(Pcapng, InterfaceStatisticsWithFilterAccept)
     EXPECT_EQ(Bytes(out.begin() + 68, out.begin() + 80), filter_accept);
 }
 
+TEST(Pcapng, InterfaceStatisticsWithComment)
+{
+    Bytes out;
+    pcapng::InterfaceStatistics isb;
+    isb.comment = "9 skipped"; // 9 bytes, padded to 12
+    pcapng::append_interface_statistics(out, isb);
+    ASSERT_EQ(out.size(), 100u + 16u);
+    const Bytes comment = {0x01, 0x00, 0x09, 0x00, '9', ' ', 's', 'k', 'i', 'p', 'p', 'e', 'd', 0, 0, 0};
+    EXPECT_EQ(Bytes(out.begin() + 20, out.begin() + 36), comment);
+    EXPECT_EQ(out[4], 116);
+}
+
 TEST(Pcapng, ExitRecordCarriesXdpVerdict)
 {
     const uint8_t data[] = {1, 2, 3, 4};

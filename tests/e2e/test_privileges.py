@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""End-to-end: -Z and the capability drop.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_privileges.py PATH/TO/xdpcap
+
+  * -Z with an unknown user: one "xdpcap: " line, exit 1, no output file,
+    nothing attached (the user is checked before anything is);
+  * -Z nobody -w in a directory only root may write: the file cannot be
+    created (as tcpdump, it is opened after the change of user), one line,
+    exit 1, nothing attached;
+  * -Z nobody -w FILE: during the capture /proc/PID/status shows nobody's
+    uid and gid, no capability in any set (CapEff, CapPrm, CapInh, CapAmb 0)
+    and NoNewPrivs 1; the file belongs to nobody; every frame sent is in it,
+    SIGINT drains and ends with exit 0, statistics and ISBs, and nothing stays
+    attached (where egress goes through clsact, on kernels without tcx, only
+    CAP_NET_ADMIN stays permitted, as below);
+  * -Z nobody on the clsact egress path (forced as on kernels without tcx):
+    only CAP_NET_ADMIN stays, permitted but not effective, and the filter and
+    qdisc are gone after exit;
+  * -Z nobody on an interface that is down at the start: once it comes up
+    (after the drop) the frames are captured;
+  * without -Z: still root, but no capability left during the capture; the
+    capture works to the end.
+"""
+
+import os
+import pwd
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+
+COUNT = 200
+CAP_NET_ADMIN = 12
+
+
+def status_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        fields = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+    return fields
+
+
+def caps(fields, name):
+    return int(fields[name].strip(), 16)
+
+
+def check_process(x, what, uid, gid, permitted):
+    pid = x.proc.pid
+    with open(f"/proc/{pid}/comm") as f:
+        comm = f.read().strip()
+    N.check(comm.startswith("xdpcap"), f"{what}: process {pid} is xdpcap ({comm})")
+    st = status_of(pid)
+    N.log(f"  info  {what}: Uid {st['Uid']} Gid {st['Gid']} CapInh {st['CapInh']} CapPrm {st['CapPrm']} "
+          f"CapEff {st['CapEff']} CapAmb {st.get('CapAmb')} NoNewPrivs {st.get('NoNewPrivs')}")
+    N.expect(st["Uid"].split() == [str(uid)] * 4, f"{what}: real, effective, saved and fs uid are {uid}",
+             st["Uid"])
+    N.expect(st["Gid"].split() == [str(gid)] * 4, f"{what}: every gid is {gid}", st["Gid"])
+    N.expect(caps(st, "CapEff") == 0, f"{what}: no effective capability (CapEff 0)", st["CapEff"])
+    N.expect(caps(st, "CapPrm") == permitted, f"{what}: CapPrm is {permitted:#x}", st["CapPrm"])
+    N.expect(caps(st, "CapInh") == 0 and caps(st, "CapAmb") == 0,
+             f"{what}: nothing inheritable or ambient", (st["CapInh"], st["CapAmb"]))
+    N.expect(st.get("NoNewPrivs", "").strip() == "1", f"{what}: NoNewPrivs 1", st.get("NoNewPrivs"))
+
+
+def tc_egress_state(lab):
+    filters = N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "filter", "show", "dev", lab.cap_if,
+                     "egress"], check_rc=False).stdout.strip()
+    qdiscs = N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "qdisc", "show", "dev", lab.cap_if]).stdout
+    return filters, "clsact" in qdiscs
+
+
+def uses_clsact(out, what):
+    """The interface descriptions (written before the listening line) say how
+    egress is hooked: only the clsact fallback keeps CAP_NET_ADMIN."""
+    clsact = "clsact egress" in " ".join(i["description"] or "" for i in N.pcapng_idbs(out))
+    N.log(f"  info  {what}: egress through {'clsact' if clsact else 'tcx'}")
+    return clsact
+
+
+def capture(lab, binary, tmp, corpus, frames, what, args, out, uid, gid, env=None):
+    argv = [binary, "-i", lab.cap_if, "-v", "-w", out] + args
+    x = N.Xdpcap(lab, binary, [], argv=argv if env is None else ["env"] + env + argv)
+    x.wait_listening()
+    clsact = uses_clsact(out, what)
+    if env:
+        N.check(clsact, f"{what}: egress goes through clsact")
+    permitted = (1 << CAP_NET_ADMIN) if clsact else 0
+    check_process(x, what, uid, gid, permitted)
+    st = os.stat(out)
+    N.expect((st.st_uid, st.st_gid) == (uid, gid), f"{what}: the output file belongs to {uid}:{gid}",
+             (st.st_uid, st.st_gid))
+    N.log("  info  " + lab.send(corpus, N.cpus()[0], gap_us=200))
+    time.sleep(0.3)
+    # Still without privileges after the traffic, just before the drain.
+    check_process(x, what + " (after the traffic)", uid, gid, permitted)
+    rc = x.stop(signal.SIGINT)
+    N.log("  info  stderr: " + " | ".join(x.err_lines))
+    N.expect(rc == 0, f"{what}: exit 0 after SIGINT", f"status {rc}")
+    N.expect(not [l for l in x.err_lines if l.startswith("xdpcap: ")], f"{what}: no error or warning line",
+             x.err_lines)
+    st = N.final_stats(x.err_lines)
+    N.check(st is not None, f"{what}: final statistics printed")
+    N.check_stats_identity(st, what)
+    rows = N.read_capture(out, tmp)
+    got = [r["data"] for r in rows]
+    received = [f for f in frames]
+    N.check_exact(received, got, f"{what}: every frame sent captured once, byte-exact")
+    recs = N.pcapng_records(out)
+    N.expect(not recs["problems"] and recs["isbs"], f"{what}: the drain wrote the statistics blocks",
+             recs["problems"])
+    N.check_isbs_match_stats(recs, st, f"{what}: ISBs")
+    lab.assert_clean(f"{what}: no XDP program remains attached to cap0")
+
+
+def test(binary):
+    nobody = pwd.getpwnam("nobody")
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        # nobody must be able to create the file there.
+        os.chmod(tmp, 0o777)
+        corpus = os.path.join(tmp, "corpus.pcap")
+        frames = N.build_corpus(corpus, COUNT, seed=31)
+
+        # Unknown user: refused before anything is attached.
+        bad_user = "xdpcapt-no-such-user"
+        out = os.path.join(tmp, "never.pcapng")
+        rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-Z", bad_user, "-w", out])
+        N.expect(rc == 1, "unknown -Z user: exit 1", rc)
+        N.expect(len(err) == 1 and err[0].startswith("xdpcap: ") and bad_user in err[0],
+                 "unknown -Z user: one 'xdpcap: ' line naming the user", err)
+        N.expect(not os.path.exists(out), "unknown -Z user: no output file")
+        N.expect(lab.xdp_state() == "", "unknown -Z user: nothing attached", lab.xdp_state())
+
+        # -Z nobody and a directory only root may write: the file is created
+        # as nobody, so it cannot be; the capture set up so far is undone.
+        private = os.path.join(tmp, "root-only")
+        os.mkdir(private, 0o700)
+        rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-Z", "nobody", "-w",
+                                                   os.path.join(private, "x.pcapng")])
+        N.expect(rc == 1 and len(err) == 1 and "Permission denied" in err[0],
+                 "-Z nobody -w in a root-only directory: one 'Permission denied' line, exit 1",
+                 (rc, err))
+        N.expect(not os.listdir(private), "-Z nobody -w in a root-only directory: no file")
+        N.expect(lab.xdp_state() == "", "-Z nobody -w in a root-only directory: nothing attached",
+                 lab.xdp_state())
+
+        # -Z nobody.
+        capture(lab, binary, tmp, corpus, frames, "-Z nobody", ["-Z", "nobody"],
+                os.path.join(tmp, "nobody.pcapng"), nobody.pw_uid, nobody.pw_gid)
+
+        # -Z nobody with egress through clsact: CAP_NET_ADMIN kept, not effective.
+        capture(lab, binary, tmp, corpus, frames, "-Z nobody, clsact egress", ["-Z", "nobody"],
+                os.path.join(tmp, "clsact.pcapng"), nobody.pw_uid, nobody.pw_gid,
+                env=["XDPCAP_TEST_NO_TCX=1"])
+        filters, has_clsact = tc_egress_state(lab)
+        N.expect(not filters and not has_clsact,
+                 "-Z nobody, clsact egress: the filter and the qdisc are removed at exit", filters)
+
+        # An interface that is down at the start comes up after the drop: the
+        # programs are attached already, nothing needs a privilege.
+        N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "down"])
+        out = os.path.join(tmp, "down.pcapng")
+        x = lab.xdpcap(binary, ["-Z", "nobody", "-w", out])
+        x.wait_listening()
+        check_process(x, "-Z nobody, interface down", nobody.pw_uid, nobody.pw_gid,
+                      (1 << CAP_NET_ADMIN) if uses_clsact(out, "-Z nobody, interface down") else 0)
+        N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "up"])
+        lab._wait_up(lab.cap_ns, lab.cap_if)
+        N.log("  info  " + lab.send(corpus, N.cpus()[0], gap_us=200))
+        time.sleep(0.3)
+        rc = x.stop(signal.SIGINT)
+        N.expect(rc == 0, "-Z nobody, interface down: exit 0 after SIGINT", (rc, x.err_lines))
+        N.check_exact(frames, [r["data"] for r in N.read_capture(out, tmp)],
+                      "-Z nobody, interface down at the start: once up, every frame is captured")
+        lab.assert_clean("-Z nobody, interface down: nothing attached after exit")
+
+        # No -Z: still root, but without capabilities.
+        capture(lab, binary, tmp, corpus, frames, "no -Z", [],
+                os.path.join(tmp, "root.pcapng"), 0, 0)
+
+
+if __name__ == "__main__":
+    N.main(test)
