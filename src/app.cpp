@@ -264,7 +264,7 @@ int run_capture(const Config& config)
     if (filter.find_first_not_of(' ') != std::string::npos)
         classic.emplace(compile_filter(filter, interface_netmask(config.interface)));
 
-    if (!config.writes_pcapng() || config.writes_to_stdout()) {
+    if (!config.writes_pcapng() || config.writes_to_stdout() || config.print) {
         if (standard_output_was_closed())
             throw Error("standard output is closed: give -w FILE, or run with standard output open");
     }
@@ -308,9 +308,18 @@ int run_capture(const Config& config)
     const uint64_t start_ns = now_ns(CLOCK_REALTIME);
 
     guard.release();
+    // -l: each text line goes out as it is made, as -U does for pcapng.
+    const bool print = config.print && config.writes_pcapng();
+    std::optional<Sink> print_sink;
+    if (print) {
+        print_sink.emplace(Sink::standard_output());
+        print_sink->watch(&signals);
+    }
     PacketOutput output(std::move(sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
-                        config.packet_buffered, std::move(names));
+                        config.packet_buffered || (config.line_buffered && (!config.writes_pcapng() || print)),
+                        std::move(names), config.text,
+                        std::move(print_sink));
     CaptureLoop loop(program, rings, output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
                                           config.direction == Direction::InOut, 50, interfaces});

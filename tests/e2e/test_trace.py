@@ -171,10 +171,11 @@ def test_traced(lab, binary, tmp, obj, prog):
     lab.send(pcap, cpu=0)
     N.expect(x.wait(20) == 0, "--at exit -c N exits 0 after N packets", x.stderr)
     lines = bytes(x.out).decode().splitlines()
-    names = [l.split()[-1] for l in lines]
+    # "TIME cap0@cpuN:exit In VERDICT IP ...": the verdict follows the direction.
+    names = [l.split()[3] if len(l.split()) > 3 else "" for l in lines]
     N.expect(len(lines) == len(text_frames) and all(":exit " in l for l in lines) and
              sorted(names) == sorted(["XDP_PASS", "XDP_DROP", "XDP_PASS"] * 2),
-             "--at exit text lines: one per frame, at exit, ending in XDP_PASS or XDP_DROP", lines)
+             "--at exit text lines: one per frame, at exit, with XDP_PASS or XDP_DROP after the direction", lines)
 
     # SIGKILL leaves nothing behind; the program keeps running.
     # -Q in: the clsact egress program stays after SIGKILL on 6.1 (no tcx), by design.
