@@ -892,8 +892,9 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
             w.put("ethertype "sv);
             put_ethertype(w, type, true);
         }
+        // The frame's length, as tcpdump's link-level header gives it.
         w.put(", length "sv);
-        w.dec(length);
+        w.dec(origlen);
         break;
     }
     return offset;

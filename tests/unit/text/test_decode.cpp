@@ -163,13 +163,13 @@ const Golden kGoldens[] = {
      false, true, "vlan 200, p 3, ethertype 802.1Q, vlan 100, p 0, ethertype IPv4, IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8"},
     // ethertype 0x88b5
     {"UnknownEthertype", "02000000000202000000000188b500000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
-     false, false, "ethertype Unknown (0x88b5), length 46"},
+     false, false, "ethertype Unknown (0x88b5), length 60"},
     // ethertype 0x88b5 (-e)
     {"UnknownEthertypeLink", "02000000000202000000000188b500000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
      true, false, "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype Unknown (0x88b5), length 60"},
     // ethertype 0x88b5 (-q)
     {"UnknownEthertypeQuick", "02000000000202000000000188b500000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
-     false, true, "ethertype Unknown (0x88b5), length 46"},
+     false, true, "ethertype Unknown (0x88b5), length 60"},
     // IP protocol 200
     {"UnknownIpProtocol", "0200000000020200000000010800450000280001000040c8ede5c6120001c61200020000000000000000000000000000000000000000",
      false, false, "IP 198.18.0.1 > 198.18.0.2: ip-proto-200, length 20"},
