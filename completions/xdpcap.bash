@@ -8,10 +8,12 @@ declare -gA _xdpcap_values=(
     [-Q]="in out inout" [--direction]="in out inout"
     [--xdp-mode]="native generic auto"
     [--at]="entry exit entry,exit"
+    [--time-stamp-precision]="micro nano"
 )
 _xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
+    -e -x -X -A -t --number -l --print
     -h --help --version"
 
 _xdpcap()
