@@ -589,7 +589,8 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
     }
 }
 
-void print_ipv4(Writer& w, const Bytes& ip, const DecodeOptions& o) noexcept
+// `frame_length`: what the frame held from this header on, captured or not.
+void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept
 {
     if (!o.link_header)
         w.put("IP "sv);
@@ -609,7 +610,8 @@ void print_ipv4(Writer& w, const Bytes& ip, const DecodeOptions& o) noexcept
         w.dec(header);
         return;
     }
-    const size_t total = ip.u16(2);
+    // Zero: a GSO packet larger than 64 KiB (BIG TCP); the frame says how long.
+    const size_t total = ip.u16(2) != 0 ? ip.u16(2) : frame_length;
     if (total < header) {
         w.put("bad total length "sv);
         w.dec(total);
@@ -652,7 +654,7 @@ void print_ipv4(Writer& w, const Bytes& ip, const DecodeOptions& o) noexcept
     }
 }
 
-void print_ipv6(Writer& w, const Bytes& ip, const DecodeOptions& o) noexcept
+void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept
 {
     if (!o.link_header)
         w.put("IP6 "sv);
@@ -665,7 +667,8 @@ void print_ipv6(Writer& w, const Bytes& ip, const DecodeOptions& o) noexcept
         w.dec(ip.u8(0) >> 4);
         return;
     }
-    const size_t payload_length = ip.u16(4);
+    // Zero: a jumbogram (BIG TCP); the frame says how long.
+    const size_t payload_length = ip.u16(4) != 0 ? ip.u16(4) : frame_length > 40 ? frame_length - 40 : 0;
     const Bytes packet = ip.first(40 + payload_length);
     const AddressText src = ipv6_text(ip.data + 8);
     const AddressText dst = ipv6_text(ip.data + 24);
@@ -872,11 +875,11 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
     switch (type) {
     case kEtherIPv4:
         begin_payload();
-        print_ipv4(w, payload, o);
+        print_ipv4(w, payload, length, o);
         break;
     case kEtherIPv6:
         begin_payload();
-        print_ipv6(w, payload, o);
+        print_ipv6(w, payload, length, o);
         break;
     case kEtherArp:
         begin_payload();

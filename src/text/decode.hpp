@@ -21,7 +21,7 @@ struct DecodeOptions {
 };
 
 // Most bytes decode_frame() writes (the dump not included).
-inline constexpr size_t kMaxDecodeLength = 1024;
+inline constexpr size_t kMaxDecodeLength = 2048;
 
 // Room dump_frame() may need for a frame of `caplen` bytes.
 constexpr size_t dump_length_bound(uint32_t caplen) noexcept

@@ -262,6 +262,47 @@ TEST(TextDecode, TruncationIsMarked)
     }
 }
 
+// A GSO packet beyond 64 KiB (BIG TCP) has a zero IP length: the frame's
+// length stands in for it.
+TEST(TextDecode, ZeroIpLengthTakesTheFrameLength)
+{
+    auto v4 = frame("TcpPushData");
+    v4[16] = v4[17] = 0;
+    EXPECT_EQ(decode(v4, v4.size()),
+              "IP 198.18.0.1.1234 > 198.18.0.2.8080: Flags [P.], seq 1000:1013, ack 2000, win 512, length 13");
+    auto v6 = frame("Ipv6Udp");
+    v6[18] = v6[19] = 0;
+    EXPECT_EQ(decode(v6, v6.size()), "IP6 2001:db8::1.1 > 2001:db8::2.2: UDP, length 2");
+}
+
+// The longest decode there is (eight VLAN tags, sixteen IPv6 extension
+// headers, an ICMPv6 error, -e) fits kMaxDecodeLength.
+TEST(TextDecode, LongestDecodeFits)
+{
+    std::vector<uint8_t> f = {0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x88, 0xa8};
+    for (int i = 0; i < 8; ++i)
+        f.insert(f.end(), {0xff, 0xff, 0x88, 0xa8});
+    f[f.size() - 2] = 0x86; // the last tag's ethertype: IPv6
+    f[f.size() - 1] = 0xdd;
+    const size_t ip = f.size();
+    f.insert(f.end(), 40, 0xff);
+    f[ip] = 0x6f;
+    f[ip + 4] = 0xff;
+    f[ip + 5] = 0xff;
+    f[ip + 6] = 43; // routing headers, each "RT6 (type=255, segleft=255) "
+    for (int i = 0; i < 16; ++i)
+        f.insert(f.end(), {static_cast<uint8_t>(i < 15 ? 43 : 58), 0, 0xff, 0xff, 0, 0, 0, 0});
+    f.insert(f.end(), {1, 200, 0, 0, 0, 0, 0, 0});
+    f.insert(f.end(), 48, 0xff);
+    DecodeOptions options;
+    options.link_header = true;
+    const std::string line = decode(f, f.size(), options);
+    EXPECT_GT(line.size(), 1000u);
+    EXPECT_LT(line.size() + 512, xdpcap::text::kMaxDecodeLength) << line;
+    EXPECT_NE(line.find("ICMP6, destination unreachable, code 200"), std::string::npos) << line;
+    EXPECT_EQ(line.find("[|"), std::string::npos) << line;
+}
+
 // A buffer too small for the line: cut, never overrun.
 TEST(TextDecode, SmallBufferIsNeverOverrun)
 {
