@@ -364,6 +364,9 @@ int run_capture(const Config& config)
             failure = e.what(); // only statistics blocks were lost
         }
     }
+    if (!output.print_failure().empty())
+        std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
+                     output.print_failure().c_str());
     if (failure.empty() && reason == StopReason::InterfaceGone)
         failure = iface.name + " went away; capture stopped";
     if (!failure.empty())

@@ -22,8 +22,6 @@ PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::
 void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs)
 {
     sink_.start();
-    if (print_)
-        print_->start();
     if (format_ != Format::Pcapng)
         return;
     std::vector<uint8_t> blocks;
@@ -43,8 +41,44 @@ void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
         sink_.append(blocks);
     }
     sink_.flush();
-    if (print_)
+    flush_print();
+}
+
+void PacketOutput::stop_printing(const Error* failure)
+{
+    if (failure)
+        print_failure_ = failure->what();
+    print_.reset();
+}
+
+void PacketOutput::print_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+{
+    try {
+        write_line(*print_, interface_id, sample, realtime_ns);
+        if (packet_buffered_)
+            print_->flush();
+    } catch (const OutputClosed&) {
+        stop_printing(nullptr);
+    } catch (const OutputInterrupted&) {
+        throw; // a stop signal: the capture stops
+    } catch (const Error& e) {
+        stop_printing(&e);
+    }
+}
+
+void PacketOutput::flush_print()
+{
+    if (!print_)
+        return;
+    try {
         print_->flush();
+    } catch (const OutputClosed&) {
+        stop_printing(nullptr);
+    } catch (const OutputInterrupted&) {
+        throw;
+    } catch (const Error& e) {
+        stop_printing(&e);
+    }
 }
 
 void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns,

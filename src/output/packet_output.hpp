@@ -44,20 +44,16 @@ public:
             write_line(sink_, interface_id, sample, realtime_ns);
         ++accepted_;
         if (print_)
-            write_line(*print_, interface_id, sample, realtime_ns);
-        if (packet_buffered_) {
+            print_line(interface_id, sample, realtime_ns);
+        if (packet_buffered_)
             sink_.flush();
-            if (print_)
-                print_->flush();
-        }
     }
     // After each drained batch: pipes and terminals see packets promptly.
     void end_batch()
     {
         if (sink_.is_pipe() || format_ == Format::Text)
             sink_.flush();
-        if (print_)
-            print_->flush();
+        flush_print();
     }
     // Writes out whatever refers to sample bytes, before they are released.
     void release_references()
@@ -69,9 +65,11 @@ public:
     void flush()
     {
         sink_.flush();
-        if (print_)
-            print_->flush();
+        flush_print();
     }
+    // --print: why the lines on standard output stopped early (empty when
+    // they did not, or when their reader just went away).
+    const std::string& print_failure() const noexcept { return print_failure_; }
     // After a failed write: calls on_lost(interface_id) for every packet in
     // the chunk that did not reach the output completely.
     template <class OnLost>
@@ -84,6 +82,11 @@ public:
 private:
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    // --print's lines are a side show: when they cannot be written the
+    // capture into the file goes on without them.
+    void print_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    void flush_print();
+    void stop_printing(const Error* failure);
 
     Sink sink_;
     Format format_;
@@ -93,6 +96,7 @@ private:
     text::TextOptions text_;
     text::TimestampPrinter timestamps_;
     std::optional<Sink> print_;
+    std::string print_failure_;
     uint64_t printed_ = 0; // the number -# shows
     // Text: the interface of each packet handed to the sink since its last
     // flush began, and where in the chunk its text ends, so that a failed

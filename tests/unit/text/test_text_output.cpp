@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <linux/bpf.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cstring>
@@ -167,6 +168,52 @@ TEST_F(TextOutput, PrintNextToPcapng)
     EXPECT_EQ(packets, 2u);
     const std::string line = "10:55:26.896062 a@cpu0 In IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
     EXPECT_EQ(text_of(text_file.contents()), line + line);
+}
+
+size_t packet_blocks(const Bytes& blocks)
+{
+    size_t packets = 0;
+    for (size_t offset = 0; offset + 8 <= blocks.size();) {
+        uint32_t type, length;
+        std::memcpy(&type, &blocks[offset], 4);
+        std::memcpy(&length, &blocks[offset + 4], 4);
+        if (length < 12)
+            break;
+        packets += type == pcapng::kEpbType;
+        offset += length;
+    }
+    return packets;
+}
+
+// --print's lines failing (reader gone, disk full) stop the lines only: the
+// file still gets every packet, and a failure other than a vanished reader
+// is kept to be reported.
+TEST_F(TextOutput, PrintFailureLeavesThePcapngAlone)
+{
+    struct sigaction ignore{}, old{};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &old);
+    for (bool reader_gone : {true, false}) {
+        MemFile pcapng_file;
+        SmallPipe pipe;
+        pipe.close_reader();
+        {
+            PacketOutput output(Sink::open_file(pcapng_file.path()), PacketOutput::Format::Pcapng, true, {"a@cpu0"},
+                                {}, reader_gone ? Sink::open_file(pipe.writer_path()) : Sink::open_file("/dev/full"));
+            output.begin(pcapng::SectionHeader{"hw", "os", "app"}, {pcapng::InterfaceDescription{}});
+            for (int i = 0; i < 3; ++i)
+                EXPECT_NO_THROW(output.write(0, sample(), kTime)) << reader_gone;
+            EXPECT_NO_THROW(output.end_batch());
+            output.finish({});
+            if (reader_gone)
+                EXPECT_EQ(output.print_failure(), "");
+            else
+                EXPECT_NE(output.print_failure().find("No space left on device"), std::string::npos)
+                    << output.print_failure();
+        }
+        EXPECT_EQ(packet_blocks(pcapng_file.contents()), 3u) << reader_gone;
+    }
+    ::sigaction(SIGPIPE, &old, nullptr);
 }
 
 } // namespace
