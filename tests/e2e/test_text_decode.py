@@ -17,6 +17,8 @@ sent over the veth pair, and:
 - -q: TCP as "tcp LENGTH", as tcpdump -q;
 - -s 20: no crash, exit 0, one line per frame, every line marks the cut
   ("[|...]");
+- --print with its reader gone: the file still gets every frame, exit 0;
+- a ping to cap0: requests "In", replies "Out";
 - -w - --print: refused in one line.
 """
 
@@ -204,6 +206,34 @@ def test(binary):
         unmarked = [l for l, d in zip(ours, decoded)
                     if not re.search(r"\[\|\w+\]$", d) and not d.startswith("ethertype Unknown")]
         N.expect(not unmarked, "-s 20: every line ends with a truncation mark [|proto]", unmarked[:5])
+
+        # --print whose reader is gone before the first line: the lines
+        # stop, the file still gets every frame, exit 0 without a complaint.
+        path = os.path.join(tmp, "gone.pcapng")
+        x = lab.xdpcap(binary, ["-w", path, "--print", "-c", str(count)], stdout=subprocess.PIPE)
+        x.wait_listening()
+        x.stdout_pipe.close()
+        lab.send(corpus, CPU, gap_us=300)
+        rc = x.wait(20)
+        N.expect(rc == 0 and not [l for l in x.err_lines if l.startswith("xdpcap: ")],
+                 "--print, reader gone: exit 0, no error line", (rc, x.err_lines))
+        N.expect(N.capinfos_count(path) == count, "--print, reader gone: FILE still holds every frame",
+                 N.capinfos_count(path))
+
+        # Real traffic both ways: a ping's requests come In, its replies go Out.
+        N.run(["ip", "-n", lab.cap_ns, "addr", "add", "198.18.91.1/24", "dev", lab.cap_if])
+        N.run(["ip", "-n", lab.gen_ns, "addr", "add", "198.18.91.2/24", "dev", lab.gen_if])
+        x = lab.xdpcap(binary, ["-c", "4", "icmp"])
+        x.wait_listening()
+        N.run(["ip", "netns", "exec", lab.gen_ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.91.1"])
+        rc = x.wait(20)
+        lines = bytes(x.out).decode("utf-8", "replace").splitlines()
+        ins = [l for l in lines if re.search(r" In IP 198\.18\.91\.2 > 198\.18\.91\.1: ICMP echo request, id \d+, "
+                                             r"seq \d+, length 64$", l)]
+        outs = [l for l in lines if re.search(r" Out IP 198\.18\.91\.1 > 198\.18\.91\.2: ICMP echo reply, id \d+, "
+                                              r"seq \d+, length 64$", l)]
+        N.expect(rc == 0 and len(ins) == 2 and len(outs) == 2,
+                 "ping: two 'In ... echo request' and two 'Out ... echo reply' lines", lines)
 
         # -w - --print: stdout carries pcapng.
         rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", "-", "--print"])
