@@ -17,6 +17,7 @@ sent over the veth pair, and:
 - -q: TCP as "tcp LENGTH", as tcpdump -q;
 - -s 20: no crash, exit 0, one line per frame, every line marks the cut
   ("[|...]");
+- -l: one write(2) per packet line (seen with strace);
 - --print with its reader gone: the file still gets every frame, exit 0;
 - a ping to cap0: requests "In", replies "Out";
 - -w - --print: refused in one line.
@@ -235,6 +236,20 @@ def test(binary):
         N.expect(rc == 0 and len(ins) == 2 and len(outs) == 2,
                  "ping: two 'In ... echo request' and two 'Out ... echo reply' lines", lines)
 
+        # -l: every packet line is its own write(2) on standard output.
+        few = os.path.join(tmp, "few.pcap")
+        N.write_frames(few, frames[:10])
+        trace = os.path.join(tmp, "writes.strace")
+        x = N.Xdpcap(lab, None, [], argv=["strace", "-f", "-qq", "-e", "trace=write", "-s", "4096", "-o", trace,
+                                          binary, "-i", lab.cap_if, "-l", "-c", "10"])
+        x.wait_listening()
+        lab.send(few, CPU, gap_us=300)
+        rc = x.wait(20)
+        with open(trace) as f:
+            writes = [m.group(1) for m in re.finditer(r'write\(1, "(.*)"\.{0,3}, \d+\) = \d+', f.read())]
+        N.expect(rc == 0 and len(writes) == 10 and all(w.endswith("\\n") and w.count("\\n") == 1 for w in writes),
+                 "-l: ten packets, ten writes of one line each", (rc, writes[:3], len(writes)))
+
         # -w - --print: stdout carries pcapng.
         rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", "-", "--print"])
         N.expect(rc == 1 and len(err) == 1 and err[0].startswith("xdpcap: ") and "-w -" in err[0],
@@ -243,4 +258,4 @@ def test(binary):
 
 
 if __name__ == "__main__":
-    N.main(test)
+    N.main(test, tools=N.REQUIRED_TOOLS + ("strace",))
