@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -142,30 +143,67 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInf
 }
 
 // One ISB per CPU, on the CPU's first interface: the counters are per CPU.
+// In trace mode one per interface: the kernel counts each hook point of
+// each traced program on its own, and the merge counts what it wrote to
+// each interface; records refused as malformed go to the CPU's first one.
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
-                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map)
+                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map,
+                                                              const CaptureProgram& program,
+                                                              const std::vector<uint64_t>& written)
 {
     std::vector<pcapng::InterfaceStatistics> isbs;
-    for (size_t i = 0; i < stats.size(); ++i) {
-        const CpuStats& s = stats[i];
+    const auto block = [&](uint32_t interface_id, const xdpcap_counters& k, uint64_t invalid, uint64_t delivered) {
         pcapng::InterfaceStatistics isb;
-        isb.interface_id = map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0);
+        isb.interface_id = interface_id;
         isb.timestamp_ns = end_ns;
         isb.start_ns = start_ns;
         isb.end_ns = end_ns;
-        isb.if_received = s.kernel.seen;
+        isb.if_received = k.seen;
         if (filtering)
-            isb.filter_accepted = s.kernel.matched;
-        isb.dropped = s.kernel.output_failed + s.ring.invalid;
-        isb.user_delivered = s.ring.written;
+            isb.filter_accepted = k.matched;
+        isb.dropped = k.output_failed + invalid;
+        isb.user_delivered = delivered;
         isbs.push_back(isb);
+    };
+    if (!map.tracing()) {
+        for (size_t i = 0; i < stats.size(); ++i)
+            block(map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0), stats[i].kernel, stats[i].ring.invalid,
+                  stats[i].ring.written);
+        return isbs;
+    }
+    // By traced program and hook point (0 entry, 1 exit), per CPU.
+    std::vector<std::array<std::vector<xdpcap_counters>, 2>> traced;
+    for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+        const InterfaceMap::Slot s = map.slot(slot);
+        if (s.kind != InterfaceMap::Kind::Entry && s.kind != InterfaceMap::Kind::Exit)
+            continue;
+        if (traced.size() <= s.program)
+            traced.resize(s.program + 1);
+        const bool exit = s.kind == InterfaceMap::Kind::Exit;
+        traced[s.program][exit] = program.read_trace_counters(s.program, exit);
+    }
+    for (size_t i = 0; i < stats.size(); ++i) {
+        const CpuStats& cpu = stats[i];
+        for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+            const InterfaceMap::Slot s = map.slot(slot);
+            const uint32_t id = static_cast<uint32_t>(i) * map.per_ring() + slot;
+            xdpcap_counters k = cpu.egress;
+            if (s.kind == InterfaceMap::Kind::Entry || s.kind == InterfaceMap::Kind::Exit) {
+                const auto& per_cpu = traced[s.program][s.kind == InterfaceMap::Kind::Exit];
+                k = static_cast<size_t>(cpu.cpu) < per_cpu.size() ? per_cpu[static_cast<size_t>(cpu.cpu)]
+                                                                   : xdpcap_counters{};
+            }
+            if (!filtering)
+                k.matched = k.seen;
+            block(id, k, slot == 0 ? cpu.ring.invalid : 0, id < written.size() ? written[id] : 0);
+        }
     }
     return isbs;
 }
 
 // Trace mode's targets when the interface already runs XDP (none otherwise),
 // or the one-line refusal where that cannot be done.
-std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config, bool filtering)
+std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config)
 {
     const auto attached = config.direction != Direction::Out ? xdp_attachments(iface.ifindex)
                                                              : std::vector<XdpAttachment>{};
@@ -180,13 +218,7 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter";
     if (!kernel_can_trace_xdp() || ours)
         refuse_if_xdp_attached(iface.ifindex, iface.name);
-    auto targets = trace_targets(attached.front(), config.trace_program);
-    // The filter runs in front of a hook; fentry/fexit programs cannot be
-    // preceded that way. Refused rather than capturing unfiltered.
-    if (filtering)
-        throw Error(iface.name + " runs " + program_text(attached.front().program) +
-                    ": xdpcap cannot filter while tracing it (capture without an expression, or -Q out)");
-    return targets;
+    return trace_targets(attached.front(), config.trace_program);
 }
 
 // As tcpdump -F: the whole file is the expression; line breaks are spaces.
@@ -272,7 +304,12 @@ int run_capture(const Config& config)
     const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
     check_ring_fits_records(config);
-    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config, classic.has_value());
+    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config);
+    // Translated before anything is loaded: what trace mode cannot filter on
+    // is refused with nothing touched.
+    std::vector<bpf_insn> trace_filter;
+    if (classic && !traced.empty())
+        trace_filter = translate_filter(classic->instructions(), FilterTarget{FilterHook::Trace});
 
     Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
         ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
@@ -281,9 +318,10 @@ int run_capture(const Config& config)
     OutputGuard guard(sink);
 
     CaptureProgram program =
-        CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty());
+        CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty(),
+                             static_cast<uint32_t>(traced.size()));
     if (!traced.empty())
-        program.load_trace(traced, config.trace_entry, config.trace_exit);
+        program.load_trace(traced, config.trace_entry, config.trace_exit, trace_filter);
     const InterfaceMap interfaces = traced.empty()
         ? InterfaceMap{}
         : InterfaceMap(static_cast<uint32_t>(traced.size()), config.trace_entry, config.trace_exit,
@@ -357,7 +395,8 @@ int run_capture(const Config& config)
     std::string failure = loop.failure();
     if (loop.output_usable()) {
         try {
-            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value(), interfaces));
+            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value(), interfaces,
+                                               program, loop.written_by_interface()));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {
@@ -373,7 +412,9 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
         std::fputs(
-            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut).c_str(),
+            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut,
+                         program.trace_points())
+                .c_str(),
             stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }

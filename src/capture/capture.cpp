@@ -185,9 +185,13 @@ void CaptureLoop::detach_and_drain()
 CaptureLoop::KernelCounters CaptureLoop::kernel_counters() const
 {
     KernelCounters counters{program_.read_counters(CaptureProgram::Hook::Ingress),
-                            program_.read_counters(CaptureProgram::Hook::Egress)};
+                            program_.read_counters(CaptureProgram::Hook::Egress), {}, {}};
+    if (program_.tracing()) {
+        counters.entry = program_.read_trace_counters(false);
+        counters.exit = program_.read_trace_counters(true);
+    }
     if (!options_.filtering) {
-        for (auto* hook : {&counters.ingress, &counters.egress}) {
+        for (auto* hook : {&counters.ingress, &counters.egress, &counters.entry, &counters.exit}) {
             for (auto& k : *hook)
                 k.matched = k.seen;
         }
@@ -203,15 +207,21 @@ std::vector<CpuStats> CaptureLoop::stats() const
     for (size_t ring = 0; ring < rings_.count(); ++ring) {
         const int cpu = rings_.cpu(ring);
         const auto index = static_cast<size_t>(cpu);
-        out.push_back(CpuStats{cpu, counters.both(index), counters.ingress[index], counters.egress[index],
-                               merger_.tallies()[ring]});
+        CpuStats s{cpu, counters.both(index), counters.ingress[index], counters.egress[index], {}, {},
+                   merger_.tallies()[ring]};
+        if (!counters.entry.empty()) {
+            s.entry = counters.entry[index];
+            s.exit = counters.exit[index];
+        }
+        out.push_back(s);
     }
     return out;
 }
 
 void CaptureLoop::print_stats() const
 {
-    const std::string text = format_stats(stats(), options_.verbose, options_.filtering, options_.both_directions);
+    const std::string text = format_stats(stats(), options_.verbose, options_.filtering, options_.both_directions,
+                                          program_.trace_points());
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
 }

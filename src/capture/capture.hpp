@@ -43,6 +43,8 @@ public:
     // meanwhile is counted and recorded, never thrown.
     void detach_and_drain();
     std::vector<CpuStats> stats() const;
+    // Packets written per output interface (ring and, in trace mode, hook point).
+    const std::vector<uint64_t>& written_by_interface() const noexcept { return merger_.written_by_interface(); }
     // Why writing failed (OutputFailed, or later while draining); empty if it did not.
     const std::string& failure() const noexcept { return failure_; }
     // Whether more blocks may still be written (the statistics blocks).
@@ -65,6 +67,7 @@ private:
     // Per CPU and hook; without a filter every packet seen counts as matched.
     struct KernelCounters {
         std::vector<xdpcap_counters> ingress, egress;
+        std::vector<xdpcap_counters> entry, exit; // trace mode, else empty
         xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu]; }
     };
     KernelCounters kernel_counters() const;
