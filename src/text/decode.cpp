@@ -99,6 +99,7 @@ AddressText ipv6_text(const uint8_t* a) noexcept
             continue;
         }
         if (mapped && i == 6) {
+            w.put(':');
             const AddressText v4 = ipv4_text(a + 12);
             w.put(v4.view());
             break;

@@ -262,6 +262,30 @@ TEST(TextDecode, TruncationIsMarked)
     }
 }
 
+// IPv6 addresses as inet_ntop writes them (RFC 5952).
+TEST(TextDecode, Ipv6AddressText)
+{
+    const struct {
+        uint8_t last[16];
+        const char* text;
+    } cases[] = {
+        {{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, "2001:db8::1"},
+        {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "::"},
+        {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, "::1"},
+        {{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "fe80::"},
+        {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1}, "::ffff:198.18.0.1"},
+        {{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1}, "2001:db8:1:0:1::1"},
+        {{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1}, "2001:db8::1:0:0:1"},
+        {{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1}, "2001:db8:0:1:1:1:1:1"},
+    };
+    auto f = frame("Ipv6Udp");
+    for (const auto& c : cases) {
+        std::copy(std::begin(c.last), std::end(c.last), f.begin() + 14 + 8);
+        const std::string line = decode(f, f.size());
+        EXPECT_EQ(line.substr(0, line.find(".1 > ")), std::string("IP6 ") + c.text) << c.text;
+    }
+}
+
 // A GSO packet beyond 64 KiB (BIG TCP) has a zero IP length: the frame's
 // length stands in for it.
 TEST(TextDecode, ZeroIpLengthTakesTheFrameLength)
