@@ -13,7 +13,7 @@ declare -gA _xdpcap_values=(
 _xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
-    -e -x -X -A -t --number -l --print
+    -e -x -X -A -t -n --number -l --print
     -h --help --version"
 
 _xdpcap()

@@ -159,7 +159,7 @@ std::string plain_cxxopts_message(std::string message)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-#AdDehlpqUvxX] [-t...] [--version] -i IFACE [-w FILE|-] [--print]\n"
+    options.custom_help("[-#AdDehlnpqUvxX] [-t...] [--version] -i IFACE [-w FILE|-] [--print]\n"
                         "         [-s SNAPLEN] [-c COUNT] [-Q in|out|inout] [-F FILE] [--xdp-mode MODE]\n"
                         "         [--ring-pages N] [--at entry|exit|entry,exit] [--program NAME|ID]\n"
                         "         [--time-stamp-precision micro|nano]");
@@ -189,6 +189,7 @@ cxxopts::Options make_options()
         ("time-stamp-precision", "Print timestamps in micro (the default) or nano seconds",
              cxxopts::value<std::string>(), "PREC")
         ("number", "Print each packet's number first (also -#)")
+        ("n", "Print addresses and ports as numbers (always so: accepted as tcpdump's -n and -nn)")
         ("l", "Line-buffered output: write each packet line as soon as it is made")
         ("print", "Print packet lines on standard output also while writing -w FILE")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
@@ -219,7 +220,7 @@ std::vector<std::string> translate_number_flag(int argc, const char* const* argv
         if (arg == "--")
             options_end = true;
         const bool flags = i > 0 && !options_end && arg.size() > 1 && arg[0] == '-' && arg[1] != '-' &&
-            arg.find('#') != std::string::npos && arg.find_first_not_of("-#AdDehlpqUvxXt") == std::string::npos;
+            arg.find('#') != std::string::npos && arg.find_first_not_of("-#AdDehlnpqUvxXt") == std::string::npos;
         if (!flags) {
             args.push_back(std::move(arg));
             continue;

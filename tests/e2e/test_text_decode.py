@@ -8,7 +8,7 @@ plus TCP SYN, SYN-ACK, FIN, RST, ARP reply, ICMP echo reply, ICMPv6 neighbor
 solicitation, IPv6 extension headers, 802.1ad and an unknown ethertype) are
 sent over the veth pair, and:
 
-- plain text mode: one line per frame, in order; for each, the fields tcpdump
+- plain text mode (with tcpdump's habitual -n): one line per frame, in order; for each, the fields tcpdump
   -n -S -r prints of the same frame (addresses, ports, TCP flags, seq, ack,
   win, lengths, ARP who-has/tell/is-at, ICMP type, id, seq) are the same;
 - -e -XX -# with -w FILE --print: pcapng in FILE and the lines on stdout,
@@ -147,7 +147,7 @@ def test(binary):
         count = len(frames)
 
         # Plain text mode against tcpdump -n -S of the frames sent.
-        x = capture(lab, binary, [], corpus, count)
+        x = capture(lab, binary, ["-n"], corpus, count)
         ours = bytes(x.out).decode("utf-8", "replace").splitlines()
         N.log(f"  info  first lines: {ours[:2]}")
         # tcpdump dumps what it cannot decode (the unknown ethertype): first lines only.

@@ -193,6 +193,9 @@ TEST(Cli, TextViewOptions)
     EXPECT_EQ(c.text.decode.ascii, 1);
     EXPECT_TRUE(c.line_buffered);
     EXPECT_EQ(parse_config({"-i", "e", "-XX"}).text.decode.hex_ascii, 2);
+    // tcpdump's -n and -nn: numbers are all xdpcap prints anyway.
+    EXPECT_EQ(parse_config({"-i", "e", "-n"}).interface, "e");
+    EXPECT_EQ(parse_config({"-nn", "-i", "e", "-#"}).interface, "e");
     EXPECT_EQ(parse_config({"-i", "e", "-x"}).text.decode.hex, 1);
 
     const text::TimeFormat formats[] = {text::TimeFormat::None, text::TimeFormat::Epoch, text::TimeFormat::Delta,
