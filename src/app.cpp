@@ -346,7 +346,6 @@ int run_capture(const Config& config)
     const uint64_t start_ns = now_ns(CLOCK_REALTIME);
 
     guard.release();
-    // -l: each text line goes out as it is made, as -U does for pcapng.
     const bool print = config.print && config.writes_pcapng();
     std::optional<Sink> print_sink;
     if (print) {
@@ -355,7 +354,7 @@ int run_capture(const Config& config)
     }
     PacketOutput output(std::move(sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
-                        config.packet_buffered || (config.line_buffered && (!config.writes_pcapng() || print)),
+                        config.packet_buffered,
                         std::move(names), config.text,
                         std::move(print_sink));
     CaptureLoop loop(program, rings, output, signals, clock,

@@ -250,6 +250,7 @@ text::TextOptions parse_text_options(const cxxopts::ParseResult& result)
     text.decode.ascii = level("A");
     text.time = text::time_format_for(static_cast<unsigned>(std::min<size_t>(result.count("t"), 5)));
     text.number = result.count("number") > 0;
+    text.line_buffered = result.count("l") > 0;
     if (result.count("time-stamp-precision")) {
         const std::string precision = result["time-stamp-precision"].as<std::string>();
         if (precision == "nano")
@@ -307,7 +308,6 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.packet_buffered = result.count("packet-buffered") > 0;
     config.verbose = result.count("verbose") > 0;
     config.quiet = result.count("quiet") > 0;
-    config.line_buffered = result.count("l") > 0;
     config.print = result.count("print") > 0;
     config.text = parse_text_options(result);
     if (config.print && config.writes_to_stdout())

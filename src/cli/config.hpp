@@ -25,7 +25,6 @@ struct Config {
     bool packet_buffered = false;
     bool verbose = false;
     bool quiet = false; // -q: tcpdump's quick (shorter) decode, and no start line
-    bool line_buffered = false; // -l: each text line written as soon as it is made
     bool print = false; // --print: text lines on stdout while -w writes a file
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)

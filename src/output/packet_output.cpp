@@ -55,7 +55,7 @@ void PacketOutput::print_line(uint32_t interface_id, const Sample& sample, uint6
 {
     try {
         write_line(*print_, interface_id, sample, realtime_ns);
-        if (packet_buffered_)
+        if (text_.line_buffered)
             print_->flush();
     } catch (const OutputClosed&) {
         stop_printing(nullptr);

@@ -45,7 +45,8 @@ public:
         ++accepted_;
         if (print_)
             print_line(interface_id, sample, realtime_ns);
-        if (packet_buffered_)
+        // -U flushes the output, -l the text lines (--print's too).
+        if (packet_buffered_ || (format_ == Format::Text && text_.line_buffered))
             sink_.flush();
     }
     // After each drained batch: pipes and terminals see packets promptly.

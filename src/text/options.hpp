@@ -12,6 +12,7 @@ struct TextOptions {
     TimeFormat time = TimeFormat::Clock;
     bool nanoseconds = false; // --time-stamp-precision=nano
     bool number = false;      // -#: the packet's number first
+    bool line_buffered = false; // -l: each line written as soon as it is made
 };
 
 } // namespace xdpcap::text

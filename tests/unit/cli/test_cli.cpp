@@ -182,7 +182,7 @@ TEST(Cli, TextViewOptions)
     EXPECT_EQ(plain.text.time, text::TimeFormat::Clock);
     EXPECT_FALSE(plain.text.nanoseconds);
     EXPECT_FALSE(plain.text.number);
-    EXPECT_FALSE(plain.line_buffered);
+    EXPECT_FALSE(plain.text.line_buffered);
 
     const Config c = parse_config({"-i", "e", "-q", "-e", "-xx", "-X", "-A", "-l"});
     EXPECT_TRUE(c.text.decode.quick);
@@ -191,7 +191,7 @@ TEST(Cli, TextViewOptions)
     EXPECT_EQ(c.text.decode.hex, 2);
     EXPECT_EQ(c.text.decode.hex_ascii, 1);
     EXPECT_EQ(c.text.decode.ascii, 1);
-    EXPECT_TRUE(c.line_buffered);
+    EXPECT_TRUE(c.text.line_buffered);
     EXPECT_EQ(parse_config({"-i", "e", "-XX"}).text.decode.hex_ascii, 2);
     // tcpdump's -n and -nn: numbers are all xdpcap prints anyway.
     EXPECT_EQ(parse_config({"-i", "e", "-n"}).interface, "e");

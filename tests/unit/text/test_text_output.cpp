@@ -170,6 +170,34 @@ TEST_F(TextOutput, PrintNextToPcapng)
     EXPECT_EQ(text_of(text_file.contents()), line + line);
 }
 
+// -l: each line reaches the output as write() returns; without it, lines
+// wait for the batch. With --print, -l is for the lines, not the file.
+TEST_F(TextOutput, LineBufferedWritesEachLineAtOnce)
+{
+    const std::string line = "10:55:26.896062 a@cpu0 In IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
+    for (bool line_buffered : {false, true}) {
+        SmallPipe pipe;
+        text::TextOptions options;
+        options.line_buffered = line_buffered;
+        PacketOutput output(Sink::open_file(pipe.writer_path()), PacketOutput::Format::Text, false, {"a@cpu0"},
+                            options);
+        output.write(0, sample(), kTime);
+        EXPECT_EQ(text_of(pipe.contents()), line_buffered ? line : "") << line_buffered;
+        output.write(0, sample(), kTime);
+        output.end_batch();
+        EXPECT_EQ(text_of(pipe.contents()), line_buffered ? line : line + line) << line_buffered;
+    }
+    MemFile pcapng_file;
+    SmallPipe lines;
+    text::TextOptions options;
+    options.line_buffered = true;
+    PacketOutput output(Sink::open_file(pcapng_file.path()), PacketOutput::Format::Pcapng, false, {"a@cpu0"}, options,
+                        Sink::open_file(lines.writer_path()));
+    output.write(0, sample(), kTime);
+    EXPECT_EQ(text_of(lines.contents()), line);
+    EXPECT_EQ(pcapng_file.contents().size(), 0u); // the file waits for its batch
+}
+
 size_t packet_blocks(const Bytes& blocks)
 {
     size_t packets = 0;
