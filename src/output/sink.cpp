@@ -111,6 +111,8 @@ void Sink::discard()
 
 void Sink::append(const uint8_t* data, size_t n)
 {
+    if (n == 0)
+        return; // an empty vector's data() may be null, which memcpy must not get
     if (n > buffer_.size()) {
         flush();
         write_all(data, n);
