@@ -86,6 +86,32 @@ void RingToPcapng(benchmark::State& state)
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * ring.published));
 }
 
+// Text lines (the decode of an IPv4 TCP frame, as without -w) into
+// /dev/null: the per-packet cost of the text view.
+void TcpFrameToTextLine(benchmark::State& state)
+{
+    // 198.18.0.1.1234 > 198.18.0.2.8080 TCP PSH-ACK with 13 bytes of data.
+    static const uint8_t frame[] = {
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00, 0x45, 0x00,
+        0x00, 0x35, 0x00, 0x01, 0x00, 0x00, 0x40, 0x06, 0xee, 0x9a, 0xc6, 0x12, 0x00, 0x01, 0xc6, 0x12,
+        0x00, 0x02, 0x04, 0xd2, 0x1f, 0x90, 0x00, 0x00, 0x03, 0xe8, 0x00, 0x00, 0x07, 0xd0, 0x50, 0x18,
+        0x02, 0x00, 0x55, 0xa2, 0x00, 0x00, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x20, 0x77, 0x6f, 0x72, 0x6c,
+        0x64, 0x0d, 0x0a};
+    xdpcap::text::TextOptions options;
+    options.decode.hex_ascii = static_cast<uint8_t>(state.range(0));
+    xdpcap::PacketOutput output(xdpcap::Sink::open_file("/dev/null"), xdpcap::PacketOutput::Format::Text, false,
+                                {"bench@cpu0"}, options);
+    const xdpcap::Sample sample{1, 0, sizeof frame, sizeof frame, 0, 0, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, 0,
+                                frame};
+    uint64_t t = 1'795'431'326'000'000'000ull;
+    for (auto _ : state) {
+        for (int i = 0; i < 1000; ++i)
+            output.write(0, sample, t += 1000);
+        output.end_batch();
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * 1000));
+}
+
 void MemcpyBaseline(benchmark::State& state)
 {
     const auto frame_len = static_cast<uint32_t>(state.range(0));
@@ -157,5 +183,6 @@ BENCHMARK(MergedRingsToPcapng)
     ->Args({64, 64})
     ->Args({16, 1500})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(TcpFrameToTextLine)->Arg(0)->Arg(1); // 1: with -X
 BENCHMARK(MemcpyBaseline)->Arg(64)->Arg(1500)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

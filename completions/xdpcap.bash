@@ -8,12 +8,15 @@ declare -gA _xdpcap_values=(
     [-Q]="in out inout" [--direction]="in out inout"
     [--xdp-mode]="native generic auto"
     [--at]="entry exit entry,exit"
+    [--time-stamp-precision]="micro nano"
 )
 _xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
     -C --file-size -G --rotate-seconds -W --file-count -z --postrotate-command
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
-    -B --buffer-size --sample -Z --relinquish-privileges -h --help --version"
+    -B --buffer-size --sample -Z --relinquish-privileges
+    -e -x -X -A -t -n --number -l --print
+    -h --help --version"
 
 _xdpcap()
 {

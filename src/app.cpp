@@ -326,7 +326,7 @@ int run_capture(const Config& config)
     if (filter.find_first_not_of(' ') != std::string::npos)
         classic.emplace(compile_filter(filter, interface_netmask(config.interface)));
 
-    if (!config.writes_pcapng() || config.writes_to_stdout()) {
+    if (!config.writes_pcapng() || config.writes_to_stdout() || config.print) {
         if (standard_output_was_closed())
             throw Error("standard output is closed: give -w FILE, or run with standard output open");
     }
@@ -399,9 +399,17 @@ int run_capture(const Config& config)
     const uint64_t start_ns = now_ns(CLOCK_REALTIME);
 
     guard.release();
+    const bool print = config.print && config.writes_pcapng();
+    std::optional<Sink> print_sink;
+    if (print) {
+        print_sink.emplace(Sink::standard_output());
+        print_sink->watch(&signals);
+    }
     PacketOutput output(std::move(*sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
-                        config.packet_buffered, std::move(names));
+                        config.packet_buffered,
+                        std::move(names), config.text,
+                        std::move(print_sink));
     CaptureLoop loop(program, rings, output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
                                           config.direction == Direction::InOut, 50, interfaces,
@@ -463,6 +471,9 @@ int run_capture(const Config& config)
             failure = e.what(); // only statistics blocks were lost
         }
     }
+    if (!output.print_failure().empty())
+        std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
+                     output.print_failure().c_str());
     if (failure.empty() && reason == StopReason::InterfaceGone)
         failure = iface.name + " went away; capture stopped";
     if (!failure.empty())

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <cxxopts.hpp>
@@ -265,11 +266,11 @@ std::string without_trailing_spaces(const std::string& text)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-dDhpqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
-                        "         [-C SIZE] [-G SECONDS] [-W COUNT] [-z COMMAND]\n"
+    options.custom_help("[-#AdDehlnpqUvxX] [-t...] [--version] -i IFACE [-w FILE|-] [--print]\n"
+                        "         [-s SNAPLEN] [-c COUNT] [-C SIZE] [-G SECONDS] [-W COUNT] [-z COMMAND]\n"
                         "         [-Q in|out|inout] [-F FILE] [-Z USER] [-B KIB|--ring-pages N]\n"
                         "         [--sample N] [--xdp-mode MODE] [--at entry|exit|entry,exit]\n"
-                        "         [--program NAME|ID]");
+                        "         [--program NAME|ID] [--time-stamp-precision micro|nano]");
     options.positional_help("[expression]");
     // clang-format off
     options.add_options()
@@ -295,7 +296,19 @@ cxxopts::Options make_options()
         ("d,dump-filter", "Print the compiled filter (classic BPF and the eBPF run in the kernel) and exit")
         ("D,list-interfaces", "List the interfaces and the XDP programs attached to them, and exit")
         ("v,verbose", "Print per-CPU statistics")
-        ("q,quiet", "Print no start line and, without -w, no packet lines")
+        ("q,quiet", "Quick output: less protocol detail per packet line (tcpdump's -q); no start line")
+        ("e", "Print the link-level header (MAC addresses, ethertype, length) on each packet line")
+        ("x", "Print each packet's data in hex, without (-x) or with (-xx) its link-level header")
+        ("X", "Print each packet's data in hex and ASCII, without (-X) or with (-XX) its link-level header")
+        ("A", "Print each packet's data in ASCII, without (-A) or with (-AA) its link-level header")
+        ("t", "Timestamps: -t none, -tt seconds since 1970, -ttt delta since the previous packet, "
+              "-tttt date and time, -ttttt delta since the first packet")
+        ("time-stamp-precision", "Print timestamps in micro (the default) or nano seconds",
+             cxxopts::value<std::string>(), "PREC")
+        ("number", "Print each packet's number first (also -#)")
+        ("n", "Print addresses and ports as numbers (always so: accepted as tcpdump's -n and -nn)")
+        ("l", "Line-buffered output: write each packet line as soon as it is made")
+        ("print", "Print packet lines on standard output also while writing -w FILE")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
         ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs, "
                        "1 to 16 MiB each)",
@@ -318,6 +331,59 @@ cxxopts::Options make_options()
     return options;
 }
 
+// cxxopts cannot name an option '#': -# (alone or among other flags that
+// take no value, as in -#e) becomes --number before it parses.
+std::vector<std::string> translate_number_flag(int argc, const char* const* argv)
+{
+    std::vector<std::string> args;
+    bool number = false;
+    bool options_end = false;
+    for (int i = 0; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "--")
+            options_end = true;
+        const bool flags = i > 0 && !options_end && arg.size() > 1 && arg[0] == '-' && arg[1] != '-' &&
+            arg.find('#') != std::string::npos && arg.find_first_not_of("-#AdDehlnpqUvxXt") == std::string::npos;
+        if (!flags) {
+            args.push_back(std::move(arg));
+            continue;
+        }
+        number = true;
+        std::string rest = "-";
+        for (char c : arg.substr(1)) {
+            if (c != '#')
+                rest += c;
+        }
+        if (rest.size() > 1)
+            args.push_back(rest);
+    }
+    if (number)
+        args.insert(args.begin() + (argc > 0 ? 1 : 0), "--number");
+    return args;
+}
+
+text::TextOptions parse_text_options(const cxxopts::ParseResult& result)
+{
+    text::TextOptions text;
+    const auto level = [&](const char* name) { return static_cast<uint8_t>(std::min<size_t>(result.count(name), 2)); };
+    text.decode.quick = result.count("quiet") > 0;
+    text.decode.link_header = result.count("e") > 0;
+    text.decode.hex = level("x");
+    text.decode.hex_ascii = level("X");
+    text.decode.ascii = level("A");
+    text.time = text::time_format_for(static_cast<unsigned>(std::min<size_t>(result.count("t"), 5)));
+    text.number = result.count("number") > 0;
+    text.line_buffered = result.count("l") > 0;
+    if (result.count("time-stamp-precision")) {
+        const std::string precision = result["time-stamp-precision"].as<std::string>();
+        if (precision == "nano")
+            text.nanoseconds = true;
+        else if (precision != "micro")
+            throw Error("invalid --time-stamp-precision '" + precision + "': expected micro or nano");
+    }
+    return text;
+}
+
 } // namespace
 
 uint32_t ring_pages_from_kib(const std::string& text, size_t page_bytes)
@@ -337,9 +403,13 @@ uint32_t ring_pages_from_kib(const std::string& text, size_t page_bytes)
 CliOutcome parse_cli(int argc, const char* const* argv)
 {
     auto options = make_options();
+    const std::vector<std::string> args = translate_number_flag(argc, argv);
+    std::vector<const char*> arg_pointers;
+    for (const std::string& arg : args)
+        arg_pointers.push_back(arg.c_str());
     cxxopts::ParseResult result;
     try {
-        result = options.parse(argc, argv);
+        result = options.parse(static_cast<int>(arg_pointers.size()), arg_pointers.data());
     } catch (const cxxopts::exceptions::exception& e) {
         throw Error(plain_cxxopts_message(e.what()) + " (see xdpcap --help)");
     }
@@ -387,6 +457,10 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.packet_buffered = result.count("packet-buffered") > 0;
     config.verbose = result.count("verbose") > 0;
     config.quiet = result.count("quiet") > 0;
+    config.print = result.count("print") > 0;
+    config.text = parse_text_options(result);
+    if (config.print && config.writes_to_stdout())
+        throw Error("--print cannot be used with -w -: standard output carries the pcapng stream");
     config.xdp_mode = parse_xdp_mode(result["xdp-mode"].as<std::string>());
     config.direction = parse_direction(result["direction"].as<std::string>());
     config.promiscuous = result.count("no-promiscuous-mode") == 0;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "text/options.hpp"
 #include "xdpcap_abi.h"
 
 namespace xdpcap {
@@ -24,7 +25,9 @@ struct Config {
     std::optional<uint64_t> count;
     bool packet_buffered = false;
     bool verbose = false;
-    bool quiet = false;
+    bool quiet = false; // -q: tcpdump's quick (shorter) decode, and no start line
+    bool print = false; // --print: text lines on stdout while -w writes a file
+    text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
     XdpMode xdp_mode = XdpMode::Auto;
     Direction direction = Direction::InOut;

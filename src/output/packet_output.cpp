@@ -7,13 +7,16 @@
 
 namespace xdpcap {
 
-PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::vector<std::string> interface_names)
+PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::vector<std::string> interface_names,
+                           const text::TextOptions& text, std::optional<Sink> print)
     : sink_(std::move(sink)), format_(format), packet_buffered_(packet_buffered),
-      interface_names_(std::move(interface_names))
+      interface_names_(std::move(interface_names)), text_(text), timestamps_(text.time, text.nanoseconds),
+      print_(std::move(print))
 {
-    // More lines than a buffer can hold: never reallocated per packet.
+    // More packets than a buffer can hold (a line is at least 8 bytes):
+    // never reallocated per packet.
     if (format_ == Format::Text)
-        line_owners_.reserve(Sink::kDefaultBufferSize / 32);
+        line_owners_.reserve(Sink::kDefaultBufferSize / 8);
 }
 
 void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs)
@@ -52,6 +55,44 @@ void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
         sink_.append(blocks);
     }
     sink_.flush();
+    flush_print();
+}
+
+void PacketOutput::stop_printing(const Error* failure)
+{
+    if (failure)
+        print_failure_ = failure->what();
+    print_.reset();
+}
+
+void PacketOutput::print_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+{
+    try {
+        write_line(*print_, interface_id, sample, realtime_ns);
+        if (text_.line_buffered)
+            print_->flush();
+    } catch (const OutputClosed&) {
+        stop_printing(nullptr);
+    } catch (const OutputInterrupted&) {
+        throw; // a stop signal: the capture stops
+    } catch (const Error& e) {
+        stop_printing(&e);
+    }
+}
+
+void PacketOutput::flush_print()
+{
+    if (!print_)
+        return;
+    try {
+        print_->flush();
+    } catch (const OutputClosed&) {
+        stop_printing(nullptr);
+    } catch (const OutputInterrupted&) {
+        throw;
+    } catch (const Error& e) {
+        stop_printing(&e);
+    }
 }
 
 void PacketOutput::close_file(const std::vector<pcapng::InterfaceStatistics>& isbs)
@@ -129,80 +170,45 @@ const char* xdp_action_name(uint32_t action) noexcept
     }
 }
 
-namespace {
-
-char* put_text(char* p, const char* text, size_t n)
+// "[   N  ]TIME eth0@cpu3 In [XDP_DROP ]IP 198.18.0.1.5000 > ...\n": the
+// packet number (-#), the timestamp, the interface, the direction, the
+// verdict of trace-mode exit records, then the decode and any dump.
+void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
 {
-    std::memcpy(p, text, n);
-    return p + n;
-}
-
-char* put_number(char* p, uint64_t value)
-{
-    return std::to_chars(p, p + 20, value).ptr;
-}
-
-char* put_padded(char* p, uint64_t value, int width)
-{
-    for (int i = width - 1; i >= 0; --i) {
-        p[i] = static_cast<char>('0' + value % 10);
-        value /= 10;
-    }
-    return p + width;
-}
-
-} // namespace
-
-// "HH:MM:SS.nnnnnnnnn eth0@cpu3 In rxq 0 len 1514 cap 1514\n"; sent
-// packets say "Out txq N"; trace-mode exit records end with the verdict
-// ("XDP_DROP", or "verdict N" for a value that is no XDP action).
-void PacketOutput::write_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
-{
-    const auto second = static_cast<time_t>(realtime_ns / 1'000'000'000ull);
-    if (second != cached_second_) {
-        tm local{};
-        localtime_r(&second, &local);
-        char* p = cached_hms_;
-        p = put_padded(p, static_cast<uint64_t>(local.tm_hour), 2);
-        *p++ = ':';
-        p = put_padded(p, static_cast<uint64_t>(local.tm_min), 2);
-        *p++ = ':';
-        put_padded(p, static_cast<uint64_t>(local.tm_sec), 2);
-        cached_second_ = second;
-    }
     const std::string& name = interface_names_[interface_id];
-    char* const start = reinterpret_cast<char*>(sink_.reserve(96 + name.size()));
+    const size_t room = 96 + name.size() + text::kMaxDecodeLength + text::dump_length_bound(sample.cap_len);
+    char* const start = reinterpret_cast<char*>(sink.reserve(room));
+    const bool owned = &sink == &sink_;
     // After reserve(), which may have flushed: this line belongs to the next chunk.
-    if (sink_.flushes() != owners_since_flush_) {
+    if (owned && sink.flushes() != owners_since_flush_) {
         line_owners_.clear();
-        owners_since_flush_ = sink_.flushes();
+        owners_since_flush_ = sink.flushes();
     }
-    line_owners_.push_back(interface_id);
-    char* p = put_text(start, cached_hms_, 8);
-    *p++ = '.';
-    p = put_padded(p, realtime_ns % 1'000'000'000ull, 9);
-    *p++ = ' ';
-    p = put_text(p, name.data(), name.size());
-    if (sample.direction == XDPCAP_DIR_EGRESS)
-        p = put_text(p, " Out txq ", 9);
-    else
-        p = put_text(p, " In rxq ", 8);
-    p = put_number(p, sample.rx_queue);
-    p = put_text(p, " len ", 5);
-    p = put_number(p, sample.orig_len);
-    p = put_text(p, " cap ", 5);
-    p = put_number(p, sample.cap_len);
+    text::Writer out(start, room - 1);
+    if (text_.number) {
+        const uint64_t number = ++printed_;
+        for (uint64_t width = 10000; width > 1 && number < width; width /= 10)
+            out.put(' ');
+        out.dec(number);
+        out.put("  ");
+    }
+    timestamps_.put(out, realtime_ns);
+    out.put(name);
+    out.put(sample.direction == XDPCAP_DIR_EGRESS ? " Out " : " In ");
     if (sample.hook == XDPCAP_HOOK_FEXIT) {
         if (const char* verdict = xdp_action_name(sample.verdict)) {
-            *p++ = ' ';
-            p = put_text(p, verdict, std::strlen(verdict));
+            out.put(verdict);
         } else {
-            p = put_text(p, " verdict ", 9);
-            p = put_number(p, sample.verdict);
+            out.put("verdict ");
+            out.dec(sample.verdict);
         }
+        out.put(' ');
     }
-    *p++ = '\n';
-    sink_.commit(static_cast<size_t>(p - start));
+    text::format_frame(out, sample.data, sample.cap_len, sample.orig_len, text_.decode);
+    start[out.size()] = '\n';
+    sink.commit(out.size() + 1);
+    if (owned)
+        line_owners_.push_back(LineOwner{interface_id, static_cast<uint32_t>(sink.pending())});
 }
 
 } // namespace xdpcap

@@ -1,5 +1,7 @@
-// Where decoded samples go: pcapng blocks or one text line per packet, both
-// into a buffered Sink. A format switch, not virtual dispatch, per packet.
+// Where decoded samples go: pcapng blocks or one decoded text line per
+// packet (tcpdump's style, src/text), both into a buffered Sink; with
+// --print, pcapng and text lines at once. A format switch, not virtual
+// dispatch, per packet.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include "kernel/record.hpp"
 #include "output/rotation.hpp"
 #include "output/sink.hpp"
+#include "text/options.hpp"
 
 namespace xdpcap {
 
@@ -23,7 +26,9 @@ class PacketOutput {
 public:
     enum class Format { Pcapng, Text };
 
-    PacketOutput(Sink sink, Format format, bool packet_buffered, std::vector<std::string> interface_names);
+    // `print`: pcapng into `sink` and text lines into this one too (--print).
+    PacketOutput(Sink sink, Format format, bool packet_buffered, std::vector<std::string> interface_names,
+                 const text::TextOptions& text = {}, std::optional<Sink> print = std::nullopt);
 
     // pcapng: SHB and every IDB, flushed before any packet.
     void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);
@@ -54,9 +59,12 @@ public:
         if (format_ == Format::Pcapng)
             write_block(interface_id, sample, realtime_ns, stays_until_release);
         else
-            write_line(interface_id, sample, realtime_ns);
+            write_line(sink_, interface_id, sample, realtime_ns);
         ++accepted_;
-        if (packet_buffered_)
+        if (print_)
+            print_line(interface_id, sample, realtime_ns);
+        // -U flushes the output, -l the text lines (--print's too).
+        if (packet_buffered_ || (format_ == Format::Text && text_.line_buffered))
             sink_.flush();
         return true;
     }
@@ -65,6 +73,7 @@ public:
     {
         if (sink_.is_pipe() || format_ == Format::Text)
             sink_.flush();
+        flush_print();
     }
     // Writes out whatever refers to sample bytes, before they are released.
     void release_references()
@@ -75,7 +84,11 @@ public:
     // The statistics blocks, then everything flushed; a rotated file is
     // also closed and given to -z. Nothing when no file is open any more.
     void finish(const std::vector<pcapng::InterfaceStatistics>& isbs);
-    void flush() { sink_.flush(); }
+    void flush()
+    {
+        sink_.flush();
+        flush_print();
+    }
     // From the loop's periodic timer: collects finished -z commands.
     void housekeeping() noexcept
     {
@@ -85,6 +98,9 @@ public:
     // -W's count of -G files was reached: the last file is closed.
     bool file_limit_reached() const noexcept { return file_limit_reached_; }
     bool file_open() const noexcept { return file_open_; }
+    // --print: why the lines on standard output stopped early (empty when
+    // they did not, or when their reader just went away).
+    const std::string& print_failure() const noexcept { return print_failure_; }
     // After a failed write: calls on_lost(interface_id) for every packet in
     // the chunk that did not reach the output completely.
     template <class OnLost>
@@ -99,7 +115,12 @@ private:
     bool next_file(uint64_t realtime_ns, uint32_t pending_interface);
     void close_file(const std::vector<pcapng::InterfaceStatistics>& isbs);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
-    void write_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    // --print's lines are a side show: when they cannot be written the
+    // capture into the file goes on without them.
+    void print_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    void flush_print();
+    void stop_printing(const Error* failure);
 
     Sink sink_;
     // Without rotation neither is ever reached.
@@ -115,12 +136,20 @@ private:
     bool packet_buffered_;
     uint64_t accepted_ = 0;
     std::vector<std::string> interface_names_;
-    // Local time of day is recomputed only when the second changes.
-    time_t cached_second_ = -1;
-    char cached_hms_[9] = "00:00:00";
-    // Text: the interface of each line handed to the sink since its last
-    // flush began, so that a failed flush can tell whose lines were lost.
-    std::vector<uint32_t> line_owners_;
+    text::TextOptions text_;
+    text::TimestampPrinter timestamps_;
+    std::optional<Sink> print_;
+    std::string print_failure_;
+    uint64_t printed_ = 0; // the number -# shows
+    // Text: the interface of each packet handed to the sink since its last
+    // flush began, and where in the chunk its text ends, so that a failed
+    // flush can tell whose packets were lost (a packet's text may span
+    // several lines with -x, -X or -A).
+    struct LineOwner {
+        uint32_t interface_id;
+        uint32_t end;
+    };
+    std::vector<LineOwner> line_owners_;
     uint64_t owners_since_flush_ = 0;
 };
 
@@ -129,19 +158,10 @@ void PacketOutput::for_each_unwritten_packet(OnLost&& on_lost) const
 {
     const Sink::FailedChunk& chunk = sink_.failed_chunk();
     if (format_ == Format::Text) {
-        // One line per packet, all in buffered bytes: a line is lost unless
-        // its newline reached the output.
-        size_t offset = 0;
-        size_t line = 0;
-        for (const iovec& segment : chunk.segments) {
-            const auto* bytes = static_cast<const uint8_t*>(segment.iov_base);
-            for (size_t i = 0; i < segment.iov_len; ++i, ++offset) {
-                if (bytes[i] != '\n')
-                    continue;
-                if (offset >= chunk.written && line < line_owners_.size())
-                    on_lost(line_owners_[line]);
-                ++line;
-            }
+        // A packet is lost unless the end of its text reached the output.
+        for (const LineOwner& owner : line_owners_) {
+            if (owner.end > chunk.written)
+                on_lost(owner.interface_id);
         }
         return;
     }

@@ -141,6 +141,8 @@ void Sink::reopen(const std::string& path)
 
 void Sink::append(const uint8_t* data, size_t n)
 {
+    if (n == 0)
+        return; // an empty vector's data() may be null, which memcpy must not get
     if (n > buffer_.size()) {
         flush();
         bytes_ += n;

@@ -278,12 +278,13 @@ def test_traced(lab, binary, tmp, obj, prog):
     lab.send(pcap, cpu=0)
     N.expect(x.wait(20) == 0, "--at exit -c N 'not udp port 7000' exits 0 after N packets", x.stderr)
     lines = bytes(x.out).decode().splitlines()
-    names = [l.split()[-1] for l in lines]
+    # "TIME cap0@cpuN:exit In VERDICT IP ...": the verdict follows the direction.
+    names = [l.split()[3] if len(l.split()) > 3 else "" for l in lines]
     N.expect(len(lines) == len(kept) and all(":exit " in l for l in lines) and
              not any(".7000:" in l or ".7000 " in l for l in lines) and
              sorted(names) == sorted(["XDP_DROP", "XDP_PASS"] * 2),
-             "--at exit with a filter, text lines: one per kept frame, at exit, ending in XDP_DROP (port 7001) "
-             "or XDP_PASS (7002)", lines)
+             "--at exit with a filter, text lines: one per kept frame, at exit, with XDP_DROP (port 7001) "
+             "or XDP_PASS (7002) after the direction", lines)
 
     # --sample: entry and exit each keep one frame in 3, counted per hook;
     # frames sent one after another from one CPU are kept at both.

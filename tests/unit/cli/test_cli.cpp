@@ -282,3 +282,62 @@ TEST(Cli, BufferSizeInKib)
               "give the ring size either with -B (KiB) or with --ring-pages, not both");
     EXPECT_NE(error_of({"-i", "e", "-B", "0"}).find("invalid -B '0'"), std::string::npos);
 }
+
+// The text view's options, spelled and counted as tcpdump does.
+TEST(Cli, TextViewOptions)
+{
+    const Config plain = parse_config({"-i", "e"});
+    EXPECT_FALSE(plain.text.decode.quick);
+    EXPECT_FALSE(plain.text.decode.link_header);
+    EXPECT_EQ(plain.text.time, text::TimeFormat::Clock);
+    EXPECT_FALSE(plain.text.nanoseconds);
+    EXPECT_FALSE(plain.text.number);
+    EXPECT_FALSE(plain.text.line_buffered);
+
+    const Config c = parse_config({"-i", "e", "-q", "-e", "-xx", "-X", "-A", "-l"});
+    EXPECT_TRUE(c.text.decode.quick);
+    EXPECT_TRUE(c.quiet);
+    EXPECT_TRUE(c.text.decode.link_header);
+    EXPECT_EQ(c.text.decode.hex, 2);
+    EXPECT_EQ(c.text.decode.hex_ascii, 1);
+    EXPECT_EQ(c.text.decode.ascii, 1);
+    EXPECT_TRUE(c.text.line_buffered);
+    EXPECT_EQ(parse_config({"-i", "e", "-XX"}).text.decode.hex_ascii, 2);
+    // tcpdump's -n and -nn: numbers are all xdpcap prints anyway.
+    EXPECT_EQ(parse_config({"-i", "e", "-n"}).interface, "e");
+    EXPECT_EQ(parse_config({"-nn", "-i", "e", "-#"}).interface, "e");
+    EXPECT_EQ(parse_config({"-i", "e", "-x"}).text.decode.hex, 1);
+
+    const text::TimeFormat formats[] = {text::TimeFormat::None, text::TimeFormat::Epoch, text::TimeFormat::Delta,
+                                        text::TimeFormat::DateClock, text::TimeFormat::SinceFirst};
+    const char* spellings[] = {"-t", "-tt", "-ttt", "-tttt", "-ttttt"};
+    for (int i = 0; i < 5; ++i)
+        EXPECT_EQ(parse_config({"-i", "e", spellings[i]}).text.time, formats[i]) << spellings[i];
+    EXPECT_EQ(parse_config({"-i", "e", "-t", "-t", "-t"}).text.time, text::TimeFormat::Delta);
+    EXPECT_TRUE(parse_config({"-i", "e", "--time-stamp-precision", "nano"}).text.nanoseconds);
+    EXPECT_TRUE(parse_config({"-i", "e", "--time-stamp-precision=nano"}).text.nanoseconds);
+    EXPECT_FALSE(parse_config({"-i", "e", "--time-stamp-precision=micro"}).text.nanoseconds);
+    EXPECT_NE(error_of({"-i", "e", "--time-stamp-precision", "pico"}).find("micro or nano"), std::string::npos);
+}
+
+// cxxopts cannot name an option '#': -# is translated before it parses.
+TEST(Cli, NumberFlag)
+{
+    EXPECT_TRUE(parse_config({"-i", "e", "-#"}).text.number);
+    EXPECT_TRUE(parse_config({"-#", "-i", "e"}).text.number);
+    EXPECT_TRUE(parse_config({"-i", "e", "--number"}).text.number);
+    const Config bundled = parse_config({"-i", "e", "-#ex"});
+    EXPECT_TRUE(bundled.text.number);
+    EXPECT_TRUE(bundled.text.decode.link_header);
+    EXPECT_EQ(bundled.text.decode.hex, 1);
+    // A filter word after "--" is left alone.
+    EXPECT_EQ(parse_config({"-i", "e", "--", "-#"}).filter, "-#");
+    EXPECT_FALSE(parse_config({"-i", "e", "--", "-#"}).text.number);
+}
+
+TEST(Cli, PrintWithPcapng)
+{
+    EXPECT_TRUE(parse_config({"-i", "e", "-w", "f", "--print"}).print);
+    const std::string refusal = error_of({"-i", "e", "-w", "-", "--print"});
+    EXPECT_NE(refusal.find("--print cannot be used with -w -"), std::string::npos) << refusal;
+}

@@ -1,0 +1,958 @@
+#include "text/decode.hpp"
+
+#include <string_view>
+
+namespace xdpcap::text {
+
+namespace {
+
+using namespace std::string_view_literals;
+
+constexpr uint16_t kEtherIPv4 = 0x0800;
+constexpr uint16_t kEtherArp = 0x0806;
+constexpr uint16_t kEtherIPv6 = 0x86dd;
+constexpr uint16_t kEtherVlan = 0x8100;
+constexpr uint16_t kEtherQinQ = 0x88a8;
+constexpr uint16_t kEtherQinQOld = 0x9100;
+constexpr size_t kEtherHeader = 14;
+// Deeper stacks of tags or IPv6 extension headers are not walked.
+constexpr int kMaxVlanTags = 8;
+constexpr int kMaxExtensionHeaders = 16;
+
+constexpr uint8_t kProtoIcmp = 1;
+constexpr uint8_t kProtoTcp = 6;
+constexpr uint8_t kProtoUdp = 17;
+constexpr uint8_t kProtoIcmp6 = 58;
+
+// A captured span: reads are checked against `size`, never past it.
+struct Bytes {
+    const uint8_t* data;
+    size_t size;
+
+    bool has(size_t offset, size_t n) const noexcept { return offset <= size && n <= size - offset; }
+    uint8_t u8(size_t offset) const noexcept { return data[offset]; }
+    uint16_t u16(size_t offset) const noexcept
+    {
+        return static_cast<uint16_t>(data[offset] << 8 | data[offset + 1]);
+    }
+    uint32_t u32(size_t offset) const noexcept
+    {
+        return uint32_t{data[offset]} << 24 | uint32_t{data[offset + 1]} << 16 | uint32_t{data[offset + 2]} << 8 |
+            data[offset + 3];
+    }
+    Bytes from(size_t offset) const noexcept
+    {
+        return offset <= size ? Bytes{data + offset, size - offset} : Bytes{data + size, 0};
+    }
+    Bytes first(size_t n) const noexcept { return Bytes{data, n < size ? n : size}; }
+};
+
+// Formatted addresses live on the stack: at most an IPv6 address.
+struct AddressText {
+    char text[48];
+    size_t length = 0;
+    std::string_view view() const noexcept { return {text, length}; }
+};
+
+AddressText ipv4_text(const uint8_t* a) noexcept
+{
+    AddressText t;
+    Writer w(t.text, sizeof t.text);
+    for (int i = 0; i < 4; ++i) {
+        if (i)
+            w.put('.');
+        w.dec(a[i]);
+    }
+    t.length = w.size();
+    return t;
+}
+
+// RFC 5952: lower case, no leading zeros, the longest run (two groups or
+// more, the first of equals) of zero groups as "::"; mapped IPv4 dotted.
+AddressText ipv6_text(const uint8_t* a) noexcept
+{
+    AddressText t;
+    Writer w(t.text, sizeof t.text);
+    uint16_t groups[8];
+    for (int i = 0; i < 8; ++i)
+        groups[i] = static_cast<uint16_t>(a[2 * i] << 8 | a[2 * i + 1]);
+    int best = -1, best_length = 0;
+    for (int i = 0; i < 8;) {
+        if (groups[i] != 0) {
+            ++i;
+            continue;
+        }
+        int j = i;
+        while (j < 8 && groups[j] == 0)
+            ++j;
+        if (j - i > best_length && j - i >= 2) {
+            best = i;
+            best_length = j - i;
+        }
+        i = j;
+    }
+    const bool mapped = best == 0 && best_length == 5 && groups[5] == 0xffff;
+    for (int i = 0; i < 8; ++i) {
+        if (i == best) {
+            w.put("::"sv);
+            i += best_length - 1;
+            continue;
+        }
+        if (mapped && i == 6) {
+            w.put(':');
+            const AddressText v4 = ipv4_text(a + 12);
+            w.put(v4.view());
+            break;
+        }
+        if (i != 0 && i != best + best_length)
+            w.put(':');
+        w.hex(groups[i]);
+    }
+    t.length = w.size();
+    return t;
+}
+
+void put_mac(Writer& w, const uint8_t* m) noexcept
+{
+    for (int i = 0; i < 6; ++i) {
+        if (i)
+            w.put(':');
+        w.hex_byte(m[i]);
+    }
+}
+
+// tcpdump's names for the ethertypes it knows; nullptr for others.
+const char* ethertype_name(uint16_t type) noexcept
+{
+    switch (type) {
+    case kEtherIPv4:
+        return "IPv4";
+    case kEtherArp:
+        return "ARP";
+    case kEtherIPv6:
+        return "IPv6";
+    case kEtherVlan:
+        return "802.1Q";
+    case kEtherQinQ:
+        return "802.1Q-QinQ";
+    case kEtherQinQOld:
+        return "802.1Q-9100";
+    case 0x8035:
+        return "Reverse ARP";
+    case 0x8847:
+        return "MPLS unicast";
+    case 0x8848:
+        return "MPLS multicast";
+    case 0x8863:
+        return "PPPoE D";
+    case 0x8864:
+        return "PPPoE S";
+    case 0x888e:
+        return "EAPOL";
+    case 0x88cc:
+        return "LLDP";
+    case 0x88f7:
+        return "PTP";
+    case 0x8809:
+        return "Slow Protocols";
+    case 0x9000:
+        return "Loopback";
+    default:
+        return nullptr;
+    }
+}
+
+// "IPv4 (0x0800)", or "Unknown (0x88b5)"; `with_number` false: the name
+// alone where there is one.
+void put_ethertype(Writer& w, uint16_t type, bool with_number) noexcept
+{
+    const char* name = ethertype_name(type);
+    w.put(name ? std::string_view(name) : "Unknown"sv);
+    if (with_number || !name) {
+        w.put(" (0x"sv);
+        w.hex(type, 4);
+        w.put(')');
+    }
+}
+
+const char* ip_protocol_name(uint8_t protocol) noexcept
+{
+    switch (protocol) {
+    case kProtoIcmp:
+        return "ICMP";
+    case 2:
+        return "IGMP";
+    case 4:
+        return "IPIP";
+    case kProtoTcp:
+        return "TCP";
+    case kProtoUdp:
+        return "UDP";
+    case 41:
+        return "IPv6";
+    case 47:
+        return "GRE";
+    case 50:
+        return "ESP";
+    case 51:
+        return "AH";
+    case kProtoIcmp6:
+        return "ICMP6";
+    case 89:
+        return "OSPF";
+    case 103:
+        return "PIM";
+    case 112:
+        return "VRRP";
+    case 132:
+        return "SCTP";
+    case 136:
+        return "UDPLite";
+    default:
+        return nullptr;
+    }
+}
+
+void put_protocol(Writer& w, uint8_t protocol) noexcept
+{
+    if (const char* name = ip_protocol_name(protocol)) {
+        w.put(std::string_view(name));
+    } else {
+        w.put("ip-proto-"sv);
+        w.dec(protocol);
+    }
+}
+
+void put_truncated(Writer& w, std::string_view what) noexcept
+{
+    w.put("[|"sv);
+    w.put(what);
+    w.put(']');
+}
+
+// The endpoints as tcpdump writes them: "A.port > B.port: ", or without
+// addresses "port > port: " (after IPv6 extension headers), or "A > B: ".
+struct Endpoints {
+    const AddressText* src;
+    const AddressText* dst;
+    bool addresses; // false: ports only
+};
+
+void put_endpoints(Writer& w, const Endpoints& e, const Bytes& l4, bool with_ports) noexcept
+{
+    if (with_ports) {
+        if (e.addresses) {
+            w.put(e.src->view());
+            w.put('.');
+        }
+        w.dec(l4.u16(0));
+        w.put(" > "sv);
+        if (e.addresses) {
+            w.put(e.dst->view());
+            w.put('.');
+        }
+        w.dec(l4.u16(2));
+    } else if (e.addresses) {
+        w.put(e.src->view());
+        w.put(" > "sv);
+        w.put(e.dst->view());
+    }
+    if (with_ports || e.addresses)
+        w.put(": "sv);
+}
+
+// `length`: the segment's length by the IP header (captured or not).
+void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
+{
+    if (!l4.has(0, 4)) {
+        put_endpoints(w, e, l4, false);
+        put_truncated(w, "tcp"sv);
+        return;
+    }
+    put_endpoints(w, e, l4, true);
+    if (!l4.has(0, 20)) {
+        put_truncated(w, "tcp"sv);
+        return;
+    }
+    const size_t header = size_t{l4.u8(12)} >> 4 << 2;
+    if (header < 20 || header > length) {
+        w.put("tcp, bad header length "sv);
+        w.dec(header);
+        return;
+    }
+    const size_t data = length - header;
+    if (o.quick) {
+        w.put("tcp "sv);
+        w.dec(data);
+        return;
+    }
+    const uint8_t flags = l4.u8(13);
+    enum : uint8_t { FIN = 1, SYN = 2, RST = 4, PSH = 8, ACK = 16, URG = 32, ECE = 64, CWR = 128 };
+    w.put("Flags ["sv);
+    if ((flags & (FIN | SYN | RST | PSH | ACK | URG | ECE | CWR)) == 0)
+        w.put("none"sv);
+    // tcpdump's letters and order.
+    constexpr struct {
+        uint8_t bit;
+        char letter;
+    } kLetters[] = {{FIN, 'F'}, {SYN, 'S'}, {RST, 'R'}, {PSH, 'P'}, {ACK, '.'}, {URG, 'U'}, {ECE, 'E'}, {CWR, 'W'}};
+    for (const auto& l : kLetters) {
+        if (flags & l.bit)
+            w.put(l.letter);
+    }
+    w.put("], "sv);
+    const uint32_t seq = l4.u32(4);
+    if (data > 0 || (flags & (SYN | FIN | RST))) {
+        w.put("seq "sv);
+        w.dec(seq);
+        if (data > 0) {
+            w.put(':');
+            w.dec(static_cast<uint32_t>(seq + data));
+        }
+        w.put(", "sv);
+    }
+    if (flags & ACK) {
+        w.put("ack "sv);
+        w.dec(l4.u32(8));
+        w.put(", "sv);
+    }
+    w.put("win "sv);
+    w.dec(l4.u16(14));
+    if (flags & URG) {
+        w.put(", urg "sv);
+        w.dec(l4.u16(18));
+    }
+    w.put(", length "sv);
+    w.dec(data);
+}
+
+void print_udp(Writer& w, const Endpoints& e, const Bytes& l4) noexcept
+{
+    if (!l4.has(0, 4)) {
+        put_endpoints(w, e, l4, false);
+        put_truncated(w, "udp"sv);
+        return;
+    }
+    put_endpoints(w, e, l4, true);
+    if (!l4.has(0, 8)) {
+        put_truncated(w, "udp"sv);
+        return;
+    }
+    const uint16_t length = l4.u16(4);
+    if (length < 8) {
+        w.put("UDP, bad length "sv);
+        w.dec(length);
+        return;
+    }
+    w.put("UDP, length "sv);
+    w.dec(length - 8u);
+}
+
+// The ICMP(v6) error's quoted packet: "A udp port P" or "A tcp port P".
+// False when not enough of it was captured.
+bool put_quoted_port(Writer& w, const Bytes& inner, bool v6) noexcept
+{
+    size_t header;
+    uint8_t protocol;
+    if (v6) {
+        if (!inner.has(0, 40))
+            return false;
+        header = 40;
+        protocol = inner.u8(6);
+    } else {
+        if (!inner.has(0, 20))
+            return false;
+        header = size_t{inner.u8(0) & 15u} * 4;
+        protocol = inner.u8(9);
+    }
+    if ((protocol != kProtoUdp && protocol != kProtoTcp) || header < 20 || !inner.has(header, 4))
+        return false;
+    w.put((v6 ? ipv6_text(inner.data + 24) : ipv4_text(inner.data + 16)).view());
+    w.put(protocol == kProtoUdp ? " udp port "sv : " tcp port "sv);
+    w.dec(inner.u16(header + 2));
+    return true;
+}
+
+void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+{
+    put_endpoints(w, e, l4, false);
+    w.put("ICMP "sv);
+    if (!l4.has(0, 4)) {
+        put_truncated(w, "icmp"sv);
+        return;
+    }
+    const uint8_t type = l4.u8(0);
+    const uint8_t code = l4.u8(1);
+    switch (type) {
+    case 0:
+    case 8:
+        if (!l4.has(0, 8)) {
+            put_truncated(w, "icmp"sv);
+            return;
+        }
+        w.put(type == 8 ? "echo request, id "sv : "echo reply, id "sv);
+        w.dec(l4.u16(4));
+        w.put(", seq "sv);
+        w.dec(l4.u16(6));
+        break;
+    case 3: {
+        const Bytes inner = l4.from(8);
+        if (!inner.has(0, 20)) {
+            put_truncated(w, "icmp"sv);
+            return;
+        }
+        const AddressText dst = ipv4_text(inner.data + 16);
+        if (code == 3) {
+            if (!put_quoted_port(w, inner, false)) {
+                w.put(dst.view());
+                w.put(" protocol "sv);
+                w.dec(inner.u8(9));
+                w.put(" port"sv);
+            }
+            w.put(" unreachable"sv);
+            break;
+        }
+        constexpr std::string_view kWhat[] = {"net "sv, "host "sv, ""sv};
+        if (code < 2)
+            w.put(kWhat[code]);
+        w.put(dst.view());
+        if (code == 2) {
+            w.put(" protocol "sv);
+            w.dec(inner.u8(9));
+        }
+        w.put(" unreachable"sv);
+        if (code == 4) {
+            w.put(" - need to frag (mtu "sv);
+            w.dec(l4.has(6, 2) ? l4.u16(6) : 0);
+            w.put(')');
+        } else if (code > 4) {
+            w.put(" - code "sv);
+            w.dec(code);
+        }
+        break;
+    }
+    case 4:
+        w.put("source quench"sv);
+        break;
+    case 5:
+        w.put("redirect"sv);
+        break;
+    case 9:
+        w.put("router advertisement"sv);
+        break;
+    case 10:
+        w.put("router solicitation"sv);
+        break;
+    case 11:
+        w.put(code == 1 ? "ip reassembly time exceeded"sv : "time exceeded in-transit"sv);
+        break;
+    case 12:
+        w.put("parameter problem"sv);
+        break;
+    case 13:
+    case 14:
+        w.put(type == 13 ? "time stamp query"sv : "time stamp reply"sv);
+        break;
+    default:
+        w.put("type-#"sv);
+        w.dec(type);
+        break;
+    }
+    w.put(", length "sv);
+    w.dec(length);
+}
+
+void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+{
+    put_endpoints(w, e, l4, false);
+    w.put("ICMP6, "sv);
+    if (!l4.has(0, 4)) {
+        put_truncated(w, "icmp6"sv);
+        return;
+    }
+    const uint8_t type = l4.u8(0);
+    const uint8_t code = l4.u8(1);
+    switch (type) {
+    case 1: {
+        w.put("destination unreachable, "sv);
+        constexpr std::string_view kCodes[] = {"unreachable route"sv,   "unreachable prohibited"sv,
+                                               "beyond scope"sv,        "unreachable address"sv,
+                                               "unreachable port"sv,    "source address policy"sv,
+                                               "reject route"sv};
+        if (code < 7) {
+            w.put(kCodes[code]);
+        } else {
+            w.put("code "sv);
+            w.dec(code);
+        }
+        if (code == 4) {
+            w.put(", "sv);
+            if (!put_quoted_port(w, l4.from(8), true)) {
+                put_truncated(w, "icmp6"sv);
+                return;
+            }
+        }
+        break;
+    }
+    case 2:
+        if (!l4.has(4, 4)) {
+            w.put("packet too big "sv);
+            put_truncated(w, "icmp6"sv);
+            return;
+        }
+        w.put("packet too big, mtu "sv);
+        w.dec(l4.u32(4));
+        break;
+    case 3:
+        w.put(code == 1 ? "time exceeded reassembly"sv : "time exceeded in-transit"sv);
+        break;
+    case 4:
+        w.put("parameter problem"sv);
+        break;
+    case 128:
+    case 129:
+        w.put(type == 128 ? "echo request"sv : "echo reply"sv);
+        if (!l4.has(4, 4)) {
+            w.put(' ');
+            put_truncated(w, "icmp6"sv);
+            return;
+        }
+        w.put(", id "sv);
+        w.dec(l4.u16(4));
+        w.put(", seq "sv);
+        w.dec(l4.u16(6));
+        break;
+    case 130:
+        w.put("multicast listener query"sv);
+        break;
+    case 131:
+        w.put("multicast listener report"sv);
+        break;
+    case 132:
+        w.put("multicast listener done"sv);
+        break;
+    case 143:
+        w.put("multicast listener report v2"sv);
+        break;
+    case 133:
+        w.put("router solicitation"sv);
+        break;
+    case 134:
+        w.put("router advertisement"sv);
+        break;
+    case 135:
+    case 136:
+        w.put(type == 135 ? "neighbor solicitation"sv : "neighbor advertisement"sv);
+        if (!l4.has(8, 16)) {
+            w.put(' ');
+            put_truncated(w, "icmp6"sv);
+            return;
+        }
+        w.put(type == 135 ? ", who has "sv : ", tgt is "sv);
+        w.put(ipv6_text(l4.data + 8).view());
+        break;
+    case 137:
+        w.put("redirect"sv);
+        break;
+    default:
+        w.put("type "sv);
+        w.dec(type);
+        break;
+    }
+    w.put(", length "sv);
+    w.dec(length);
+}
+
+// Transport (or any other protocol) after IPv4 or IPv6. `l4` is what was
+// captured of the payload, `length` its length by the IP header.
+void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Bytes& l4, size_t length,
+                     const DecodeOptions& o) noexcept
+{
+    switch (protocol) {
+    case kProtoTcp:
+        print_tcp(w, e, l4, length, o);
+        return;
+    case kProtoUdp:
+        print_udp(w, e, l4);
+        return;
+    case kProtoIcmp:
+        print_icmp(w, e, l4, length);
+        return;
+    case kProtoIcmp6:
+        print_icmp6(w, e, l4, length);
+        return;
+    default:
+        put_endpoints(w, e, l4, false);
+        put_protocol(w, protocol);
+        w.put(", length "sv);
+        w.dec(length);
+        return;
+    }
+}
+
+// `frame_length`: what the frame held from this header on, captured or not.
+void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept
+{
+    if (!o.link_header)
+        w.put("IP "sv);
+    if (!ip.has(0, 20)) {
+        put_truncated(w, "ip"sv);
+        return;
+    }
+    const uint8_t version = ip.u8(0) >> 4;
+    const size_t header = size_t{ip.u8(0) & 15u} * 4;
+    if (version != 4) {
+        w.put("bad version "sv);
+        w.dec(version);
+        return;
+    }
+    if (header < 20) {
+        w.put("bad header length "sv);
+        w.dec(header);
+        return;
+    }
+    // Zero: a GSO packet larger than 64 KiB (BIG TCP); the frame says how long.
+    const size_t total = ip.u16(2) != 0 ? ip.u16(2) : frame_length;
+    if (total < header) {
+        w.put("bad total length "sv);
+        w.dec(total);
+        return;
+    }
+    if (!ip.has(0, header)) {
+        put_truncated(w, "ip"sv);
+        return;
+    }
+    const AddressText src = ipv4_text(ip.data + 12);
+    const AddressText dst = ipv4_text(ip.data + 16);
+    const Endpoints e{&src, &dst, true};
+    const uint8_t protocol = ip.u8(9);
+    const uint16_t fragment = ip.u16(6);
+    const size_t offset = size_t{fragment & 0x1fffu} * 8;
+    const bool more = (fragment & 0x2000) != 0;
+    // Ethernet padding beyond the IP length is not part of the payload.
+    const Bytes payload = ip.first(total).from(header);
+    const size_t length = total - header;
+    if (offset == 0) {
+        print_transport(w, protocol, e, payload, length, o);
+    } else {
+        // A later fragment carries no transport header.
+        put_endpoints(w, e, payload, false);
+        put_protocol(w, protocol);
+        w.put(", length "sv);
+        w.dec(length);
+    }
+    if (offset != 0 || more) {
+        // tcpdump -v's notation: (frag id:length@offset, + if more follow)
+        w.put(" (frag "sv);
+        w.dec(ip.u16(4));
+        w.put(':');
+        w.dec(length);
+        w.put('@');
+        w.dec(offset);
+        if (more)
+            w.put('+');
+        w.put(')');
+    }
+}
+
+void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept
+{
+    if (!o.link_header)
+        w.put("IP6 "sv);
+    if (!ip.has(0, 40)) {
+        put_truncated(w, "ip6"sv);
+        return;
+    }
+    if (ip.u8(0) >> 4 != 6) {
+        w.put("bad version "sv);
+        w.dec(ip.u8(0) >> 4);
+        return;
+    }
+    // Zero: a jumbogram (BIG TCP); the frame says how long.
+    const size_t payload_length = ip.u16(4) != 0 ? ip.u16(4) : frame_length > 40 ? frame_length - 40 : 0;
+    const Bytes packet = ip.first(40 + payload_length);
+    const AddressText src = ipv6_text(ip.data + 8);
+    const AddressText dst = ipv6_text(ip.data + 24);
+    uint8_t next = ip.u8(6);
+    size_t offset = 40;
+    bool extensions = false;
+    auto start_extensions = [&] {
+        if (!extensions) {
+            put_endpoints(w, Endpoints{&src, &dst, true}, packet, false);
+            extensions = true;
+        }
+    };
+    for (int i = 0; i < kMaxExtensionHeaders; ++i) {
+        if (next == 0 || next == 60 || next == 43 || next == 51) {
+            start_extensions();
+            const std::string_view name = next == 0 ? "HBH"sv : next == 60 ? "DSTOPT"sv : next == 43 ? "RT6"sv : "AH"sv;
+            if (!packet.has(offset, next == 43 ? 4 : 2)) {
+                w.put(name);
+                w.put(' ');
+                put_truncated(w, next == 0 ? "hbhopt"sv : next == 60 ? "dstopt"sv : next == 43 ? "rt6"sv : "ah"sv);
+                return;
+            }
+            w.put(name);
+            if (next == 43) {
+                w.put(" (type="sv);
+                w.dec(packet.u8(offset + 2));
+                w.put(", segleft="sv);
+                w.dec(packet.u8(offset + 3));
+                w.put(')');
+            }
+            w.put(' ');
+            // AH counts 4-byte units (minus 2), the others 8-byte units (minus 1).
+            const size_t length = next == 51 ? (size_t{packet.u8(offset + 1)} + 2) * 4
+                                             : (size_t{packet.u8(offset + 1)} + 1) * 8;
+            next = packet.u8(offset);
+            offset += length;
+            continue;
+        }
+        if (next == 44) {
+            start_extensions();
+            if (!packet.has(offset, 8)) {
+                w.put("frag "sv);
+                put_truncated(w, "frag6"sv);
+                return;
+            }
+            const size_t fragment_offset = size_t{packet.u16(offset + 2) & 0xfff8u};
+            const size_t rest = offset + 8 <= 40 + payload_length ? 40 + payload_length - offset - 8 : 0;
+            w.put("frag ("sv);
+            w.dec(fragment_offset);
+            w.put('|');
+            w.dec(rest);
+            w.put(')');
+            if (fragment_offset != 0)
+                return;
+            w.put(' ');
+            next = packet.u8(offset);
+            offset += 8;
+            continue;
+        }
+        break;
+    }
+    if (next == 59) {
+        start_extensions();
+        w.put("no next header"sv);
+        return;
+    }
+    const size_t length = offset <= 40 + payload_length ? 40 + payload_length - offset : 0;
+    print_transport(w, next, Endpoints{&src, &dst, !extensions}, packet.from(offset), length, o);
+}
+
+void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept
+{
+    if (!o.link_header)
+        w.put("ARP, "sv);
+    if (!arp.has(0, 8)) {
+        put_truncated(w, "arp"sv);
+        return;
+    }
+    const uint16_t hardware = arp.u16(0);
+    const uint16_t protocol = arp.u16(2);
+    const uint16_t op = arp.u16(6);
+    if (hardware != 1 || protocol != kEtherIPv4 || arp.u8(4) != 6 || arp.u8(5) != 4) {
+        w.put("hardware type "sv);
+        w.dec(hardware);
+        w.put(", protocol 0x"sv);
+        w.hex(protocol, 4);
+        w.put(", op "sv);
+        w.dec(op);
+    } else {
+        constexpr std::string_view kOps[] = {"Request"sv, "Reply"sv, "Reverse Request"sv, "Reverse Reply"sv};
+        if (op >= 1 && op <= 4) {
+            w.put(kOps[op - 1]);
+        } else {
+            w.put("op "sv);
+            w.dec(op);
+        }
+        if (!arp.has(0, 28)) {
+            w.put(' ');
+            put_truncated(w, "arp"sv);
+            return;
+        }
+        const uint8_t* sha = arp.data + 8;
+        const uint8_t* spa = arp.data + 14;
+        const uint8_t* tha = arp.data + 18;
+        const uint8_t* tpa = arp.data + 24;
+        switch (op) {
+        case 1: {
+            w.put(" who-has "sv);
+            w.put(ipv4_text(tpa).view());
+            bool zero = true;
+            for (int i = 0; i < 6; ++i)
+                zero = zero && tha[i] == 0;
+            if (!zero) {
+                w.put(" ("sv);
+                put_mac(w, tha);
+                w.put(')');
+            }
+            w.put(" tell "sv);
+            w.put(ipv4_text(spa).view());
+            break;
+        }
+        case 2:
+            w.put(' ');
+            w.put(ipv4_text(spa).view());
+            w.put(" is-at "sv);
+            put_mac(w, sha);
+            break;
+        case 3:
+            w.put(" who-is "sv);
+            put_mac(w, tha);
+            w.put(" tell "sv);
+            put_mac(w, sha);
+            break;
+        case 4:
+            w.put(' ');
+            put_mac(w, tha);
+            w.put(" at "sv);
+            w.put(ipv4_text(tpa).view());
+            break;
+        default:
+            break;
+        }
+    }
+    w.put(", length "sv);
+    w.dec(length);
+}
+
+} // namespace
+
+size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t origlen,
+                    const DecodeOptions& o) noexcept
+{
+    const Bytes frame{data, caplen};
+    if (!frame.has(0, kEtherHeader)) {
+        put_truncated(w, "ether"sv);
+        return caplen;
+    }
+    uint16_t type = frame.u16(12);
+    if (o.link_header) {
+        put_mac(w, data + 6);
+        w.put(" > "sv);
+        put_mac(w, data);
+        w.put(", "sv);
+        if (type < 0x0600) {
+            w.put("802.3"sv);
+        } else if (o.quick) {
+            put_ethertype(w, type, false);
+        } else {
+            w.put("ethertype "sv);
+            put_ethertype(w, type, true);
+        }
+        w.put(", length "sv);
+        w.dec(origlen);
+    }
+    size_t offset = kEtherHeader;
+    bool separator = o.link_header; // ": " still owed after the link header
+    auto begin_payload = [&] {
+        if (separator)
+            w.put(": "sv);
+        separator = false;
+    };
+    for (int tag = 0; tag < kMaxVlanTags && (type == kEtherVlan || type == kEtherQinQ || type == kEtherQinQOld);
+         ++tag) {
+        begin_payload();
+        if (!frame.has(offset, 4)) {
+            put_truncated(w, "vlan"sv);
+            return caplen;
+        }
+        const uint16_t tci = frame.u16(offset);
+        type = frame.u16(offset + 2);
+        w.put("vlan "sv);
+        w.dec(tci & 0x0fffu);
+        w.put(", p "sv);
+        w.dec(tci >> 13);
+        if (tci & 0x1000)
+            w.put(", DEI"sv);
+        w.put(", ethertype "sv);
+        put_ethertype(w, type, o.link_header);
+        w.put(", "sv);
+        offset += 4;
+    }
+    const Bytes payload = frame.from(offset);
+    const size_t length = origlen > offset ? origlen - offset : 0;
+    switch (type) {
+    case kEtherIPv4:
+        begin_payload();
+        print_ipv4(w, payload, length, o);
+        break;
+    case kEtherIPv6:
+        begin_payload();
+        print_ipv6(w, payload, length, o);
+        break;
+    case kEtherArp:
+        begin_payload();
+        print_arp(w, payload, length, o);
+        break;
+    default:
+        // Not decoded: with -e the link header already said what it is.
+        if (separator)
+            break;
+        if (type < 0x0600) {
+            w.put("802.3"sv);
+        } else {
+            w.put("ethertype "sv);
+            put_ethertype(w, type, true);
+        }
+        // The frame's length, as tcpdump's link-level header gives it.
+        w.put(", length "sv);
+        w.dec(origlen);
+        break;
+    }
+    return offset;
+}
+
+void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_length, const DecodeOptions& o) noexcept
+{
+    const uint8_t level = o.hex_ascii ? o.hex_ascii : o.hex ? o.hex : o.ascii;
+    if (level == 0)
+        return;
+    const size_t start = level > 1 ? 0 : link_length < caplen ? link_length : caplen;
+    const uint8_t* bytes = data + start;
+    const size_t n = caplen - start;
+    if (!o.hex_ascii && !o.hex) {
+        // ASCII: line breaks kept (a CR before LF dropped), other
+        // unprintable bytes as '.'.
+        w.put('\n');
+        for (size_t i = 0; i < n; ++i) {
+            const uint8_t c = bytes[i];
+            if (c == '\r') {
+                if (i + 1 == n || bytes[i + 1] != '\n')
+                    w.put('.');
+            } else if ((c >= 0x21 && c <= 0x7e) || c == ' ' || c == '\t' || c == '\n') {
+                w.put(static_cast<char>(c));
+            } else {
+                w.put('.');
+            }
+        }
+        return;
+    }
+    for (size_t line = 0; line < n; line += 16) {
+        const size_t count = n - line < 16 ? n - line : 16;
+        w.put("\n\t0x"sv);
+        w.hex(line, 4);
+        w.put(": "sv);
+        size_t width = 0;
+        for (size_t i = 0; i < count; i += 2) {
+            w.put(' ');
+            w.hex_byte(bytes[line + i]);
+            width += 3;
+            if (i + 1 < count) {
+                w.hex_byte(bytes[line + i + 1]);
+                width += 2;
+            }
+        }
+        if (!o.hex_ascii)
+            continue;
+        for (; width < 40 + 2; ++width)
+            w.put(' ');
+        for (size_t i = 0; i < count; ++i) {
+            const uint8_t c = bytes[line + i];
+            w.put(c >= 0x21 && c <= 0x7e ? static_cast<char>(c) : '.');
+        }
+    }
+}
+
+} // namespace xdpcap::text

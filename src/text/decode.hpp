@@ -1,0 +1,50 @@
+// One packet as tcpdump-style text: a pure function over the captured bytes,
+// their original length and the options, writing into the caller's buffer.
+// Addresses and ports are always numeric; nothing past `caplen` is read;
+// where the capture ends before a header does, "[|proto]" says so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "text/writer.hpp"
+
+namespace xdpcap::text {
+
+struct DecodeOptions {
+    bool quick = false;      // -q: less protocol detail
+    bool link_header = false; // -e: MAC addresses, ethertype and frame length
+    // -x/-xx, -X/-XX, -A/-AA: 0 off, 1 without the link-level header, 2 with it.
+    uint8_t hex = 0;
+    uint8_t hex_ascii = 0;
+    uint8_t ascii = 0;
+};
+
+// Most bytes decode_frame() writes (the dump not included).
+inline constexpr size_t kMaxDecodeLength = 2048;
+
+// Room dump_frame() may need for a frame of `caplen` bytes.
+constexpr size_t dump_length_bound(uint32_t caplen) noexcept
+{
+    return (static_cast<size_t>(caplen) / 16 + 1) * 80 + caplen + 16;
+}
+
+// The protocol decode, without timestamp or newline. Returns the length of
+// the link-level header (Ethernet and VLAN tags) as far as it was captured.
+size_t decode_frame(Writer& out, const uint8_t* data, uint32_t caplen, uint32_t origlen,
+                    const DecodeOptions& options) noexcept;
+
+// The -x/-X/-A dump that follows the decode (nothing when none is asked
+// for); every dump line starts with a newline, the last one ends without.
+void dump_frame(Writer& out, const uint8_t* data, uint32_t caplen, size_t link_length,
+                const DecodeOptions& options) noexcept;
+
+// Both, as one packet's text (no timestamp, no final newline).
+inline void format_frame(Writer& out, const uint8_t* data, uint32_t caplen, uint32_t origlen,
+                         const DecodeOptions& options) noexcept
+{
+    const size_t link_length = decode_frame(out, data, caplen, origlen, options);
+    dump_frame(out, data, caplen, link_length, options);
+}
+
+} // namespace xdpcap::text
