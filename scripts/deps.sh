@@ -11,7 +11,7 @@ packages=(
     clang llvm bpftool libbpf-dev libpcap-dev libcxxopts-dev meson ninja-build pkg-config g++
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
-    groff-base man-db iputils-ping util-linux bash-completion zsh
+    groff-base man-db iputils-ping util-linux bash-completion zsh strace
     # packages: Debian (built, checked, installed) and rpm (built)
     build-essential debhelper lintian rpm
     # trace mode behind a libxdp dispatcher (xdp-loader)
