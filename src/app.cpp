@@ -49,11 +49,12 @@ void check_ring_fits_records(const Config& config)
 
 // The size asked for, or the default; a default the locked-memory limit
 // refuses is halved until it fits, as long as two records still do.
-PerfRings create_rings(int events_map_fd, const Config& config)
+// The default budget is shared by the rings of every interface captured.
+PerfRings create_rings(int events_map_fd, const Config& config, size_t interfaces)
 {
     if (config.ring_pages)
         return PerfRings(events_map_fd, RingSettings{*config.ring_pages, wakeup_bytes_for(ring_bytes(*config.ring_pages))});
-    uint32_t pages = default_ring_pages(online_cpus().size(), page_size());
+    uint32_t pages = default_ring_pages(online_cpus().size() * interfaces, page_size());
     for (;;) {
         try {
             return PerfRings(events_map_fd, RingSettings{pages, wakeup_bytes_for(ring_bytes(pages))});
@@ -102,46 +103,64 @@ SlotText slot_text(const InterfaceMap& map, uint32_t slot, const std::vector<Xdp
                         (entry ? ", frames as it receives them" : ", frames as it leaves them, with its verdict")};
 }
 
-// Per ring and, in trace mode, per hook point: the interface names the text
-// lines use, and the pcapng IDBs (same link type and snaplen throughout).
-std::vector<std::string> interface_names(const InterfaceInfo& iface, const PerfRings& rings, const InterfaceMap& map,
-                                         const std::vector<XdpProgramInfo>& traced)
+// One interface's capture: the interface, its filter (compiled with its own
+// netmask), its programs, rings and promiscuous membership. Destroying it
+// undoes every attach it made.
+struct Session {
+    InterfaceInfo iface;
+    std::optional<ClassicProgram> classic;
+    std::vector<XdpProgramInfo> traced;
+    std::optional<CaptureProgram> program;
+    std::optional<PerfRings> rings;
+    std::optional<PromiscuousMode> promiscuous;
+};
+
+// Per interface, ring and, in trace mode, hook point: the interface names
+// the text lines use, and the pcapng IDBs (same link type and snaplen
+// throughout), in the loop's ring order.
+std::vector<std::string> interface_names(const std::vector<Session>& sessions, const InterfaceMap& map)
 {
     std::vector<std::string> names;
-    for (size_t ring = 0; ring < rings.count(); ++ring) {
-        for (uint32_t slot = 0; slot < map.per_ring(); ++slot)
-            names.push_back(iface.name + "@cpu" + std::to_string(rings.cpu(ring)) +
-                            slot_text(map, slot, traced, "").suffix);
+    for (const Session& session : sessions) {
+        for (size_t ring = 0; ring < session.rings->count(); ++ring) {
+            for (uint32_t slot = 0; slot < map.per_ring(); ++slot)
+                names.push_back(session.iface.name + "@cpu" + std::to_string(session.rings->cpu(ring)) +
+                                slot_text(map, slot, session.traced, "").suffix);
+        }
     }
     return names;
 }
 
-std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInfo& iface, const PerfRings& rings,
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<Session>& sessions,
                                                               const Config& config, const std::string& filter,
-                                                              const std::string& hooks, const InterfaceMap& map,
-                                                              const std::vector<XdpProgramInfo>& traced)
+                                                              const InterfaceMap& map)
 {
     const std::string os = host_os();
     std::vector<pcapng::InterfaceDescription> idbs;
-    for (size_t ring = 0; ring < rings.count(); ++ring) {
-        for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
-            const SlotText text = slot_text(map, slot, traced, hooks);
-            pcapng::InterfaceDescription idb;
-            idb.snaplen = config.snaplen;
-            idb.name = iface.name + "@cpu" + std::to_string(rings.cpu(ring)) + text.suffix;
-            idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
-                std::to_string(rings.cpu(ring)) + ", " + text.what +
-                (iface.driver.empty() ? "" : ", driver " + iface.driver);
-            idb.filter = filter;
-            idb.os = os;
-            idb.hardware = iface.bus;
-            idbs.push_back(std::move(idb));
+    for (const Session& session : sessions) {
+        const InterfaceInfo& iface = session.iface;
+        const std::string hooks = hooks_description(*session.program, session.program->attached_mode());
+        for (size_t ring = 0; ring < session.rings->count(); ++ring) {
+            const int cpu = session.rings->cpu(ring);
+            for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+                const SlotText text = slot_text(map, slot, session.traced, hooks);
+                pcapng::InterfaceDescription idb;
+                idb.snaplen = config.snaplen;
+                idb.name = iface.name + "@cpu" + std::to_string(cpu) + text.suffix;
+                idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
+                    std::to_string(cpu) + ", " + text.what + (iface.driver.empty() ? "" : ", driver " + iface.driver);
+                idb.filter = filter;
+                idb.os = os;
+                idb.hardware = iface.bus;
+                idbs.push_back(std::move(idb));
+            }
         }
     }
     return idbs;
 }
 
-// One ISB per CPU, on the CPU's first interface: the counters are per CPU.
+// One ISB per interface and CPU, on the ring's first pcapng interface: the
+// counters are per ring.
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
                                                               uint64_t end_ns, bool filtering, const InterfaceMap& map)
 {
@@ -248,6 +267,22 @@ private:
     Sink* sink_;
 };
 
+// Each -i resolved; two arguments naming one interface are refused.
+std::vector<Session> lookup_sessions(const Config& config)
+{
+    std::vector<Session> sessions;
+    for (const std::string& argument : config.interfaces) {
+        Session session{lookup_interface(argument), {}, {}, {}, {}, {}};
+        for (const Session& earlier : sessions) {
+            if (earlier.iface.ifindex == session.iface.ifindex)
+                throw Error("interface " + session.iface.name + " (ifindex " +
+                            std::to_string(session.iface.ifindex) + ") is given twice with -i");
+        }
+        sessions.push_back(std::move(session));
+    }
+    return sessions;
+}
+
 } // namespace
 
 int run_capture(const Config& config)
@@ -258,21 +293,30 @@ int run_capture(const Config& config)
     }
     const std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
     if (config.dump_filter)
-        return dump_filter(filter, config.interface);
+        return dump_filter(filter, config.interfaces.empty() ? std::string() : config.interfaces.front());
+    std::vector<Session> sessions = lookup_sessions(config);
     // Compiled first: a syntax error is reported before anything is touched.
-    std::optional<ClassicProgram> classic;
-    if (filter.find_first_not_of(' ') != std::string::npos)
-        classic.emplace(compile_filter(filter, interface_netmask(config.interface)));
+    // Each interface's own netmask, for "ip broadcast" and the like.
+    const bool filtering = filter.find_first_not_of(' ') != std::string::npos;
+    if (filtering) {
+        for (Session& session : sessions)
+            session.classic.emplace(compile_filter(filter, interface_netmask(session.iface.name)));
+    }
 
     if (!config.writes_pcapng() || config.writes_to_stdout()) {
         if (standard_output_was_closed())
             throw Error("standard output is closed: give -w FILE, or run with standard output open");
     }
     StopSignals signals = StopSignals::block();
-    const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
     check_ring_fits_records(config);
-    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config, classic.has_value());
+    for (Session& session : sessions) {
+        session.traced = choose_trace_targets(session.iface, config, filtering);
+        // Trace mode's pcapng interfaces are laid out for one interface.
+        if (!session.traced.empty() && sessions.size() > 1)
+            throw Error(session.iface.name + " runs " + program_text(session.traced.front()) +
+                        ": trace mode captures one interface at a time; capture " + session.iface.name + " alone");
+    }
 
     Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
         ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
@@ -280,30 +324,39 @@ int run_capture(const Config& config)
     sink.watch(&signals);
     OutputGuard guard(sink);
 
-    CaptureProgram program =
-        CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty());
-    if (!traced.empty())
-        program.load_trace(traced, config.trace_entry, config.trace_exit);
-    const InterfaceMap interfaces = traced.empty()
+    for (Session& session : sessions) {
+        const std::vector<XdpProgramInfo>& traced = session.traced;
+        session.program.emplace(CaptureProgram::load(config.snaplen, session.iface.ifindex, filtering,
+                                                     config.direction, traced.empty()));
+        CaptureProgram& program = *session.program;
+        if (!traced.empty())
+            program.load_trace(traced, config.trace_entry, config.trace_exit);
+        // The same expression on both hooks, each counted on its own.
+        if (session.classic && program.captures(CaptureProgram::Hook::Ingress))
+            program.install_filter(CaptureProgram::Hook::Ingress,
+                                   translate_filter(session.classic->instructions(),
+                                                    FilterTarget{FilterHook::Xdp, program.multi_buffer()}));
+        if (session.classic && program.captures(CaptureProgram::Hook::Egress))
+            program.install_filter(CaptureProgram::Hook::Egress,
+                                   translate_filter(session.classic->instructions(), FilterTarget{FilterHook::TcEgress}));
+        session.rings.emplace(create_rings(program.events_map_fd(), config, sessions.size()));
+    }
+    // Trace mode has a single session; otherwise ring i is interface i.
+    const Session& first = sessions.front();
+    const InterfaceMap interfaces = first.traced.empty()
         ? InterfaceMap{}
-        : InterfaceMap(static_cast<uint32_t>(traced.size()), config.trace_entry, config.trace_exit,
-                       program.captures(CaptureProgram::Hook::Egress));
-    // The same expression on both hooks, each counted on its own.
-    if (classic && program.captures(CaptureProgram::Hook::Ingress))
-        program.install_filter(
-            CaptureProgram::Hook::Ingress,
-            translate_filter(classic->instructions(), FilterTarget{FilterHook::Xdp, program.multi_buffer()}));
-    if (classic && program.captures(CaptureProgram::Hook::Egress))
-        program.install_filter(CaptureProgram::Hook::Egress,
-                               translate_filter(classic->instructions(), FilterTarget{FilterHook::TcEgress}));
-    PerfRings rings = create_rings(program.events_map_fd(), config);
+        : InterfaceMap(static_cast<uint32_t>(first.traced.size()), config.trace_entry, config.trace_exit,
+                       first.program->captures(CaptureProgram::Hook::Egress));
 
-    std::vector<std::string> names = interface_names(iface, rings, interfaces, traced);
+    std::vector<std::string> names = interface_names(sessions, interfaces);
 
-    std::optional<PromiscuousMode> promiscuous;
-    if (config.promiscuous)
-        promiscuous = PromiscuousMode::enable(iface.ifindex, iface.name);
-    program.attach(iface.ifindex, config.xdp_mode, iface.name);
+    // In the order given; an attach that fails unwinds through ~Session,
+    // which detaches every interface attached before it.
+    for (Session& session : sessions) {
+        if (config.promiscuous)
+            session.promiscuous = PromiscuousMode::enable(session.iface.ifindex, session.iface.name);
+        session.program->attach(session.iface.ifindex, config.xdp_mode, session.iface.name);
+    }
     const ClockOffset clock = measure_clock_offset();
     const uint64_t start_ns = now_ns(CLOCK_REALTIME);
 
@@ -311,27 +364,32 @@ int run_capture(const Config& config)
     PacketOutput output(std::move(sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, std::move(names));
-    CaptureLoop loop(program, rings, output, signals, clock,
-                     CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
+    std::vector<CaptureSource> sources;
+    for (Session& session : sessions)
+        sources.push_back(CaptureSource{&*session.program, &*session.rings, session.iface.name});
+    CaptureLoop loop(std::move(sources), output, signals, clock,
+                     CaptureLoop::Options{config.count, config.verbose, filtering,
                                           config.direction == Direction::InOut, 50, interfaces});
     StopReason reason = StopReason::OutputFailed;
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
-                     describe_interfaces(iface, rings, config, classic ? filter : "",
-                                         hooks_description(program, program.attached_mode()), interfaces, traced));
-        if (!iface.up)
-            std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
-                         iface.name.c_str());
+                     describe_interfaces(sessions, config, filtering ? filter : "", interfaces));
+        for (const Session& session : sessions) {
+            if (!session.iface.up)
+                std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
+                             session.iface.name.c_str());
+        }
         if (!config.quiet) {
-            for (const XdpProgramInfo& p : traced)
+            for (const XdpProgramInfo& p : first.traced)
                 std::fprintf(stderr, "tracing %s at %s\n", program_text(p).c_str(),
                              config.trace_entry && config.trace_exit ? "entry and exit"
                                  : config.trace_entry               ? "entry"
                                                                     : "exit");
+            // tcpdump's line, once per interface.
+            for (const Session& session : sessions)
+                std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
+                             session.iface.name.c_str(), config.snaplen);
         }
-        if (!config.quiet)
-            std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
-                         iface.name.c_str(), config.snaplen);
         reason = loop.run();
     } catch (const OutputClosed&) {
         return kExitOk;
@@ -348,7 +406,7 @@ int run_capture(const Config& config)
     std::string failure = loop.failure();
     if (loop.output_usable()) {
         try {
-            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), classic.has_value(), interfaces));
+            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), filtering, interfaces));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {
@@ -356,13 +414,12 @@ int run_capture(const Config& config)
         }
     }
     if (failure.empty() && reason == StopReason::InterfaceGone)
-        failure = iface.name + " went away; capture stopped";
+        failure = loop.gone_interface() + " went away; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
-        std::fputs(
-            format_stats(stats, config.verbose, classic.has_value(), config.direction == Direction::InOut).c_str(),
-            stderr);
+        std::fputs(format_stats(stats, config.verbose, filtering, config.direction == Direction::InOut).c_str(),
+                   stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }
 

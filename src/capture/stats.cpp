@@ -1,5 +1,7 @@
 #include "capture/stats.hpp"
 
+#include <algorithm>
+
 namespace xdpcap {
 
 namespace {
@@ -14,6 +16,17 @@ std::string direction_counts(const char* name, const xdpcap_counters& k, bool fi
     return std::string(name) + " " + std::to_string(k.seen) + " seen, " +
         (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) + std::to_string(k.sampled) +
         " sampled, " + std::to_string(k.output_failed) + " output errors";
+}
+
+// The interfaces in the order of their rings.
+std::vector<std::string> interfaces_of(const std::vector<CpuStats>& cpus)
+{
+    std::vector<std::string> names;
+    for (const auto& s : cpus) {
+        if (std::find(names.begin(), names.end(), s.interface) == names.end())
+            names.push_back(s.interface);
+    }
+    return names;
 }
 
 } // namespace
@@ -56,12 +69,33 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool f
         text += counted(t.invalid, " record refused as malformed\n", " records refused as malformed\n");
     if (filtering && per_cpu)
         text += counted(t.seen, " packet seen on the interface\n", " packets seen on the interface\n");
+    const std::vector<std::string> interfaces = interfaces_of(cpus);
+    const bool several = interfaces.size() > 1;
+    if (several) {
+        for (const std::string& name : interfaces) {
+            std::vector<CpuStats> mine;
+            std::copy_if(cpus.begin(), cpus.end(), std::back_inserter(mine),
+                         [&](const CpuStats& s) { return s.interface == name; });
+            const CaptureTotals i = sum_stats(mine);
+            text += name + ": " + counted(i.captured, " packet captured, ", " packets captured, ") +
+                std::to_string(i.received) + " received by filter, " + std::to_string(i.dropped) +
+                " dropped by kernel";
+            if (i.unwritten)
+                text += ", " + std::to_string(i.unwritten) + " not written to the output";
+            if (i.invalid)
+                text += ", " + counted(i.invalid, " record refused as malformed", " records refused as malformed");
+            if (filtering && per_cpu)
+                text += ", " + std::to_string(i.seen) + " seen";
+            text += "\n";
+        }
+    }
     if (!per_cpu)
         return text;
     // Late for the merge by time: written, but after a newer packet.
     text += counted(t.out_of_order, " packet written out of order\n", " packets written out of order\n");
     for (const auto& s : cpus) {
-        text += "  cpu" + std::to_string(s.cpu) + ": " + std::to_string(s.kernel.seen) + " seen, " +
+        // Named as the pcapng interfaces are once there are several.
+        text += "  " + (several ? s.interface + "@" : std::string()) + "cpu" + std::to_string(s.cpu) + ": " + std::to_string(s.kernel.seen) + " seen, " +
             std::to_string(s.kernel.sampled) + " sampled, " + std::to_string(s.ring.written) + " written, " +
             std::to_string(s.kernel.ring_full) + " ring full, " +
             std::to_string(s.kernel.output_failed - s.kernel.ring_full) + " other output errors, " +

@@ -26,6 +26,7 @@ struct CpuStats {
     xdpcap_counters ingress{};
     xdpcap_counters egress{};
     RingTally ring;
+    std::string interface; // the interface the ring belongs to
 };
 
 // Field by field, for totals over hooks.
@@ -44,8 +45,9 @@ struct CaptureTotals {
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 
-// tcpdump's three lines; with `per_cpu`, one line per CPU after them, and
-// with `both_directions` a line per CPU splitting the kernel's counts.
+// tcpdump's three lines; with several interfaces, a line of the same counts
+// per interface; with `per_cpu`, one line per CPU (and interface) after them,
+// and with `both_directions` a line per CPU splitting the kernel's counts.
 std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,
                          bool both_directions = false);
 

@@ -158,13 +158,14 @@ std::string plain_cxxopts_message(std::string message)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-dDhpqUv] [--version] -i IFACE [-w FILE|-] [-s SNAPLEN] [-c COUNT]\n"
-                        "         [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]\n"
+    options.custom_help("[-dDhpqUv] [--version] -i IFACE [-i IFACE]... [-w FILE|-] [-s SNAPLEN]\n"
+                        "         [-c COUNT] [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]");
     options.positional_help("[expression]");
     // clang-format off
     options.add_options()
-        ("i,interface", "Capture on IFACE (required)", cxxopts::value<std::string>(), "IFACE")
+        ("i,interface", "Capture on IFACE (required): a name, or an ifindex as -D lists it; repeat -i for "
+                         "several interfaces", cxxopts::value<std::string>(), "IFACE")
         ("w,write", "Write pcapng to FILE, or to standard output with -", cxxopts::value<std::string>(), "FILE")
         ("s,snapshot-length", "Keep at most SNAPLEN bytes of each packet; 0 means the maximum, " +
              std::to_string(kMaxSnaplen), cxxopts::value<std::string>(), "SNAPLEN")
@@ -218,12 +219,24 @@ CliOutcome parse_cli(int argc, const char* const* argv)
         return config;
     if (result.count("filter-file"))
         config.filter_file = result["filter-file"].as<std::string>();
-    if (result.count("interface")) {
-        config.interface = result["interface"].as<std::string>();
-        check_interface_name(config.interface);
-    } else if (!config.dump_filter) {
-        throw Error("no interface given: use -i IFACE (see xdpcap --help)");
+    // Every -i in order; arguments() keeps them all (and, unlike a vector
+    // value, does not split names at commas).
+    for (const auto& argument : result.arguments()) {
+        if (argument.key() != "interface")
+            continue;
+        const std::string& name = argument.value();
+        if (name == "any")
+            throw Error("-i any is not supported: attaching XDP to every interface can reset NIC queues and "
+                        "disrupt traffic; name each interface with its own -i (-i eth0 -i eth1)");
+        check_interface_name(name);
+        for (const std::string& earlier : config.interfaces) {
+            if (earlier == name)
+                throw Error("interface '" + name + "' is given twice with -i");
+        }
+        config.interfaces.push_back(name);
     }
+    if (config.interfaces.empty() && !config.dump_filter)
+        throw Error("no interface given: use -i IFACE (see xdpcap --help)");
 
     if (result.count("write")) {
         config.output = result["write"].as<std::string>();

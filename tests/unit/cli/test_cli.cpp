@@ -43,7 +43,7 @@ std::string error_of(std::initializer_list<const char*> args)
 TEST(Cli, Defaults)
 {
     const Config c = parse_config({"-i", "eth0"});
-    EXPECT_EQ(c.interface, "eth0");
+    EXPECT_EQ(c.interfaces, std::vector<std::string>{"eth0"});
     EXPECT_FALSE(c.output);
     EXPECT_EQ(c.snaplen, kMaxSnaplen);
     EXPECT_FALSE(c.count);
@@ -69,7 +69,7 @@ TEST(Cli, LongSpellings)
 {
     const Config c = parse_config({"--interface=veth1", "--write", "out.pcapng", "--snapshot-length", "0",
                                    "--count", "1", "--packet-buffered", "--quiet"});
-    EXPECT_EQ(c.interface, "veth1");
+    EXPECT_EQ(c.interfaces, std::vector<std::string>{"veth1"});
     EXPECT_EQ(*c.output, "out.pcapng");
     EXPECT_EQ(c.snaplen, kMaxSnaplen);
     EXPECT_EQ(c.count, 1u);
