@@ -172,3 +172,27 @@ TEST(Cli, TraceProgram)
     EXPECT_EQ(error_of({"-i", "e", "-Q", "out", "--at", "exit"}),
               "--at and --program trace an XDP program on received frames; -Q out captures none");
 }
+
+TEST(Cli, SeveralInterfacesInTheOrderGiven)
+{
+    EXPECT_EQ(parse_config({"-i", "veth0", "--interface=veth1", "-i", "eth2"}).interfaces,
+              (std::vector<std::string>{"veth0", "veth1", "eth2"}));
+    // A comma is a character names may have, not a separator.
+    EXPECT_EQ(parse_config({"-i", "a,b"}).interfaces, std::vector<std::string>{"a,b"});
+    // A number is resolved when the capture starts: a name first, else an ifindex.
+    EXPECT_EQ(parse_config({"-i", "2", "-i", "eth0"}).interfaces, (std::vector<std::string>{"2", "eth0"}));
+}
+
+TEST(Cli, AnyIsRefusedWithTheAlternative)
+{
+    for (const std::string& message : {error_of({"-i", "any"}), error_of({"-i", "eth0", "-i", "any"})}) {
+        EXPECT_EQ(message.rfind("-i any is not supported: attaching XDP to every interface", 0), 0u) << message;
+        EXPECT_NE(message.find("-i eth0 -i eth1"), std::string::npos) << message;
+    }
+}
+
+TEST(Cli, AnInterfaceGivenTwiceIsRefused)
+{
+    EXPECT_EQ(error_of({"-i", "eth0", "-i", "eth1", "-i", "eth0"}), "interface 'eth0' is given twice with -i");
+    EXPECT_NE(error_of({"-i", "eth0", "-i", ""}).find("must not be empty"), std::string::npos);
+}
