@@ -241,8 +241,16 @@ std::string read_filter_file(const std::string& path)
 
 int dump_filter(const std::string& expression, const std::string& interface)
 {
+    // The netmask of the interface meant, also when -i gave its index.
+    std::string name = interface;
+    if (interface_index_argument(interface)) {
+        try {
+            name = lookup_interface(interface).name;
+        } catch (const Error&) {
+        }
+    }
     const ClassicProgram classic =
-        compile_filter(expression, interface.empty() ? kNetmaskUnknown : interface_netmask(interface));
+        compile_filter(expression, name.empty() ? kNetmaskUnknown : interface_netmask(name));
     const auto ebpf = translate_filter(classic.instructions(), FilterTarget{});
     std::printf("classic BPF from libpcap (%zu instructions):\n%s\n", classic.instructions().size(),
                 dump_classic(classic).c_str());

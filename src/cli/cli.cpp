@@ -180,8 +180,8 @@ cxxopts::Options make_options()
         ("v,verbose", "Print per-CPU statistics")
         ("q,quiet", "Print no start line and, without -w, no packet lines")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
-        ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs, "
-                       "1 to 16 MiB each)",
+        ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs of "
+                       "every interface, 1 to 16 MiB each)",
              cxxopts::value<std::string>(), "N")
         ("at", "Trace mode (IFACE already runs an XDP program): sample at its entry, exit or both "
                "(entry,exit, the default)", cxxopts::value<std::string>(), "HOOKS")

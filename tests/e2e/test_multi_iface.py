@@ -17,7 +17,9 @@ cap1 <-> gen1).  Checks:
   * the second interface failing to attach (a bridge in --xdp-mode native)
     exits 1 with one line naming it, leaves no output file, and cap0 (attached
     first) ends up with nothing attached;
-  * `-i any` exits 1 with one line, nothing attached.
+  * `-i any` exits 1 with one line, nothing attached;
+  * cap1 deleted during a two-interface capture: exit 2 with one line naming
+    it, statistics printed, cap0 left clean.
 """
 
 import os
@@ -204,6 +206,21 @@ def second_attach_fails(binary, lab, tmp):
     check_clean(lab, ["cap0", "capbr0"], "after the second attach failed")
 
 
+def one_goes_away(binary, lab, tmp):
+    """Last: deleting a pair's generator end takes cap1 with it."""
+    x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "-w", os.path.join(tmp, "gone.pcapng")])
+    x.wait_listening()
+    time.sleep(0.2)
+    N.run(["ip", "-n", lab.gen_ns, "link", "del", "gen1"])
+    rc = x.wait(10)
+    msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+    N.expect(rc == 2 and msgs == ["xdpcap: cap1 went away; capture stopped"],
+             "cap1 deleted mid-capture: exit 2 with 'xdpcap: cap1 went away; capture stopped'", (rc, msgs))
+    N.expect(N.stderr_count(x.err_lines, "captured") is not None, "the statistics are still printed",
+             x.err_lines)
+    check_clean(lab, ["cap0"], "after cap1 went away")
+
+
 def any_refused(binary, lab, tmp):
     rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap0", "-i", "any", "-w", os.path.join(tmp, "any.pcapng")],
                                  )
@@ -220,6 +237,7 @@ def test(binary):
         by_index(binary, lab, tmp)
         any_refused(binary, lab, tmp)
         second_attach_fails(binary, lab, tmp)
+        one_goes_away(binary, lab, tmp)
 
 
 if __name__ == "__main__":

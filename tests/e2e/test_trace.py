@@ -18,7 +18,8 @@ With it (Debian 12's 6.1, tests/vm):
   the verdict tshark reads as frame.verdict.ebpf_xdp (XDP_DROP = 1 for port
   7001, XDP_PASS = 2 for the rest), entry records none; the rewritten byte
   shows at exit only; the counts add up;
-- a filter expression in trace mode is refused in one line, exit 1;
+- a filter expression in trace mode is refused in one line, exit 1, and so
+  is the traced interface together with another -i;
 - --at exit in text mode: lines end with the verdict's name;
 - SIGKILL: bpftool link and bpftool prog then show nothing of xdpcap's, the
   program is still attached, same id, and still passes traffic (ping);
@@ -142,6 +143,14 @@ def test_refused(lab, binary, tmp, prog):
              "without the tracing program type: refused in one line naming the program", (rc, err))
     N.expect(lab.xdp_prog() == prog, "the program stays attached, same id", lab.xdp_prog())
     N.expect(not os.path.exists(out_file), "no output file left")
+    # The same as the second of two interfaces: refused before anything is attached.
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", "trbr0", "type", "bridge"])
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "trbr0", "-i", lab.cap_if, "-w", out_file])
+    N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0],
+             "with another -i first: refused in one line naming the program", (rc, err))
+    N.expect(lab.xdp_state("trbr0") == "" and lab.xdp_prog() == prog and not os.path.exists(out_file),
+             "nothing attached to the other interface, the program stays, no output file",
+             (lab.xdp_state("trbr0"), lab.xdp_prog()))
 
 
 def test_traced(lab, binary, tmp, obj, prog):
@@ -161,6 +170,16 @@ def test_traced(lab, binary, tmp, obj, prog):
     N.expect(rc == 1 and len(e) == 1 and "cannot filter while tracing" in e[0],
              "a filter in trace mode is refused in one line", (rc, e))
     N.expect(traced_by_xdpcap() == ([], []), "and leaves nothing of xdpcap's in the kernel", traced_by_xdpcap())
+
+    # Trace mode is one interface at a time: with a second -i, refused.
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", "trbr0", "type", "bridge"])
+    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", "trbr0", "-i", lab.cap_if, "-w", os.path.join(tmp, "m.pcapng")])
+    N.expect(rc == 1 and len(e) == 1 and "trace mode captures one interface at a time" in e[0] and
+             f"(id {pid}," in e[0], "a traced interface with another -i is refused in one line", (rc, e))
+    N.expect(traced_by_xdpcap() == ([], []) and lab.xdp_state("trbr0") == "",
+             "and leaves nothing of xdpcap's in the kernel, nor on the other interface",
+             (traced_by_xdpcap(), lab.xdp_state("trbr0")))
+    N.expect(lab.xdp_prog() == prog, "the traced program stays attached, same id", lab.xdp_prog())
 
     # Text mode, exit only: the verdict by name.
     text_frames = udp_frames(2, 2)
