@@ -9,7 +9,8 @@ cap1 <-> gen1).  Checks:
     at the same time: exit 0; one listening line per interface; the IDBs are
     cap0@cpuN for every CPU, then cap1@cpuN; the frames on cap0's interfaces
     are exactly (byte for byte) the frames sent on gen0, likewise cap1; the
-    totals and each interface's line on stderr have its exact count, the -v
+    totals and each interface's line on stderr (on SIGUSR1 and at the end)
+    have its exact count, the -v
     lines (IFACE@cpuN) add up to it, and each ISB matches its line; nothing
     stays attached (XDP, tcx/clsact egress, promiscuity) on either interface;
   * SIGKILL of such a run leaves nothing attached on either interface (without
@@ -18,7 +19,10 @@ cap1 <-> gen1).  Checks:
   * the second interface failing to attach (a bridge in --xdp-mode native)
     exits 1 with one line naming it, leaves no output file, and cap0 (attached
     first) ends up with nothing attached;
-  * `-i any` exits 1 with one line, nothing attached;
+  * text mode with a filter (arp) on both: lines named capI@cpuN, only the
+    ARP frames, three per interface, and so the per-interface lines;
+  * `-i any` exits 1 with one line, nothing attached; one interface given by
+    name and by index is refused in one line;
   * cap1 deleted during a two-interface capture: exit 2 with one line naming
     it, statistics printed, cap0 left clean.
 """
@@ -108,6 +112,11 @@ def capture_both(binary, lab, tmp):
     time.sleep(0.2)  # the second listening line follows the first at once
     send_both(lab, corpora, [cpu_list[0], cpu_list[-1]])
     time.sleep(0.5)
+    # SIGUSR1's statistics count per interface too.
+    x.send_signal(signal.SIGUSR1)
+    end = time.monotonic() + N.scaled(5)
+    while sum(1 for l in x.err_lines if STATS_IFACE_RE.match(l)) < 2 and time.monotonic() < end:
+        time.sleep(0.05)
     rc = x.stop(signal.SIGINT)
     N.log("  info  stderr: " + " | ".join(x.err_lines))
     N.expect(rc == 0, "two interfaces: xdpcap exits 0 after SIGINT", f"exit status {rc}")
@@ -140,13 +149,14 @@ def capture_both(binary, lab, tmp):
     # Counts: totals, a line per interface, -v lines per interface and CPU, ISBs.
     N.expect(N.stderr_count(x.err_lines, "captured") == 2 * COUNT,
              f"stderr says '{2 * COUNT} packets captured'", N.stderr_count(x.err_lines, "captured"))
-    per_iface = {m.group(1): tuple(map(int, m.groups()[1:])) for m in map(STATS_IFACE_RE.match, x.err_lines)
-                 if m}
-    N.expect(per_iface == {"cap0": (COUNT, COUNT, 0), "cap1": (COUNT, COUNT, 0)},
-             f"stderr has 'capI: {COUNT} packets captured, {COUNT} received by filter, 0 dropped by kernel' "
-             "for each interface", per_iface)
+    lines = [m.groups() for m in map(STATS_IFACE_RE.match, x.err_lines) if m]
+    want_lines = [("cap0", str(COUNT), str(COUNT), "0"), ("cap1", str(COUNT), str(COUNT), "0")]
+    N.expect(lines == want_lines * 2,
+             f"SIGUSR1 and the end each print 'capI: {COUNT} packets captured, {COUNT} received by filter, "
+             "0 dropped by kernel' for each interface", lines)
+    final = x.err_lines[max(i for i, l in enumerate(x.err_lines) if N.stderr_count([l]) is not None):]
     per_cpu = {}
-    for m in map(STATS_CPU_RE.match, x.err_lines):
+    for m in map(STATS_CPU_RE.match, final):
         if m:
             per_cpu[(m.group(1), int(m.group(2)))] = {"seen": int(m.group(3)), "written": int(m.group(5))}
     N.expect(sorted(per_cpu) == sorted((f"cap{i}", c) for i in range(2) for c in cpu_list),
@@ -240,6 +250,33 @@ def one_goes_away(binary, lab, tmp):
     check_clean(lab, ["cap0"], "after cap1 went away")
 
 
+def text_with_filter(binary, lab, tmp):
+    """Text lines name each interface; the filter runs on both."""
+    # Per interface: three ARP frames the filter keeps, three UDP ones it drops.
+    for i in range(len(lab.gen_ifs)):
+        for kind, seed in (("arp", 40 + i), ("ipv4-udp", 50 + i)):
+            N.build_corpus(os.path.join(tmp, f"text-{kind}-{i}.pcap"), 3, kinds=(kind,), seed=seed)
+    x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "arp"])
+    x.wait_listening()
+    time.sleep(0.2)
+    for i, gen_if in enumerate(lab.gen_ifs):
+        for kind in ("arp", "ipv4-udp"):
+            N.log("  info  " + lab.send(os.path.join(tmp, f"text-{kind}-{i}.pcap"), N.cpus()[0], gap_us=300,
+                                        gen_if=gen_if))
+    time.sleep(0.5)
+    rc = x.stop(signal.SIGINT)
+    out = bytes(x.out).decode("utf-8", "replace").splitlines()
+    N.log("  info  stdout: " + " | ".join(out))
+    N.expect(rc == 0, "text mode on two interfaces with a filter: exit 0", rc)
+    line_re = re.compile(r"^\d\d:\d\d:\d\d\.\d{9} (cap\d)@cpu\d+ In rxq \d+ len \d+ cap \d+$")
+    names = [m.group(1) if m else "?" for m in map(line_re.match, out)]
+    N.expect(sorted(names) == ["cap0"] * 3 + ["cap1"] * 3,
+             "three ARP lines per interface, each named capI@cpuN, and nothing the filter rejects", out)
+    lines = [m.groups() for m in map(STATS_IFACE_RE.match, x.err_lines) if m]
+    N.expect(lines == [("cap0", "3", "3", "0"), ("cap1", "3", "3", "0")],
+             "each interface's line: 3 captured, 3 received by filter", lines)
+
+
 def any_refused(binary, lab, tmp):
     rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap0", "-i", "any", "-w", os.path.join(tmp, "any.pcapng")],
                                  )
@@ -247,6 +284,10 @@ def any_refused(binary, lab, tmp):
     N.expect(len(err) == 1 and err[0].startswith("xdpcap: -i any is not supported")
              and "-i eth0 -i eth1" in err[0], "-i any: one line saying why and what to do instead", err)
     check_clean(lab, lab.cap_ifs, "after -i any")
+    ifindex = lab.link_info(lab.cap_ns, "cap1")["ifindex"]
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap1", "-i", str(ifindex)])
+    N.expect(rc == 1 and err == [f"xdpcap: interface cap1 (ifindex {ifindex}) is given twice with -i"],
+             "one interface by name and by index: refused in one line", (rc, err))
 
 
 def test(binary):
@@ -254,6 +295,7 @@ def test(binary):
         capture_both(binary, lab, tmp)
         sigkill_both(binary, lab, tmp)
         by_index(binary, lab, tmp)
+        text_with_filter(binary, lab, tmp)
         any_refused(binary, lab, tmp)
         second_attach_fails(binary, lab, tmp)
         one_goes_away(binary, lab, tmp)
