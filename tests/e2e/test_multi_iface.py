@@ -15,7 +15,8 @@ cap1 <-> gen1).  Checks:
     stays attached (XDP, tcx/clsact egress, promiscuity) on either interface;
   * SIGKILL of such a run leaves nothing attached on either interface (without
     tcx: only the clsact filters, which the next run removes from both);
-  * `-i IFINDEX` (cap1's) captures cap1 under its name;
+  * `-i IFINDEX` (cap1's) captures cap1 under its name, and an interface
+    named like that number takes precedence, as with tcpdump;
   * the second interface failing to attach (a bridge in --xdp-mode native)
     exits 1 with one line naming it, leaves no output file, and cap0 (attached
     first) ends up with nothing attached;
@@ -219,6 +220,19 @@ def by_index(binary, lab, tmp):
     N.check_exact(frames, [r["data"] for r in N.read_capture(out, tmp)],
                   f"-i {ifindex}: every frame sent on gen1 captured exactly once")
     check_clean(lab, lab.cap_ifs, f"after -i {ifindex}")
+
+    # A number that is also an interface's name means that interface.
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", str(ifindex), "type", "bridge"])
+    try:
+        x = N.Xdpcap(lab, binary, ["-i", str(ifindex), "-w", os.path.join(tmp, "named.pcapng")])
+        x.wait_listening()
+        N.check_listening(x, iface=str(ifindex))
+        states = (lab.xdp_state(str(ifindex)), lab.xdp_state("cap1"))
+        N.expect(states[0] != "" and states[1] == "",
+                 f"-i {ifindex} with an interface named '{ifindex}': XDP on that one, not on cap1", states)
+        N.expect(x.stop(signal.SIGINT) == 0, "and it exits 0", x.err_lines)
+    finally:
+        N.run(["ip", "-n", lab.cap_ns, "link", "del", str(ifindex)])
 
 
 def second_attach_fails(binary, lab, tmp):
