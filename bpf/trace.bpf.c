@@ -4,7 +4,9 @@
  * attached. They sample the frame as the traced program sees it on entry and
  * as it left it on exit (with its verdict) into the capture object's perf
  * event array and counters (userspace hands over their fds before load).
- * They only read: the traced program's traffic is never changed.
+ * They only read: the traced program's traffic is never changed. With a
+ * filter they are not attached themselves: a tracing program built at run
+ * time (loader.cpp) runs the filter and tail-calls them for what it keeps.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -43,7 +45,7 @@ static __always_inline void sample_trace(struct xdp_buff *xdp, __u32 key, __u8 h
 SEC("fentry/xdp")
 int xdpcap_entry(__u64 *ctx)
 {
-	sample_trace((struct xdp_buff *)ctx[0], XDPCAP_COUNTERS_ENTRY, XDPCAP_HOOK_FENTRY, 0);
+	sample_trace((struct xdp_buff *)ctx[0], XDPCAP_COUNTERS_TRACE(program_index, 0), XDPCAP_HOOK_FENTRY, 0);
 	return 0;
 }
 
@@ -51,7 +53,8 @@ SEC("fexit/xdp")
 int xdpcap_exit(__u64 *ctx)
 {
 	/* Arguments first, then the traced function's return value. */
-	sample_trace((struct xdp_buff *)ctx[0], XDPCAP_COUNTERS_EXIT, XDPCAP_HOOK_FEXIT, (__u32)ctx[1]);
+	sample_trace((struct xdp_buff *)ctx[0], XDPCAP_COUNTERS_TRACE(program_index, 1), XDPCAP_HOOK_FEXIT,
+		     (__u32)ctx[1]);
 	return 0;
 }
 

@@ -51,9 +51,14 @@ struct xdpcap_meta {
 /* Keys of the per-CPU counters array: one entry per hook. */
 #define XDPCAP_COUNTERS_INGRESS 0u
 #define XDPCAP_COUNTERS_EGRESS 1u
-#define XDPCAP_COUNTERS_ENTRY 2u /* trace mode, all traced programs */
+#define XDPCAP_COUNTERS_ENTRY 2u /* trace mode, first traced program */
 #define XDPCAP_COUNTERS_EXIT 3u
+/* Entries of the array with at most one traced program; userspace grows it
+ * to two more per further traced program. */
 #define XDPCAP_COUNTERS_ENTRIES 4u
+/* Trace mode: the key of traced program `program`'s entry (exit 0) or exit
+ * (exit 1) hook point. */
+#define XDPCAP_COUNTERS_TRACE(program, exit) (XDPCAP_COUNTERS_ENTRY + 2u * (program) + (exit))
 
 /* One entry of the per-CPU counters array (key XDPCAP_COUNTERS_*). */
 struct xdpcap_counters {

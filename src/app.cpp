@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -110,6 +111,7 @@ struct Session {
     InterfaceInfo iface;
     std::optional<ClassicProgram> classic;
     std::vector<XdpProgramInfo> traced;
+    std::vector<bpf_insn> trace_filter; // trace mode with a filter
     std::optional<CaptureProgram> program;
     std::optional<PerfRings> rings;
     std::optional<PromiscuousMode> promiscuous;
@@ -159,32 +161,69 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<
     return idbs;
 }
 
-// One ISB per interface and CPU, on the ring's first pcapng interface: the
-// counters are per ring.
+// One ISB per ring (interface and CPU), on the ring's first pcapng
+// interface: the counters are per ring. In trace mode (one interface) one
+// per pcapng interface: the kernel counts each hook point of each traced
+// program on its own, and the merge counts what it wrote to each interface;
+// records refused as malformed go to the CPU's first one.
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
-                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map)
+                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map,
+                                                              const CaptureProgram& program,
+                                                              const std::vector<uint64_t>& written)
 {
     std::vector<pcapng::InterfaceStatistics> isbs;
-    for (size_t i = 0; i < stats.size(); ++i) {
-        const CpuStats& s = stats[i];
+    const auto block = [&](uint32_t interface_id, const xdpcap_counters& k, uint64_t invalid, uint64_t delivered) {
         pcapng::InterfaceStatistics isb;
-        isb.interface_id = map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0);
+        isb.interface_id = interface_id;
         isb.timestamp_ns = end_ns;
         isb.start_ns = start_ns;
         isb.end_ns = end_ns;
-        isb.if_received = s.kernel.seen;
+        isb.if_received = k.seen;
         if (filtering)
-            isb.filter_accepted = s.kernel.matched;
-        isb.dropped = s.kernel.output_failed + s.ring.invalid;
-        isb.user_delivered = s.ring.written;
+            isb.filter_accepted = k.matched;
+        isb.dropped = k.output_failed + invalid;
+        isb.user_delivered = delivered;
         isbs.push_back(isb);
+    };
+    if (!map.tracing()) {
+        for (size_t i = 0; i < stats.size(); ++i)
+            block(map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0), stats[i].kernel, stats[i].ring.invalid,
+                  stats[i].ring.written);
+        return isbs;
+    }
+    // By traced program and hook point (0 entry, 1 exit), per CPU.
+    std::vector<std::array<std::vector<xdpcap_counters>, 2>> traced;
+    for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+        const InterfaceMap::Slot s = map.slot(slot);
+        if (s.kind != InterfaceMap::Kind::Entry && s.kind != InterfaceMap::Kind::Exit)
+            continue;
+        if (traced.size() <= s.program)
+            traced.resize(s.program + 1);
+        const bool exit = s.kind == InterfaceMap::Kind::Exit;
+        traced[s.program][exit] = program.read_trace_counters(s.program, exit);
+    }
+    for (size_t i = 0; i < stats.size(); ++i) {
+        const CpuStats& cpu = stats[i];
+        for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+            const InterfaceMap::Slot s = map.slot(slot);
+            const uint32_t id = static_cast<uint32_t>(i) * map.per_ring() + slot;
+            xdpcap_counters k = cpu.egress;
+            if (s.kind == InterfaceMap::Kind::Entry || s.kind == InterfaceMap::Kind::Exit) {
+                const auto& per_cpu = traced[s.program][s.kind == InterfaceMap::Kind::Exit];
+                k = static_cast<size_t>(cpu.cpu) < per_cpu.size() ? per_cpu[static_cast<size_t>(cpu.cpu)]
+                                                                   : xdpcap_counters{};
+            }
+            if (!filtering)
+                k.matched = k.seen;
+            block(id, k, slot == 0 ? cpu.ring.invalid : 0, id < written.size() ? written[id] : 0);
+        }
     }
     return isbs;
 }
 
 // Trace mode's targets when the interface already runs XDP (none otherwise),
 // or the one-line refusal where that cannot be done.
-std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config, bool filtering)
+std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config)
 {
     const auto attached = config.direction != Direction::Out ? xdp_attachments(iface.ifindex)
                                                              : std::vector<XdpAttachment>{};
@@ -199,13 +238,7 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter";
     if (!kernel_can_trace_xdp() || ours)
         refuse_if_xdp_attached(iface.ifindex, iface.name);
-    auto targets = trace_targets(attached.front(), config.trace_program);
-    // The filter runs in front of a hook; fentry/fexit programs cannot be
-    // preceded that way. Refused rather than capturing unfiltered.
-    if (filtering)
-        throw Error(iface.name + " runs " + program_text(attached.front().program) +
-                    ": xdpcap cannot filter while tracing it (capture without an expression, or -Q out)");
-    return targets;
+    return trace_targets(attached.front(), config.trace_program);
 }
 
 // As tcpdump -F: the whole file is the expression; line breaks are spaces.
@@ -280,7 +313,7 @@ std::vector<Session> lookup_sessions(const Config& config)
 {
     std::vector<Session> sessions;
     for (const std::string& argument : config.interfaces) {
-        Session session{lookup_interface(argument), {}, {}, {}, {}, {}};
+        Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}};
         for (const Session& earlier : sessions) {
             if (earlier.iface.ifindex == session.iface.ifindex)
                 throw Error("interface " + session.iface.name + " (ifindex " +
@@ -319,11 +352,16 @@ int run_capture(const Config& config)
     require_capture_privileges();
     check_ring_fits_records(config);
     for (Session& session : sessions) {
-        session.traced = choose_trace_targets(session.iface, config, filtering);
+        session.traced = choose_trace_targets(session.iface, config);
         // Trace mode's pcapng interfaces are laid out for one interface.
         if (!session.traced.empty() && sessions.size() > 1)
             throw Error(session.iface.name + " runs " + program_text(session.traced.front()) +
                         ": trace mode captures one interface at a time; capture " + session.iface.name + " alone");
+        // Translated before anything is loaded: what trace mode cannot
+        // filter on is refused with nothing touched.
+        if (session.classic && !session.traced.empty())
+            session.trace_filter =
+                translate_filter(session.classic->instructions(), FilterTarget{FilterHook::Trace});
     }
 
     Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
@@ -335,10 +373,11 @@ int run_capture(const Config& config)
     for (Session& session : sessions) {
         const std::vector<XdpProgramInfo>& traced = session.traced;
         session.program.emplace(CaptureProgram::load(config.snaplen, session.iface.ifindex, filtering,
-                                                     config.direction, traced.empty()));
+                                                     config.direction, traced.empty(),
+                                                     static_cast<uint32_t>(traced.size())));
         CaptureProgram& program = *session.program;
         if (!traced.empty())
-            program.load_trace(traced, config.trace_entry, config.trace_exit);
+            program.load_trace(traced, config.trace_entry, config.trace_exit, session.trace_filter);
         // The same expression on both hooks, each counted on its own.
         if (session.classic && program.captures(CaptureProgram::Hook::Ingress))
             program.install_filter(CaptureProgram::Hook::Ingress,
@@ -414,7 +453,8 @@ int run_capture(const Config& config)
     std::string failure = loop.failure();
     if (loop.output_usable()) {
         try {
-            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), filtering, interfaces));
+            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), filtering, interfaces,
+                                               *first.program, loop.written_by_interface()));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {
@@ -426,7 +466,9 @@ int run_capture(const Config& config)
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
-        std::fputs(format_stats(stats, config.verbose, filtering, config.direction == Direction::InOut).c_str(),
+        std::fputs(format_stats(stats, config.verbose, filtering, config.direction == Direction::InOut,
+                                first.program->trace_points())
+                       .c_str(),
                    stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
 }

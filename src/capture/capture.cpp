@@ -210,10 +210,15 @@ std::vector<CaptureLoop::KernelCounters> CaptureLoop::kernel_counters() const
 {
     std::vector<KernelCounters> all;
     for (const CaptureSource& source : sources_) {
-        KernelCounters counters{source.program->read_counters(CaptureProgram::Hook::Ingress),
-                                source.program->read_counters(CaptureProgram::Hook::Egress)};
+        const CaptureProgram& program = *source.program;
+        KernelCounters counters{program.read_counters(CaptureProgram::Hook::Ingress),
+                                program.read_counters(CaptureProgram::Hook::Egress), {}, {}};
+        if (program.tracing()) {
+            counters.entry = program.read_trace_counters(false);
+            counters.exit = program.read_trace_counters(true);
+        }
         if (!options_.filtering) {
-            for (auto* hook : {&counters.ingress, &counters.egress}) {
+            for (auto* hook : {&counters.ingress, &counters.egress, &counters.entry, &counters.exit}) {
                 for (auto& k : *hook)
                     k.matched = k.seen;
             }
@@ -232,15 +237,21 @@ std::vector<CpuStats> CaptureLoop::stats() const
         const int cpu = places_[ring].cpu;
         const auto index = static_cast<size_t>(cpu);
         const KernelCounters& k = counters[places_[ring].source];
-        out.push_back(CpuStats{cpu, k.both(index), k.ingress[index], k.egress[index], merger_.tallies()[ring],
-                               sources_[places_[ring].source].interface});
+        CpuStats s{cpu, k.both(index), k.ingress[index], k.egress[index], {}, {}, merger_.tallies()[ring],
+                   sources_[places_[ring].source].interface};
+        if (!k.entry.empty()) {
+            s.entry = k.entry[index];
+            s.exit = k.exit[index];
+        }
+        out.push_back(s);
     }
     return out;
 }
 
 void CaptureLoop::print_stats() const
 {
-    const std::string text = format_stats(stats(), options_.verbose, options_.filtering, options_.both_directions);
+    const std::string text = format_stats(stats(), options_.verbose, options_.filtering, options_.both_directions,
+                                          sources_.front().program->trace_points());
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
 }

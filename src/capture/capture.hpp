@@ -55,6 +55,8 @@ public:
     std::vector<CpuStats> stats() const;
     // After StopReason::InterfaceGone: the interface that went away.
     const std::string& gone_interface() const noexcept { return gone_; }
+    // Packets written per output interface (ring and, in trace mode, hook point).
+    const std::vector<uint64_t>& written_by_interface() const noexcept { return merger_.written_by_interface(); }
     // Why writing failed (OutputFailed, or later while draining); empty if it did not.
     const std::string& failure() const noexcept { return failure_; }
     // Whether more blocks may still be written (the statistics blocks).
@@ -77,6 +79,7 @@ private:
     // Per CPU and hook; without a filter every packet seen counts as matched.
     struct KernelCounters {
         std::vector<xdpcap_counters> ingress, egress;
+        std::vector<xdpcap_counters> entry, exit; // trace mode, else empty
         xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu]; }
     };
     // Per source.

@@ -8,7 +8,7 @@ namespace xdpcap {
 RingMerger::RingMerger(std::span<PerfRingReader> rings, PacketOutput& output, ClockOffset clock, Options options)
     : rings_(rings), output_(output), clock_(clock), options_(options), heads_(rings.size()),
       queued_(rings.size(), 0), scratch_(std::make_unique_for_overwrite<uint8_t[]>(rings.size() * kMaxRecordSize)),
-      tallies_(rings.size())
+      tallies_(rings.size()), written_by_interface_(options_.interfaces.count(static_cast<uint32_t>(rings.size())), 0)
 {
     heap_.reserve(rings.size()); // never grows on the hot path
 }
@@ -137,9 +137,10 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
     }
     const Sample& sample = head.decoded.sample;
     // A record reassembled in scratch does not stay there.
-    output_.write(options_.interfaces.interface(ring, sample.hook, sample.program), sample,
-                  monotonic_to_realtime(sample.tstamp_ns, clock_), head.record.data != scratch(ring));
+    const uint32_t interface = options_.interfaces.interface(ring, sample.hook, sample.program);
+    output_.write(interface, sample, monotonic_to_realtime(sample.tstamp_ns, clock_), head.record.data != scratch(ring));
     ++tally.written;
+    ++written_by_interface_[interface];
     ++written_;
     if (sample.tstamp_ns < newest_written_ns_)
         ++tally.out_of_order;
@@ -158,6 +159,8 @@ void RingMerger::output_failed()
             --tallies_[ring].written;
             ++tallies_[ring].unwritten;
         }
+        if (interface_id < written_by_interface_.size() && written_by_interface_[interface_id] > 0)
+            --written_by_interface_[interface_id];
     });
 }
 

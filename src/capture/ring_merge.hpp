@@ -54,6 +54,9 @@ public:
 
     bool count_reached() const noexcept { return count_reached_; }
     const std::vector<RingTally>& tallies() const noexcept { return tallies_; }
+    // Packets written per output interface (the rings' `written`, split by
+    // hook point in trace mode).
+    const std::vector<uint64_t>& written_by_interface() const noexcept { return written_by_interface_; }
     // Times a ring's size fields were garbage and its published data was skipped.
     uint64_t corrupt() const noexcept { return corrupt_; }
     // Samples read from the rings and not yet written (one per ring at most).
@@ -96,6 +99,7 @@ private:
     // pages that no wrapped record touches stay unallocated.
     std::unique_ptr<uint8_t[]> scratch_;
     std::vector<RingTally> tallies_;
+    std::vector<uint64_t> written_by_interface_;
     uint64_t newest_written_ns_ = 0;
     uint64_t written_ = 0; // packets whose write returned
     uint64_t corrupt_ = 0;

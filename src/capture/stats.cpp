@@ -57,7 +57,8 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
     return totals;
 }
 
-std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering, bool both_directions)
+std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering, bool both_directions,
+                         unsigned trace_points)
 {
     const CaptureTotals t = sum_stats(cpus);
     std::string text = counted(t.captured, " packet captured\n", " packets captured\n") +
@@ -95,8 +96,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool f
     text += counted(t.out_of_order, " packet written out of order\n", " packets written out of order\n");
     for (const auto& s : cpus) {
         // Named as the pcapng interfaces are once there are several.
-        text += "  " + (several ? s.interface + "@" : std::string()) + "cpu" + std::to_string(s.cpu) + ": " + std::to_string(s.kernel.seen) + " seen, " +
-            std::to_string(s.kernel.sampled) + " sampled, " + std::to_string(s.ring.written) + " written, " +
+        text += "  " + (several ? s.interface + "@" : std::string()) + "cpu" + std::to_string(s.cpu) + ": " +
+            std::to_string(s.kernel.seen) + " seen, " + std::to_string(s.kernel.sampled) + " sampled, " + std::to_string(s.ring.written) + " written, " +
             std::to_string(s.kernel.ring_full) + " ring full, " +
             std::to_string(s.kernel.output_failed - s.kernel.ring_full) + " other output errors, " +
             std::to_string(s.ring.lost_records) + " reported lost, " + std::to_string(s.ring.invalid) +
@@ -104,9 +105,21 @@ std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool f
             std::to_string(s.ring.unwritten) + " not written, " + std::to_string(s.ring.out_of_order) +
             " written out of order" +
             (filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) + "\n";
+        if (!both_directions && !trace_points)
+            continue;
+        std::string split;
+        const auto part = [&](const char* name, const xdpcap_counters& k) {
+            split += (split.empty() ? "    " : "; ") + direction_counts(name, k, filtering);
+        };
+        if (!trace_points)
+            part("in:", s.ingress);
+        if (trace_points & kTraceEntry)
+            part("entry:", s.entry);
+        if (trace_points & kTraceExit)
+            part("exit:", s.exit);
         if (both_directions)
-            text += "    " + direction_counts("in:", s.ingress, filtering) + "; " +
-                direction_counts("out:", s.egress, filtering) + "\n";
+            part("out:", s.egress);
+        text += split + "\n";
     }
     return text;
 }

@@ -23,8 +23,11 @@ struct RingTally {
 struct CpuStats {
     int cpu = 0;
     xdpcap_counters kernel{}; // both hooks together
-    xdpcap_counters ingress{};
+    xdpcap_counters ingress{}; // in trace mode: entry and exit together
     xdpcap_counters egress{};
+    // Trace mode only: the hook points on their own.
+    xdpcap_counters entry{};
+    xdpcap_counters exit{};
     RingTally ring;
     std::string interface; // the interface the ring belongs to
 };
@@ -45,10 +48,15 @@ struct CaptureTotals {
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 
+// Trace mode's hook points, for format_stats().
+inline constexpr unsigned kTraceEntry = 1, kTraceExit = 2;
+
 // tcpdump's three lines; with several interfaces, a line of the same counts
-// per interface; with `per_cpu`, one line per CPU (and interface) after them,
-// and with `both_directions` a line per CPU splitting the kernel's counts.
+// per interface; with `per_cpu`, one line per CPU (named IFACE@cpuN with
+// several interfaces) after them, and with `both_directions` or
+// `trace_points` (kTrace* bits) a line per CPU splitting the kernel's counts
+// by hook: in (or entry and exit) and out.
 std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,
-                         bool both_directions = false);
+                         bool both_directions = false, unsigned trace_points = 0);
 
 } // namespace xdpcap

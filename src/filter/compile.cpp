@@ -84,7 +84,9 @@ uint32_t interface_netmask(const std::string& interface)
             return ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_netmask)->sin_addr.s_addr);
         }
     }
-    return kNetmaskUnknown;
+    // No IPv4 address: netmask 0, which tcpdump passes too, so `ip broadcast`
+    // keeps only the all-zeros and all-ones addresses instead of failing.
+    return 0;
 }
 
 ClassicProgram compile_filter(const std::string& expression, uint32_t netmask, uint32_t snaplen)

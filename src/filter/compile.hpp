@@ -41,8 +41,8 @@ private:
 inline constexpr uint32_t kNetmaskUnknown = 0xffffffff;
 
 // The netmask of the interface's primary IPv4 address in host byte order (as
-// pcap_compile() reads it), or kNetmaskUnknown when it has none or does not
-// exist.
+// pcap_compile() reads it); 0 when it has none (as tcpdump), kNetmaskUnknown
+// when the addresses cannot be listed.
 uint32_t interface_netmask(const std::string& interface);
 
 // For Ethernet (DLT_EN10MB), optimised. The netmask (host byte order) gives

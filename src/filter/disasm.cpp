@@ -82,6 +82,7 @@ std::string helper(int32_t id)
     case BPF_FUNC_xdp_load_bytes: return "bpf_xdp_load_bytes";
     case BPF_FUNC_xdp_get_buff_len: return "bpf_xdp_get_buff_len";
     case BPF_FUNC_skb_load_bytes: return "bpf_skb_load_bytes";
+    case BPF_FUNC_probe_read_kernel: return "bpf_probe_read_kernel";
     case BPF_FUNC_get_smp_processor_id: return "bpf_get_smp_processor_id";
     case BPF_FUNC_get_prandom_u32: return "bpf_get_prandom_u32";
     default: return "helper";

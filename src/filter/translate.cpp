@@ -83,7 +83,19 @@ constexpr std::array<Ancillary, 16> kAncillary{{
     {SKF_AD_VLAN_TPID, "SKF_AD_VLAN_TPID", "the VLAN protocol"},
 }};
 
-const char* hook_name(FilterHook hook) { return hook == FilterHook::Xdp ? "XDP" : "tc egress"; }
+const char* hook_name(FilterHook hook)
+{
+    switch (hook) {
+    case FilterHook::Xdp: return "XDP";
+    case FilterHook::TcEgress: return "tc egress";
+    case FilterHook::Trace: return "trace mode (fentry/fexit)";
+    }
+    return "";
+}
+
+// The kernel's struct xdp_buff starts with `void *data, *data_end` (stable
+// since XDP exists); the verifier checks these loads against its BTF.
+constexpr int16_t kXdpBuffData = 0, kXdpBuffDataEnd = 8;
 
 // The verifier tracks packet offsets up to 0xffff (MAX_PACKET_OFF): offset +
 // size must stay within it for the direct load to be provable.
@@ -186,8 +198,9 @@ class Translator {
 public:
     Translator(std::span<const sock_filter> classic, const FilterTarget& target)
         : classic_(classic), target_(target), xdp_(target.hook == FilterHook::Xdp),
+          skb_(target.hook == FilterHook::TcEgress), trace_(target.hook == FilterHook::Trace),
           // An skb always has a paged part bpf_skb_load_bytes() reaches.
-          slow_path_(!xdp_ || target.multi_buffer)
+          slow_path_(skb_ || (xdp_ && target.multi_buffer))
     {
         // Labels 0..n-1 are the classic instructions, n is the shared reject.
         for (size_t i = 0; i <= classic.size(); ++i)
@@ -204,7 +217,7 @@ public:
         // rather than in the bytes. The filter must see the frame as on the
         // wire, so the program is emitted twice: packet as is, and a wire
         // view with the tag put back at offset 12.
-        const bool wire_copy = !xdp_ && reads_packet(reachable);
+        const bool wire_copy = skb_ && reads_packet(reachable);
         Label wire_entry = 0;
         if (wire_copy) {
             wire_entry = new_label();
@@ -364,7 +377,10 @@ private:
                 slot_read[static_cast<size_t>((mem_offset(f, pc) - kMemBase) / 4)] = true;
             uses_len |= f.code == (BPF_LD | BPF_W | BPF_LEN) || f.code == (BPF_LDX | BPF_W | BPF_LEN);
         }
-        emit(mov64_reg(kCtx, R1));
+        if (trace_)
+            emit(ldx_mem(BPF_DW, kCtx, R1, 0)); // the traced program's xdp_buff
+        else
+            emit(mov64_reg(kCtx, R1));
         // Classic BPF starts with A = X = 0 and zeroed scratch memory; the
         // verifier refuses reads of stack never written, so zero what is read.
         emit(mov32_imm(kA, 0));
@@ -379,11 +395,12 @@ private:
 
     void frame_length()
     {
-        if (!xdp_) {
+        if (skb_) {
             emit(ldx_mem(BPF_W, kLen, kCtx, offsetof(__sk_buff, len)));
             if (wire_)
                 emit(alu32_imm(BPF_ADD, kLen, 4)); // the tag back in
-        } else if (target_.multi_buffer) {
+        } else if (trace_ || target_.multi_buffer) {
+            // Tracing programs have the variant taking the xdp_buff.
             emit(mov64_reg(R1, kCtx));
             emit(call(BPF_FUNC_xdp_get_buff_len));
             emit(mov32_reg(kLen, R0));
@@ -425,6 +442,10 @@ private:
     void load_r2(uint8_t dst, uint8_t size_code, bool indexed, uint32_t k, Label fail)
     {
         const uint32_t size = size_code == BPF_B ? 1 : size_code == BPF_H ? 2 : 4;
+        if (trace_) {
+            load_r2_traced(dst, size_code, size, fail);
+            return;
+        }
         const uint32_t fast_limit = kMaxPacketOff - size;
         const Label slow = slow_path_ ? new_label() : fail;
         const Label done = new_label();
@@ -465,6 +486,28 @@ private:
             always_jump(fail);
         }
         bind(done);
+        if (size > 1)
+            emit(to_be(dst, imm32(size * 8)));
+    }
+
+    // A tracing program cannot load packet bytes directly: data and data_end
+    // are plain numbers to the verifier. The offset is checked against the
+    // linear data, then bpf_probe_read_kernel() copies the bytes.
+    void load_r2_traced(uint8_t dst, uint8_t size_code, uint32_t size, Label fail)
+    {
+        emit(ldx_mem(BPF_DW, R3, kCtx, kXdpBuffData));
+        emit(ldx_mem(BPF_DW, R4, kCtx, kXdpBuffDataEnd));
+        emit(alu64_reg(BPF_SUB, R4, R3));
+        emit(mov64_reg(R5, R2));
+        emit(alu64_imm(BPF_ADD, R5, imm32(size)));
+        jump(BPF_JMP | BPF_JGT | BPF_X, R5, R4, 0, fail);
+        emit(alu64_reg(BPF_ADD, R3, R2));
+        emit(mov64_reg(R1, kFp));
+        emit(alu64_imm(BPF_ADD, R1, kLoadBuffer));
+        emit(mov32_imm(R2, imm32(size)));
+        emit(call(BPF_FUNC_probe_read_kernel));
+        jump(BPF_JMP | BPF_JNE | BPF_K, R0, 0, 0, fail);
+        emit(ldx_mem(size_code, dst, kFp, kLoadBuffer));
         if (size > 1)
             emit(to_be(dst, imm32(size * 8)));
     }
@@ -744,20 +787,24 @@ private:
             refuse((std::string("which ") + hook_name(target_.hook) + " programs do not have").c_str());
         };
         const auto skb_field = [&](int16_t offset) {
-            if (xdp_)
+            if (!skb_)
                 not_here();
             emit(ldx_mem(BPF_W, kA, kCtx, offset));
         };
         switch (field) {
         case SKF_AD_PKTTYPE:
             // `inbound` is pkt_type != PACKET_OUTGOING.
-            if (xdp_)
+            if (!skb_)
                 received_packet_type();
             else
                 emit(mov32_imm(kA, kPacketOutgoing));
             return;
         case SKF_AD_IFINDEX:
             // The device the hook runs on, as skb->dev->ifindex would be.
+            // A traced program may run on several devices, and the offset of
+            // ifindex in struct net_device depends on the kernel's build.
+            if (trace_)
+                not_here();
             emit(ldx_mem(BPF_W, kA, kCtx, xdp_ ? offsetof(xdp_md, ingress_ifindex) : offsetof(__sk_buff, ifindex)));
             return;
         case SKF_AD_PROTOCOL:
@@ -835,6 +882,8 @@ private:
     std::map<size_t, int16_t> loop_counter_;
     FilterTarget target_;
     bool xdp_;
+    bool skb_;
+    bool trace_;
     bool slow_path_;
     bool wire_ = false;   // emitting the tc egress wire view
     size_t pc_base_ = 0;  // label of classic instruction 0 in this copy

@@ -63,7 +63,8 @@ struct LoadAttempt {
     int err = 0;
 };
 
-LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction, bool xdp)
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction, bool xdp,
+                     uint32_t trace_programs)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -84,6 +85,9 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     bpf_map__set_max_entries(attempt.skel->maps.wire_scratch, egress && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
     bpf_map__set_value_size(attempt.skel->maps.wire_scratch,
                             static_cast<uint32_t>(sizeof(xdpcap_meta) + ((snaplen + 7) & ~7u)));
+    // Trace mode: an entry and an exit pair per traced program.
+    if (trace_programs > 1)
+        bpf_map__set_max_entries(attempt.skel->maps.counters, XDPCAP_COUNTERS_TRACE(trace_programs, 0));
     attempt.err = -xdpcap_capture__load(attempt.skel.get());
     if (attempt.err)
         attempt.skel.reset();
@@ -93,16 +97,16 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
 } // namespace
 
 CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
-                                    bool xdp)
+                                    bool xdp, uint32_t trace_programs)
 {
     libbpf_set_print(collect_libbpf_log);
     g_libbpf_log.clear();
-    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp);
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp, trace_programs);
     bool multi_buffer = true;
     if (!attempt.skel && direction != Direction::Out && xdp) {
         const std::string frags_reason = last_log_line();
         g_libbpf_log.clear();
-        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp);
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp, trace_programs);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -126,8 +130,114 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
     return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, xdp, ifindex);
 }
 
+namespace {
+
+// r<dst> = map fd, patched to the map by the kernel (two instructions).
+void load_map_fd(std::vector<bpf_insn>& out, uint8_t dst, int map_fd)
+{
+    out.push_back(make_insn(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_fd));
+    out.push_back(make_insn(0, 0, 0, 0, 0));
+}
+
+// The verifier's log ends with its verdict; keep the last line that says something.
+std::string verifier_reason(const std::string& log)
+{
+    std::string reason;
+    size_t start = 0;
+    while (start < log.size()) {
+        size_t end = log.find('\n', start);
+        if (end == std::string::npos)
+            end = log.size();
+        const std::string line = log.substr(start, end - start);
+        if (!line.empty() && line.rfind("processed ", 0) != 0 && line.rfind("verification time", 0) != 0 &&
+            line.rfind("stack depth", 0) != 0)
+            reason = line;
+        start = end + 1;
+    }
+    return reason;
+}
+
+// The program in front of a hook when filtering: verdict = filter(ctx) as a
+// subprogram; count the frame as seen; keep -> tail call into `slot` of the
+// prog array `next`, the hook's sampling program; otherwise return `go_on`.
+// Registers r6 (ctx) and r7 (verdict) survive the helper calls.
+std::vector<bpf_insn> filter_front(int counters_fd, int32_t counters_key, int next_fd, int32_t slot, int32_t go_on,
+                                   std::span<const bpf_insn> filter_body)
+{
+    constexpr uint8_t R0 = 0, R1 = 1, R2 = 2, R3 = 3, R6 = 6, R7 = 7, FP = 10;
+    std::vector<bpf_insn> prog;
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0));
+    const size_t call_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0)); // target patched below
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R7, R0, 0, 0));
+    prog.push_back(make_insn(BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, counters_key));
+    load_map_fd(prog, R1, counters_fd);
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R2, FP, 0, 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R2, 0, 0, -4));
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem));
+    const size_t no_counters_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 0, 0)); // -> verdict check, patched
+    prog.push_back(make_insn(BPF_LDX | BPF_MEM | BPF_DW, R1, R0, offsetof(xdpcap_counters, seen), 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R1, 0, 0, 1));
+    prog.push_back(make_insn(BPF_STX | BPF_MEM | BPF_DW, R0, R1, offsetof(xdpcap_counters, seen), 0));
+    const size_t verdict_at = prog.size();
+    prog[no_counters_at].off = static_cast<int16_t>(verdict_at - no_counters_at - 1);
+    const size_t reject_at = prog.size();
+    prog.push_back(make_insn(BPF_JMP32 | BPF_JEQ | BPF_K, R7, 0, 0, 0)); // -> go on, patched
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R1, R6, 0, 0));
+    load_map_fd(prog, R2, next_fd);
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R3, 0, 0, slot));
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_tail_call));
+    const size_t pass_at = prog.size();
+    prog[reject_at].off = static_cast<int16_t>(pass_at - reject_at - 1);
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, go_on));
+    prog.push_back(make_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+    prog[call_at].imm = static_cast<int32_t>(prog.size() - call_at - 1);
+    prog.insert(prog.end(), filter_body.begin(), filter_body.end());
+    return prog;
+}
+
+// Loads a filter_front() program; raises Error with the verifier's reason.
+UniqueFd load_filter_front(bpf_prog_type type, const char* name, const std::vector<bpf_insn>& prog,
+                           bpf_prog_load_opts opts)
+{
+    std::string log(1 << 20, '\0');
+    opts.sz = sizeof opts;
+    opts.log_level = 1;
+    opts.log_size = static_cast<uint32_t>(log.size());
+    opts.log_buf = log.data();
+    const int fd = bpf_prog_load(type, name, "GPL", prog.data(), prog.size(), &opts);
+    if (fd < 0) {
+        const int err = errno;
+        log.resize(std::strlen(log.c_str()));
+        const std::string reason = verifier_reason(log);
+        throw Error("the kernel refused the filter program: " + errno_text(err) +
+                    (reason.empty() ? "" : " (verifier: " + reason + ")"));
+    }
+    return UniqueFd(fd);
+}
+
+// The BTF id of a program's main function: what fentry/fexit attach to.
+uint32_t main_function_btf_id(int prog_fd, const std::string& what)
+{
+    bpf_func_info func{};
+    bpf_prog_info info{};
+    info.nr_func_info = 1;
+    info.func_info_rec_size = sizeof func;
+    info.func_info = reinterpret_cast<uintptr_t>(&func);
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
+        throw Error("cannot read " + what + ": " + errno_text(errno));
+    if (!info.btf_id || info.nr_func_info == 0 || func.type_id == 0)
+        throw Error("cannot filter while tracing " + what + ": it carries no BTF");
+    return func.type_id;
+}
+
+} // namespace
+
 TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
-                                  uint32_t snaplen, uint32_t ifindex, int events_fd, int counters_fd)
+                                  uint32_t snaplen, uint32_t ifindex, int events_fd, int counters_fd,
+                                  std::span<const bpf_insn> filter)
 {
     TracePrograms out;
     out.entry_ = entry;
@@ -147,6 +257,7 @@ TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bo
         skel->rodata->snaplen = snaplen;
         skel->rodata->capture_ifindex = ifindex;
         skel->rodata->program_index = static_cast<uint16_t>(index);
+        skel->rodata->filter_enabled = !filter.empty();
         // Into the same rings and counters as the capture object's hooks.
         if (bpf_map__reuse_fd(skel->maps.events, events_fd) != 0 ||
             bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0)
@@ -162,14 +273,59 @@ TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bo
             const std::string reason = last_log_line();
             throw Error("cannot trace " + what + ": " + errno_text(err) + (reason.empty() ? "" : " (" + reason + ")"));
         }
+        if (!filter.empty())
+            load_trace_filter(instance, static_cast<uint32_t>(index), filter, entry, exit, counters_fd);
         out.instances_.push_back(std::move(instance));
     }
     return out;
 }
 
+void TracePrograms::load_trace_filter(Instance& instance, uint32_t program, std::span<const bpf_insn> filter,
+                                      bool entry, bool exit, int counters_fd)
+{
+    // The sampling programs become tail-call targets: the kernel lets a
+    // tracing program tail-call one of the same attach type and function.
+    const uint32_t target_btf_id = main_function_btf_id(instance.target.get(), instance.name);
+    xdpcap_trace* skel = instance.skel.get();
+    const std::pair<bool, bpf_program*> hooks[2] = {{entry, skel->progs.xdpcap_entry}, {exit, skel->progs.xdpcap_exit}};
+    for (int hook = 0; hook < 2; ++hook) {
+        if (!hooks[hook].first)
+            continue;
+        UniqueFd& samplers = instance.samplers[hook];
+        samplers.reset(bpf_map_create(BPF_MAP_TYPE_PROG_ARRAY, hook == 0 ? "xdpcap_tentry" : "xdpcap_texit",
+                                      sizeof(uint32_t), sizeof(uint32_t), 1, nullptr));
+        if (!samplers)
+            throw Error("cannot create the trace filter's program array: " + errno_text(errno));
+        const uint32_t slot = 0;
+        const int sampler = bpf_program__fd(hooks[hook].second);
+        if (bpf_map_update_elem(samplers.get(), &slot, &sampler, BPF_ANY) != 0)
+            throw Error("cannot link the filter to the trace program: " + errno_text(errno));
+        const std::vector<bpf_insn> prog =
+            filter_front(counters_fd, static_cast<int32_t>(XDPCAP_COUNTERS_TRACE(program, hook)), samplers.get(), 0,
+                         0, filter);
+        bpf_prog_load_opts opts{};
+        opts.expected_attach_type = hook == 0 ? BPF_TRACE_FENTRY : BPF_TRACE_FEXIT;
+        opts.attach_prog_fd = static_cast<uint32_t>(instance.target.get());
+        opts.attach_btf_id = target_btf_id;
+        instance.filter[hook] =
+            load_filter_front(BPF_PROG_TYPE_TRACING, hook == 0 ? "xdpcap_fentry" : "xdpcap_fexit", prog, opts);
+    }
+}
+
 void TracePrograms::attach()
 {
     for (Instance& instance : instances_) {
+        if (instance.filter[0] || instance.filter[1]) {
+            for (int slot = 0; slot < 2; ++slot) {
+                if (!instance.filter[slot])
+                    continue;
+                instance.filter_link[slot].reset(bpf_raw_tracepoint_open(nullptr, instance.filter[slot].get()));
+                if (!instance.filter_link[slot])
+                    throw Error(std::string("cannot attach to the ") + (slot == 0 ? "entry" : "exit") + " of " +
+                                instance.name + ": " + errno_text(errno));
+            }
+            continue;
+        }
         xdpcap_trace* skel = instance.skel.get();
         // Kept in the skeleton, which destroys them with itself.
         if (entry_) {
@@ -185,11 +341,14 @@ void TracePrograms::attach()
     }
 }
 
-void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit)
+void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
+                                std::span<const bpf_insn> filter)
 {
     trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
-                                       bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters)));
+                                       bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters), filter));
     traced_ = true;
+    trace_programs_ = static_cast<uint32_t>(targets.size());
+    trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);
 }
 
 int CaptureProgram::program_fd(Hook hook) const
@@ -268,102 +427,28 @@ int CaptureProgram::entry_fd(Hook hook) const
     return filter ? filter.get() : program_fd(hook);
 }
 
-namespace {
-
-// r<dst> = map fd, patched to the map by the kernel (two instructions).
-void load_map_fd(std::vector<bpf_insn>& out, uint8_t dst, int map_fd)
-{
-    out.push_back(make_insn(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_fd));
-    out.push_back(make_insn(0, 0, 0, 0, 0));
-}
-
-// The verifier's log ends with its verdict; keep the last line that says something.
-std::string verifier_reason(const std::string& log)
-{
-    std::string reason;
-    size_t start = 0;
-    while (start < log.size()) {
-        size_t end = log.find('\n', start);
-        if (end == std::string::npos)
-            end = log.size();
-        const std::string line = log.substr(start, end - start);
-        if (!line.empty() && line.rfind("processed ", 0) != 0 && line.rfind("verification time", 0) != 0 &&
-            line.rfind("stack depth", 0) != 0)
-            reason = line;
-        start = end + 1;
-    }
-    return reason;
-}
-
-} // namespace
-
 void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_body)
 {
-    // Entry: verdict = filter(ctx) as a subprogram; count seen; keep -> tail
-    // call into the hook's capture program; otherwise let the packet go on.
-    // Registers r6 (ctx) and r7 (verdict) survive the helper calls.
     const bool egress = hook == Hook::Egress;
     const int32_t counters_key = egress ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
     const int32_t go_on = egress ? TC_ACT_UNSPEC : XDP_PASS;
     bpf_map* next = egress ? skel_->maps.egress_next : skel_->maps.capture_next;
-    constexpr uint8_t R0 = 0, R1 = 1, R2 = 2, R3 = 3, R6 = 6, R7 = 7, FP = 10;
-    std::vector<bpf_insn> prog;
-    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0));
-    const size_t call_at = prog.size();
-    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0)); // target patched below
-    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R7, R0, 0, 0));
-    prog.push_back(make_insn(BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, counters_key));
-    load_map_fd(prog, R1, bpf_map__fd(skel_->maps.counters));
-    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R2, FP, 0, 0));
-    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R2, 0, 0, -4));
-    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem));
-    const size_t no_counters_at = prog.size();
-    prog.push_back(make_insn(BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 0, 0)); // -> verdict check, patched
-    prog.push_back(make_insn(BPF_LDX | BPF_MEM | BPF_DW, R1, R0, offsetof(xdpcap_counters, seen), 0));
-    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, R1, 0, 0, 1));
-    prog.push_back(make_insn(BPF_STX | BPF_MEM | BPF_DW, R0, R1, offsetof(xdpcap_counters, seen), 0));
-    const size_t verdict_at = prog.size();
-    prog[no_counters_at].off = static_cast<int16_t>(verdict_at - no_counters_at - 1);
-    const size_t reject_at = prog.size();
-    prog.push_back(make_insn(BPF_JMP32 | BPF_JEQ | BPF_K, R7, 0, 0, 0)); // -> pass, patched
-    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, R1, R6, 0, 0));
-    load_map_fd(prog, R2, bpf_map__fd(next));
-    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R3, 0, 0, 0));
-    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_tail_call));
-    const size_t pass_at = prog.size();
-    prog[reject_at].off = static_cast<int16_t>(pass_at - reject_at - 1);
-    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, go_on));
-    prog.push_back(make_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
-    prog[call_at].imm = static_cast<int32_t>(prog.size() - call_at - 1);
-    prog.insert(prog.end(), filter_body.begin(), filter_body.end());
+    const std::vector<bpf_insn> prog =
+        filter_front(bpf_map__fd(skel_->maps.counters), counters_key, bpf_map__fd(next), 0, go_on, filter_body);
 
     const uint32_t slot = 0;
     const int capture_fd = program_fd(hook);
     if (bpf_map_update_elem(bpf_map__fd(next), &slot, &capture_fd, BPF_ANY) != 0)
         throw Error("cannot link the filter to the capture program: " + errno_text(errno));
 
-    std::string log(1 << 20, '\0');
     bpf_prog_load_opts opts{};
-    opts.sz = sizeof opts;
     if (!egress) {
         opts.expected_attach_type = BPF_XDP;
         // A tail call needs caller and callee to agree on multi-buffer support.
         opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
     }
-    opts.log_level = 1;
-    opts.log_size = static_cast<uint32_t>(log.size());
-    opts.log_buf = log.data();
-    const int fd = bpf_prog_load(egress ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP,
-                                 egress ? "xdpcap_filter_tc" : "xdpcap_filter", "GPL", prog.data(), prog.size(),
-                                 &opts);
-    if (fd < 0) {
-        const int err = errno;
-        log.resize(std::strlen(log.c_str()));
-        const std::string reason = verifier_reason(log);
-        throw Error("the kernel refused the filter program: " + errno_text(err) +
-                    (reason.empty() ? "" : " (verifier: " + reason + ")"));
-    }
-    filter_prog_[static_cast<int>(hook)].reset(fd);
+    filter_prog_[static_cast<int>(hook)] = load_filter_front(egress ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP,
+                                                             egress ? "xdpcap_filter_tc" : "xdpcap_filter", prog, opts);
 }
 
 bool CaptureProgram::link_defunct() const
@@ -384,24 +469,40 @@ bool CaptureProgram::link_defunct() const
     return info.xdp.ifindex == 0;
 }
 
-std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
+std::vector<xdpcap_counters> CaptureProgram::read_key(uint32_t key) const
 {
     const int cpus = libbpf_num_possible_cpus();
     std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
-    auto read = [&](uint32_t key, std::vector<xdpcap_counters>& into) {
-        if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, into.data()) != 0)
-            throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
-    };
-    if (hook == Hook::Egress) {
-        read(XDPCAP_COUNTERS_EGRESS, values);
-        return values;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, values.data()) != 0)
+        throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
+    return values;
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(uint32_t program, bool exit) const
+{
+    return read_key(XDPCAP_COUNTERS_TRACE(program, exit ? 1u : 0u));
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(bool exit) const
+{
+    std::vector<xdpcap_counters> values = read_trace_counters(0, exit);
+    for (uint32_t program = 1; program < trace_programs_; ++program) {
+        const auto more = read_trace_counters(program, exit);
+        for (size_t cpu = 0; cpu < values.size(); ++cpu)
+            values[cpu] = values[cpu] + more[cpu];
     }
-    read(XDPCAP_COUNTERS_INGRESS, values);
+    return values;
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
+{
+    if (hook == Hook::Egress)
+        return read_key(XDPCAP_COUNTERS_EGRESS);
+    std::vector<xdpcap_counters> values = read_key(XDPCAP_COUNTERS_INGRESS);
     if (traced_) {
         // Received frames in trace mode: entry and exit samples together.
-        std::vector<xdpcap_counters> more(values.size());
-        for (uint32_t key : {XDPCAP_COUNTERS_ENTRY, XDPCAP_COUNTERS_EXIT}) {
-            read(key, more);
+        for (bool exit : {false, true}) {
+            const auto more = read_trace_counters(exit);
             for (size_t cpu = 0; cpu < values.size(); ++cpu)
                 values[cpu] = values[cpu] + more[cpu];
         }

@@ -34,8 +34,12 @@ class TracePrograms {
 public:
     // `targets`: the programs to trace, in the order of their index in the
     // samples. Raises Error naming the program the kernel refuses to trace.
+    // `filter`: the translated filter (FilterHook::Trace), empty for none.
+    // With one, a program built here runs at each hook instead: it counts
+    // every frame as seen, runs the filter and tail-calls the sampling
+    // program for the frames it keeps.
     static TracePrograms load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit, uint32_t snaplen,
-                              uint32_t ifindex, int events_fd, int counters_fd);
+                              uint32_t ifindex, int events_fd, int counters_fd, std::span<const bpf_insn> filter);
     void attach();
 
 private:
@@ -43,7 +47,17 @@ private:
         UniqueFd target;
         std::unique_ptr<xdpcap_trace, SkeletonDeleter> skel;
         std::string name;
+        // With a filter, by hook (0 entry, 1 exit): a prog array holding the
+        // sampling program (one each: the kernel wants all of an array's
+        // programs of one attach type), the filter program in front of it,
+        // and its link.
+        UniqueFd samplers[2];
+        UniqueFd filter[2];
+        UniqueFd filter_link[2];
     };
+    static void load_trace_filter(Instance& instance, uint32_t program, std::span<const bpf_insn> filter, bool entry,
+                                  bool exit, int counters_fd);
+
     std::vector<Instance> instances_;
     bool entry_ = true;
     bool exit_ = true;
@@ -56,11 +70,14 @@ public:
     // where the kernel cannot load it.
     // `xdp` false (trace mode): no XDP program, received frames come from
     // load_trace()'s programs instead.
+    // `trace_programs`: how many programs load_trace() will trace.
     static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
-                               Direction direction = Direction::In, bool xdp = true);
+                               Direction direction = Direction::In, bool xdp = true, uint32_t trace_programs = 0);
     // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
     // target; attach() attaches them.
-    void load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit);
+    // `filter` as for TracePrograms::load().
+    void load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
+                    std::span<const bpf_insn> filter = {});
     bool tracing() const noexcept { return traced_; }
 
     enum class Hook { Ingress, Egress };
@@ -90,7 +107,14 @@ public:
 
     int events_map_fd() const;
     // Indexed by CPU id, over every possible CPU; zero for a hook not loaded.
+    // In trace mode Ingress is entry and exit together.
     std::vector<xdpcap_counters> read_counters(Hook hook) const;
+    // Trace mode: one hook point's counters, over every traced program or
+    // of one (its index in load_trace()'s targets).
+    std::vector<xdpcap_counters> read_trace_counters(bool exit) const;
+    std::vector<xdpcap_counters> read_trace_counters(uint32_t program, bool exit) const;
+    // Trace mode: the hook points traced, as kTraceEntry | kTraceExit; else 0.
+    unsigned trace_points() const noexcept { return trace_points_; }
 
 private:
     CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction,
@@ -100,6 +124,7 @@ private:
     {
     }
     int program_fd(Hook hook) const;
+    std::vector<xdpcap_counters> read_key(uint32_t key) const;
     void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
     int entry_fd(Hook hook) const; // what attach() attaches
 
@@ -109,6 +134,8 @@ private:
     std::optional<EgressHook> egress_;
     std::optional<TracePrograms> trace_;
     bool traced_ = false; // load_trace() ran; stays after detach() for the counters
+    unsigned trace_points_ = 0;
+    uint32_t trace_programs_ = 0;
     bool multi_buffer_;
     bool ingress_;
     bool egress_loaded_;

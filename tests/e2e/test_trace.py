@@ -8,8 +8,9 @@ the first payload byte of UDP to port 7002 to 0xee, passes the rest) runs on
 cap0. Whether the kernel has the tracing program type is probed (bpftool
 feature probe kernel).
 
-Without it: xdpcap -i cap0 is refused in one line saying tracing needs
-fentry/fexit, exit 1, no file left, the program still attached.
+Without it: xdpcap -i cap0 (with or without a filter) is refused in one line
+saying tracing needs fentry/fexit, exit 1, no file left, the program still
+attached.
 
 With it (Debian 12's 6.1, tests/vm):
 - attached with ip link, --at entry,exit (the default): every sent frame
@@ -18,11 +19,19 @@ With it (Debian 12's 6.1, tests/vm):
   the verdict tshark reads as frame.verdict.ebpf_xdp (XDP_DROP = 1 for port
   7001, XDP_PASS = 2 for the rest), entry records none; the rewritten byte
   shows at exit only; the counts add up;
-- a filter expression in trace mode is refused in one line, exit 1, and so
-  is the traced interface together with another -i;
-- --at exit in text mode: lines end with the verdict's name;
-- SIGKILL: bpftool link and bpftool prog then show nothing of xdpcap's, the
-  program is still attached, same id, and still passes traffic (ping);
+- a filter in trace mode ('udp port 7001 or udp[8] = 0xee', -Q in): at entry
+  only the frames to 7001, at exit those (dropped by the program, verdict
+  XDP_DROP) and the frames to 7002 the program rewrote, byte for byte; the
+  counts: each frame seen twice (entry and exit), the kept ones captured,
+  -v splits them by hook point, and so do the ISBs (one per interface);
+  a filter with protochain, indexed loads, len, inbound and vlan loads;
+  'ifindex 3' (no device in trace mode) is refused in one line, exit 1;
+- the traced interface together with another -i is refused in one line;
+- --at exit in text mode, with a filter: lines of the kept frames only,
+  ending with the verdict's name;
+- SIGKILL (--at entry, a filter): bpftool link and bpftool prog then show
+  nothing of xdpcap's, the program is still attached, same id, and still
+  passes traffic (ping);
 - behind a libxdp dispatcher (xdp-loader, two components): -D lists both;
   without --program both are traced (names end in the program name);
   --program ID traces that one only;
@@ -122,6 +131,11 @@ def check_entry_exit(name, path, rows, frames, program_id, err):
     descs = descriptions(path)
     N.expect(all(f"(id {program_id}, tag " in d for d, r in zip(descs, rows)),
              f"{name}: every interface description names the traced program's id and tag", descs[:2])
+    isbs = isb_totals(path)
+    N.expect(isbs["one_per_idb"] and isbs["entry"][2] == len(entries) and isbs["exit"][2] == len(exits) and
+             isbs["entry"][0] >= len(frames) and isbs["exit"][0] >= len(frames),
+             f"{name}: one ISB per interface; at entry and at exit isb_usrdeliv counts the records there and "
+             "isb_ifrecv at least the frames sent", isbs)
     st = N.final_stats(err)
     N.check_stats_identity(st, name)
     N.expect(st["captured"] == len(rows), f"{name}: 'captured' counts the records written", st["captured"])
@@ -137,10 +151,11 @@ def traced_by_xdpcap():
 
 def test_refused(lab, binary, tmp, prog):
     out_file = os.path.join(tmp, "refused.pcapng")
-    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", out_file])
-    N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0] and f"id {prog[0]}" in err[0] and
-             "tracing it needs fentry/fexit, which this kernel does not offer" in err[0],
-             "without the tracing program type: refused in one line naming the program", (rc, err))
+    for extra in ([], ["udp port 7001"]):
+        rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", out_file] + extra)
+        N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0] and f"id {prog[0]}" in err[0] and
+                 "tracing it needs fentry/fexit, which this kernel does not offer" in err[0],
+                 f"without the tracing program type: refused in one line naming the program {extra}", (rc, err))
     N.expect(lab.xdp_prog() == prog, "the program stays attached, same id", lab.xdp_prog())
     N.expect(not os.path.exists(out_file), "no output file left")
     # The same as the second of two interfaces: refused before anything is attached.
@@ -151,6 +166,98 @@ def test_refused(lab, binary, tmp, prog):
     N.expect(lab.xdp_state("trbr0") == "" and lab.xdp_prog() == prog and not os.path.exists(out_file),
              "nothing attached to the other interface, the program stays, no output file",
              (lab.xdp_state("trbr0"), lab.xdp_prog()))
+
+
+def stderr_number(err_lines, what):
+    vals = [v for v in (N.stderr_count([l], what) for l in err_lines) if v is not None]
+    return vals[-1] if vals else None
+
+
+def isb_totals(path):
+    """ISB sums over the :entry and the :exit interfaces: [ifrecv, filteraccept, usrdeliv]."""
+    recs = N.pcapng_records(path)
+    names = [i["name"] for i in recs["idbs"]]
+    total = {"entry": [0, 0, 0], "exit": [0, 0, 0],
+             "one_per_idb": sorted(i["if_id"] for i in recs["isbs"]) == list(range(len(names)))}
+    for isb in recs["isbs"]:
+        name = names[isb["if_id"]] if isb["if_id"] < len(names) else ""
+        for point in ("entry", "exit"):
+            if name.endswith(":" + point):
+                for n, field in enumerate(("ifrecv", "filteraccept", "usrdeliv")):
+                    total[point][n] += isb.get(field, 0)
+    return total
+
+
+def hook_point_counts(err_lines):
+    """Totals over CPUs of the -v 'entry: N seen, K kept by filter; exit: ...' lines."""
+    import re
+    total = {"entry": [0, 0], "exit": [0, 0]}
+    for line in err_lines:
+        for point in total:
+            m = re.search(rf"\b{point}: (\d+) seen, (\d+) kept by filter", line)
+            if m:
+                total[point][0] += int(m.group(1))
+                total[point][1] += int(m.group(2))
+    return total
+
+
+def test_filtered(lab, binary, tmp, pid):
+    """A filter at entry and at exit; exit sees the frame as the program left it."""
+    frames = udp_frames(8, 4)
+    sent = {key_of(f): f for f in frames}
+    # Port 7002's first payload byte is 0xee only after the program ran.
+    expr = "udp port 7001 or udp[8] = 0xee"
+    path, rows, err = capture(lab, binary, tmp, "filtered", ["-Q", "in", expr], frames)
+    entries = [r for r in rows if r["if_name"].endswith(":entry")]
+    exits = [r for r in rows if r["if_name"].endswith(":exit")]
+    N.expect(len(entries) + len(exits) == len(rows), "filtered: every record is from entry or exit",
+             [r["if_name"] for r in rows][:4])
+    N.expect(sorted(port_of(r["data"]) for r in entries) == [7001] * 8,
+             "filtered: at entry only the frames to port 7001", [port_of(r["data"]) for r in entries])
+    N.expect(sorted(port_of(r["data"]) for r in exits) == [7001] * 8 + [7002] * 8,
+             "filtered: at exit the frames to 7001 (dropped by the program) and the rewritten ones to 7002",
+             [port_of(r["data"]) for r in exits])
+    want = {}
+    for r in exits:
+        f = sent.get(key_of(r["data"]))
+        want[id(r)] = f if f is None or port_of(f) == 7001 else f[:42] + b"\xee" + f[43:]
+    N.expect(all(r["data"] == sent.get(key_of(r["data"])) for r in entries) and
+             all(r["data"] == want[id(r)] for r in exits) and
+             len({key_of(r["data"]) for r in exits}) == len(exits),
+             "filtered: records byte for byte as sent (at exit with the program's rewrite), none twice")
+    vs = verdicts(path)
+    wrong = [(r["if_name"], port_of(r["data"]), v) for r, v in zip(rows, vs)
+             if r["if_name"].endswith(":exit") and v != (XDP_DROP if port_of(r["data"]) == 7001 else XDP_PASS)]
+    N.expect(len(vs) == len(rows) and not wrong, "filtered: exit records carry the program's verdict", wrong[:5])
+    counts = (stderr_number(err, "captured"), stderr_number(err, "received by filter"),
+              stderr_number(err, "seen on the interface"))
+    N.expect(counts == (len(rows), len(rows), 2 * len(frames)),
+             f"filtered: {len(rows)} captured, {len(rows)} received by filter, {2 * len(frames)} seen "
+             "(each frame once at entry, once at exit)", (counts, err[-12:]))
+    N.check_stats_identity(N.final_stats(err), "filtered", per_cpu=False)
+    isbs = isb_totals(path)
+    N.expect(isbs == {"entry": [len(frames), 8, 8], "exit": [len(frames), 16, 16], "one_per_idb": True},
+             f"filtered: one ISB per interface; entry ISBs: {len(frames)} received, 8 accepted, 8 delivered; "
+             f"exit ISBs: {len(frames)}, 16, 16", isbs)
+    split = hook_point_counts(err)
+    N.expect(split == {"entry": [len(frames), 8], "exit": [len(frames), 16]},
+             f"filtered: -v splits the counts by hook point: entry {len(frames)} seen, 8 kept; "
+             f"exit {len(frames)} seen, 16 kept", (split, err[-8:]))
+
+    # The verifier takes the harder shapes too: protochain's loops, indexed
+    # loads, the length, the direction, VLAN offsets.
+    hard = ("ip6 protochain 17 or ip protochain 17 or (tcp[tcpflags] & tcp-syn != 0 and greater 1000) or "
+            "(inbound and ether broadcast) or (vlan 100 and udp port 53)")
+    x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "hard.pcapng"), hard])
+    x.wait_listening()
+    N.expect(x.stop(signal.SIGINT) == 0, "a filter with protochain, indexed loads, len, inbound and vlan loads "
+             "in trace mode", x.err_lines[-3:])
+
+    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"), "ifindex 3"])
+    N.expect(rc == 1 and len(e) == 1 and "'ifindex'" in e[0] and "trace mode" in e[0],
+             "a filter trace mode cannot run ('ifindex') is refused in one line", (rc, e))
+    N.expect(not os.path.exists(os.path.join(tmp, "f.pcapng")), "and leaves no file")
+    N.expect(traced_by_xdpcap() == ([], []), "and nothing of xdpcap's in the kernel", traced_by_xdpcap())
 
 
 def test_traced(lab, binary, tmp, obj, prog):
@@ -166,10 +273,7 @@ def test_traced(lab, binary, tmp, obj, prog):
              any(n.endswith(":entry") for n in idbs) and any(n.endswith(":exit") for n in idbs),
              "IDBs named cap0@cpuN:entry, cap0@cpuN:exit (and cap0@cpuN for egress)", idbs)
 
-    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"), "udp"])
-    N.expect(rc == 1 and len(e) == 1 and "cannot filter while tracing" in e[0],
-             "a filter in trace mode is refused in one line", (rc, e))
-    N.expect(traced_by_xdpcap() == ([], []), "and leaves nothing of xdpcap's in the kernel", traced_by_xdpcap())
+    test_filtered(lab, binary, tmp, pid)
 
     # Trace mode is one interface at a time: with a second -i, refused.
     N.run(["ip", "-n", lab.cap_ns, "link", "add", "trbr0", "type", "bridge"])
@@ -181,23 +285,27 @@ def test_traced(lab, binary, tmp, obj, prog):
              (traced_by_xdpcap(), lab.xdp_state("trbr0")))
     N.expect(lab.xdp_prog() == prog, "the traced program stays attached, same id", lab.xdp_prog())
 
-    # Text mode, exit only: the verdict by name.
+    # Text mode, exit only, with a filter: the verdict by name.
     text_frames = udp_frames(2, 2)
+    kept = [f for f in text_frames if port_of(f) != 7000]
     pcap = os.path.join(tmp, "text.pcap")
     N.write_frames(pcap, text_frames)
-    x = lab.xdpcap(binary, ["--at", "exit", "-Q", "in", "-c", str(len(text_frames))])
+    x = lab.xdpcap(binary, ["--at", "exit", "-Q", "in", "-c", str(len(kept)), "not udp port 7000"])
     x.wait_listening()
     lab.send(pcap, cpu=0)
-    N.expect(x.wait(20) == 0, "--at exit -c N exits 0 after N packets", x.stderr)
+    N.expect(x.wait(20) == 0, "--at exit -c N 'not udp port 7000' exits 0 after N packets", x.stderr)
     lines = bytes(x.out).decode().splitlines()
     names = [l.split()[-1] for l in lines]
-    N.expect(len(lines) == len(text_frames) and all(":exit " in l for l in lines) and
-             sorted(names) == sorted(["XDP_PASS", "XDP_DROP", "XDP_PASS"] * 2),
-             "--at exit text lines: one per frame, at exit, ending in XDP_PASS or XDP_DROP", lines)
+    N.expect(len(lines) == len(kept) and all(":exit " in l for l in lines) and
+             not any(".7000:" in l or ".7000 " in l for l in lines) and
+             sorted(names) == sorted(["XDP_DROP", "XDP_PASS"] * 2),
+             "--at exit with a filter, text lines: one per kept frame, at exit, ending in XDP_DROP (port 7001) "
+             "or XDP_PASS (7002)", lines)
 
     # SIGKILL leaves nothing behind; the program keeps running.
     # -Q in: the clsact egress program stays after SIGKILL on 6.1 (no tcx), by design.
-    x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "killed.pcapng")])
+    # Entry only, with a filter: its tracing program goes too.
+    x = lab.xdpcap(binary, ["-Q", "in", "--at", "entry", "-w", os.path.join(tmp, "killed.pcapng"), "udp"])
     x.wait_listening()
     N.expect(traced_by_xdpcap()[1] != [], "while tracing, bpftool link shows xdpcap's tracing links")
     x.send_signal(signal.SIGKILL)

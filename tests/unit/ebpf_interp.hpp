@@ -1,7 +1,8 @@
 // Test-only interpreter for exactly the eBPF the filter translator emits, run
-// as the filter function of an XDP program (ctx = struct xdp_md *) or of a tc
-// egress program (ctx = struct __sk_buff *): only the fields and helpers the
-// hook has exist. It is deliberately strict: anything the
+// as the filter function of an XDP program (ctx = struct xdp_md *), of a tc
+// egress program (ctx = struct __sk_buff *) or of an fentry/fexit program on
+// an XDP program (ctx = arguments, ctx[0] = struct xdp_buff *): only the
+// fields and helpers the hook has exist. It is deliberately strict: anything the
 // translator should never produce (an unknown opcode, a read of a clobbered
 // register, arithmetic on pointers other than the verifier's packet idiom, a
 // direct packet load the code did not first prove against data_end, a stack
@@ -84,7 +85,10 @@ public:
     size_t helper_calls() const { return helper_calls_; }
 
 private:
-    enum class Kind : uint8_t { Uninit, Scalar, Ctx, Packet, PacketEnd, Stack };
+    enum class Kind : uint8_t { Uninit, Scalar, Ctx, Packet, PacketEnd, Stack, XdpBuff };
+    // Trace: where the linear data seems to be in kernel memory, so that
+    // bpf_probe_read_kernel() of anything else is caught.
+    static constexpr uint64_t kKernelData = 0xffff888012340000;
     struct Value {
         Kind kind = Kind::Uninit;
         uint64_t v = 0;      // scalar, or packet/stack offset (two's complement)
@@ -212,21 +216,49 @@ private:
     }
 
     bool xdp() const { return context_.hook == FilterHook::Xdp; }
+    bool trace() const { return context_.hook == FilterHook::Trace; }
+
+    // Trace: bpf_probe_read_kernel(r1 = stack buffer, r2 = size, r3 = kernel
+    // address) may only read the linear data; reading elsewhere would copy
+    // whatever the kernel has there, so it is a translation bug.
+    int64_t probe_read_kernel(size_t pc)
+    {
+        const Value& buf = read(1, pc);
+        if (buf.kind != Kind::Stack)
+            fail(pc, "bpf_probe_read_kernel buffer is not on the stack");
+        const uint64_t len = scalar(2, pc);
+        if (len == 0 || len > 8)
+            fail(pc, "bpf_probe_read_kernel length " + std::to_string(len) + " unexpected");
+        const uint64_t src = scalar(3, pc);
+        if (src < kKernelData || src - kKernelData > linear_.size() || src - kKernelData + len > linear_.size())
+            fail(pc, "bpf_probe_read_kernel outside the linear data");
+        const auto addr = static_cast<int64_t>(buf.v);
+        check_stack(addr, static_cast<unsigned>(len), pc);
+        std::memcpy(stack_.data() + kStackSize + addr, linear_.data() + (src - kKernelData), len);
+        for (uint64_t b = 0; b < len; ++b)
+            stack_init_[kStackSize + addr + b] = true;
+        return 0;
+    }
 
     void helper(int32_t id, size_t pc)
     {
         ++helper_calls_;
-        const bool takes_ctx = id != BPF_FUNC_get_smp_processor_id && id != BPF_FUNC_get_prandom_u32;
-        if (takes_ctx && read(1, pc).kind != Kind::Ctx)
-            fail(pc, "helper's first argument is not the ctx");
+        const bool takes_ctx = id != BPF_FUNC_get_smp_processor_id && id != BPF_FUNC_get_prandom_u32 &&
+            id != BPF_FUNC_probe_read_kernel;
+        if (takes_ctx && read(1, pc).kind != (trace() ? Kind::XdpBuff : Kind::Ctx))
+            fail(pc, trace() ? "helper's first argument is not the xdp_buff" : "helper's first argument is not the ctx");
         int64_t ret = 0;
-        if (id == BPF_FUNC_get_smp_processor_id) {
+        if (id == BPF_FUNC_probe_read_kernel && trace()) {
+            ret = probe_read_kernel(pc);
+        } else if (id == BPF_FUNC_xdp_get_buff_len && trace()) {
+            ret = static_cast<int64_t>(frame_.size());
+        } else if (id == BPF_FUNC_get_smp_processor_id) {
             ret = context_.cpu;
         } else if (id == BPF_FUNC_get_prandom_u32) {
             ret = context_.random;
         } else if (id == BPF_FUNC_xdp_get_buff_len && xdp()) {
             ret = static_cast<int64_t>(frame_.size());
-        } else if (id == BPF_FUNC_skb_load_bytes && !xdp()) {
+        } else if (id == BPF_FUNC_skb_load_bytes && context_.hook == FilterHook::TcEgress) {
             const uint64_t offset = scalar(2, pc);
             if (offset > 0xffffffff)
                 fail(pc, "bpf_skb_load_bytes offset does not fit its u32 argument");
@@ -316,6 +348,24 @@ private:
         if (at == offsetof(__sk_buff, hash))
             return number(context_.hash);
         fail(pc, "__sk_buff access at " + std::to_string(off) + " the translation should not make");
+    }
+
+    // Trace: ctx[0] is the xdp_buff; of it only data and data_end are read,
+    // as the numbers they are to the verifier.
+    Value traced_field(Kind base, const bpf_insn& i, size_t pc)
+    {
+        if (BPF_SIZE(i.code) != BPF_DW)
+            fail(pc, "unexpected access size in trace mode");
+        if (base == Kind::Ctx) {
+            if (i.off != 0)
+                fail(pc, "reads traced argument " + std::to_string(i.off / 8) + "; only ctx[0] is the xdp_buff");
+            return {Kind::XdpBuff, 0, 0, 0};
+        }
+        if (i.off == 0)
+            return number(kKernelData);
+        if (i.off == 8)
+            return number(kKernelData + linear_.size());
+        fail(pc, "xdp_buff access at " + std::to_string(i.off) + " the translation should not make");
     }
 
     static bool compare(uint8_t op, uint64_t a, uint64_t b, bool& known)
@@ -431,6 +481,10 @@ private:
             if (BPF_MODE(i.code) != BPF_MEM)
                 fail(pc, "unknown load mode");
             const Value& base = read(i.src_reg, pc);
+            if (trace() && (base.kind == Kind::Ctx || base.kind == Kind::XdpBuff)) {
+                write(i.dst_reg, traced_field(base.kind, i, pc), pc);
+                return next;
+            }
             if (base.kind == Kind::Ctx) {
                 if (BPF_SIZE(i.code) != BPF_W)
                     fail(pc, "unexpected ctx access size");

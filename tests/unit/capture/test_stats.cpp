@@ -74,6 +74,28 @@ TEST(Stats, BothDirectionsSplitTheKernelCounts)
     EXPECT_NE(filtered.find("in: 6 seen, 6 kept by filter, 6 sampled"), std::string::npos) << filtered;
 }
 
+TEST(Stats, TraceModeSplitsEntryFromExit)
+{
+    // Trace mode: 5 frames, each seen at entry and at exit; the filter kept
+    // 2 at entry and 3 at exit.
+    CpuStats s = cpu(1, 10, 5, 0, 5);
+    s.kernel.matched = 5;
+    s.entry = {5, 2, 2, 0, 0, 0};
+    s.exit = {5, 3, 3, 0, 0, 0};
+    s.ingress = s.entry + s.exit;
+    const std::string both = format_stats({s}, true, true, false, kTraceEntry | kTraceExit);
+    EXPECT_NE(both.find("\n    entry: 5 seen, 2 kept by filter, 2 sampled, 0 output errors; "
+                        "exit: 5 seen, 3 kept by filter, 3 sampled, 0 output errors\n"),
+              std::string::npos)
+        << both;
+    EXPECT_EQ(both.find("in:"), std::string::npos) << both;
+    const std::string with_egress = format_stats({s}, true, false, true, kTraceExit);
+    EXPECT_NE(with_egress.find("\n    exit: 5 seen, 3 sampled, 0 output errors; out: 0 seen"), std::string::npos)
+        << with_egress;
+    EXPECT_EQ(with_egress.find("entry:"), std::string::npos) << with_egress;
+    EXPECT_EQ(format_stats({s}, false, true, true, kTraceEntry).find("entry:"), std::string::npos);
+}
+
 TEST(Stats, CountersAddFieldByField)
 {
     const xdpcap_counters sum = xdpcap_counters{1, 2, 3, 4, 5, 6} + xdpcap_counters{10, 20, 30, 40, 50, 60};

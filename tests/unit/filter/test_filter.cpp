@@ -180,9 +180,12 @@ struct NamedFrame {
 const FilterTarget kXdpMulti{FilterHook::Xdp, true};
 const FilterTarget kXdpLinear{FilterHook::Xdp, false};
 const FilterTarget kTcEgress{FilterHook::TcEgress};
+const FilterTarget kTrace{FilterHook::Trace};
 
 std::string hook_label(const FilterTarget& target)
 {
+    if (target.hook == FilterHook::Trace)
+        return "trace";
     return target.hook == FilterHook::TcEgress ? "tc egress" : target.multi_buffer ? "xdp frags" : "xdp";
 }
 
@@ -396,6 +399,7 @@ TEST(Filter, TranslationAgreesWithLibpcap)
     size_t compared = 0;
     size_t helper_calls = 0;
     size_t skb_compared = 0;
+    size_t trace_compared = 0;
     std::vector<std::string> failures;
     const auto check = [&](const std::string& expr, const std::vector<bpf_insn>& program, const NamedFrame& frame,
                            size_t split, bool multi_buffer, bool expected, FilterHook hook = FilterHook::Xdp) {
@@ -405,7 +409,10 @@ TEST(Filter, TranslationAgreesWithLibpcap)
         std::ostringstream where;
         where << "filter '" << expr << "' frame " << frame.name << " (" << linear.size() << " linear + "
               << frags.size() << " in fragments, "
-              << (hook == FilterHook::Xdp ? "xdp multi_buffer " + std::to_string(multi_buffer) : "tc egress") << ")";
+              << (hook == FilterHook::Xdp        ? "xdp multi_buffer " + std::to_string(multi_buffer)
+                  : hook == FilterHook::Trace ? std::string("trace")
+                                              : std::string("tc egress"))
+              << ")";
         try {
             test::HookContext context;
             context.hook = hook;
@@ -417,6 +424,8 @@ TEST(Filter, TranslationAgreesWithLibpcap)
                 return;
             if (hook == FilterHook::TcEgress)
                 ++skb_compared;
+            if (hook == FilterHook::Trace)
+                ++trace_compared;
             ++compared;
             if ((got != 0) != expected)
                 failures.push_back(where.str() + ": libpcap " + verdict(expected) + ", eBPF " + verdict(got));
@@ -431,19 +440,24 @@ TEST(Filter, TranslationAgreesWithLibpcap)
         const auto linear_only = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, false});
         const auto multi = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, true});
         const auto egress = translate_filter(classic.instructions(), FilterTarget{FilterHook::TcEgress});
+        const auto traced = translate_filter(classic.instructions(), kTrace);
         EXPECT_EQ(dump_ebpf(multi).find("unknown"), std::string::npos) << dump_ebpf(multi);
+        EXPECT_EQ(dump_ebpf(traced).find("unknown"), std::string::npos) << dump_ebpf(traced);
         EXPECT_EQ(dump_ebpf(egress).find("unknown"), std::string::npos) << dump_ebpf(egress);
         for (const NamedFrame& frame : frames) {
             const bool expected = classic.run(frame.bytes) != 0;
             check(expr, linear_only, frame, frame.bytes.size(), false, expected);
             check(expr, multi, frame, frame.bytes.size(), true, expected);
             check(expr, egress, frame, frame.bytes.size(), true, expected, FilterHook::TcEgress);
+            // Trace mode reads the linear data only: fragments, safety only.
+            check(expr, traced, frame, frame.bytes.size(), false, expected, FilterHook::Trace);
             for (size_t split : splits) {
                 if (split >= frame.bytes.size())
                     continue;
                 check(expr, multi, frame, split, true, expected);
                 check(expr, linear_only, frame, split, false, expected);
                 check(expr, egress, frame, split, true, expected, FilterHook::TcEgress);
+                check(expr, traced, frame, split, false, expected, FilterHook::Trace);
             }
         }
     }
@@ -452,6 +466,7 @@ TEST(Filter, TranslationAgreesWithLibpcap)
                 expressions.size(), frames.size(), compared);
     EXPECT_GE(compared, expressions.size() * frames.size() * 2);
     EXPECT_GE(skb_compared, expressions.size() * frames.size());
+    EXPECT_GE(trace_compared, expressions.size() * frames.size());
     EXPECT_GT(helper_calls, 0u) << "the bpf_xdp_load_bytes path never ran";
     for (size_t i = 0; i < failures.size() && i < 30; ++i)
         ADD_FAILURE() << failures[i];
@@ -715,6 +730,38 @@ TEST(Filter, WithoutMultiBufferFragmentsAreOutOfReach)
     EXPECT_EQ(test::run_ebpf(translate_filter(classic.instructions(), kXdpLinear), bytes.first(64), bytes.subspan(64)), 0u);
 }
 
+// Trace mode reads the linear data with bpf_probe_read_kernel(); the length
+// is the whole frame's, as the sample's original length.
+TEST(FilterTrace, LinearDataAndWholeLength)
+{
+    const test::HookContext traced{.hook = FilterHook::Trace};
+    Bytes frame(200, 0);
+    frame[60] = 0x55;
+    frame[100] = 0x55;
+    const std::span<const uint8_t> bytes(frame);
+    const auto run = [&](const char* expr, size_t linear) {
+        const auto program = translate_filter(compile_filter(expr).instructions(), kTrace);
+        return test::run_ebpf(program, bytes.first(linear), bytes.subspan(linear), traced);
+    };
+    EXPECT_NE(run("ether[60] = 0x55", 64), 0u);
+    EXPECT_NE(run("ether[100] = 0x55", 200), 0u);
+    EXPECT_EQ(run("ether[100] = 0x55", 64), 0u); // in a fragment: out of reach, rejected
+    EXPECT_EQ(run("ether[60:4] = 0x55000000", 62), 0u); // straddles the end of the linear data
+    EXPECT_NE(run("len = 200", 64), 0u);
+    EXPECT_NE(run("greater 150", 64), 0u);
+    EXPECT_EQ(run("less 150", 64), 0u);
+    EXPECT_EQ(run("ether[199] = 0", 0), 0u);
+    // Indexed loads far past the frame, and u32 offsets near the top.
+    EXPECT_EQ(run("ether[ether[60] * 1000] = 0", 200), 0u);
+    const std::vector<sock_filter> huge = {BPF_STMT(BPF_LDX | BPF_IMM, 0xffffffffu),
+                                           BPF_STMT(BPF_LD | BPF_W | BPF_IND, 0xfffffff0u),
+                                           BPF_STMT(BPF_RET | BPF_K, 1)};
+    EXPECT_EQ(test::run_ebpf(translate_filter(huge, kTrace), frame, {}, traced), 0u);
+    const std::string text = dump_ebpf(translate_filter(compile_filter("udp port 9").instructions(), kTrace));
+    EXPECT_NE(text.find("call bpf_probe_read_kernel"), std::string::npos) << text;
+    EXPECT_EQ(text.find("bpf_xdp_load_bytes"), std::string::npos) << text;
+}
+
 TEST(Filter, DumpClassicMatchesTcpdump)
 {
     // `tcpdump -d 'tcp port 80'` (Ethernet) with tcpdump 4.99 / libpcap 1.10.3.
@@ -785,6 +832,7 @@ std::vector<bool> libpcap_verdicts(const std::string& expression)
 
 const test::HookContext kAtXdp{};
 const test::HookContext kAtEgress{.hook = FilterHook::TcEgress};
+const test::HookContext kAtTrace{.hook = FilterHook::Trace};
 
 std::string error_of(const std::vector<sock_filter>& program, const FilterTarget& target)
 {
@@ -816,11 +864,13 @@ TEST(FilterAncillary, InboundOutboundByHook)
         const ClassicProgram classic = compile_filter(keeps_rx);
         EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kXdpMulti), kAtXdp), all) << keeps_rx;
         EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kXdpLinear), kAtXdp), all) << keeps_rx;
+        EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kTrace), kAtTrace), all) << keeps_rx;
         EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kTcEgress), kAtEgress), none) << keeps_rx;
     }
     for (const char* keeps_tx : {"outbound", "not inbound"}) {
         const ClassicProgram classic = compile_filter(keeps_tx);
         EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kXdpMulti), kAtXdp), none) << keeps_tx;
+        EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kTrace), kAtTrace), none) << keeps_tx;
         EXPECT_EQ(verdicts(translate_filter(classic.instructions(), kTcEgress), kAtEgress), all) << keeps_tx;
     }
     // Combined with packet tests: the direction test just gates them.
@@ -828,6 +878,7 @@ TEST(FilterAncillary, InboundOutboundByHook)
     const ClassicProgram in_tcp = compile_filter("inbound and tcp");
     const ClassicProgram out_tcp = compile_filter("tcp and outbound");
     EXPECT_EQ(verdicts(translate_filter(in_tcp.instructions(), kXdpMulti), kAtXdp), tcp);
+    EXPECT_EQ(verdicts(translate_filter(in_tcp.instructions(), kTrace), kAtTrace), tcp);
     EXPECT_EQ(verdicts(translate_filter(in_tcp.instructions(), kTcEgress), kAtEgress), none);
     EXPECT_EQ(verdicts(translate_filter(out_tcp.instructions(), kXdpMulti), kAtXdp), none);
     EXPECT_EQ(verdicts(translate_filter(out_tcp.instructions(), kTcEgress), kAtEgress), tcp);
@@ -839,6 +890,7 @@ TEST(FilterAncillary, PacketTypeFromDestinationAtXdp)
 {
     const auto program = translate_filter(load_and_return(ad(SKF_AD_PKTTYPE), BPF_H), kXdpMulti);
     const auto egress = translate_filter(load_and_return(ad(SKF_AD_PKTTYPE), BPF_H), kTcEgress);
+    const auto traced = translate_filter(load_and_return(ad(SKF_AD_PKTTYPE), BPF_H), kTrace);
     for (const NamedFrame& frame : frame_corpus()) {
         uint32_t expected = 0; // PACKET_HOST
         if (frame.bytes.size() >= 1 && (frame.bytes[0] & 1))
@@ -850,6 +902,7 @@ TEST(FilterAncillary, PacketTypeFromDestinationAtXdp)
         // Split after one byte: the rest comes from the fragments.
         const std::span<const uint8_t> bytes(frame.bytes);
         EXPECT_EQ(test::run_ebpf(program, bytes.first(1), bytes.subspan(1), kAtXdp), expected) << frame.name;
+        EXPECT_EQ(test::run_ebpf(traced, frame.bytes, {}, kAtTrace), expected) << frame.name;
         EXPECT_EQ(test::run_ebpf(egress, frame.bytes, {}, kAtEgress), 4u) << frame.name; // PACKET_OUTGOING
     }
     const Bytes multicast_runt = {0x01, 0x00, 0x5e};
@@ -868,6 +921,11 @@ TEST(FilterAncillary, IfindexIsTheHooksDevice)
         EXPECT_EQ(verdicts(translate_filter(compile_filter("ifindex 7 and udp").instructions(), target), context),
                   libpcap_verdicts("udp"));
     }
+    // Trace mode has no device to ask: refused, naming the keyword.
+    const std::string message =
+        error_of(std::vector<sock_filter>(seven.instructions().begin(), seven.instructions().end()), kTrace);
+    EXPECT_NE(message.find("'ifindex' (SKF_AD_IFINDEX)"), std::string::npos) << message;
+    EXPECT_NE(message.find("trace mode (fentry/fexit) programs do not have"), std::string::npos) << message;
 }
 
 TEST(FilterAncillary, SkbFieldsAtEgressRefusedAtXdp)
@@ -890,9 +948,12 @@ TEST(FilterAncillary, SkbFieldsAtEgressRefusedAtXdp)
         EXPECT_NE(message.find("SKF_AD_"), std::string::npos) << message;
         EXPECT_NE(message.find("XDP programs do not have"), std::string::npos) << message;
         EXPECT_EQ(message.find('\n'), std::string::npos);
+        const std::string traced = error_of(load_and_return(ad(field)), kTrace);
+        EXPECT_NE(traced.find("trace mode (fentry/fexit) programs do not have"), std::string::npos) << traced;
     }
     // Computed without the ctx at either hook.
-    for (const auto& [target, context] : {std::pair{kXdpMulti, kAtXdp}, std::pair{kTcEgress, skb}}) {
+    for (const auto& [target, context] :
+         {std::pair{kXdpMulti, kAtXdp}, std::pair{kTcEgress, skb}, std::pair{kTrace, kAtTrace}}) {
         EXPECT_EQ(test::run_ebpf(translate_filter(load_and_return(ad(SKF_AD_CPU)), target), frame, {}, context), 1u);
         EXPECT_EQ(test::run_ebpf(translate_filter(load_and_return(ad(SKF_AD_RANDOM)), target), frame, {}, context),
                   0x2545f491u);
@@ -905,7 +966,7 @@ TEST(FilterAncillary, SkbFieldsAtEgressRefusedAtXdp)
 
 TEST(FilterAncillary, UnsupportedAndUnknownAreErrors)
 {
-    for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
+    for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress, kTrace}) {
         for (uint32_t field : {SKF_AD_NLATTR, SKF_AD_NLATTR_NEST, SKF_AD_HATYPE, SKF_AD_PAY_OFFSET}) {
             const std::string message = error_of(load_and_return(ad(field)), target);
             EXPECT_NE(message.find("SKF_AD_"), std::string::npos) << message;
@@ -1134,7 +1195,13 @@ TEST(FilterNetmask, FromTheInterface)
 {
     // Loopback carries 127.0.0.1/8 here; a missing interface has none.
     EXPECT_EQ(interface_netmask("lo"), 0xff000000u);
-    EXPECT_EQ(interface_netmask("xdpcap-none0"), kNetmaskUnknown);
+    // Without an IPv4 address, netmask 0 as tcpdump: only 0.0.0.0 and
+    // 255.255.255.255 are broadcasts.
+    EXPECT_EQ(interface_netmask("xdpcap-none0"), 0u);
+    const Bytes all_ones = ether(0x0800, ipv4(kUdp, "198.18.0.1", "255.255.255.255", udp(1, 2, pattern(8))), kBroadcast);
+    const Bytes subnet = ether(0x0800, ipv4(kUdp, "198.18.0.1", "198.18.0.255", udp(1, 2, pattern(8))), kBroadcast);
+    EXPECT_NE(compile_filter("ip broadcast", interface_netmask("xdpcap-none0")).run(all_ones), 0u);
+    EXPECT_EQ(compile_filter("ip broadcast", interface_netmask("xdpcap-none0")).run(subnet), 0u);
     EXPECT_NE(compile_filter("ip broadcast", interface_netmask("lo")).instructions().size(), 0u);
 }
 
