@@ -10,6 +10,7 @@ declare -gA _xdpcap_values=(
     [--at]="entry exit entry,exit"
 )
 _xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
+    -C --file-size -G --rotate-seconds -W --file-count -z --postrotate-command
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
     -h --help --version"
@@ -47,7 +48,12 @@ _xdpcap()
             _filedir
             return
             ;;
-        -s | --snapshot-length | -c | --count | --ring-pages)
+        -z | --postrotate-command)
+            COMPREPLY=($(compgen -c -- "$cur"))
+            return
+            ;;
+        -s | --snapshot-length | -c | --count | --ring-pages | -C | --file-size | -G | --rotate-seconds | \
+            -W | --file-count)
             return # a number
             ;;
     esac

@@ -166,8 +166,9 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<
 // per pcapng interface: the kernel counts each hook point of each traced
 // program on its own, and the merge counts what it wrote to each interface;
 // records refused as malformed go to the CPU's first one.
-std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, uint64_t start_ns,
-                                                              uint64_t end_ns, bool filtering, const InterfaceMap& map,
+// The whole capture's counts; PerFileStatistics stamps the times.
+std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, bool filtering,
+                                                              const InterfaceMap& map,
                                                               const CaptureProgram& program,
                                                               const std::vector<uint64_t>& written)
 {
@@ -175,9 +176,6 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
     const auto block = [&](uint32_t interface_id, const xdpcap_counters& k, uint64_t invalid, uint64_t delivered) {
         pcapng::InterfaceStatistics isb;
         isb.interface_id = interface_id;
-        isb.timestamp_ns = end_ns;
-        isb.start_ns = start_ns;
-        isb.end_ns = end_ns;
         isb.if_received = k.seen;
         if (filtering)
             isb.filter_accepted = k.matched;
@@ -220,6 +218,30 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
     }
     return isbs;
 }
+
+// Each file's statistics blocks count what happened while it was open: the
+// counts now, less those when the file was opened.
+class PerFileStatistics {
+public:
+    explicit PerFileStatistics(uint64_t start_ns) : opened_ns_(start_ns) {}
+    // `totals`: the whole capture's blocks so far.
+    std::vector<pcapng::InterfaceStatistics> close(const std::vector<pcapng::InterfaceStatistics>& totals)
+    {
+        const uint64_t end_ns = now_ns(CLOCK_REALTIME);
+        auto isbs = pcapng::statistics_since(totals, baseline_);
+        for (auto& isb : isbs) {
+            isb.timestamp_ns = isb.end_ns = end_ns;
+            isb.start_ns = opened_ns_;
+        }
+        baseline_ = totals;
+        opened_ns_ = end_ns;
+        return isbs;
+    }
+
+private:
+    std::vector<pcapng::InterfaceStatistics> baseline_; // empty: the first file counts from the start
+    uint64_t opened_ns_;
+};
 
 // Trace mode's targets when the interface already runs XDP (none otherwise),
 // or the one-line refusal where that cannot be done.
@@ -364,8 +386,14 @@ int run_capture(const Config& config)
                 translate_filter(session.classic->instructions(), FilterTarget{FilterHook::Trace});
     }
 
+    // With -C/-G the first file's name already follows tcpdump's rules.
+    std::optional<RotationPlan> rotation;
+    if (config.rotates())
+        rotation.emplace(*config.output,
+                         RotationSettings{config.file_size, config.rotate_seconds, config.file_count},
+                         ::time(nullptr));
     Sink sink = config.writes_pcapng() && !config.writes_to_stdout()
-        ? Sink::open_file(*config.output, Sink::kDefaultBufferSize, &signals)
+        ? Sink::open_file(rotation ? rotation->current() : *config.output, Sink::kDefaultBufferSize, &signals)
         : Sink::standard_output();
     sink.watch(&signals);
     OutputGuard guard(sink);
@@ -417,6 +445,18 @@ int run_capture(const Config& config)
     CaptureLoop loop(std::move(sources), output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, filtering,
                                           config.direction == Direction::InOut, 50, interfaces});
+    PerFileStatistics file_statistics(start_ns);
+    if (rotation) {
+        output.rotate(std::move(*rotation), config.postrotate_command
+                                                ? std::optional<FileCommand>(FileCommand(*config.postrotate_command))
+                                                : std::nullopt);
+        output.on_file_end([&](uint32_t pending_interface) {
+            // Mid-capture: what the rings still hold goes to the next file.
+            return file_statistics.close(interface_statistics(as_taken(loop.stats(), interfaces.ring_of(pending_interface)),
+                                                              filtering, interfaces, *first.program,
+                                                              loop.written_by_interface()));
+        });
+    }
     StopReason reason = StopReason::OutputFailed;
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
@@ -451,10 +491,12 @@ int run_capture(const Config& config)
     // Every packet is in the output (or counted as not) before this count.
     const auto stats = loop.stats();
     std::string failure = loop.failure();
-    if (loop.output_usable()) {
+    if (output.file_limit_reached())
+        std::fprintf(stderr, "Maximum file limit reached: %u\n", *config.file_count);
+    if (loop.output_usable() && output.file_open()) {
         try {
-            output.finish(interface_statistics(stats, start_ns, now_ns(CLOCK_REALTIME), filtering, interfaces,
-                                               *first.program, loop.written_by_interface()));
+            output.finish(file_statistics.close(interface_statistics(stats, filtering, interfaces, *first.program,
+                                                                     loop.written_by_interface())));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {

@@ -23,6 +23,8 @@ public:
 
     int get() const noexcept { return fd_; }
     explicit operator bool() const noexcept { return fd_ >= 0; }
+    // Gives up ownership: for a close(2) whose result matters.
+    int release() noexcept { return std::exchange(fd_, -1); }
     void reset(int fd = -1) noexcept
     {
         if (fd_ >= 0)

@@ -115,6 +115,7 @@ StopReason CaptureLoop::run()
             output_.end_batch();
             if (timer_fired) {
                 output_.flush();
+                output_.housekeeping();
                 for (const CaptureSource& source : sources_) {
                     if (source.program->link_defunct()) {
                         gone_ = source.interface;

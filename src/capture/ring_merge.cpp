@@ -138,7 +138,13 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
     const Sample& sample = head.decoded.sample;
     // A record reassembled in scratch does not stay there.
     const uint32_t interface = options_.interfaces.interface(ring, sample.hook, sample.program);
-    output_.write(interface, sample, monotonic_to_realtime(sample.tstamp_ns, clock_), head.record.data != scratch(ring));
+    if (!output_.write(interface, sample, monotonic_to_realtime(sample.tstamp_ns, clock_),
+                       head.record.data != scratch(ring))) [[unlikely]] {
+        // -W's last -G file is complete: like -c, the capture ends here.
+        ++tally.discarded;
+        count_reached_ = true;
+        return;
+    }
     ++tally.written;
     ++written_by_interface_[interface];
     ++written_;

@@ -41,6 +41,32 @@ xdpcap_counters operator+(const xdpcap_counters& a, const xdpcap_counters& b)
                            a.pending_drops + b.pending_drops};
 }
 
+namespace {
+
+// Saturating: a count taken back after a failed write never wraps around.
+uint64_t since(uint64_t now, uint64_t then)
+{
+    return now > then ? now - then : 0;
+}
+
+} // namespace
+
+std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending)
+{
+    for (size_t i = 0; i < cpus.size(); ++i) {
+        CpuStats& s = cpus[i];
+        uint64_t later = since(s.kernel.sampled, s.ring.samples);
+        if (pending && *pending == i && s.ring.samples > 0) {
+            --s.ring.samples;
+            ++later;
+        }
+        s.kernel.seen = since(s.kernel.seen, later);
+        s.kernel.matched = since(s.kernel.matched, later);
+        s.kernel.sampled = since(s.kernel.sampled, later);
+    }
+    return cpus;
+}
+
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
 {
     CaptureTotals totals;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ struct CaptureTotals {
 };
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
+
+// The kernel's counts as of what was taken from the rings: samples still in
+// a ring (or waiting in the merge), and `pending` (the index of a CPU whose
+// sample, already taken, goes to the next file), are left to later. So the
+// counts of consecutive rotated files add up and each matches its packets.
+std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending = std::nullopt);
 
 // Trace mode's hook points, for format_stats().
 inline constexpr unsigned kTraceEntry = 1, kTraceExit = 2;

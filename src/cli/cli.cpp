@@ -1,6 +1,7 @@
 #include "cli/cli.hpp"
 
 #include <charconv>
+#include <limits>
 #include <cxxopts.hpp>
 
 #include "error.hpp"
@@ -86,6 +87,77 @@ uint32_t parse_ring_pages(const std::string& text)
     return static_cast<uint32_t>(*value);
 }
 
+// -C: millions of bytes, or with a k, m or g suffix KiB, MiB or GiB, as tcpdump.
+uint64_t parse_file_size(const std::string& text)
+{
+    const std::string what = "invalid file size '" + text + "' for -C: ";
+    if (looks_negative(text))
+        throw Error(what + "must not be negative");
+    size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
+        ++digits;
+    uint64_t unit = 1'000'000;
+    if (digits + 1 == text.size()) {
+        switch (text.back()) {
+        case 'k':
+        case 'K':
+            unit = uint64_t{1} << 10;
+            break;
+        case 'm':
+        case 'M':
+            unit = uint64_t{1} << 20;
+            break;
+        case 'g':
+        case 'G':
+            unit = uint64_t{1} << 30;
+            break;
+        default:
+            digits = 0;
+        }
+    } else if (digits != text.size()) {
+        digits = 0;
+    }
+    if (digits == 0)
+        throw Error(what + "expected a whole number of millions of bytes, or of KiB, MiB or GiB with k, m or g");
+    auto value = parse_unsigned(text.substr(0, digits));
+    constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    if (!value || *value > kMax / unit)
+        throw Error(what + "too large");
+    if (*value == 0)
+        throw Error(what + "must be at least 1");
+    return *value * unit;
+}
+
+// -G and -W: a whole number from 1 to INT_MAX, as tcpdump's.
+uint32_t parse_positive_int(const std::string& text, const std::string& what)
+{
+    auto value = parse_unsigned(text);
+    if (looks_negative(text))
+        throw Error("invalid " + what + " '" + text + "': must not be negative");
+    if (!value || *value == 0 || *value > static_cast<uint64_t>(std::numeric_limits<int>::max()))
+        throw Error("invalid " + what + " '" + text + "': expected a whole number from 1 to " +
+                    std::to_string(std::numeric_limits<int>::max()));
+    return static_cast<uint32_t>(*value);
+}
+
+// -C/-G/-W/-z name files after -w: they need a file name to start from.
+void check_rotation(const Config& config, const cxxopts::ParseResult& result)
+{
+    const std::pair<const char*, const char*> options[] = {
+        {"-C", "file-size"}, {"-G", "rotate-seconds"}, {"-W", "file-count"}, {"-z", "postrotate-command"}};
+    for (const auto& [flag_text, name] : options) {
+        if (!result.count(name))
+            continue;
+        const std::string flag = flag_text;
+        if (!config.output)
+            throw Error(flag + " cannot be used without -w FILE");
+        if (config.writes_to_stdout())
+            throw Error(flag + " names files after -w: it cannot be used with -w - (standard output)");
+    }
+    if (!config.rotates() && (config.file_count || config.postrotate_command))
+        throw Error(std::string(config.file_count ? "-W" : "-z") + " cannot be used without -C or -G");
+}
+
 XdpMode parse_xdp_mode(const std::string& text)
 {
     if (text == "auto")
@@ -159,7 +231,8 @@ cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
     options.custom_help("[-dDhpqUv] [--version] -i IFACE [-i IFACE]... [-w FILE|-] [-s SNAPLEN]\n"
-                        "         [-c COUNT] [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]\n"
+                        "         [-c COUNT] [-C SIZE] [-G SECONDS] [-W COUNT] [-z COMMAND]\n"
+                        "         [-Q in|out|inout] [-F FILE] [--xdp-mode MODE] [--ring-pages N]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]");
     options.positional_help("[expression]");
     // clang-format off
@@ -170,6 +243,15 @@ cxxopts::Options make_options()
         ("s,snapshot-length", "Keep at most SNAPLEN bytes of each packet; 0 means the maximum, " +
              std::to_string(kMaxSnaplen), cxxopts::value<std::string>(), "SNAPLEN")
         ("c,count", "Stop after writing COUNT packets", cxxopts::value<std::string>(), "COUNT")
+        ("C,file-size", "Start a new file when the current one is larger than SIZE millions of bytes "
+                        "(or KiB, MiB, GiB with a k, m or g suffix); the next ones are FILE1, FILE2, ...",
+             cxxopts::value<std::string>(), "SIZE")
+        ("G,rotate-seconds", "Start a new file every SECONDS; FILE is a strftime(3) pattern",
+             cxxopts::value<std::string>(), "SECONDS")
+        ("W,file-count", "With -C: keep a ring of COUNT files; with -G alone: stop after COUNT files",
+             cxxopts::value<std::string>(), "COUNT")
+        ("z,postrotate-command", "Run COMMAND FILE on every file once it is closed",
+             cxxopts::value<std::string>(), "COMMAND")
         ("U,packet-buffered", "Flush the output after every packet")
         ("Q,direction", "Capture received (in), sent (out) or all (inout, the default) packets",
              cxxopts::value<std::string>()->default_value("inout"), "DIR")
@@ -247,6 +329,18 @@ CliOutcome parse_cli(int argc, const char* const* argv)
         config.snaplen = parse_snaplen(result["snapshot-length"].as<std::string>());
     if (result.count("count"))
         config.count = parse_count(result["count"].as<std::string>());
+    if (result.count("file-size"))
+        config.file_size = parse_file_size(result["file-size"].as<std::string>());
+    if (result.count("rotate-seconds"))
+        config.rotate_seconds = parse_positive_int(result["rotate-seconds"].as<std::string>(), "number of seconds for -G");
+    if (result.count("file-count"))
+        config.file_count = parse_positive_int(result["file-count"].as<std::string>(), "number of files for -W");
+    if (result.count("postrotate-command")) {
+        config.postrotate_command = result["postrotate-command"].as<std::string>();
+        if (config.postrotate_command->empty())
+            throw Error("-z needs a command");
+    }
+    check_rotation(config, result);
     config.packet_buffered = result.count("packet-buffered") > 0;
     config.verbose = result.count("verbose") > 0;
     config.quiet = result.count("quiet") > 0;

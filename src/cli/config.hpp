@@ -43,9 +43,15 @@ struct Config {
     bool trace_exit = true;
     bool at_given = false;
     std::optional<std::string> trace_program;
+    // tcpdump's file rotation: -C (bytes), -G (seconds), -W (files), -z (command).
+    std::optional<uint64_t> file_size;
+    std::optional<uint32_t> rotate_seconds;
+    std::optional<uint32_t> file_count;
+    std::optional<std::string> postrotate_command;
 
     bool writes_pcapng() const { return output.has_value(); }
     bool writes_to_stdout() const { return output && *output == "-"; }
+    bool rotates() const { return file_size || rotate_seconds; }
 };
 
 const char* xdp_mode_name(XdpMode mode);

@@ -21,16 +21,30 @@ void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pca
     sink_.start();
     if (format_ != Format::Pcapng)
         return;
-    std::vector<uint8_t> blocks;
-    pcapng::append_section_header(blocks, shb);
+    header_.clear();
+    pcapng::append_section_header(header_, shb);
     for (const auto& idb : idbs)
-        pcapng::append_interface_description(blocks, idb);
-    sink_.append(blocks);
+        pcapng::append_interface_description(header_, idb);
+    sink_.append(header_);
     sink_.flush();
+}
+
+void PacketOutput::rotate(RotationPlan plan, std::optional<FileCommand> command)
+{
+    size_limit_ = plan.size_limit();
+    rotate_at_ns_ = plan.rotate_at_ns();
+    plan_.emplace(std::move(plan));
+    command_ = std::move(command);
 }
 
 void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
 {
+    if (!file_open_)
+        return;
+    if (plan_) {
+        close_file(isbs);
+        return;
+    }
     if (format_ == Format::Pcapng) {
         std::vector<uint8_t> blocks;
         for (const auto& isb : isbs)
@@ -38,6 +52,41 @@ void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
         sink_.append(blocks);
     }
     sink_.flush();
+}
+
+void PacketOutput::close_file(const std::vector<pcapng::InterfaceStatistics>& isbs)
+{
+    std::vector<uint8_t> blocks;
+    for (const auto& isb : isbs)
+        pcapng::append_interface_statistics(blocks, isb);
+    sink_.append(blocks);
+    // Whatever happens from here, nothing more goes into this file.
+    file_open_ = false;
+    size_limit_ = rotate_at_ns_ = 0;
+    const std::string name = sink_.name();
+    sink_.close();
+    if (command_)
+        command_->run(name);
+}
+
+bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
+{
+    if (!plan_)
+        return true; // a packet stamped at the end of time: nothing to rotate
+    if (!file_open_)
+        return false;
+    const uint64_t size = sink_.bytes();
+    close_file(file_statistics_ ? file_statistics_(pending_interface) : std::vector<pcapng::InterfaceStatistics>{});
+    if (plan_->advance(realtime_ns, size) == RotationPlan::Next::Stop) {
+        file_limit_reached_ = true;
+        return false;
+    }
+    sink_.reopen(plan_->current());
+    sink_.append(header_);
+    file_open_ = true;
+    size_limit_ = plan_->size_limit();
+    rotate_at_ns_ = plan_->rotate_at_ns();
+    return true;
 }
 
 void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns,

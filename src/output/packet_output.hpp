@@ -5,12 +5,16 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernel/interface_map.hpp"
+#include "output/file_command.hpp"
 #include "output/pcapng.hpp"
 #include "kernel/record.hpp"
+#include "output/rotation.hpp"
 #include "output/sink.hpp"
 
 namespace xdpcap {
@@ -29,10 +33,24 @@ public:
     // describe with an iovec.
     static constexpr uint32_t kReferMinLength = 512;
 
+    // -C/-G/-W/-z (pcapng files only): the sink writes plan.current(); each
+    // file closed gets the statistics blocks `file_statistics` returns for
+    // it, told the interface of the packet that waits for the next file.
+    using FileStatistics = std::function<std::vector<pcapng::InterfaceStatistics>(uint32_t pending_interface)>;
+    void rotate(RotationPlan plan, std::optional<FileCommand> command);
+    void on_file_end(FileStatistics file_statistics) { file_statistics_ = std::move(file_statistics); }
+
     // `stays_until_release`: sample.data remains valid and unchanged until
-    // release_references() returns.
-    void write(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release = false)
+    // release_references() returns. False: the packet was not written
+    // because -W's last -G file is complete (and no more will be).
+    bool write(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release = false)
     {
+        // Rotation costs two comparisons per packet: the bytes written and
+        // the packet's own time, no syscall.
+        if (sink_.bytes() > size_limit_ || realtime_ns >= rotate_at_ns_) [[unlikely]] {
+            if (!next_file(realtime_ns, interface_id))
+                return false;
+        }
         if (format_ == Format::Pcapng)
             write_block(interface_id, sample, realtime_ns, stays_until_release);
         else
@@ -40,6 +58,7 @@ public:
         ++accepted_;
         if (packet_buffered_)
             sink_.flush();
+        return true;
     }
     // After each drained batch: pipes and terminals see packets promptly.
     void end_batch()
@@ -53,8 +72,19 @@ public:
         if (sink_.has_references())
             sink_.flush();
     }
+    // The statistics blocks, then everything flushed; a rotated file is
+    // also closed and given to -z. Nothing when no file is open any more.
     void finish(const std::vector<pcapng::InterfaceStatistics>& isbs);
     void flush() { sink_.flush(); }
+    // From the loop's periodic timer: collects finished -z commands.
+    void housekeeping() noexcept
+    {
+        if (command_)
+            command_->reap();
+    }
+    // -W's count of -G files was reached: the last file is closed.
+    bool file_limit_reached() const noexcept { return file_limit_reached_; }
+    bool file_open() const noexcept { return file_open_; }
     // After a failed write: calls on_lost(interface_id) for every packet in
     // the chunk that did not reach the output completely.
     template <class OnLost>
@@ -65,10 +95,22 @@ public:
     uint64_t accepted() const noexcept { return accepted_; }
 
 private:
+    // Closes the current file and opens the next; false at -W's limit.
+    bool next_file(uint64_t realtime_ns, uint32_t pending_interface);
+    void close_file(const std::vector<pcapng::InterfaceStatistics>& isbs);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
 
     Sink sink_;
+    // Without rotation neither is ever reached.
+    uint64_t size_limit_ = RotationPlan::kNever;
+    uint64_t rotate_at_ns_ = RotationPlan::kNever;
+    std::optional<RotationPlan> plan_;
+    std::optional<FileCommand> command_;
+    FileStatistics file_statistics_;
+    std::vector<uint8_t> header_; // SHB and IDBs, for every file
+    bool file_open_ = true;
+    bool file_limit_reached_ = false;
     Format format_;
     bool packet_buffered_;
     uint64_t accepted_ = 0;

@@ -159,6 +159,25 @@ void append_interface_statistics(std::vector<uint8_t>& out, const InterfaceStati
     put_end_of_options(out);
 }
 
+std::vector<InterfaceStatistics> statistics_since(const std::vector<InterfaceStatistics>& now,
+                                                  const std::vector<InterfaceStatistics>& then)
+{
+    if (then.size() != now.size())
+        return now;
+    const auto since = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+    std::vector<InterfaceStatistics> out = now;
+    for (size_t i = 0; i < out.size(); ++i) {
+        InterfaceStatistics& isb = out[i];
+        const InterfaceStatistics& before = then[i];
+        isb.if_received = since(isb.if_received, before.if_received);
+        if (isb.filter_accepted && before.filter_accepted)
+            isb.filter_accepted = since(*isb.filter_accepted, *before.filter_accepted);
+        isb.dropped = since(isb.dropped, before.dropped);
+        isb.user_delivered = since(isb.user_delivered, before.user_delivered);
+    }
+    return out;
+}
+
 uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noexcept
 {
     uint8_t* p = out;

@@ -66,6 +66,11 @@ void append_section_header(std::vector<uint8_t>& out, const SectionHeader& shb);
 // if_tsresol is always 9: timestamps are in nanoseconds.
 void append_interface_description(std::vector<uint8_t>& out, const InterfaceDescription& idb);
 void append_interface_statistics(std::vector<uint8_t>& out, const InterfaceStatistics& isb);
+// Counter by counter, what `now` counts beyond `then` (earlier blocks for
+// the same interfaces; empty: all of it), never below zero. Times are kept
+// from `now`.
+std::vector<InterfaceStatistics> statistics_since(const std::vector<InterfaceStatistics>& now,
+                                                  const std::vector<InterfaceStatistics>& then);
 
 constexpr size_t pad4(size_t n) { return (n + 3) & ~size_t{3}; }
 

@@ -27,6 +27,12 @@ Sink::Sink(UniqueFd owned, int fd, std::string name, size_t buffer_size, bool cr
     // the count below kMaxSegments.
     segments_.reserve(kMaxSegments);
     unwritten_.reserve(kMaxSegments);
+    inspect_output();
+}
+
+void Sink::inspect_output()
+{
+    is_pipe_ = false;
     struct stat st{};
     if (::fstat(fd_, &st) == 0 && S_ISFIFO(st.st_mode)) {
         is_pipe_ = true;
@@ -109,10 +115,35 @@ void Sink::discard()
     owned_.reset();
 }
 
+void Sink::close()
+{
+    flush();
+    if (owned_) {
+        if (::close(owned_.release()) != 0)
+            throw Error("cannot write " + name_ + ": " + errno_text(errno), kExitRuntime);
+    }
+    fd_ = -1;
+}
+
+void Sink::reopen(const std::string& path)
+{
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw Error("cannot create " + path + ": " + errno_text(errno), kExitRuntime);
+    owned_.reset(fd);
+    fd_ = fd;
+    name_ = path;
+    created_ = false;
+    bytes_ = 0;
+    failed_ = FailedChunk{};
+    inspect_output();
+}
+
 void Sink::append(const uint8_t* data, size_t n)
 {
     if (n > buffer_.size()) {
         flush();
+        bytes_ += n;
         write_all(data, n);
         return;
     }

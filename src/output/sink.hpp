@@ -75,7 +75,11 @@ public:
             make_room(n);
         return buffer_.data() + used_;
     }
-    void commit(size_t n) noexcept { used_ += n; }
+    void commit(size_t n) noexcept
+    {
+        used_ += n;
+        bytes_ += n;
+    }
 
     // Room for n buffered bytes around one refer(), flushing first if needed,
     // so that a block made of both never straddles two writes.
@@ -91,6 +95,7 @@ public:
     {
         close_run();
         segments_.push_back(iovec{const_cast<uint8_t*>(data), n});
+        bytes_ += n;
     }
     bool has_references() const noexcept { return !segments_.empty(); }
     void append(const uint8_t* data, size_t n);
@@ -98,6 +103,16 @@ public:
 
     void flush();
     size_t pending() const noexcept { return used_; }
+    // Bytes handed to this file so far, buffered ones included: what -C
+    // compares with the size limit, without asking the file system.
+    uint64_t bytes() const noexcept { return bytes_; }
+
+    // File rotation: flushes and closes the file (a failure of either is an
+    // Error) ...
+    void close();
+    // ... and then creates (or truncates) the next one, in the current
+    // credentials. Buffers are kept.
+    void reopen(const std::string& path);
     // Flushes begun so far: bytes buffered after the Nth began are in a
     // later chunk.
     uint64_t flushes() const noexcept { return flushes_; }
@@ -116,6 +131,8 @@ public:
 
 private:
     Sink(UniqueFd owned, int fd, std::string name, size_t buffer_size, bool created);
+    // Pipes are written without blocking (see restore_flags_).
+    void inspect_output();
     void make_room(size_t n);
     void write_all(const uint8_t* data, size_t n);
     void write_segments();
@@ -148,6 +165,7 @@ private:
     FailedChunk failed_;
     StopSignals* stop_ = nullptr;
     uint64_t flushes_ = 0;
+    uint64_t bytes_ = 0;
     WriteFaults* faults_ = nullptr;
     // Pipes are written without blocking, so that a stop signal is noticed
     // while the reader stalls; standard output gets its flags back at the end.

@@ -152,3 +152,22 @@ TEST(Stats, OneInterfaceKeepsTcpdumpsLinesOnly)
     EXPECT_EQ(text.find("veth0"), std::string::npos) << text;
     EXPECT_NE(text.find("\n  cpu1: 1 seen"), std::string::npos) << text;
 }
+
+// At a rotation: what the kernel sampled but the rings still hold, and the
+// sample on its way to the next file, are the next file's.
+TEST(Stats, AsTakenLeavesWhatTheRingsHoldToLater)
+{
+    CpuStats a = cpu(0, 20, 18, 2, 10);
+    a.ring.samples = 12; // 6 still in the ring
+    CpuStats b = cpu(1, 5, 5, 0, 4);
+    const auto taken = as_taken({a, b}, size_t{1}); // one of cpu1's is pending
+    EXPECT_EQ(taken[0].kernel.seen, 14u);
+    EXPECT_EQ(taken[0].kernel.matched, 14u);
+    EXPECT_EQ(taken[0].kernel.sampled, 12u);
+    EXPECT_EQ(taken[0].ring.written, 10u);
+    EXPECT_EQ(taken[1].kernel.seen, 4u);
+    EXPECT_EQ(taken[1].ring.samples, 4u);
+    EXPECT_EQ(taken[1].ring.written, 4u);
+    // Nothing pending and nothing in flight: unchanged.
+    EXPECT_EQ(as_taken({b})[0].kernel.seen, 5u);
+}

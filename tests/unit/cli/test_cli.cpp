@@ -196,3 +196,41 @@ TEST(Cli, AnInterfaceGivenTwiceIsRefused)
     EXPECT_EQ(error_of({"-i", "eth0", "-i", "eth1", "-i", "eth0"}), "interface 'eth0' is given twice with -i");
     EXPECT_NE(error_of({"-i", "eth0", "-i", ""}).find("must not be empty"), std::string::npos);
 }
+
+// -C is in millions of bytes, or KiB/MiB/GiB with a suffix, as tcpdump's.
+TEST(Cli, RotationOptions)
+{
+    const Config c = parse_config({"-i", "e", "-w", "cap", "-C", "3", "-G", "60", "-W", "5", "-z", "gzip"});
+    EXPECT_EQ(c.file_size, 3'000'000u);
+    EXPECT_EQ(c.rotate_seconds, 60u);
+    EXPECT_EQ(c.file_count, 5u);
+    EXPECT_EQ(c.postrotate_command, "gzip");
+    EXPECT_TRUE(c.rotates());
+    EXPECT_EQ(parse_config({"-i", "e", "-w", "cap", "-C", "2k"}).file_size, 2048u);
+    EXPECT_EQ(parse_config({"-i", "e", "-w", "cap", "-C", "2M"}).file_size, 2u << 20);
+    EXPECT_EQ(parse_config({"-i", "e", "-w", "cap", "-C", "1g"}).file_size, 1u << 30);
+    EXPECT_EQ(parse_config({"-i", "e", "-w", "cap", "--file-size", "1", "--file-count", "2",
+                            "--postrotate-command", "x"}).file_count, 2u);
+    EXPECT_EQ(parse_config({"-i", "e", "-w", "cap", "--rotate-seconds", "1"}).rotate_seconds, 1u);
+    EXPECT_FALSE(parse_config({"-i", "e", "-w", "cap"}).rotates());
+}
+
+TEST(Cli, RotationRefusals)
+{
+    for (const char* option : {"-C", "-G", "-W", "-z"}) {
+        EXPECT_EQ(error_of({"-i", "e", option, "1"}), std::string(option) + " cannot be used without -w FILE");
+        EXPECT_NE(error_of({"-i", "e", "-w", "-", option, "1"}).find("standard output"), std::string::npos)
+            << option;
+    }
+    EXPECT_EQ(error_of({"-i", "e", "-w", "f", "-W", "2"}), "-W cannot be used without -C or -G");
+    EXPECT_EQ(error_of({"-i", "e", "-w", "f", "-z", "gzip"}), "-z cannot be used without -C or -G");
+    for (const char* bad : {"0", "-1", "x", "1x", "1kk", "k", "", "99999999999999999999", "9007199254740992g"})
+        EXPECT_NE(error_of({"-i", "e", "-w", "f", "-C", bad}).find("invalid file size"), std::string::npos) << bad;
+    for (const char* option : {"-G", "-W"}) {
+        for (const char* bad : {"0", "-1", "x", "2147483648", "1.5", ""})
+            EXPECT_NE(error_of({"-i", "e", "-w", "f", "-C", "1", option, bad}).find("invalid number of"),
+                      std::string::npos)
+                << option << " " << bad;
+    }
+    EXPECT_EQ(error_of({"-i", "e", "-w", "f", "-C", "1", "-z", ""}), "-z needs a command");
+}
