@@ -25,7 +25,21 @@ _xdpcap()
 
     case $prev in
         -i | --interface)
-            COMPREPLY=($(compgen -W "$(command ls /sys/class/net 2>/dev/null)" -- "$cur"))
+            # Only interfaces no earlier -i names: xdpcap refuses one given twice.
+            local -A given=()
+            local i
+            for ((i = 1; i < cword; i++)); do
+                if [[ ${words[i - 1]} == -i || ${words[i - 1]} == --interface ]]; then
+                    given[${words[i]}]=1
+                elif [[ ${words[i]} == --interface=* ]]; then
+                    given[${words[i]#--interface=}]=1
+                fi
+            done
+            local name candidates=()
+            for name in $(command ls /sys/class/net 2>/dev/null); do
+                [[ -v given[$name] ]] || candidates+=("$name")
+            done
+            COMPREPLY=($(compgen -W "${candidates[*]}" -- "$cur"))
             return
             ;;
         -w | --write)

@@ -53,11 +53,12 @@ void check_ring_fits_records(const Config& config)
 
 // The size asked for, or the default; a default the locked-memory limit
 // refuses is halved until it fits, as long as two records still do.
-PerfRings create_rings(int events_map_fd, const Config& config)
+// The default budget is shared by the rings of every interface captured.
+PerfRings create_rings(int events_map_fd, const Config& config, size_t interfaces)
 {
     if (config.ring_pages)
         return PerfRings(events_map_fd, RingSettings{*config.ring_pages, wakeup_bytes_for(ring_bytes(*config.ring_pages))});
-    uint32_t pages = default_ring_pages(online_cpus().size(), page_size());
+    uint32_t pages = default_ring_pages(online_cpus().size() * interfaces, page_size());
     for (;;) {
         try {
             return PerfRings(events_map_fd, RingSettings{pages, wakeup_bytes_for(ring_bytes(pages))});
@@ -106,49 +107,68 @@ SlotText slot_text(const InterfaceMap& map, uint32_t slot, const std::vector<Xdp
                         (entry ? ", frames as it receives them" : ", frames as it leaves them, with its verdict")};
 }
 
-// Per ring and, in trace mode, per hook point: the interface names the text
-// lines use, and the pcapng IDBs (same link type and snaplen throughout).
-std::vector<std::string> interface_names(const InterfaceInfo& iface, const PerfRings& rings, const InterfaceMap& map,
-                                         const std::vector<XdpProgramInfo>& traced)
+// One interface's capture: the interface, its filter (compiled with its own
+// netmask), its programs, rings and promiscuous membership. Destroying it
+// undoes every attach it made.
+struct Session {
+    InterfaceInfo iface;
+    std::optional<ClassicProgram> classic;
+    std::vector<XdpProgramInfo> traced;
+    std::vector<bpf_insn> trace_filter; // trace mode with a filter
+    std::optional<CaptureProgram> program;
+    std::optional<PerfRings> rings;
+    std::optional<PromiscuousMode> promiscuous;
+};
+
+// Per interface, ring and, in trace mode, hook point: the interface names
+// the text lines use, and the pcapng IDBs (same link type and snaplen
+// throughout), in the loop's ring order.
+std::vector<std::string> interface_names(const std::vector<Session>& sessions, const InterfaceMap& map)
 {
     std::vector<std::string> names;
-    for (size_t ring = 0; ring < rings.count(); ++ring) {
-        for (uint32_t slot = 0; slot < map.per_ring(); ++slot)
-            names.push_back(iface.name + "@cpu" + std::to_string(rings.cpu(ring)) +
-                            slot_text(map, slot, traced, "").suffix);
+    for (const Session& session : sessions) {
+        for (size_t ring = 0; ring < session.rings->count(); ++ring) {
+            for (uint32_t slot = 0; slot < map.per_ring(); ++slot)
+                names.push_back(session.iface.name + "@cpu" + std::to_string(session.rings->cpu(ring)) +
+                                slot_text(map, slot, session.traced, "").suffix);
+        }
     }
     return names;
 }
 
-std::vector<pcapng::InterfaceDescription> describe_interfaces(const InterfaceInfo& iface, const PerfRings& rings,
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<Session>& sessions,
                                                               const Config& config, const std::string& filter,
-                                                              const std::string& hooks, const InterfaceMap& map,
-                                                              const std::vector<XdpProgramInfo>& traced)
+                                                              const InterfaceMap& map)
 {
     const std::string os = host_os();
     std::vector<pcapng::InterfaceDescription> idbs;
-    for (size_t ring = 0; ring < rings.count(); ++ring) {
-        for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
-            const SlotText text = slot_text(map, slot, traced, hooks);
-            pcapng::InterfaceDescription idb;
-            idb.snaplen = config.snaplen;
-            idb.name = iface.name + "@cpu" + std::to_string(rings.cpu(ring)) + text.suffix;
-            idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
-                std::to_string(rings.cpu(ring)) + ", " + text.what +
-                (iface.driver.empty() ? "" : ", driver " + iface.driver);
-            idb.filter = filter;
-            idb.os = os;
-            idb.hardware = iface.bus;
-            idbs.push_back(std::move(idb));
+    for (const Session& session : sessions) {
+        const InterfaceInfo& iface = session.iface;
+        const std::string hooks = hooks_description(*session.program, session.program->attached_mode());
+        for (size_t ring = 0; ring < session.rings->count(); ++ring) {
+            const int cpu = session.rings->cpu(ring);
+            for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+                const SlotText text = slot_text(map, slot, session.traced, hooks);
+                pcapng::InterfaceDescription idb;
+                idb.snaplen = config.snaplen;
+                idb.name = iface.name + "@cpu" + std::to_string(cpu) + text.suffix;
+                idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
+                    std::to_string(cpu) + ", " + text.what + (iface.driver.empty() ? "" : ", driver " + iface.driver);
+                idb.filter = filter;
+                idb.os = os;
+                idb.hardware = iface.bus;
+                idbs.push_back(std::move(idb));
+            }
         }
     }
     return idbs;
 }
 
-// One ISB per CPU, on the CPU's first interface: the counters are per CPU.
-// In trace mode one per interface: the kernel counts each hook point of
-// each traced program on its own, and the merge counts what it wrote to
-// each interface; records refused as malformed go to the CPU's first one.
+// One ISB per ring (interface and CPU), on the ring's first pcapng
+// interface: the counters are per ring. In trace mode (one interface) one
+// per pcapng interface: the kernel counts each hook point of each traced
+// program on its own, and the merge counts what it wrote to each interface;
+// records refused as malformed go to the CPU's first one.
 // The whole capture's counts; PerFileStatistics stamps the times.
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, bool filtering,
                                                               uint32_t sample_every, const InterfaceMap& map,
@@ -284,8 +304,16 @@ std::string read_filter_file(const std::string& path)
 
 int dump_filter(const std::string& expression, const std::string& interface)
 {
+    // The netmask of the interface meant, also when -i gave its index.
+    std::string name = interface;
+    if (interface_index_argument(interface)) {
+        try {
+            name = lookup_interface(interface).name;
+        } catch (const Error&) {
+        }
+    }
     const ClassicProgram classic =
-        compile_filter(expression, interface.empty() ? kNetmaskUnknown : interface_netmask(interface));
+        compile_filter(expression, name.empty() ? kNetmaskUnknown : interface_netmask(name));
     const auto ebpf = translate_filter(classic.instructions(), FilterTarget{});
     std::printf("classic BPF from libpcap (%zu instructions):\n%s\n", classic.instructions().size(),
                 dump_classic(classic).c_str());
@@ -310,6 +338,22 @@ private:
     std::optional<Sink>* sink_;
 };
 
+// Each -i resolved; two arguments naming one interface are refused.
+std::vector<Session> lookup_sessions(const Config& config)
+{
+    std::vector<Session> sessions;
+    for (const std::string& argument : config.interfaces) {
+        Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}};
+        for (const Session& earlier : sessions) {
+            if (earlier.iface.ifindex == session.iface.ifindex)
+                throw Error("interface " + session.iface.name + " (ifindex " +
+                            std::to_string(session.iface.ifindex) + ") is given twice with -i");
+        }
+        sessions.push_back(std::move(session));
+    }
+    return sessions;
+}
+
 } // namespace
 
 int run_capture(const Config& config)
@@ -320,29 +364,38 @@ int run_capture(const Config& config)
     }
     const std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
     if (config.dump_filter)
-        return dump_filter(filter, config.interface);
+        return dump_filter(filter, config.interfaces.empty() ? std::string() : config.interfaces.front());
+    std::vector<Session> sessions = lookup_sessions(config);
     // Compiled first: a syntax error is reported before anything is touched.
-    std::optional<ClassicProgram> classic;
-    if (filter.find_first_not_of(' ') != std::string::npos)
-        classic.emplace(compile_filter(filter, interface_netmask(config.interface)));
+    // Each interface's own netmask, for "ip broadcast" and the like.
+    const bool filtering = filter.find_first_not_of(' ') != std::string::npos;
+    if (filtering) {
+        for (Session& session : sessions)
+            session.classic.emplace(compile_filter(filter, interface_netmask(session.iface.name)));
+    }
 
     if (!config.writes_pcapng() || config.writes_to_stdout() || config.print) {
         if (standard_output_was_closed())
             throw Error("standard output is closed: give -w FILE, or run with standard output open");
     }
     StopSignals signals = StopSignals::block();
-    const InterfaceInfo iface = lookup_interface(config.interface);
     require_capture_privileges();
     // Before anything is attached: an unknown user leaves nothing behind.
     const std::optional<RunAsUser> run_as =
         config.user ? std::optional<RunAsUser>(lookup_run_as_user(*config.user)) : std::nullopt;
     check_ring_fits_records(config);
-    const std::vector<XdpProgramInfo> traced = choose_trace_targets(iface, config);
-    // Translated before anything is loaded: what trace mode cannot filter on
-    // is refused with nothing touched.
-    std::vector<bpf_insn> trace_filter;
-    if (classic && !traced.empty())
-        trace_filter = translate_filter(classic->instructions(), FilterTarget{FilterHook::Trace});
+    for (Session& session : sessions) {
+        session.traced = choose_trace_targets(session.iface, config);
+        // Trace mode's pcapng interfaces are laid out for one interface.
+        if (!session.traced.empty() && sessions.size() > 1)
+            throw Error(session.iface.name + " runs " + program_text(session.traced.front()) +
+                        ": trace mode captures one interface at a time; capture " + session.iface.name + " alone");
+        // Translated before anything is loaded: what trace mode cannot
+        // filter on is refused with nothing touched.
+        if (session.classic && !session.traced.empty())
+            session.trace_filter =
+                translate_filter(session.classic->instructions(), FilterTarget{FilterHook::Trace});
+    }
 
     // With -C/-G the first file's name already follows tcpdump's rules.
     std::optional<RotationPlan> rotation;
@@ -364,35 +417,45 @@ int run_capture(const Config& config)
         open_output();
     OutputGuard guard(sink);
 
-    CaptureProgram program =
-        CaptureProgram::load(config.snaplen, iface.ifindex, classic.has_value(), config.direction, traced.empty(),
-                             static_cast<uint32_t>(traced.size()), config.sample_every);
-    if (!traced.empty())
-        program.load_trace(traced, config.trace_entry, config.trace_exit, trace_filter);
-    const InterfaceMap interfaces = traced.empty()
+    for (Session& session : sessions) {
+        const std::vector<XdpProgramInfo>& traced = session.traced;
+        session.program.emplace(CaptureProgram::load(config.snaplen, session.iface.ifindex, filtering,
+                                                     config.direction, traced.empty(),
+                                                     static_cast<uint32_t>(traced.size()), config.sample_every));
+        CaptureProgram& program = *session.program;
+        if (!traced.empty())
+            program.load_trace(traced, config.trace_entry, config.trace_exit, session.trace_filter);
+        // The same expression on both hooks, each counted on its own.
+        if (session.classic && program.captures(CaptureProgram::Hook::Ingress))
+            program.install_filter(CaptureProgram::Hook::Ingress,
+                                   translate_filter(session.classic->instructions(),
+                                                    FilterTarget{FilterHook::Xdp, program.multi_buffer()}));
+        if (session.classic && program.captures(CaptureProgram::Hook::Egress))
+            program.install_filter(CaptureProgram::Hook::Egress,
+                                   translate_filter(session.classic->instructions(), FilterTarget{FilterHook::TcEgress}));
+        session.rings.emplace(create_rings(program.events_map_fd(), config, sessions.size()));
+    }
+    // Trace mode has a single session; otherwise ring i is interface i.
+    const Session& first = sessions.front();
+    const InterfaceMap interfaces = first.traced.empty()
         ? InterfaceMap{}
-        : InterfaceMap(static_cast<uint32_t>(traced.size()), config.trace_entry, config.trace_exit,
-                       program.captures(CaptureProgram::Hook::Egress));
-    // The same expression on both hooks, each counted on its own.
-    if (classic && program.captures(CaptureProgram::Hook::Ingress))
-        program.install_filter(
-            CaptureProgram::Hook::Ingress,
-            translate_filter(classic->instructions(), FilterTarget{FilterHook::Xdp, program.multi_buffer()}));
-    if (classic && program.captures(CaptureProgram::Hook::Egress))
-        program.install_filter(CaptureProgram::Hook::Egress,
-                               translate_filter(classic->instructions(), FilterTarget{FilterHook::TcEgress}));
-    PerfRings rings = create_rings(program.events_map_fd(), config);
+        : InterfaceMap(static_cast<uint32_t>(first.traced.size()), config.trace_entry, config.trace_exit,
+                       first.program->captures(CaptureProgram::Hook::Egress));
 
-    std::vector<std::string> names = interface_names(iface, rings, interfaces, traced);
+    std::vector<std::string> names = interface_names(sessions, interfaces);
 
-    std::optional<PromiscuousMode> promiscuous;
-    if (config.promiscuous)
-        promiscuous = PromiscuousMode::enable(iface.ifindex, iface.name);
-    program.attach(iface.ifindex, config.xdp_mode, iface.name);
+    // In the order given; an attach that fails unwinds through ~Session,
+    // which detaches every interface attached before it.
+    bool clsact = false;
+    for (Session& session : sessions) {
+        if (config.promiscuous)
+            session.promiscuous = PromiscuousMode::enable(session.iface.ifindex, session.iface.name);
+        session.program->attach(session.iface.ifindex, config.xdp_mode, session.iface.name);
+        clsact = clsact || std::string_view(session.program->egress_mechanism()) == "clsact";
+    }
     // Attached and mapped: from here on only detaching a clsact filter needs
     // a capability (and, on old kernels, bpf() on our own fds).
-    drop_privileges(run_as, KeptCapabilities{std::string_view(program.egress_mechanism()) == "clsact",
-                                             bpf_needs_capability_on_open_fds()});
+    drop_privileges(run_as, KeptCapabilities{clsact, bpf_needs_capability_on_open_fds()});
     if (!sink)
         open_output();
     const ClockOffset clock = measure_clock_offset();
@@ -407,11 +470,12 @@ int run_capture(const Config& config)
     }
     PacketOutput output(std::move(*sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
-                        config.packet_buffered,
-                        std::move(names), config.text,
-                        std::move(print_sink));
-    CaptureLoop loop(program, rings, output, signals, clock,
-                     CaptureLoop::Options{config.count, config.verbose, classic.has_value(),
+                        config.packet_buffered, std::move(names), config.text, std::move(print_sink));
+    std::vector<CaptureSource> sources;
+    for (Session& session : sessions)
+        sources.push_back(CaptureSource{&*session.program, &*session.rings, session.iface.name});
+    CaptureLoop loop(std::move(sources), output, signals, clock,
+                     CaptureLoop::Options{config.count, config.verbose, filtering,
                                           config.direction == Direction::InOut, 50, interfaces,
                                           config.sample_every});
     PerFileStatistics file_statistics(start_ns);
@@ -422,28 +486,30 @@ int run_capture(const Config& config)
         output.on_file_end([&](uint32_t pending_interface) {
             // Mid-capture: what the rings still hold goes to the next file.
             return file_statistics.close(interface_statistics(as_taken(loop.stats(), interfaces.ring_of(pending_interface)),
-                                                              classic.has_value(), config.sample_every, interfaces,
-                                                              program, loop.written_by_interface()));
+                                                              filtering, config.sample_every, interfaces,
+                                                              *first.program, loop.written_by_interface()));
         });
     }
     StopReason reason = StopReason::OutputFailed;
     try {
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
-                     describe_interfaces(iface, rings, config, classic ? filter : "",
-                                         hooks_description(program, program.attached_mode()), interfaces, traced));
-        if (!iface.up)
-            std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
-                         iface.name.c_str());
+                     describe_interfaces(sessions, config, filtering ? filter : "", interfaces));
+        for (const Session& session : sessions) {
+            if (!session.iface.up)
+                std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
+                             session.iface.name.c_str());
+        }
         if (!config.quiet) {
-            for (const XdpProgramInfo& p : traced)
+            for (const XdpProgramInfo& p : first.traced)
                 std::fprintf(stderr, "tracing %s at %s\n", program_text(p).c_str(),
                              config.trace_entry && config.trace_exit ? "entry and exit"
                                  : config.trace_entry               ? "entry"
                                                                     : "exit");
+            // tcpdump's line, once per interface.
+            for (const Session& session : sessions)
+                std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
+                             session.iface.name.c_str(), config.snaplen);
         }
-        if (!config.quiet)
-            std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
-                         iface.name.c_str(), config.snaplen);
         reason = loop.run();
     } catch (const OutputClosed&) {
         return kExitOk;
@@ -462,8 +528,8 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "Maximum file limit reached: %u\n", *config.file_count);
     if (loop.output_usable() && output.file_open()) {
         try {
-            output.finish(file_statistics.close(interface_statistics(stats, classic.has_value(), config.sample_every,
-                                                                     interfaces, program,
+            output.finish(file_statistics.close(interface_statistics(stats, filtering, config.sample_every,
+                                                                     interfaces, *first.program,
                                                                      loop.written_by_interface())));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
@@ -475,14 +541,14 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
                      output.print_failure().c_str());
     if (failure.empty() && reason == StopReason::InterfaceGone)
-        failure = iface.name + " went away; capture stopped";
+        failure = loop.gone_interface() + " went away; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
         std::fputs(format_stats(stats, StatsFormat{.per_cpu = config.verbose,
-                                                   .filtering = classic.has_value(),
+                                                   .filtering = filtering,
                                                    .both_directions = config.direction == Direction::InOut,
-                                                   .trace_points = program.trace_points(),
+                                                   .trace_points = first.program->trace_points(),
                                                    .sample_every = config.sample_every})
                        .c_str(),
                    stderr);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 
@@ -84,13 +85,35 @@ void ignore_signals_that_are_write_errors()
     ::signal(SIGXFSZ, SIG_IGN);
 }
 
-InterfaceInfo lookup_interface(const std::string& name)
+std::optional<uint32_t> interface_index_argument(const std::string& argument)
+{
+    uint32_t value = 0;
+    const char* end = argument.data() + argument.size();
+    const auto [ptr, ec] = std::from_chars(argument.data(), end, value);
+    if (argument.empty() || argument.find_first_not_of("0123456789") != std::string::npos ||
+        ec != std::errc() || ptr != end)
+        return std::nullopt;
+    return value;
+}
+
+InterfaceInfo lookup_interface(const std::string& argument)
 {
     InterfaceInfo info;
-    info.name = name;
-    info.ifindex = ::if_nametoindex(name.c_str());
-    if (info.ifindex == 0)
-        throw Error("no such interface '" + name + "'" + (errno == ENODEV ? "" : ": " + errno_text(errno)));
+    info.name = argument;
+    info.ifindex = ::if_nametoindex(argument.c_str());
+    if (info.ifindex == 0) {
+        const int err = errno;
+        const std::optional<uint32_t> index = interface_index_argument(argument);
+        if (!index)
+            throw Error("no such interface '" + argument + "'" + (err == ENODEV ? "" : ": " + errno_text(err)));
+        if (*index == 0)
+            throw Error("invalid interface index 0: indexes start at 1 (see xdpcap -D)");
+        char name[IF_NAMESIZE] = {};
+        if (::if_indextoname(*index, name) == nullptr)
+            throw Error("no interface has index " + argument + " (see xdpcap -D)");
+        info.name = name;
+        info.ifindex = *index;
+    }
     query_driver(info);
     query_flags(info);
     return info;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace xdpcap {
@@ -14,8 +15,13 @@ struct InterfaceInfo {
     bool up = true;     // administratively up (IFF_UP)
 };
 
-// Raises Error when the interface does not exist.
-InterfaceInfo lookup_interface(const std::string& name);
+// -i's argument: an interface name or, as with tcpdump, a number that names
+// no interface, then taken as an ifindex (the number xdpcap -D shows).
+// Raises Error when there is no such interface.
+InterfaceInfo lookup_interface(const std::string& argument);
+// The ifindex an all-digit argument stands for (0 included, refused later);
+// nothing for anything else, or a number beyond 32 bits.
+std::optional<uint32_t> interface_index_argument(const std::string& argument);
 bool interface_exists(uint32_t ifindex);
 
 std::string host_os();       // "Linux 6.18.0-..."

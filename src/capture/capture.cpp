@@ -28,13 +28,29 @@ void epoll_add(int epoll_fd, int fd, uint64_t token)
         throw Error("epoll_ctl: " + errno_text(errno));
 }
 
+// Copies of every source's ring readers: only the merge reads the rings.
+std::vector<PerfRingReader> all_readers(const std::vector<CaptureSource>& sources)
+{
+    std::vector<PerfRingReader> readers;
+    for (const CaptureSource& source : sources) {
+        for (const PerfRingReader& reader : source.rings->readers())
+            readers.push_back(reader);
+    }
+    return readers;
+}
+
 } // namespace
 
-CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,
+CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, PacketOutput& output, StopSignals& signals,
                          ClockOffset clock, Options options)
-    : program_(program), rings_(rings), output_(output), signals_(signals), clock_(clock), options_(options),
-      merger_(rings.readers(), output, clock, RingMerger::Options{options.count, kHoldBackNs, options.interfaces})
+    : sources_(std::move(sources)), readers_(all_readers(sources_)), output_(output), signals_(signals),
+      clock_(clock), options_(options),
+      merger_(readers_, output, clock, RingMerger::Options{options.count, kHoldBackNs, options.interfaces})
 {
+    for (uint32_t s = 0; s < sources_.size(); ++s) {
+        for (size_t ring = 0; ring < sources_[s].rings->count(); ++ring)
+            places_.push_back(RingPlace{s, sources_[s].rings->cpu(ring)});
+    }
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_)
         throw Error("epoll_create1: " + errno_text(errno));
@@ -52,8 +68,11 @@ CaptureLoop::CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput
     epoll_add(epoll_.get(), timer_.get(), kTimerToken);
     epoll_add(epoll_.get(), signals_.fd(), kSignalToken);
     signals_.on_status([this] { print_stats(); });
-    for (size_t i = 0; i < rings_.count(); ++i)
-        epoll_add(epoll_.get(), rings_.fd(i), i);
+    uint64_t token = 0;
+    for (const CaptureSource& source : sources_) {
+        for (size_t ring = 0; ring < source.rings->count(); ++ring)
+            epoll_add(epoll_.get(), source.rings->fd(ring), token++);
+    }
     // A pipe reports EPOLLERR once its reader is gone: notice it even when no
     // packet arrives to make a write fail.
     if (output_.sink().is_pipe()) {
@@ -97,8 +116,12 @@ StopReason CaptureLoop::run()
             if (timer_fired) {
                 output_.flush();
                 output_.housekeeping();
-                if (program_.link_defunct())
-                    return StopReason::InterfaceGone;
+                for (const CaptureSource& source : sources_) {
+                    if (source.program->link_defunct()) {
+                        gone_ = source.interface;
+                        return StopReason::InterfaceGone;
+                    }
+                }
             }
             if (merger_.count_reached())
                 return StopReason::CountReached;
@@ -153,7 +176,8 @@ void CaptureLoop::drain()
 
 void CaptureLoop::detach_and_drain()
 {
-    program_.detach();
+    for (const CaptureSource& source : sources_)
+        source.program->detach();
     // A program that started before the detach may still be running on
     // another CPU: drain until every sample the kernel counted is consumed.
     using namespace std::chrono_literals;
@@ -168,8 +192,8 @@ void CaptureLoop::detach_and_drain()
         const auto counters = kernel_counters();
         const auto& tallies = merger_.tallies();
         bool settled = true;
-        for (size_t ring = 0; ring < rings_.count(); ++ring) {
-            const auto k = counters.both(static_cast<size_t>(rings_.cpu(ring)));
+        for (size_t ring = 0; ring < places_.size(); ++ring) {
+            const auto k = counters[places_[ring].source].both(static_cast<size_t>(places_[ring].cpu));
             if (k.matched != k.sampled + k.output_failed + k.sample_skipped || tallies[ring].samples != k.sampled)
                 settled = false;
         }
@@ -183,36 +207,42 @@ void CaptureLoop::detach_and_drain()
         guarded([this] { output_.flush(); });
 }
 
-CaptureLoop::KernelCounters CaptureLoop::kernel_counters() const
+std::vector<CaptureLoop::KernelCounters> CaptureLoop::kernel_counters() const
 {
-    KernelCounters counters{program_.read_counters(CaptureProgram::Hook::Ingress),
-                            program_.read_counters(CaptureProgram::Hook::Egress), {}, {}};
-    if (program_.tracing()) {
-        counters.entry = program_.read_trace_counters(false);
-        counters.exit = program_.read_trace_counters(true);
-    }
-    if (!options_.filtering) {
-        for (auto* hook : {&counters.ingress, &counters.egress, &counters.entry, &counters.exit}) {
-            for (auto& k : *hook)
-                k.matched = k.seen;
+    std::vector<KernelCounters> all;
+    for (const CaptureSource& source : sources_) {
+        const CaptureProgram& program = *source.program;
+        KernelCounters counters{program.read_counters(CaptureProgram::Hook::Ingress),
+                                program.read_counters(CaptureProgram::Hook::Egress), {}, {}};
+        if (program.tracing()) {
+            counters.entry = program.read_trace_counters(false);
+            counters.exit = program.read_trace_counters(true);
         }
+        if (!options_.filtering) {
+            for (auto* hook : {&counters.ingress, &counters.egress, &counters.entry, &counters.exit}) {
+                for (auto& k : *hook)
+                    k.matched = k.seen;
+            }
+        }
+        all.push_back(std::move(counters));
     }
-    return counters;
+    return all;
 }
 
 std::vector<CpuStats> CaptureLoop::stats() const
 {
     const auto counters = kernel_counters();
     std::vector<CpuStats> out;
-    out.reserve(rings_.count());
-    for (size_t ring = 0; ring < rings_.count(); ++ring) {
-        const int cpu = rings_.cpu(ring);
+    out.reserve(places_.size());
+    for (size_t ring = 0; ring < places_.size(); ++ring) {
+        const int cpu = places_[ring].cpu;
         const auto index = static_cast<size_t>(cpu);
-        CpuStats s{cpu, counters.both(index), counters.ingress[index], counters.egress[index], {}, {},
-                   merger_.tallies()[ring]};
-        if (!counters.entry.empty()) {
-            s.entry = counters.entry[index];
-            s.exit = counters.exit[index];
+        const KernelCounters& k = counters[places_[ring].source];
+        CpuStats s{cpu, k.both(index), k.ingress[index], k.egress[index], {}, {}, merger_.tallies()[ring],
+                   sources_[places_[ring].source].interface};
+        if (!k.entry.empty()) {
+            s.entry = k.entry[index];
+            s.exit = k.exit[index];
         }
         out.push_back(s);
     }
@@ -224,7 +254,7 @@ void CaptureLoop::print_stats() const
     const std::string text = format_stats(stats(), StatsFormat{.per_cpu = options_.verbose,
                                                                .filtering = options_.filtering,
                                                                .both_directions = options_.both_directions,
-                                                               .trace_points = program_.trace_points(),
+                                                               .trace_points = sources_.front().program->trace_points(),
                                                                .sample_every = options_.sample_every,
                                                                .interim = true});
     std::fputs(text.c_str(), stderr);

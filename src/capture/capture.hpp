@@ -1,6 +1,6 @@
-// The single-threaded event loop: epoll over every CPU's ring, a drain timer
-// and a signalfd. The rings' records go to the output through a RingMerger,
-// which keeps the accounting.
+// The single-threaded event loop: epoll over every CPU's ring of every
+// interface, a drain timer and a signalfd. The rings' records go to the
+// output through one RingMerger, which keeps the accounting.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,15 @@ namespace xdpcap {
 
 enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed };
 
+// One interface's capture: its programs and its per-CPU rings. The loop's
+// ring i runs over the sources in order, each source's rings in order, which
+// is how the InterfaceMap numbers them.
+struct CaptureSource {
+    CaptureProgram* program;
+    PerfRings* rings;
+    std::string interface;
+};
+
 class CaptureLoop {
 public:
     struct Options {
@@ -34,8 +43,8 @@ public:
         uint32_t sample_every = 1;
     };
 
-    CaptureLoop(CaptureProgram& program, PerfRings& rings, PacketOutput& output, StopSignals& signals,
-                ClockOffset clock, Options options);
+    CaptureLoop(std::vector<CaptureSource> sources, PacketOutput& output, StopSignals& signals, ClockOffset clock,
+                Options options);
 
     StopReason run();
     // Detaches, drains every ring until the kernel side is quiet, writes
@@ -43,7 +52,10 @@ public:
     // that follow count exactly what reached the output. A write that fails
     // meanwhile is counted and recorded, never thrown.
     void detach_and_drain();
+    // Per ring, in the loop's ring order.
     std::vector<CpuStats> stats() const;
+    // After StopReason::InterfaceGone: the interface that went away.
+    const std::string& gone_interface() const noexcept { return gone_; }
     // Packets written per output interface (ring and, in trace mode, hook point).
     const std::vector<uint64_t>& written_by_interface() const noexcept { return merger_.written_by_interface(); }
     // Why writing failed (OutputFailed, or later while draining); empty if it did not.
@@ -71,10 +83,16 @@ private:
         std::vector<xdpcap_counters> entry, exit; // trace mode, else empty
         xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu]; }
     };
-    KernelCounters kernel_counters() const;
+    // Per source.
+    std::vector<KernelCounters> kernel_counters() const;
 
-    CaptureProgram& program_;
-    PerfRings& rings_;
+    struct RingPlace {
+        uint32_t source;
+        int cpu;
+    };
+    std::vector<CaptureSource> sources_;
+    std::vector<RingPlace> places_; // by loop ring
+    std::vector<PerfRingReader> readers_; // by loop ring; the merge reads these
     PacketOutput& output_;
     StopSignals& signals_;
     UniqueFd timer_;
@@ -83,6 +101,7 @@ private:
     Options options_;
     RingMerger merger_;
     std::string failure_;
+    std::string gone_;
     bool output_usable_ = true;
 };
 

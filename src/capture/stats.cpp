@@ -1,5 +1,6 @@
 #include "capture/stats.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace xdpcap {
@@ -17,6 +18,17 @@ std::string direction_counts(const char* name, const xdpcap_counters& k, bool fi
         (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) +
         (sampling ? std::to_string(k.sample_skipped) + " skipped by sampling, " : std::string()) +
         std::to_string(k.sampled) + " sampled, " + std::to_string(k.output_failed) + " output errors";
+}
+
+// The interfaces in the order of their rings.
+std::vector<std::string> interfaces_of(const std::vector<CpuStats>& cpus)
+{
+    std::vector<std::string> names;
+    for (const auto& s : cpus) {
+        if (std::find(names.begin(), names.end(), s.interface) == names.end())
+            names.push_back(s.interface);
+    }
+    return names;
 }
 
 } // namespace
@@ -101,11 +113,35 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
     for (size_t i = 0; i < totals.size(); ++i)
         text += (i == 0 ? "" : format.interim ? ", " : "\n") + totals[i];
     text += '\n';
+    const std::vector<std::string> interfaces = interfaces_of(cpus);
+    const bool several = interfaces.size() > 1;
+    if (several) {
+        for (const std::string& name : interfaces) {
+            std::vector<CpuStats> mine;
+            std::copy_if(cpus.begin(), cpus.end(), std::back_inserter(mine),
+                         [&](const CpuStats& s) { return s.interface == name; });
+            const CaptureTotals i = sum_stats(mine);
+            text += name + ": " + counted(i.captured, " packet captured, ", " packets captured, ") +
+                std::to_string(i.received) + " received by filter, " + std::to_string(i.dropped) +
+                " dropped by kernel";
+            if (sampling)
+                text += ", " + std::to_string(i.sample_skipped) + " skipped by sampling";
+            if (i.unwritten)
+                text += ", " + std::to_string(i.unwritten) + " not written to the output";
+            if (i.invalid)
+                text += ", " + counted(i.invalid, " record refused as malformed", " records refused as malformed");
+            if (format.filtering && format.per_cpu)
+                text += ", " + std::to_string(i.seen) + " seen";
+            text += "\n";
+        }
+    }
     if (!format.per_cpu)
         return text;
     for (const auto& s : cpus) {
-        text += "  cpu" + std::to_string(s.cpu) + ": " + std::to_string(s.kernel.seen) + " seen, " +
-            std::to_string(s.kernel.sampled) + " sampled, " + std::to_string(s.ring.written) + " written, " +
+        // Named as the pcapng interfaces are once there are several.
+        text += "  " + (several ? s.interface + "@" : std::string()) + "cpu" + std::to_string(s.cpu) + ": " +
+            std::to_string(s.kernel.seen) + " seen, " + std::to_string(s.kernel.sampled) + " sampled, " +
+            std::to_string(s.ring.written) + " written, " +
             std::to_string(s.kernel.ring_full) + " ring full, " +
             std::to_string(s.kernel.output_failed - s.kernel.ring_full) + " other output errors, " +
             std::to_string(s.ring.lost_records) + " reported lost, " + std::to_string(s.ring.invalid) +

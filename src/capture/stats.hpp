@@ -30,6 +30,7 @@ struct CpuStats {
     xdpcap_counters entry{};
     xdpcap_counters exit{};
     RingTally ring;
+    std::string interface; // the interface the ring belongs to
 };
 
 // Field by field, for totals over hooks.
@@ -74,7 +75,9 @@ struct StatsFormat {
 
 inline constexpr const char* kInterimPrefix = "interim statistics: ";
 
-// tcpdump's three lines, then whatever else happened.
+// tcpdump's three lines, then whatever else happened; with several
+// interfaces, a line of the same counts per interface; per-CPU lines are
+// named IFACE@cpuN with several interfaces.
 std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& format);
 
 inline std::string format_stats(const std::vector<CpuStats>& cpus, bool per_cpu, bool filtering = false,

@@ -266,15 +266,17 @@ std::string without_trailing_spaces(const std::string& text)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-#AdDehlnpqUvxX] [-t...] [--version] -i IFACE [-w FILE|-] [--print]\n"
-                        "         [-s SNAPLEN] [-c COUNT] [-C SIZE] [-G SECONDS] [-W COUNT] [-z COMMAND]\n"
-                        "         [-Q in|out|inout] [-F FILE] [-Z USER] [-B KIB|--ring-pages N]\n"
-                        "         [--sample N] [--xdp-mode MODE] [--at entry|exit|entry,exit]\n"
-                        "         [--program NAME|ID] [--time-stamp-precision micro|nano]");
+    options.custom_help("[-#AdDehlnpqUvxX] [-t...] [--version] -i IFACE [-i IFACE]... [-w FILE|-]\n"
+                        "         [--print] [-s SNAPLEN] [-c COUNT] [-C SIZE] [-G SECONDS] [-W COUNT]\n"
+                        "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
+                        "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE]\n"
+                        "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
+                        "         [--time-stamp-precision micro|nano]");
     options.positional_help("[expression]");
     // clang-format off
     options.add_options()
-        ("i,interface", "Capture on IFACE (required)", cxxopts::value<std::string>(), "IFACE")
+        ("i,interface", "Capture on IFACE (required): a name, or an ifindex as -D lists it; repeat -i for "
+                         "several interfaces", cxxopts::value<std::string>(), "IFACE")
         ("w,write", "Write pcapng to FILE, or to standard output with -", cxxopts::value<std::string>(), "FILE")
         ("s,snapshot-length", "Keep at most SNAPLEN bytes of each packet; 0 means the maximum, " +
              std::to_string(kMaxSnaplen), cxxopts::value<std::string>(), "SNAPLEN")
@@ -310,8 +312,8 @@ cxxopts::Options make_options()
         ("l", "Line-buffered output: write each packet line as soon as it is made")
         ("print", "Print packet lines on standard output also while writing -w FILE")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
-        ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs, "
-                       "1 to 16 MiB each)",
+        ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs of "
+                       "every interface, 1 to 16 MiB each)",
              cxxopts::value<std::string>(), "N")
         ("B,buffer-size", "Per-CPU ring size in KiB, rounded down to a power of two pages (instead of "
                           "--ring-pages)", cxxopts::value<std::string>(), "KIB")
@@ -426,12 +428,24 @@ CliOutcome parse_cli(int argc, const char* const* argv)
         return config;
     if (result.count("filter-file"))
         config.filter_file = result["filter-file"].as<std::string>();
-    if (result.count("interface")) {
-        config.interface = result["interface"].as<std::string>();
-        check_interface_name(config.interface);
-    } else if (!config.dump_filter) {
-        throw Error("no interface given: use -i IFACE (see xdpcap --help)");
+    // Every -i in order; arguments() keeps them all (and, unlike a vector
+    // value, does not split names at commas).
+    for (const auto& argument : result.arguments()) {
+        if (argument.key() != "interface")
+            continue;
+        const std::string& name = argument.value();
+        if (name == "any")
+            throw Error("-i any is not supported: attaching XDP to every interface can reset NIC queues and "
+                        "disrupt traffic; name each interface with its own -i (-i eth0 -i eth1)");
+        check_interface_name(name);
+        for (const std::string& earlier : config.interfaces) {
+            if (earlier == name)
+                throw Error("interface '" + name + "' is given twice with -i");
+        }
+        config.interfaces.push_back(name);
     }
+    if (config.interfaces.empty() && !config.dump_filter)
+        throw Error("no interface given: use -i IFACE (see xdpcap --help)");
 
     if (result.count("write")) {
         config.output = result["write"].as<std::string>();

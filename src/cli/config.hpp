@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "text/options.hpp"
 #include "xdpcap_abi.h"
@@ -19,7 +20,10 @@ inline constexpr uint32_t kMaxRingPages = 65536;
 inline constexpr uint32_t kMaxSampleEvery = 0xffffffffu;
 
 struct Config {
-    std::string interface;
+    // -i, in the order given: names, or ifindexes (a number that is no
+    // interface's name), resolved when the capture starts. Never empty for
+    // a capture; extcap gives exactly one.
+    std::vector<std::string> interfaces;
     std::optional<std::string> output; // "-" is stdout; unset means text lines on stdout
     uint32_t snaplen = kMaxSnaplen;
     std::optional<uint64_t> count;

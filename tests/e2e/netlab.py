@@ -290,18 +290,23 @@ class NetLab(Scoped):
     with NetLab(mtu=9000) as lab:
         lab.cap_ns, lab.gen_ns, lab.cap_if ("cap0"), lab.gen_if ("gen0")
 
+    NetLab(pairs=N) makes N pairs between the same two namespaces: capI <-> genI
+    (lab.cap_ifs, lab.gen_ifs); cap0/gen0 are the first.
+
     IPv6 is disabled (all/default/device) before the links go up and no IPv4
     address is assigned, so the kernel sends nothing on its own: only the frames
     a test sends cross the link.  On exit (normal, exception, signal) every
     process the lab started is killed and both namespaces are deleted.
     """
 
-    def __init__(self, mtu=None):
+    def __init__(self, mtu=None, pairs=1):
         tag = f"xdpcapt-{os.getpid()}-{secrets.token_hex(3)}"
         self.cap_ns = f"{tag}-cap"
         self.gen_ns = f"{tag}-gen"
-        self.cap_if = "cap0"
-        self.gen_if = "gen0"
+        self.cap_ifs = [f"cap{i}" for i in range(pairs)]
+        self.gen_ifs = [f"gen{i}" for i in range(pairs)]
+        self.cap_if = self.cap_ifs[0]
+        self.gen_if = self.gen_ifs[0]
         self.mtu = mtu
         self.procs = []          # Popen objects started in our namespaces
         self._created = []
@@ -312,19 +317,22 @@ class NetLab(Scoped):
             self._created.append(ns)
             for scope in ("all", "default"):
                 self.sysctl(ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
-        run(["ip", "-n", self.cap_ns, "link", "add", self.cap_if, "address", "02:00:00:00:ca:01",
-             "type", "veth", "peer", "name", self.gen_if, "address", "02:00:00:00:9e:01",
-             "netns", self.gen_ns])
-        for ns, dev in ((self.cap_ns, self.cap_if), (self.gen_ns, self.gen_if)):
+        devs = []
+        for i, (cap, gen) in enumerate(zip(self.cap_ifs, self.gen_ifs)):
+            run(["ip", "-n", self.cap_ns, "link", "add", cap, "address", f"02:00:00:00:ca:{i + 1:02x}",
+                 "type", "veth", "peer", "name", gen, "address", f"02:00:00:00:9e:{i + 1:02x}",
+                 "netns", self.gen_ns])
+            devs += [(self.cap_ns, cap), (self.gen_ns, gen)]
+        for ns, dev in devs:
             self.sysctl(ns, f"net.ipv6.conf.{dev}.disable_ipv6", "1")
             if self.mtu is not None:
                 run(["ip", "-n", ns, "link", "set", "dev", dev, "mtu", str(self.mtu)])
-        for ns, dev in ((self.cap_ns, self.cap_if), (self.gen_ns, self.gen_if)):
+        for ns, dev in devs:
             run(["ip", "-n", ns, "link", "set", "dev", dev, "up"])
-        for ns, dev in ((self.cap_ns, self.cap_if), (self.gen_ns, self.gen_if)):
+        for ns, dev in devs:
             self._wait_up(ns, dev)
-        log(f"  lab   namespaces {self.cap_ns} ({self.cap_if}) <-> {self.gen_ns} ({self.gen_if})"
-            + (f", mtu {self.mtu}" if self.mtu else ""))
+        log(f"  lab   namespaces {self.cap_ns} ({', '.join(self.cap_ifs)}) <-> {self.gen_ns} "
+            f"({', '.join(self.gen_ifs)})" + (f", mtu {self.mtu}" if self.mtu else ""))
 
     def _wait_up(self, ns, dev, timeout=5.0):
         end = time.monotonic() + scaled(timeout)
@@ -391,13 +399,14 @@ class NetLab(Scoped):
         if p in self.procs:
             self.procs.remove(p)
 
-    def xdp_state(self):
-        """Describe any XDP program on cap0 ('' when none is attached)."""
+    def xdp_state(self, dev=None):
+        """Describe any XDP program on cap0 or dev ('' when none is attached)."""
+        dev = dev or self.cap_if
         found = []
-        info = self.link_info(self.cap_ns, self.cap_if)
+        info = self.link_info(self.cap_ns, dev)
         if "xdp" in info:
             found.append(f"json: xdp={info['xdp']}")
-        text = run(["ip", "-d", "-n", self.cap_ns, "link", "show", "dev", self.cap_if]).stdout
+        text = run(["ip", "-d", "-n", self.cap_ns, "link", "show", "dev", dev]).stdout
         # The peer namespace name (link-netns xdpcapt-...) contains "xdp": drop it.
         text_wo_ns = re.sub(r"link-netns\s+\S+", "", text)
         text_wo_ns = re.sub(r"link-netnsid\s+\S+", "", text_wo_ns)
@@ -432,12 +441,12 @@ class NetLab(Scoped):
         check(state == "", what, state)
 
     # -- sending --
-    def send(self, pcap_path, cpu, gap_us=0.0, timeout=30.0):
-        """Send every frame of pcap_path out of gen0 from a process pinned to cpu.
+    def send(self, pcap_path, cpu, gap_us=0.0, timeout=30.0, gen_if=None):
+        """Send every frame of pcap_path out of gen0 (or gen_if) from a process pinned to cpu.
 
         cpu may be a list: frame i is then sent from cpu[i % len(cpu)]."""
         cpu_arg = ",".join(map(str, cpu)) if isinstance(cpu, (list, tuple)) else str(cpu)
-        argv = [PYTHON, SENDER, "--iface", self.gen_if, "--cpu", cpu_arg,
+        argv = [PYTHON, SENDER, "--iface", gen_if or self.gen_if, "--cpu", cpu_arg,
                 "--pcap", pcap_path, "--gap-us", str(gap_us)]
         p = self.popen(self.gen_ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)

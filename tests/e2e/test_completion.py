@@ -63,6 +63,11 @@ def test(binary):
                  complete(lab, bash_file, ["xdpcap", "-i", ""]))
         N.expect(complete(lab, bash_file, ["xdpcap", "-w", "x", "--interface", "ca"]) == ["cap0"],
                  "bash: 'xdpcap -w x --interface ca<TAB>' offers cap0")
+        # -i repeats; an interface already named is not offered again.
+        for words in (["-i", "cap0", "-i", ""], ["--interface=cap0", "-i", ""],
+                      ["-i", "cap0", "--interface", "=", ""]):
+            got = complete(lab, bash_file, ["xdpcap"] + words)
+            N.expect(got == ["lo"], f"bash: 'xdpcap {' '.join(words)}<TAB>' offers lo, not cap0 again", got)
         offered = complete(lab, bash_file, ["xdpcap", "-"])
         N.expect(offered == sorted(options),
                  "bash: 'xdpcap -<TAB>' offers exactly the options of --help",
@@ -97,6 +102,10 @@ def test(binary):
         shutil.copy(zsh_file, zdir)
         got = zcomplete(lab, zdir, "xdpcap -i ")
         N.expect(got == ["cap0", "lo"], "zsh: 'xdpcap -i <TAB>' offers cap0 and lo", got)
+        for line in ("xdpcap -i cap0 -i ", "xdpcap --interface=cap0 -i ", "xdpcap -i lo -i "):
+            got = zcomplete(lab, zdir, line)
+            want = ["cap0"] if "lo" in line else ["lo"]
+            N.expect(got == want, f"zsh: '{line}<TAB>' offers {want}: -i repeats, without the one named", got)
         got = zcomplete(lab, zdir, "xdpcap -")
         N.expect(got == sorted(options), "zsh: 'xdpcap -<TAB>' offers exactly the options of --help",
                  f"missing {sorted(set(options) - set(got))}, extra {sorted(set(got) - set(options))}")

@@ -26,6 +26,7 @@ With it (Debian 12's 6.1, tests/vm):
   -v splits them by hook point, and so do the ISBs (one per interface);
   a filter with protochain, indexed loads, len, inbound and vlan loads;
   'ifindex 3' (no device in trace mode) is refused in one line, exit 1;
+- the traced interface together with another -i is refused in one line;
 - --at exit in text mode, with a filter: lines of the kept frames only,
   ending with the verdict's name;
 - --sample 3: entry and exit keep the same third of the frames, and the
@@ -159,6 +160,14 @@ def test_refused(lab, binary, tmp, prog):
                  f"without the tracing program type: refused in one line naming the program {extra}", (rc, err))
     N.expect(lab.xdp_prog() == prog, "the program stays attached, same id", lab.xdp_prog())
     N.expect(not os.path.exists(out_file), "no output file left")
+    # The same as the second of two interfaces: refused before anything is attached.
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", "trbr0", "type", "bridge"])
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "trbr0", "-i", lab.cap_if, "-w", out_file])
+    N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0],
+             "with another -i first: refused in one line naming the program", (rc, err))
+    N.expect(lab.xdp_state("trbr0") == "" and lab.xdp_prog() == prog and not os.path.exists(out_file),
+             "nothing attached to the other interface, the program stays, no output file",
+             (lab.xdp_state("trbr0"), lab.xdp_prog()))
 
 
 def stderr_number(err_lines, what):
@@ -267,6 +276,16 @@ def test_traced(lab, binary, tmp, obj, prog):
              "IDBs named cap0@cpuN:entry, cap0@cpuN:exit (and cap0@cpuN for egress)", idbs)
 
     test_filtered(lab, binary, tmp, pid)
+
+    # Trace mode is one interface at a time: with a second -i, refused.
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", "trbr0", "type", "bridge"])
+    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", "trbr0", "-i", lab.cap_if, "-w", os.path.join(tmp, "m.pcapng")])
+    N.expect(rc == 1 and len(e) == 1 and "trace mode captures one interface at a time" in e[0] and
+             f"(id {pid}," in e[0], "a traced interface with another -i is refused in one line", (rc, e))
+    N.expect(traced_by_xdpcap() == ([], []) and lab.xdp_state("trbr0") == "",
+             "and leaves nothing of xdpcap's in the kernel, nor on the other interface",
+             (traced_by_xdpcap(), lab.xdp_state("trbr0")))
+    N.expect(lab.xdp_prog() == prog, "the traced program stays attached, same id", lab.xdp_prog())
 
     # Text mode, exit only, with a filter: the verdict by name.
     text_frames = udp_frames(2, 2)

@@ -123,6 +123,37 @@ TEST(Stats, VerboseShowsPacketsWrittenOutOfOrder)
     EXPECT_EQ(sum_stats({late, late}).out_of_order, 6u);
 }
 
+namespace {
+
+CpuStats on(const char* interface, CpuStats s)
+{
+    s.interface = interface;
+    return s;
+}
+
+} // namespace
+
+TEST(Stats, SeveralInterfacesGetALineEach)
+{
+    const std::vector<CpuStats> cpus = {on("veth0", cpu(0, 10, 8, 2, 8)), on("veth0", cpu(1, 5, 5, 0, 5)),
+                                        on("veth1", cpu(0, 1, 1, 0, 1)), on("veth1", cpu(1, 0, 0, 0, 0))};
+    EXPECT_EQ(format_stats(cpus, false),
+              "14 packets captured\n16 packets received by filter\n2 packets dropped by kernel\n"
+              "veth0: 13 packets captured, 15 received by filter, 2 dropped by kernel\n"
+              "veth1: 1 packet captured, 1 received by filter, 0 dropped by kernel\n");
+    const std::string verbose = format_stats(cpus, true);
+    EXPECT_NE(verbose.find("\n  veth0@cpu1: 5 seen, 5 sampled, 5 written"), std::string::npos) << verbose;
+    EXPECT_NE(verbose.find("\n  veth1@cpu0: 1 seen, 1 sampled, 1 written"), std::string::npos) << verbose;
+    EXPECT_EQ(verbose.find("  cpu"), std::string::npos) << verbose;
+}
+
+TEST(Stats, OneInterfaceKeepsTcpdumpsLinesOnly)
+{
+    const std::string text = format_stats({on("veth0", cpu(0, 3, 3, 0, 3)), on("veth0", cpu(1, 1, 1, 0, 1))}, true);
+    EXPECT_EQ(text.find("veth0"), std::string::npos) << text;
+    EXPECT_NE(text.find("\n  cpu1: 1 seen"), std::string::npos) << text;
+}
+
 // At a rotation: what the kernel sampled but the rings still hold, and the
 // sample on its way to the next file, are the next file's.
 TEST(Stats, AsTakenLeavesWhatTheRingsHoldToLater)

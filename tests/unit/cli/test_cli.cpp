@@ -45,7 +45,7 @@ std::string error_of(std::initializer_list<const char*> args)
 TEST(Cli, Defaults)
 {
     const Config c = parse_config({"-i", "eth0"});
-    EXPECT_EQ(c.interface, "eth0");
+    EXPECT_EQ(c.interfaces, std::vector<std::string>{"eth0"});
     EXPECT_FALSE(c.output);
     EXPECT_EQ(c.snaplen, kMaxSnaplen);
     EXPECT_FALSE(c.count);
@@ -71,7 +71,7 @@ TEST(Cli, LongSpellings)
 {
     const Config c = parse_config({"--interface=veth1", "--write", "out.pcapng", "--snapshot-length", "0",
                                    "--count", "1", "--packet-buffered", "--quiet"});
-    EXPECT_EQ(c.interface, "veth1");
+    EXPECT_EQ(c.interfaces, std::vector<std::string>{"veth1"});
     EXPECT_EQ(*c.output, "out.pcapng");
     EXPECT_EQ(c.snaplen, kMaxSnaplen);
     EXPECT_EQ(c.count, 1u);
@@ -173,6 +173,30 @@ TEST(Cli, TraceProgram)
               "--at and --program trace an XDP program on received frames; -Q out captures none");
     EXPECT_EQ(error_of({"-i", "e", "-Q", "out", "--at", "exit"}),
               "--at and --program trace an XDP program on received frames; -Q out captures none");
+}
+
+TEST(Cli, SeveralInterfacesInTheOrderGiven)
+{
+    EXPECT_EQ(parse_config({"-i", "veth0", "--interface=veth1", "-i", "eth2"}).interfaces,
+              (std::vector<std::string>{"veth0", "veth1", "eth2"}));
+    // A comma is a character names may have, not a separator.
+    EXPECT_EQ(parse_config({"-i", "a,b"}).interfaces, std::vector<std::string>{"a,b"});
+    // A number is resolved when the capture starts: a name first, else an ifindex.
+    EXPECT_EQ(parse_config({"-i", "2", "-i", "eth0"}).interfaces, (std::vector<std::string>{"2", "eth0"}));
+}
+
+TEST(Cli, AnyIsRefusedWithTheAlternative)
+{
+    for (const std::string& message : {error_of({"-i", "any"}), error_of({"-i", "eth0", "-i", "any"})}) {
+        EXPECT_EQ(message.rfind("-i any is not supported: attaching XDP to every interface", 0), 0u) << message;
+        EXPECT_NE(message.find("-i eth0 -i eth1"), std::string::npos) << message;
+    }
+}
+
+TEST(Cli, AnInterfaceGivenTwiceIsRefused)
+{
+    EXPECT_EQ(error_of({"-i", "eth0", "-i", "eth1", "-i", "eth0"}), "interface 'eth0' is given twice with -i");
+    EXPECT_NE(error_of({"-i", "eth0", "-i", ""}).find("must not be empty"), std::string::npos);
 }
 
 // -C is in millions of bytes, or KiB/MiB/GiB with a suffix, as tcpdump's.
@@ -304,8 +328,8 @@ TEST(Cli, TextViewOptions)
     EXPECT_TRUE(c.text.line_buffered);
     EXPECT_EQ(parse_config({"-i", "e", "-XX"}).text.decode.hex_ascii, 2);
     // tcpdump's -n and -nn: numbers are all xdpcap prints anyway.
-    EXPECT_EQ(parse_config({"-i", "e", "-n"}).interface, "e");
-    EXPECT_EQ(parse_config({"-nn", "-i", "e", "-#"}).interface, "e");
+    EXPECT_EQ(parse_config({"-i", "e", "-n"}).interfaces, std::vector<std::string>{"e"});
+    EXPECT_EQ(parse_config({"-nn", "-i", "e", "-#"}).interfaces, std::vector<std::string>{"e"});
     EXPECT_EQ(parse_config({"-i", "e", "-x"}).text.decode.hex, 1);
 
     const text::TimeFormat formats[] = {text::TimeFormat::None, text::TimeFormat::Epoch, text::TimeFormat::Delta,

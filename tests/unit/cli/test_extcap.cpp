@@ -101,7 +101,7 @@ TEST(Extcap, CaptureRequestBecomesTheNormalCommandLine)
     for (const auto& word : command)
         argv.push_back(word.c_str());
     const Config c = std::get<Config>(parse_cli(static_cast<int>(argv.size()), argv.data()));
-    EXPECT_EQ(c.interface, "cap0");
+    EXPECT_EQ(c.interfaces, std::vector<std::string>{"cap0"});
     EXPECT_EQ(c.output, "/tmp/wireshark_extcap_x");
     EXPECT_EQ(c.snaplen, 96u);
     EXPECT_EQ(c.direction, Direction::In);

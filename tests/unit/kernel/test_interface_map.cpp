@@ -81,3 +81,25 @@ TEST(XdpActionName, NamesTheActions)
     EXPECT_STREQ(xdp_action_name(4), "XDP_REDIRECT");
     EXPECT_EQ(xdp_action_name(5), nullptr);
 }
+
+TEST(InterfaceMap, SeveralInterfacesFollowEachOthersRings)
+{
+    // Two interfaces on three CPUs: the loop numbers interface s's ring k as
+    // s * 3 + k, and that ring is the pcapng interface of the same number,
+    // whichever hook the sample came from.
+    const InterfaceMap map;
+    constexpr uint32_t kCpus = 3;
+    std::set<uint32_t> seen;
+    for (uint32_t session = 0; session < 2; ++session) {
+        for (uint32_t k = 0; k < kCpus; ++k) {
+            const uint32_t ring = session * kCpus + k;
+            for (uint8_t hook : {uint8_t{XDPCAP_HOOK_XDP}, uint8_t{XDPCAP_HOOK_TC_EGRESS}}) {
+                EXPECT_EQ(map.interface(ring, hook, 0), ring);
+                EXPECT_EQ(map.ring_of(map.interface(ring, hook, 0)), ring);
+            }
+            seen.insert(map.interface(ring, XDPCAP_HOOK_XDP, 0));
+        }
+    }
+    EXPECT_EQ(seen.size(), 2 * kCpus);
+    EXPECT_EQ(map.count(2 * kCpus), 2 * kCpus);
+}

@@ -1,0 +1,319 @@
+#!/usr/bin/python3
+"""End-to-end: several interfaces in one run (repeated -i), -i by ifindex, -i any.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_multi_iface.py PATH/TO/xdpcap
+
+One lab with two veth pairs between the same namespaces (cap0 <-> gen0,
+cap1 <-> gen1).  Checks:
+  * `-i cap0 -i cap1 -v -w FILE` while distinct corpora go out of gen0 and gen1
+    at the same time: exit 0; one listening line per interface; the IDBs are
+    cap0@cpuN for every CPU, then cap1@cpuN; the frames on cap0's interfaces
+    are exactly (byte for byte) the frames sent on gen0, likewise cap1; the
+    totals and each interface's line on stderr (on SIGUSR1 and at the end)
+    have its exact count, the -v
+    lines (IFACE@cpuN) add up to it, and each ISB matches its line; nothing
+    stays attached (XDP, tcx/clsact egress, promiscuity) on either interface;
+  * SIGKILL of such a run leaves nothing attached on either interface (without
+    tcx: only the clsact filters, which the next run removes from both);
+  * `-i IFINDEX` (cap1's) captures cap1 under its name, and an interface
+    named like that number takes precedence, as with tcpdump;
+  * the second interface failing to attach (a bridge in --xdp-mode native)
+    exits 1 with one line naming it, leaves no output file, and cap0 (attached
+    first) ends up with nothing attached;
+  * text mode with a filter (arp) on both: lines named capI@cpuN, only the
+    ARP frames, three per interface, and so the per-interface lines;
+  * `-i any` exits 1 with one line, nothing attached; one interface given by
+    name and by index is refused in one line;
+  * cap1 deleted during a two-interface capture: exit 2 with one line naming
+    it, statistics printed, cap0 left clean.
+"""
+
+import os
+import re
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+from test_directions import TCX_QUERY  # noqa: E402
+
+COUNT = 120  # frames per interface
+STATS_IFACE_RE = re.compile(
+    r"^(cap\d): (\d+) packets? captured, (\d+) received by filter, (\d+) dropped by kernel$")
+STATS_CPU_RE = re.compile(r"^\s+(cap\d)@cpu(\d+): (\d+) seen, (\d+) sampled, (\d+) written, ")
+
+
+def leftovers(lab, dev):
+    """What xdpcap could have left on dev: '' when nothing."""
+    found = []
+    xdp = lab.xdp_state(dev)
+    if xdp:
+        found.append(f"XDP: {xdp}")
+    tcx = int(N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_QUERY, dev]).stdout.strip())
+    if tcx > 0:
+        found.append(f"{tcx} tcx egress program(s)")
+    filters = N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "filter", "show", "dev", dev, "egress"],
+                    check_rc=False).stdout.strip()
+    if filters:
+        found.append(f"tc egress filters: {filters}")
+    promiscuity = int(lab.link_info(lab.cap_ns, dev).get("promiscuity", -1))
+    if promiscuity != 0:
+        found.append(f"promiscuity {promiscuity}")
+    return "; ".join(found)
+
+
+def has_tcx(lab):
+    """The tcx query fails (a negative errno) on kernels without tcx."""
+    return int(N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_QUERY, "cap0"]).stdout.strip()) >= 0
+
+
+def check_clean(lab, devs, when, timeout=2.0):
+    for dev in devs:
+        end = time.monotonic() + N.scaled(timeout)
+        state = leftovers(lab, dev)
+        while state and time.monotonic() < end:
+            time.sleep(0.05)
+            state = leftovers(lab, dev)
+        N.expect(state == "", f"{when}: nothing stays attached to {dev} (XDP, egress, promiscuity)", state)
+
+
+def send_both(lab, corpora, cpus):
+    """Send each corpus out of its generator interface, all at the same time."""
+    errors = []
+
+    def one(path, gen_if, cpu):
+        try:
+            N.log("  info  " + gen_if + ": " + lab.send(path, cpu, gap_us=300, gen_if=gen_if))
+        except N.TestFailure as e:
+            errors.append(f"{gen_if}: {e}")
+
+    threads = [threading.Thread(target=one, args=(path, gen_if, cpu))
+               for path, gen_if, cpu in zip(corpora, lab.gen_ifs, cpus)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    N.check(not errors, "both senders finished", errors)
+
+
+def capture_both(binary, lab, tmp):
+    cpu_list = N.cpus()
+    corpora, frames = [], []
+    for i in range(2):
+        path = os.path.join(tmp, f"corpus{i}.pcap")
+        frames.append(N.build_corpus(path, COUNT, seed=10 + i))
+        corpora.append(path)
+    out = os.path.join(tmp, "both.pcapng")
+
+    x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "-v", "-w", out])
+    x.wait_listening()
+    time.sleep(0.2)  # the second listening line follows the first at once
+    send_both(lab, corpora, [cpu_list[0], cpu_list[-1]])
+    time.sleep(0.5)
+    # SIGUSR1's statistics count per interface too.
+    x.send_signal(signal.SIGUSR1)
+    end = time.monotonic() + N.scaled(5)
+    while sum(1 for l in x.err_lines if STATS_IFACE_RE.match(l)) < 2 and time.monotonic() < end:
+        time.sleep(0.05)
+    rc = x.stop(signal.SIGINT)
+    N.log("  info  stderr: " + " | ".join(x.err_lines))
+    N.expect(rc == 0, "two interfaces: xdpcap exits 0 after SIGINT", f"exit status {rc}")
+    listening = [m.group(1) for m in map(N.LISTENING_RE.match, x.err_lines) if m]
+    N.expect(listening == ["cap0", "cap1"], "one 'listening on' line per interface, in -i order", listening)
+
+    # Interfaces: every CPU of cap0, then every CPU of cap1.
+    N.check_structure(out)
+    N.check_readers_agree(out, 2 * COUNT)
+    idbs = N.pcapng_idbs(out)
+    names = [i["name"] for i in idbs]
+    want = [f"cap{i}@cpu{c}" for i in range(2) for c in cpu_list]
+    N.expect(names == want, "IDBs are capI@cpuN per interface and CPU, in -i order", names)
+    N.expect(len({i["snaplen"] for i in idbs}) == 1 and all(i["linktype"] == 1 for i in idbs),
+             "every IDB is EN10MB with one snaplen", idbs)
+    ci = N.capinfos_interfaces(out)
+    N.expect([c.get("Name") for c in ci] == want, "capinfos lists the same interface names",
+             [c.get("Name") for c in ci])
+
+    # Frames: each interface's are exactly those sent on its pair.
+    rows = N.read_capture(out, tmp)
+    for i in range(2):
+        got = [r["data"] for r in rows if (r["if_name"] or "").startswith(f"cap{i}@")]
+        N.check_exact(frames[i], got, f"cap{i}: every frame sent on gen{i} is on a cap{i} interface "
+                                      "exactly once, byte-exact")
+        ids = {r["if_id"] for r in rows if (r["if_name"] or "").startswith(f"cap{i}@")}
+        N.expect(all(names[j].startswith(f"cap{i}@") for j in ids),
+                 f"cap{i}'s frames refer to cap{i}'s IDBs by interface id", sorted(ids))
+
+    # Counts: totals, a line per interface, -v lines per interface and CPU, ISBs.
+    N.expect(N.stderr_count(x.err_lines, "captured") == 2 * COUNT,
+             f"stderr says '{2 * COUNT} packets captured'", N.stderr_count(x.err_lines, "captured"))
+    lines = [m.groups() for m in map(STATS_IFACE_RE.match, x.err_lines) if m]
+    want_lines = [("cap0", str(COUNT), str(COUNT), "0"), ("cap1", str(COUNT), str(COUNT), "0")]
+    N.expect(lines == want_lines * 2,
+             f"SIGUSR1 and the end each print 'capI: {COUNT} packets captured, {COUNT} received by filter, "
+             "0 dropped by kernel' for each interface", lines)
+    final = x.err_lines[max(i for i, l in enumerate(x.err_lines) if N.stderr_count([l]) is not None):]
+    per_cpu = {}
+    for m in map(STATS_CPU_RE.match, final):
+        if m:
+            per_cpu[(m.group(1), int(m.group(2)))] = {"seen": int(m.group(3)), "written": int(m.group(5))}
+    N.expect(sorted(per_cpu) == sorted((f"cap{i}", c) for i in range(2) for c in cpu_list),
+             "-v has a line per interface and CPU, named capI@cpuN", sorted(per_cpu))
+    for i in range(2):
+        written = sum(v["written"] for (dev, _c), v in per_cpu.items() if dev == f"cap{i}")
+        N.expect(written == COUNT, f"cap{i}'s -v lines add up to {COUNT} written", written)
+    recs = N.pcapng_records(out)
+    bad = []
+    for isb in recs["isbs"]:
+        name = names[isb["if_id"]] if isb["if_id"] < len(names) else "?"
+        dev, _, cpu = name.partition("@cpu")
+        line = per_cpu.get((dev, int(cpu) if cpu.isdigit() else -1))
+        if line is None or (isb.get("ifrecv"), isb.get("usrdeliv")) != (line["seen"], line["written"]):
+            bad.append(f"{name}: ISB ifrecv {isb.get('ifrecv')} usrdeliv {isb.get('usrdeliv')}, -v {line}")
+    N.expect(len(recs["isbs"]) == len(idbs) and not bad,
+             "one ISB per interface and CPU, equal to its -v line (seen, written)",
+             f"{len(recs['isbs'])} ISBs for {len(idbs)} IDBs; " + "; ".join(bad))
+    check_clean(lab, lab.cap_ifs, "after SIGINT")
+
+
+def sigkill_both(binary, lab, tmp):
+    x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "-w", os.path.join(tmp, "killed.pcapng")])
+    x.wait_listening()
+    time.sleep(0.2)
+    states = {dev: leftovers(lab, dev) for dev in lab.cap_ifs}
+    N.expect(all("XDP" in s and "promiscuity 1" in s for s in states.values()),
+             "while running, both interfaces have XDP attached and are promiscuous", states)
+    rc = x.stop(signal.SIGKILL)
+    N.expect(rc == -signal.SIGKILL, "xdpcap died of SIGKILL", rc)
+    if has_tcx(lab):
+        check_clean(lab, lab.cap_ifs, "after SIGKILL")
+        return
+    # Without tcx the clsact filters stay (documented), harmless, until the
+    # next run on each interface removes them.
+    states = {dev: leftovers(lab, dev) for dev in lab.cap_ifs}
+    N.expect(all(s.startswith("tc egress filters:") and "XDP" not in s and "promiscuity" not in s
+                 for s in states.values()),
+             "after SIGKILL without tcx: only the clsact filters stay, on both interfaces", states)
+    x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "-w", os.path.join(tmp, "next.pcapng")])
+    x.wait_listening()
+    time.sleep(0.2)
+    N.expect(x.stop(signal.SIGINT) == 0, "the next two-interface run exits 0", x.err_lines)
+    check_clean(lab, lab.cap_ifs, "after the next run removed the leftovers")
+
+
+def by_index(binary, lab, tmp):
+    ifindex = int(lab.link_info(lab.cap_ns, "cap1")["ifindex"])
+    corpus = os.path.join(tmp, "index.pcap")
+    frames = N.build_corpus(corpus, 20, seed=30)
+    out = os.path.join(tmp, "index.pcapng")
+    x = N.Xdpcap(lab, binary, ["-i", str(ifindex), "-w", out])
+    x.wait_listening()
+    N.check_listening(x, iface="cap1")
+    N.log("  info  " + lab.send(corpus, N.cpus()[0], gap_us=300, gen_if="gen1"))
+    time.sleep(0.5)
+    rc = x.stop(signal.SIGINT)
+    N.expect(rc == 0, f"-i {ifindex} (cap1's ifindex) exits 0", rc)
+    N.check_idbs(out, iface="cap1")
+    N.check_exact(frames, [r["data"] for r in N.read_capture(out, tmp)],
+                  f"-i {ifindex}: every frame sent on gen1 captured exactly once")
+    check_clean(lab, lab.cap_ifs, f"after -i {ifindex}")
+
+    # A number that is also an interface's name means that interface.
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", str(ifindex), "type", "bridge"])
+    try:
+        x = N.Xdpcap(lab, binary, ["-i", str(ifindex), "-w", os.path.join(tmp, "named.pcapng")])
+        x.wait_listening()
+        N.check_listening(x, iface=str(ifindex))
+        states = (lab.xdp_state(str(ifindex)), lab.xdp_state("cap1"))
+        N.expect(states[0] != "" and states[1] == "",
+                 f"-i {ifindex} with an interface named '{ifindex}': XDP on that one, not on cap1", states)
+        N.expect(x.stop(signal.SIGINT) == 0, "and it exits 0", x.err_lines)
+    finally:
+        N.run(["ip", "-n", lab.cap_ns, "link", "del", str(ifindex)])
+
+
+def second_attach_fails(binary, lab, tmp):
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", "capbr0", "type", "bridge"])
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "capbr0", "up"])
+    out = os.path.join(tmp, "failed.pcapng")
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap0", "-i", "capbr0", "--xdp-mode", "native",
+                                               "-w", out])
+    N.log("  info  stderr: " + " | ".join(err))
+    N.expect(rc == 1, "a bridge refusing native XDP as second interface: exit 1", rc)
+    N.expect(len(err) == 1 and err[0].startswith("xdpcap: ") and "capbr0" in err[0] and "cap0 " not in err[0],
+             "one line on stderr, naming the second interface", err)
+    N.expect(not os.path.exists(out), "no output file is left behind", out)
+    check_clean(lab, ["cap0", "capbr0"], "after the second attach failed")
+
+
+def one_goes_away(binary, lab, tmp):
+    """Last: deleting a pair's generator end takes cap1 with it."""
+    x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "-w", os.path.join(tmp, "gone.pcapng")])
+    x.wait_listening()
+    time.sleep(0.2)
+    N.run(["ip", "-n", lab.gen_ns, "link", "del", "gen1"])
+    rc = x.wait(10)
+    msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+    N.expect(rc == 2 and msgs == ["xdpcap: cap1 went away; capture stopped"],
+             "cap1 deleted mid-capture: exit 2 with 'xdpcap: cap1 went away; capture stopped'", (rc, msgs))
+    N.expect(N.stderr_count(x.err_lines, "captured") is not None, "the statistics are still printed",
+             x.err_lines)
+    check_clean(lab, ["cap0"], "after cap1 went away")
+
+
+def text_with_filter(binary, lab, tmp):
+    """Text lines name each interface; the filter runs on both."""
+    # Per interface: three ARP frames the filter keeps, three UDP ones it drops.
+    for i in range(len(lab.gen_ifs)):
+        for kind, seed in (("arp", 40 + i), ("ipv4-udp", 50 + i)):
+            N.build_corpus(os.path.join(tmp, f"text-{kind}-{i}.pcap"), 3, kinds=(kind,), seed=seed)
+    x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "arp"])
+    x.wait_listening()
+    time.sleep(0.2)
+    for i, gen_if in enumerate(lab.gen_ifs):
+        for kind in ("arp", "ipv4-udp"):
+            N.log("  info  " + lab.send(os.path.join(tmp, f"text-{kind}-{i}.pcap"), N.cpus()[0], gap_us=300,
+                                        gen_if=gen_if))
+    time.sleep(0.5)
+    rc = x.stop(signal.SIGINT)
+    out = bytes(x.out).decode("utf-8", "replace").splitlines()
+    N.log("  info  stdout: " + " | ".join(out))
+    N.expect(rc == 0, "text mode on two interfaces with a filter: exit 0", rc)
+    line_re = re.compile(r"^\d\d:\d\d:\d\d\.\d{6} (cap\d)@cpu\d+ In ARP, ")
+    names = [m.group(1) if m else "?" for m in map(line_re.match, out)]
+    N.expect(sorted(names) == ["cap0"] * 3 + ["cap1"] * 3,
+             "three ARP lines per interface, each named capI@cpuN, and nothing the filter rejects", out)
+    lines = [m.groups() for m in map(STATS_IFACE_RE.match, x.err_lines) if m]
+    N.expect(lines == [("cap0", "3", "3", "0"), ("cap1", "3", "3", "0")],
+             "each interface's line: 3 captured, 3 received by filter", lines)
+
+
+def any_refused(binary, lab, tmp):
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap0", "-i", "any", "-w", os.path.join(tmp, "any.pcapng")],
+                                 )
+    N.expect(rc == 1, "-i any: exit 1", rc)
+    N.expect(len(err) == 1 and err[0].startswith("xdpcap: -i any is not supported")
+             and "-i eth0 -i eth1" in err[0], "-i any: one line saying why and what to do instead", err)
+    check_clean(lab, lab.cap_ifs, "after -i any")
+    ifindex = lab.link_info(lab.cap_ns, "cap1")["ifindex"]
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap1", "-i", str(ifindex)])
+    N.expect(rc == 1 and err == [f"xdpcap: interface cap1 (ifindex {ifindex}) is given twice with -i"],
+             "one interface by name and by index: refused in one line", (rc, err))
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab(pairs=2) as lab:
+        capture_both(binary, lab, tmp)
+        sigkill_both(binary, lab, tmp)
+        by_index(binary, lab, tmp)
+        text_with_filter(binary, lab, tmp)
+        any_refused(binary, lab, tmp)
+        second_attach_fails(binary, lab, tmp)
+        one_goes_away(binary, lab, tmp)
+
+
+if __name__ == "__main__":
+    N.main(test)
