@@ -291,7 +291,7 @@ cxxopts::Options make_options()
         ("z,postrotate-command", "Run COMMAND FILE on every file once it is closed",
              cxxopts::value<std::string>(), "COMMAND")
         ("U,packet-buffered", "Flush the output after every packet")
-        ("Q,direction", "Capture received (in), sent (out) or all (inout, the default) packets",
+        ("Q,direction", "Capture received (in), sent (out) or all (inout) packets",
              cxxopts::value<std::string>()->default_value("inout"), "DIR")
         ("p,no-promiscuous-mode", "Do not put the interface into promiscuous mode")
         ("F,filter-file", "Read the filter expression from FILE", cxxopts::value<std::string>(), "FILE")
