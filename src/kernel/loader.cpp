@@ -221,17 +221,12 @@ UniqueFd load_filter_front(bpf_prog_type type, const char* name, const std::vect
 // The BTF id of a program's main function: what fentry/fexit attach to.
 uint32_t main_function_btf_id(int prog_fd, const std::string& what)
 {
-    bpf_func_info func{};
-    bpf_prog_info info{};
-    info.nr_func_info = 1;
-    info.func_info_rec_size = sizeof func;
-    info.func_info = reinterpret_cast<uintptr_t>(&func);
-    uint32_t len = sizeof info;
-    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
+    const int64_t type_id = main_function_type_id(prog_fd);
+    if (type_id < 0)
         throw Error("cannot read " + what + ": " + errno_text(errno));
-    if (!info.btf_id || info.nr_func_info == 0 || func.type_id == 0)
+    if (type_id == 0)
         throw Error("cannot filter while tracing " + what + ": it carries no BTF");
-    return func.type_id;
+    return static_cast<uint32_t>(type_id);
 }
 
 } // namespace

@@ -29,18 +29,13 @@ std::string full_name(const bpf_prog_info& info, int fd)
     std::string name(info.name, strnlen(info.name, sizeof info.name));
     if (!info.btf_id || info.nr_func_info == 0)
         return name;
-    bpf_func_info func{};
-    bpf_prog_info more{};
-    more.nr_func_info = 1;
-    more.func_info_rec_size = sizeof func;
-    more.func_info = reinterpret_cast<uintptr_t>(&func);
-    uint32_t len = sizeof more;
-    if (bpf_obj_get_info_by_fd(fd, &more, &len) != 0)
+    const int64_t type_id = main_function_type_id(fd);
+    if (type_id <= 0)
         return name;
     std::unique_ptr<btf, void (*)(btf*)> types(btf__load_from_kernel_by_id(info.btf_id), btf__free);
     if (!types)
         return name;
-    const btf_type* type = btf__type_by_id(types.get(), func.type_id);
+    const btf_type* type = btf__type_by_id(types.get(), static_cast<uint32_t>(type_id));
     const char* btf_name = type ? btf__name_by_offset(types.get(), type->name_off) : nullptr;
     return btf_name && *btf_name ? btf_name : name;
 }
@@ -93,6 +88,19 @@ std::string describe(const XdpProgramInfo& p)
 }
 
 } // namespace
+
+int64_t main_function_type_id(int prog_fd)
+{
+    bpf_func_info func{};
+    bpf_prog_info info{};
+    info.nr_func_info = 1;
+    info.func_info_rec_size = sizeof func;
+    info.func_info = reinterpret_cast<uintptr_t>(&func);
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
+        return -1;
+    return info.btf_id && info.nr_func_info != 0 ? func.type_id : 0;
+}
 
 XdpProgramInfo describe_program(uint32_t prog_id)
 {

@@ -30,6 +30,10 @@ std::vector<XdpAttachment> xdp_attachments(uint32_t ifindex);
 // id) only the one it names. Raises Error listing the choices otherwise.
 std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const std::optional<std::string>& wanted);
 XdpProgramInfo describe_program(uint32_t prog_id);
+// The BTF type id of a program's main function (its first func_info), what
+// fentry/fexit attach to: 0 when it carries no BTF, -1 (errno set) when the
+// kernel cannot describe the program.
+int64_t main_function_type_id(int prog_fd);
 
 // tcpdump -D's listing, one interface per line, with the XDP programs.
 std::string list_interfaces();

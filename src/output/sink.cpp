@@ -191,13 +191,8 @@ void Sink::write_segments()
         const ssize_t n = do_writev(next, static_cast<int>(left));
         if (n < 0) {
             int err = errno;
-            if (err == EINTR)
+            if (retry_after(err))
                 continue;
-            if (err == EAGAIN) {
-                if (wait_writable())
-                    continue;
-                err = EINTR; // a stop signal ended the wait
-            }
             std::vector<iovec> chunk(segments_.begin(), segments_.end());
             segments_.clear();
             fail(err, std::move(chunk), size, written);
@@ -268,6 +263,18 @@ void Sink::fail(int err, std::vector<iovec> segments, size_t size, size_t writte
     throw Error("cannot write " + name_ + ": " + errno_text(err), kExitRuntime);
 }
 
+bool Sink::retry_after(int& err)
+{
+    if (err == EINTR)
+        return true;
+    if (err == EAGAIN) {
+        if (wait_writable())
+            return true;
+        err = EINTR; // a stop signal ended the wait
+    }
+    return false;
+}
+
 void Sink::write_all(const uint8_t* data, size_t n)
 {
     const uint8_t* const chunk = data;
@@ -276,13 +283,8 @@ void Sink::write_all(const uint8_t* data, size_t n)
         const ssize_t written = do_write(data, n);
         if (written < 0) {
             int err = errno;
-            if (err == EINTR)
+            if (retry_after(err))
                 continue;
-            if (err == EAGAIN) {
-                if (wait_writable())
-                    continue;
-                err = EINTR; // a stop signal ended the wait
-            }
             fail(err, {iovec{const_cast<uint8_t*>(chunk), chunk_size}}, chunk_size, chunk_size - n);
         }
         data += written;

@@ -139,6 +139,9 @@ private:
     [[noreturn]] void fail(int err, std::vector<iovec> segments, size_t size, size_t written);
     // After EAGAIN: false when a stop signal ended the wait.
     bool wait_writable();
+    // After a failed write: true to try again (EINTR, or EAGAIN once the
+    // output is writable); otherwise `err` is the failure to report.
+    bool retry_after(int& err);
     // write(2)/writev(2), through the fault seam when a test set one.
     ssize_t do_write(const uint8_t* data, size_t n);
     ssize_t do_writev(const iovec* iov, int count);
