@@ -118,7 +118,6 @@ struct Session {
     std::optional<CaptureProgram> program;
     std::optional<PerfRings> rings;
     std::optional<PromiscuousMode> promiscuous;
-    bool rx_vlan_offload = false; // the NIC takes received VLAN tags out of frames
 };
 
 // Per interface, ring and, in trace mode, hook point: the interface names
@@ -135,37 +134,6 @@ std::vector<std::string> interface_names(const std::vector<Session>& sessions, c
         }
     }
     return names;
-}
-
-// Why received frames on the session's interface lack the VLAN tags the
-// NIC's rx-vlan-offload took out; nothing when they have them, or when that
-// offload is off (the tags are then in the frames).
-std::optional<std::string> rx_vlan_missing(const Session& session)
-{
-    const CaptureProgram& program = *session.program;
-    const bool receives = program.captures(CaptureProgram::Hook::Ingress) || program.tracing();
-    if (!receives || !session.rx_vlan_offload || program.restores_rx_vlan())
-        return std::nullopt;
-    if (program.tracing())
-        return std::string("trace mode sees frames as the traced program does");
-    if (program.attached_mode() == XdpMode::Generic)
-        return std::string("generic XDP mode cannot read them");
-    if (!kernel_rx_metadata().vlan)
-        return std::string("this kernel lacks the XDP RX metadata kfunc bpf_xdp_metadata_rx_vlan_tag (Linux 6.8)");
-    if (!program.rx_metadata_failure().empty())
-        return program.rx_metadata_failure();
-    return no_vlan_from_driver(session.iface.driver);
-}
-
-// The interface description's words on what the NIC keeps outside the frame.
-std::string rx_metadata_text(const Session& session)
-{
-    std::string text;
-    if (session.program->restores_rx_vlan())
-        text += ", received VLAN tags restored from the NIC's RX metadata";
-    else if (const auto why = rx_vlan_missing(session))
-        text += ", received VLAN tags missing (rx-vlan-offload on; " + *why + ")";
-    return text;
 }
 
 std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<Session>& sessions,
@@ -185,8 +153,7 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<
                 idb.snaplen = config.snaplen;
                 idb.name = iface.name + "@cpu" + std::to_string(cpu) + text.suffix;
                 idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
-                    std::to_string(cpu) + ", " + text.what + (iface.driver.empty() ? "" : ", driver " + iface.driver) +
-                    rx_metadata_text(session);
+                    std::to_string(cpu) + ", " + text.what + (iface.driver.empty() ? "" : ", driver " + iface.driver);
                 idb.filter = filter;
                 idb.os = os;
                 idb.hardware = iface.bus;
@@ -298,8 +265,7 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     // Another xdpcap's own program is not traced: that capture already sees
     // everything, and two on one interface are refused as before.
     const std::string& name = attached.front().program.name;
-    const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter" ||
-        name == "xdpcap_rx_meta";
+    const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter";
     if (!kernel_can_trace_xdp() || ours)
         refuse_if_xdp_attached(iface.ifindex, iface.name);
     return trace_targets(attached.front(), config.trace_program);
@@ -377,8 +343,7 @@ std::vector<Session> lookup_sessions(const Config& config)
 {
     std::vector<Session> sessions;
     for (const std::string& argument : config.interfaces) {
-        Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}, false};
-        session.rx_vlan_offload = rx_vlan_offload_on(session.iface.name);
+        Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}};
         for (const Session& earlier : sessions) {
             if (earlier.iface.ifindex == session.iface.ifindex)
                 throw Error("interface " + session.iface.name + " (ifindex " +
@@ -464,8 +429,7 @@ int run_capture(const Config& config)
         if (session.classic && program.captures(CaptureProgram::Hook::Ingress))
             program.install_filter(CaptureProgram::Hook::Ingress,
                                    translate_filter(session.classic->instructions(),
-                                                    FilterTarget{FilterHook::Xdp, program.multi_buffer(),
-                                                                 program.rx_meta_map_fd()}));
+                                                    FilterTarget{FilterHook::Xdp, program.multi_buffer()}));
         if (session.classic && program.captures(CaptureProgram::Hook::Egress))
             program.install_filter(CaptureProgram::Hook::Egress,
                                    translate_filter(session.classic->instructions(), FilterTarget{FilterHook::TcEgress}));
@@ -534,11 +498,6 @@ int run_capture(const Config& config)
             if (!session.iface.up)
                 std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
                              session.iface.name.c_str());
-            if (const auto why = rx_vlan_missing(session))
-                std::fprintf(stderr,
-                             "xdpcap: warning: VLAN tags of frames received on %s will be missing: its "
-                             "rx-vlan-offload takes them out and %s; 'ethtool -K %s rxvlan off' keeps them in\n",
-                             session.iface.name.c_str(), why->c_str(), session.iface.name.c_str());
         }
         if (!config.quiet) {
             for (const XdpProgramInfo& p : first.traced)

@@ -1,5 +1,4 @@
 #include "kernel/xdp_inventory.hpp"
-#include "kernel/rx_metadata.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -158,20 +157,6 @@ std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const s
     throw Error("--program " + *wanted + " names no program running there; the choices are " + choices);
 }
 
-namespace {
-
-// -D's word on received VLAN tags for a native XDP capture there.
-std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
-{
-    if (!rx_vlan_offload_on(name))
-        return "in the frames";
-    if (const auto why = rx_vlan_missing_reason(ifindex, ""))
-        return "missing (rx-vlan-offload on; " + *why + ")";
-    return "restored from the NIC's RX metadata (native mode)";
-}
-
-} // namespace
-
 std::string list_interfaces()
 {
     std::unique_ptr<struct if_nameindex, void (*)(struct if_nameindex*)> all(::if_nameindex(), ::if_freenameindex);
@@ -184,7 +169,6 @@ std::string list_interfaces()
     std::sort(ifaces.begin(), ifaces.end());
     for (const auto& [index, name] : ifaces) {
         text += std::to_string(index) + "." + name + " [" + interface_flags(name.c_str()) + "]";
-        text += ", received VLAN tags: " + rx_vlan_listing(index, name);
         for (const XdpAttachment& a : xdp_attachments(index)) {
             text += ", XDP " + a.mode + " " + describe(a.program);
             if (!a.components.empty()) {
