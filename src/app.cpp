@@ -297,11 +297,8 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
         return {};
     }
     // Another xdpcap's own program is not traced: that capture already sees
-    // everything, and two on one interface are refused as before.
-    const std::string& name = attached.front().program.name;
-    const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter" ||
-        name == "xdpcap_rx_meta";
-    if (!kernel_can_trace_xdp() || ours)
+    // everything; the refusal names its pid.
+    if (!kernel_can_trace_xdp() || is_xdpcap_program(attached.front().program.name))
         refuse_if_xdp_attached(iface.ifindex, iface.name);
     return trace_targets(attached.front(), config.trace_program);
 }
