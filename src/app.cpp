@@ -17,6 +17,7 @@
 #include "capture/clock.hpp"
 #include "error.hpp"
 #include "host.hpp"
+#include "kernel/link_events.hpp"
 #include "kernel/loader.hpp"
 #include "output/packet_output.hpp"
 #include "kernel/promisc.hpp"
@@ -296,11 +297,8 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
         return {};
     }
     // Another xdpcap's own program is not traced: that capture already sees
-    // everything, and two on one interface are refused as before.
-    const std::string& name = attached.front().program.name;
-    const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter" ||
-        name == "xdpcap_rx_meta";
-    if (!kernel_can_trace_xdp() || ours)
+    // everything; the refusal names its pid.
+    if (!kernel_can_trace_xdp() || is_xdpcap_program(attached.front().program.name))
         refuse_if_xdp_attached(iface.ifindex, iface.name);
     return trace_targets(attached.front(), config.trace_program);
 }
@@ -480,6 +478,8 @@ int run_capture(const Config& config)
 
     std::vector<std::string> names = interface_names(sessions, interfaces);
 
+    // Before the attach: a deletion or move after it is then always seen.
+    LinkEvents links = LinkEvents::open();
     // In the order given; an attach that fails unwinds through ~Session,
     // which detaches every interface attached before it.
     bool clsact = false;
@@ -509,8 +509,9 @@ int run_capture(const Config& config)
                         config.packet_buffered, std::move(names), config.text, std::move(print_sink));
     std::vector<CaptureSource> sources;
     for (Session& session : sessions)
-        sources.push_back(CaptureSource{&*session.program, &*session.rings, session.iface.name});
-    CaptureLoop loop(std::move(sources), output, signals, clock,
+        sources.push_back(
+            CaptureSource{&*session.program, &*session.rings, session.iface.name, session.iface.ifindex});
+    CaptureLoop loop(std::move(sources), std::move(links), output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, filtering,
                                           config.direction == Direction::InOut, 50, interfaces,
                                           config.sample_every});
@@ -582,7 +583,8 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
                      output.print_failure().c_str());
     if (failure.empty() && reason == StopReason::InterfaceGone)
-        failure = loop.gone_interface() + " went away; capture stopped";
+        failure = loop.gone_interface() + " went away" +
+            (loop.gone_moved() ? " (moved to another network namespace)" : "") + "; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)

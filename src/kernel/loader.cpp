@@ -549,6 +549,18 @@ void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
     if (attached.empty())
         return;
     const XdpAttachment& a = attached.front();
+    if (is_xdpcap_program(a.program.name)) {
+        // Tracing another xdpcap would show nothing it does not capture
+        // already: say who it is, so that it can be stopped.
+        const std::vector<int> pids = program_holders(a.program.id);
+        std::string who;
+        for (size_t i = 0; i < pids.size(); ++i)
+            who += (i ? ", " : "") + std::to_string(pids[i]);
+        throw Error(ifname + " is already being captured by another xdpcap (" +
+                    (pids.empty() ? "pid unknown" : (pids.size() > 1 ? "pids " : "pid ") + who) + ", XDP program '" +
+                    a.program.name + "' id " + std::to_string(a.program.id) +
+                    "); stop it first, or capture there with -Q out");
+    }
     const std::string program = "'" + a.program.name + "' (id " + std::to_string(a.program.id) + ", " + a.mode + ")";
     if (!kernel_can_trace_xdp())
         throw Error(ifname + " already runs XDP program " + program +

@@ -163,7 +163,8 @@ private:
     XdpMode attached_mode_ = XdpMode::Auto;
 };
 
-// Raises Error naming the program when the interface already has XDP attached.
+// Raises Error naming the program when the interface already has XDP
+// attached, or, when it is another xdpcap's, naming that xdpcap's pid.
 void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname);
 
 // Whether the kernel offers fentry/fexit on BPF programs.
