@@ -90,18 +90,22 @@ static __always_inline void output_tagged(void *ctx, const int xdp, __u64 frame_
 	asm volatile("" : "+r"(cap_len), "+r"(limit));
 	if (cap_len > limit)
 		cap_len = limit;
-	if (cap_len > ETH_ADDRS_LEN + VLAN_TAG_LEN) {
-		__u64 rest = cap_len - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
-		asm volatile("" : "+r"(rest));
-		/* Changes nothing (rest < 64 KiB), but 6.1's verifier walks this
-		 * branch even when snaplen rules it out, with a range it cannot
-		 * bound otherwise. */
-		rest &= 0xffff;
-		if (rest > XDPCAP_MAX_SAMPLE_SIZE - (ETH_ADDRS_LEN + VLAN_TAG_LEN))
+	/* limit first: a constant to the verifier, which then drops the branch
+	 * where snaplen leaves no room after the tag. */
+	if (limit > ETH_ADDRS_LEN + VLAN_TAG_LEN && cap_len > ETH_ADDRS_LEN + VLAN_TAG_LEN) {
+		/* The bytes after the tag, less one, and the room for them, each
+		 * compared as one register against the other: 6.1's verifier
+		 * also walks this branch where snaplen rules it out, and bounds
+		 * nothing it cannot see on the very register it checks. The mask
+		 * and the -1 change nothing for the lengths that get here. */
+		__u64 rest_less_one = ((cap_len - (ETH_ADDRS_LEN + VLAN_TAG_LEN)) & 0xffff) - 1;
+		__u64 room = limit - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
+		asm volatile("" : "+r"(rest_less_one), "+r"(room));
+		if (rest_less_one > XDPCAP_MAX_SAMPLE_SIZE - (ETH_ADDRS_LEN + VLAN_TAG_LEN) - 1)
 			return account_output(c, -EFAULT);
-		if (rest + ETH_ADDRS_LEN + VLAN_TAG_LEN > limit)
+		if (rest_less_one >= room)
 			return account_output(c, -EFAULT);
-		if (load_bytes(ctx, xdp, ETH_ADDRS_LEN, w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest))
+		if (load_bytes(ctx, xdp, ETH_ADDRS_LEN, w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest_less_one + 1))
 			return account_output(c, -EFAULT);
 	}
 	__u64 size = sizeof(w->meta) + cap_len;

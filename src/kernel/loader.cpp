@@ -6,6 +6,7 @@
 #include <linux/pkt_cls.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <cstddef>
 
 #include <cerrno>
@@ -86,8 +87,10 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     // Received frames need it where the NIC's VLAN tag can be had back.
     const bool rebuilds = egress || (ingress && kernel_rx_metadata().vlan);
     bpf_map__set_max_entries(attempt.skel->maps.wire_scratch, rebuilds && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
+    // At least the MAC addresses and the tag, which are copied whatever the snapshot length.
+    const uint32_t wire_bytes = std::max(snaplen, 16u);
     bpf_map__set_value_size(attempt.skel->maps.wire_scratch,
-                            static_cast<uint32_t>(sizeof(xdpcap_meta) + ((snaplen + 7) & ~7u)));
+                            static_cast<uint32_t>(sizeof(xdpcap_meta) + ((wire_bytes + 7) & ~7u)));
     // Trace mode: an entry and an exit pair per traced program.
     if (trace_programs > 1)
         bpf_map__set_max_entries(attempt.skel->maps.counters, XDPCAP_COUNTERS_TRACE(trace_programs, 0));
