@@ -131,8 +131,15 @@ StopReason CaptureLoop::run()
             if (timer_fired) {
                 output_.flush();
                 output_.housekeeping();
-                if (!gone)
+                if (!gone) {
                     gone = find_gone_source(false);
+                    // Seen by polling first (a clsact filter goes with the
+                    // move): the kernel's notice says whether it moved.
+                    if (gone) {
+                        if (const auto lost = links_.await_loss(ifindexes_, 500))
+                            gone_moved_ = lost->ifindex == ifindexes_[*gone] && lost->moved;
+                    }
+                }
             }
             if (gone) {
                 gone_ = sources_[*gone].interface;

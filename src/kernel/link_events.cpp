@@ -2,10 +2,12 @@
 
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "error.hpp"
@@ -104,6 +106,21 @@ LinkEvents::Result LinkEvents::read(std::span<const uint32_t> watched)
         if (sender.nl_pid != 0 || result.lost)
             continue; // only the kernel's word counts; the first loss is kept
         result.lost = find_lost_link(std::span<const uint8_t>(buffer_.data(), static_cast<size_t>(n)), watched);
+    }
+}
+
+std::optional<LostLink> LinkEvents::await_loss(std::span<const uint32_t> watched, int timeout_ms)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+        if (const Result r = read(watched); r.lost)
+            return r.lost;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0)
+            return std::nullopt;
+        pollfd p{fd_.get(), POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR)
+            return std::nullopt;
     }
 }
 

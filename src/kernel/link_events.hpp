@@ -41,6 +41,10 @@ public:
     };
     // Takes every pending notification without blocking.
     Result read(std::span<const uint32_t> watched);
+    // After a watched interface was found gone by other means: its
+    // notification, which may trail by a moment, waited for at most
+    // `timeout_ms`; nothing when none came.
+    std::optional<LostLink> await_loss(std::span<const uint32_t> watched, int timeout_ms);
 
 private:
     explicit LinkEvents(UniqueFd fd);

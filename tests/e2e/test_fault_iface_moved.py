@@ -76,7 +76,7 @@ def check_stop(x, rc, waited, what):
     N.expect(waited <= EXIT_WITHIN_S, f"{what}: xdpcap exits by itself within {EXIT_WITHIN_S} s of the move",
              f"took {waited:.3f} s")
     N.expect(rc == 2, f"{what}: exit status 2 (capture started, then failed)", f"status {rc}")
-    msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+    msgs = N.messages(x.err_lines)
     N.expect(msgs == [MOVED_LINE], f"{what}: exactly one message: '{MOVED_LINE}'", msgs)
     st = N.final_stats(x.err_lines)
     N.check(st is not None, f"{what}: statistics lines printed after the failure", x.stderr)
