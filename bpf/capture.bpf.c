@@ -9,6 +9,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "rx_meta.h"
 #include "sample.h"
 
 /* Slot 0: the capture program of the hook, for its filter's tail call. */
@@ -44,15 +45,98 @@ struct {
 	__type(value, struct wire_frame);
 } wire_scratch SEC(".maps");
 
+#define ETH_ADDRS_LEN 12
+#define VLAN_TAG_LEN 4
+
+/* Packet bytes from `offset`, through the helper of the hook's program type
+ * (`xdp` is a constant once inlined). */
+static __always_inline long load_bytes(void *ctx, const int xdp, __u32 offset, void *to, __u32 len)
+{
+	if (xdp)
+		return bpf_xdp_load_bytes(ctx, offset, to, len);
+	return bpf_skb_load_bytes(ctx, offset, to, len);
+}
+
+/*
+ * The frame with a VLAN tag the NIC (received) or the stack (sent) holds in
+ * metadata put back after the MAC addresses, as on the wire: copied into the
+ * CPU's scratch entry and output from there. `frame_len` is without the tag.
+ */
+static __always_inline void output_tagged(void *ctx, const int xdp, __u64 frame_len, struct xdpcap_counters *c,
+					  struct xdpcap_meta *meta, __u16 proto_be, __u16 tci)
+{
+	__u32 key = bpf_get_smp_processor_id();
+	struct wire_frame *w = bpf_map_lookup_elem(&wire_scratch, &key);
+	if (!w || frame_len < ETH_ADDRS_LEN) {
+		account_output(c, -EFAULT);
+		return;
+	}
+	w->meta = *meta;
+	if (load_bytes(ctx, xdp, 0, w->frame, ETH_ADDRS_LEN)) {
+		account_output(c, -EFAULT);
+		return;
+	}
+	__u16 tci_be = bpf_htons(tci);
+	__builtin_memcpy(w->frame + ETH_ADDRS_LEN, &proto_be, 2);
+	__builtin_memcpy(w->frame + ETH_ADDRS_LEN + 2, &tci_be, 2);
+
+	/* cap_len <= snaplen already. 64-bit arithmetic and the clamps between
+	 * compiler barriers let the verifier see the bounds on the very
+	 * registers it checks. */
+	__u64 cap_len = meta->cap_len;
+	__u64 limit = snaplen;
+	if (limit > XDPCAP_MAX_SAMPLE_SIZE)
+		limit = XDPCAP_MAX_SAMPLE_SIZE;
+	asm volatile("" : "+r"(cap_len), "+r"(limit));
+	if (cap_len > limit)
+		cap_len = limit;
+	/* limit first: a constant to the verifier, which then drops the branch
+	 * where snaplen leaves no room after the tag. */
+	if (limit > ETH_ADDRS_LEN + VLAN_TAG_LEN && cap_len > ETH_ADDRS_LEN + VLAN_TAG_LEN) {
+		/* The bytes after the tag, less one, and the room for them, each
+		 * compared as one register against the other: 6.1's verifier
+		 * also walks this branch where snaplen rules it out, and bounds
+		 * nothing it cannot see on the very register it checks. The mask
+		 * and the -1 change nothing for the lengths that get here. */
+		__u64 rest_less_one = ((cap_len - (ETH_ADDRS_LEN + VLAN_TAG_LEN)) & 0xffff) - 1;
+		__u64 room = limit - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
+		asm volatile("" : "+r"(rest_less_one), "+r"(room));
+		if (rest_less_one > XDPCAP_MAX_SAMPLE_SIZE - (ETH_ADDRS_LEN + VLAN_TAG_LEN) - 1)
+			return account_output(c, -EFAULT);
+		if (rest_less_one >= room)
+			return account_output(c, -EFAULT);
+		if (load_bytes(ctx, xdp, ETH_ADDRS_LEN, w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest_less_one + 1))
+			return account_output(c, -EFAULT);
+	}
+	__u64 size = sizeof(w->meta) + cap_len;
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(w->meta) + XDPCAP_MAX_SAMPLE_SIZE || size > sizeof(w->meta) + limit)
+		return account_output(c, -EFAULT);
+	account_output(c, bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, w, size));
+}
+
 static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 {
 	struct xdpcap_counters *c = count_packet(XDPCAP_COUNTERS_INGRESS);
 	if (!c)
 		return XDP_PASS;
+	__u32 key = 0;
+	const struct xdpcap_rx_meta *rx = bpf_map_lookup_elem(&rx_meta, &key);
+	const __u16 rx_flags = rx ? rx->flags : 0;
+	const int tagged = (rx_flags & XDPCAP_FLAG_VLAN_RESTORED) != 0;
+	const __u64 wire_len = frame_len + (tagged ? VLAN_TAG_LEN : 0);
 	struct xdpcap_meta meta;
-	fill_meta(&meta, c, ctx->rx_queue_index, frame_len, sample_length(frame_len), XDPCAP_DIR_INGRESS,
+	fill_meta(&meta, c, ctx->rx_queue_index, wire_len, sample_length(wire_len), XDPCAP_DIR_INGRESS,
 		  XDPCAP_HOOK_XDP);
-	output_sample(ctx, c, &meta);
+	if (rx && (rx_flags & XDPCAP_FLAG_HASH)) {
+		meta.hash = rx->hash;
+		meta.hash_type = rx->hash_type;
+	}
+	meta.flags = rx_flags;
+	if (rx && tagged)
+		output_tagged(ctx, 1, frame_len, c, &meta, rx->vlan_proto, rx->vlan_tci);
+	else
+		output_sample(ctx, c, &meta);
 	return XDP_PASS;
 }
 
@@ -70,58 +154,6 @@ int xdpcap_linear(struct xdp_md *ctx)
 	return sample_xdp(ctx, ctx->data_end - ctx->data);
 }
 
-#define ETH_ADDRS_LEN 12
-#define VLAN_TAG_LEN 4
-
-/*
- * The frame with its offloaded VLAN tag put back after the MAC addresses,
- * copied into the CPU's scratch entry and output from there.
- */
-static __always_inline void output_tagged(struct __sk_buff *skb, struct xdpcap_counters *c, struct xdpcap_meta *meta)
-{
-	__u32 key = bpf_get_smp_processor_id();
-	struct wire_frame *w = bpf_map_lookup_elem(&wire_scratch, &key);
-	if (!w || skb->len < ETH_ADDRS_LEN) {
-		account_output(c, -EFAULT);
-		return;
-	}
-	w->meta = *meta;
-	if (bpf_skb_load_bytes(skb, 0, w->frame, ETH_ADDRS_LEN)) {
-		account_output(c, -EFAULT);
-		return;
-	}
-	__u16 proto = (__u16)skb->vlan_proto; /* network byte order already */
-	__u16 tci = bpf_htons((__u16)skb->vlan_tci);
-	__builtin_memcpy(w->frame + ETH_ADDRS_LEN, &proto, 2);
-	__builtin_memcpy(w->frame + ETH_ADDRS_LEN + 2, &tci, 2);
-
-	/* cap_len <= snaplen already. 64-bit arithmetic and the clamps between
-	 * compiler barriers let the verifier see the bounds on the very
-	 * registers it checks. */
-	__u64 cap_len = meta->cap_len;
-	__u64 limit = snaplen;
-	if (limit > XDPCAP_MAX_SAMPLE_SIZE)
-		limit = XDPCAP_MAX_SAMPLE_SIZE;
-	asm volatile("" : "+r"(cap_len), "+r"(limit));
-	if (cap_len > limit)
-		cap_len = limit;
-	if (cap_len > ETH_ADDRS_LEN + VLAN_TAG_LEN) {
-		__u64 rest = cap_len - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
-		asm volatile("" : "+r"(rest));
-		if (rest > XDPCAP_MAX_SAMPLE_SIZE - (ETH_ADDRS_LEN + VLAN_TAG_LEN))
-			return account_output(c, -EFAULT);
-		if (rest + ETH_ADDRS_LEN + VLAN_TAG_LEN > limit)
-			return account_output(c, -EFAULT);
-		if (bpf_skb_load_bytes(skb, ETH_ADDRS_LEN, w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest))
-			return account_output(c, -EFAULT);
-	}
-	__u64 size = sizeof(w->meta) + cap_len;
-	asm volatile("" : "+r"(size));
-	if (size > sizeof(w->meta) + XDPCAP_MAX_SAMPLE_SIZE || size > sizeof(w->meta) + limit)
-		return account_output(c, -EFAULT);
-	account_output(c, bpf_perf_event_output(skb, &events, BPF_F_CURRENT_CPU, w, size));
-}
-
 /* Every sent frame, as it leaves for the driver. */
 SEC("tc")
 int xdpcap_egress(struct __sk_buff *skb)
@@ -130,14 +162,20 @@ int xdpcap_egress(struct __sk_buff *skb)
 	if (!c)
 		return TC_ACT_UNSPEC;
 	struct xdpcap_meta meta;
+	const __u64 wire_len = (__u64)skb->len + (skb->vlan_present ? VLAN_TAG_LEN : 0);
+	fill_meta(&meta, c, skb->queue_mapping, wire_len, sample_length(wire_len), XDPCAP_DIR_EGRESS,
+		  XDPCAP_HOOK_TC_EGRESS);
+	/* Read, never computed: asking for a hash would set one on the skb. */
+	if (skb->hash) {
+		meta.hash = skb->hash;
+		meta.flags |= XDPCAP_FLAG_HASH;
+	}
+	if (skb->gso_size)
+		meta.flags |= XDPCAP_FLAG_GSO;
 	if (skb->vlan_present) {
-		__u64 wire_len = (__u64)skb->len + VLAN_TAG_LEN;
-		fill_meta(&meta, c, skb->queue_mapping, wire_len, sample_length(wire_len), XDPCAP_DIR_EGRESS,
-			  XDPCAP_HOOK_TC_EGRESS);
-		output_tagged(skb, c, &meta);
+		meta.flags |= XDPCAP_FLAG_VLAN_RESTORED;
+		output_tagged(skb, 0, skb->len, c, &meta, (__u16)skb->vlan_proto, (__u16)skb->vlan_tci);
 	} else {
-		fill_meta(&meta, c, skb->queue_mapping, skb->len, sample_length(skb->len), XDPCAP_DIR_EGRESS,
-			  XDPCAP_HOOK_TC_EGRESS);
 		output_sample(skb, c, &meta);
 	}
 	/* Same value as TCX_NEXT: the next program, or the default, decides. */

@@ -97,6 +97,9 @@ static __always_inline void fill_meta(struct xdpcap_meta *meta, const struct xdp
 	meta->hook = hook;
 	meta->program = 0;
 	meta->verdict = 0;
+	meta->hash = 0;
+	meta->hash_type = 0;
+	meta->flags = 0;
 }
 
 static __always_inline void account_output(struct xdpcap_counters *c, long err)

@@ -14,7 +14,7 @@
 
 /* 'XDPC' in the high 24 bits, ABI version in the low byte. */
 #define XDPCAP_META_MAGIC 0x58445000u
-#define XDPCAP_ABI_VERSION 4u
+#define XDPCAP_ABI_VERSION 5u
 #define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
 
 /*
@@ -36,6 +36,28 @@ struct xdpcap_meta {
 	__u8 hook;          /* XDPCAP_HOOK_*: which program took the sample */
 	__u16 program;      /* trace mode: index of the traced program; else 0 */
 	__u32 verdict;      /* the traced program's return value at exit; else 0 */
+	__u32 hash;         /* with XDPCAP_FLAG_HASH: the NIC's RSS hash (received) or the skb's (sent) */
+	__u16 hash_type;    /* received: the driver's enum xdp_rss_hash_type bits */
+	__u16 flags;        /* XDPCAP_FLAG_* */
+};
+
+/* Bits of xdpcap_meta.flags. */
+#define XDPCAP_FLAG_HASH 0x1u          /* `hash` holds a hash */
+#define XDPCAP_FLAG_VLAN_RESTORED 0x2u /* the tag the NIC took out is back in the sample */
+#define XDPCAP_FLAG_GSO 0x4u           /* sent: a segmentation-offload super-frame */
+
+/*
+ * Received frames on a native device-bound XDP hook: what the NIC left in its
+ * RX descriptor, read through the XDP RX metadata kfuncs by the program in
+ * front of the capture program and handed to it, per CPU, in map rx_meta.
+ */
+struct xdpcap_rx_meta {
+	__u32 hash;       /* with XDPCAP_FLAG_HASH */
+	__u16 hash_type;  /* enum xdp_rss_hash_type bits */
+	__u16 flags;      /* XDPCAP_FLAG_HASH | XDPCAP_FLAG_VLAN_RESTORED */
+	__u16 vlan_proto; /* with XDPCAP_FLAG_VLAN_RESTORED: network byte order */
+	__u16 vlan_tci;   /* host byte order */
+	__u32 reserved;
 };
 
 /* Values of xdpcap_meta.direction, equal to pcapng's epb_flags bits 0-1. */
@@ -75,7 +97,10 @@ struct xdpcap_counters {
 #define XDPCAP_RAW_SIZE_FIELD 4u    /* u32 in front of PERF_SAMPLE_RAW data */
 
 #ifdef __cplusplus
-static_assert(sizeof(struct xdpcap_meta) == 40, "xdpcap_meta ABI size");
+static_assert(sizeof(struct xdpcap_meta) == 48, "xdpcap_meta ABI size");
+static_assert(offsetof(struct xdpcap_meta, flags) == 46, "xdpcap_meta ABI layout");
+static_assert(sizeof(struct xdpcap_rx_meta) == 16, "xdpcap_rx_meta ABI size");
+static_assert(offsetof(struct xdpcap_rx_meta, vlan_tci) == 10, "xdpcap_rx_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, program) == 34, "xdpcap_meta ABI layout");
@@ -83,10 +108,13 @@ static_assert(offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI la
 static_assert(sizeof(struct xdpcap_counters) == 56, "xdpcap_counters ABI size");
 static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program increments seen at offset 0");
 static_assert(offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
-static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 40u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
+static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 48u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
 #else
-_Static_assert(sizeof(struct xdpcap_meta) == 40, "xdpcap_meta ABI size");
+_Static_assert(sizeof(struct xdpcap_meta) == 48, "xdpcap_meta ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_meta, flags) == 46, "xdpcap_meta ABI layout");
+_Static_assert(sizeof(struct xdpcap_rx_meta) == 16, "xdpcap_rx_meta ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_rx_meta, vlan_tci) == 10, "xdpcap_rx_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, program) == 34, "xdpcap_meta ABI layout");

@@ -17,6 +17,7 @@
 #include "capture/clock.hpp"
 #include "error.hpp"
 #include "host.hpp"
+#include "kernel/link_events.hpp"
 #include "kernel/loader.hpp"
 #include "output/packet_output.hpp"
 #include "kernel/promisc.hpp"
@@ -118,6 +119,7 @@ struct Session {
     std::optional<CaptureProgram> program;
     std::optional<PerfRings> rings;
     std::optional<PromiscuousMode> promiscuous;
+    bool rx_vlan_offload = false; // the NIC takes received VLAN tags out of frames
 };
 
 // Per interface, ring and, in trace mode, hook point: the interface names
@@ -134,6 +136,37 @@ std::vector<std::string> interface_names(const std::vector<Session>& sessions, c
         }
     }
     return names;
+}
+
+// Why received frames on the session's interface lack the VLAN tags the
+// NIC's rx-vlan-offload took out; nothing when they have them, or when that
+// offload is off (the tags are then in the frames).
+std::optional<std::string> rx_vlan_missing(const Session& session)
+{
+    const CaptureProgram& program = *session.program;
+    const bool receives = program.captures(CaptureProgram::Hook::Ingress) || program.tracing();
+    if (!receives || !session.rx_vlan_offload || program.restores_rx_vlan())
+        return std::nullopt;
+    if (program.tracing())
+        return std::string("trace mode sees frames as the traced program does");
+    if (program.attached_mode() == XdpMode::Generic)
+        return std::string("generic XDP mode cannot read them");
+    if (!kernel_rx_metadata().vlan)
+        return std::string("this kernel lacks the XDP RX metadata kfunc bpf_xdp_metadata_rx_vlan_tag (Linux 6.8)");
+    if (!program.rx_metadata_failure().empty())
+        return program.rx_metadata_failure();
+    return no_vlan_from_driver(session.iface.driver);
+}
+
+// The interface description's words on what the NIC keeps outside the frame.
+std::string rx_metadata_text(const Session& session)
+{
+    std::string text;
+    if (session.program->restores_rx_vlan())
+        text += ", received VLAN tags restored from the NIC's RX metadata";
+    else if (const auto why = rx_vlan_missing(session))
+        text += ", received VLAN tags missing (rx-vlan-offload on; " + *why + ")";
+    return text;
 }
 
 std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<Session>& sessions,
@@ -153,7 +186,8 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<
                 idb.snaplen = config.snaplen;
                 idb.name = iface.name + "@cpu" + std::to_string(cpu) + text.suffix;
                 idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
-                    std::to_string(cpu) + ", " + text.what + (iface.driver.empty() ? "" : ", driver " + iface.driver);
+                    std::to_string(cpu) + ", " + text.what + (iface.driver.empty() ? "" : ", driver " + iface.driver) +
+                    rx_metadata_text(session);
                 idb.filter = filter;
                 idb.os = os;
                 idb.hardware = iface.bus;
@@ -263,10 +297,8 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
         return {};
     }
     // Another xdpcap's own program is not traced: that capture already sees
-    // everything, and two on one interface are refused as before.
-    const std::string& name = attached.front().program.name;
-    const bool ours = name == "xdpcap_frags" || name == "xdpcap_linear" || name == "xdpcap_filter";
-    if (!kernel_can_trace_xdp() || ours)
+    // everything; the refusal names its pid.
+    if (!kernel_can_trace_xdp() || is_xdpcap_program(attached.front().program.name))
         refuse_if_xdp_attached(iface.ifindex, iface.name);
     return trace_targets(attached.front(), config.trace_program);
 }
@@ -343,7 +375,8 @@ std::vector<Session> lookup_sessions(const Config& config)
 {
     std::vector<Session> sessions;
     for (const std::string& argument : config.interfaces) {
-        Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}};
+        Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}, false};
+        session.rx_vlan_offload = rx_vlan_offload_on(session.iface.name);
         for (const Session& earlier : sessions) {
             if (earlier.iface.ifindex == session.iface.ifindex)
                 throw Error("interface " + session.iface.name + " (ifindex " +
@@ -429,7 +462,8 @@ int run_capture(const Config& config)
         if (session.classic && program.captures(CaptureProgram::Hook::Ingress))
             program.install_filter(CaptureProgram::Hook::Ingress,
                                    translate_filter(session.classic->instructions(),
-                                                    FilterTarget{FilterHook::Xdp, program.multi_buffer()}));
+                                                    FilterTarget{FilterHook::Xdp, program.multi_buffer(),
+                                                                 program.rx_meta_map_fd()}));
         if (session.classic && program.captures(CaptureProgram::Hook::Egress))
             program.install_filter(CaptureProgram::Hook::Egress,
                                    translate_filter(session.classic->instructions(), FilterTarget{FilterHook::TcEgress}));
@@ -444,6 +478,8 @@ int run_capture(const Config& config)
 
     std::vector<std::string> names = interface_names(sessions, interfaces);
 
+    // Before the attach: a deletion or move after it is then always seen.
+    LinkEvents links = LinkEvents::open();
     // In the order given; an attach that fails unwinds through ~Session,
     // which detaches every interface attached before it.
     bool clsact = false;
@@ -473,8 +509,9 @@ int run_capture(const Config& config)
                         config.packet_buffered, std::move(names), config.text, std::move(print_sink));
     std::vector<CaptureSource> sources;
     for (Session& session : sessions)
-        sources.push_back(CaptureSource{&*session.program, &*session.rings, session.iface.name});
-    CaptureLoop loop(std::move(sources), output, signals, clock,
+        sources.push_back(
+            CaptureSource{&*session.program, &*session.rings, session.iface.name, session.iface.ifindex});
+    CaptureLoop loop(std::move(sources), std::move(links), output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, filtering,
                                           config.direction == Direction::InOut, 50, interfaces,
                                           config.sample_every});
@@ -498,6 +535,11 @@ int run_capture(const Config& config)
             if (!session.iface.up)
                 std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
                              session.iface.name.c_str());
+            if (const auto why = rx_vlan_missing(session))
+                std::fprintf(stderr,
+                             "xdpcap: warning: VLAN tags of frames received on %s will be missing: its "
+                             "rx-vlan-offload takes them out and %s; 'ethtool -K %s rxvlan off' keeps them in\n",
+                             session.iface.name.c_str(), why->c_str(), session.iface.name.c_str());
         }
         if (!config.quiet) {
             for (const XdpProgramInfo& p : first.traced)
@@ -541,7 +583,8 @@ int run_capture(const Config& config)
         std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
                      output.print_failure().c_str());
     if (failure.empty() && reason == StopReason::InterfaceGone)
-        failure = loop.gone_interface() + " went away; capture stopped";
+        failure = loop.gone_interface() + " went away" +
+            (loop.gone_moved() ? " (moved to another network namespace)" : "") + "; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)

@@ -122,7 +122,7 @@ InterfaceInfo lookup_interface(const std::string& argument)
 bool interface_exists(uint32_t ifindex)
 {
     char name[IF_NAMESIZE];
-    return ::if_indextoname(ifindex, name) != nullptr;
+    return ::if_indextoname(ifindex, name) != nullptr || errno != ENXIO;
 }
 
 std::string host_os()

@@ -22,6 +22,8 @@ InterfaceInfo lookup_interface(const std::string& argument);
 // The ifindex an all-digit argument stands for (0 included, refused later);
 // nothing for anything else, or a number beyond 32 bits.
 std::optional<uint32_t> interface_index_argument(const std::string& argument);
+// False only when this namespace has no such interface: a failure to ask
+// (no socket left) does not make one go away.
 bool interface_exists(uint32_t ifindex);
 
 std::string host_os();       // "Linux 6.18.0-..."

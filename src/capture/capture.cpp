@@ -4,12 +4,14 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <thread>
 
 #include "error.hpp"
+#include "host.hpp"
 
 namespace xdpcap {
 
@@ -18,6 +20,7 @@ namespace {
 constexpr uint64_t kTimerToken = ~uint64_t{0};
 constexpr uint64_t kSignalToken = ~uint64_t{0} - 1;
 constexpr uint64_t kOutputToken = ~uint64_t{0} - 2;
+constexpr uint64_t kLinkToken = ~uint64_t{0} - 3;
 
 void epoll_add(int epoll_fd, int fd, uint64_t token)
 {
@@ -41,13 +44,14 @@ std::vector<PerfRingReader> all_readers(const std::vector<CaptureSource>& source
 
 } // namespace
 
-CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, PacketOutput& output, StopSignals& signals,
-                         ClockOffset clock, Options options)
-    : sources_(std::move(sources)), readers_(all_readers(sources_)), output_(output), signals_(signals),
-      clock_(clock), options_(options),
+CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, PacketOutput& output,
+                         StopSignals& signals, ClockOffset clock, Options options)
+    : sources_(std::move(sources)), links_(std::move(links)), readers_(all_readers(sources_)), output_(output),
+      signals_(signals), clock_(clock), options_(options),
       merger_(readers_, output, clock, RingMerger::Options{options.count, kHoldBackNs, options.interfaces})
 {
     for (uint32_t s = 0; s < sources_.size(); ++s) {
+        ifindexes_.push_back(sources_[s].ifindex);
         for (size_t ring = 0; ring < sources_[s].rings->count(); ++ring)
             places_.push_back(RingPlace{s, sources_[s].rings->cpu(ring)});
     }
@@ -67,6 +71,7 @@ CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, PacketOutput& outpu
 
     epoll_add(epoll_.get(), timer_.get(), kTimerToken);
     epoll_add(epoll_.get(), signals_.fd(), kSignalToken);
+    epoll_add(epoll_.get(), links_.fd(), kLinkToken);
     signals_.on_status([this] { print_stats(); });
     uint64_t token = 0;
     for (const CaptureSource& source : sources_) {
@@ -98,9 +103,19 @@ StopReason CaptureLoop::run()
             }
             bool stop = false;
             bool timer_fired = false;
+            std::optional<size_t> gone;
             for (int i = 0; i < n; ++i) {
                 if (events[i].data.u64 == kSignalToken) {
                     stop = signals_.poll() || stop;
+                } else if (events[i].data.u64 == kLinkToken) {
+                    const LinkEvents::Result links = links_.read(ifindexes_);
+                    if (links.lost) {
+                        const auto at = std::find(ifindexes_.begin(), ifindexes_.end(), links.lost->ifindex);
+                        gone = static_cast<size_t>(at - ifindexes_.begin());
+                        gone_moved_ = links.lost->moved;
+                    } else if (links.missed && !gone) {
+                        gone = find_gone_source(true);
+                    }
                 } else if (events[i].data.u64 == kOutputToken) {
                     merger_.output_gone();
                     return StopReason::ReaderGone;
@@ -116,12 +131,19 @@ StopReason CaptureLoop::run()
             if (timer_fired) {
                 output_.flush();
                 output_.housekeeping();
-                for (const CaptureSource& source : sources_) {
-                    if (source.program->link_defunct()) {
-                        gone_ = source.interface;
-                        return StopReason::InterfaceGone;
+                if (!gone) {
+                    gone = find_gone_source(false);
+                    // Seen by polling first (a clsact filter goes with the
+                    // move): the kernel's notice says whether it moved.
+                    if (gone) {
+                        if (const auto lost = links_.await_loss(ifindexes_, 500))
+                            gone_moved_ = lost->ifindex == ifindexes_[*gone] && lost->moved;
                     }
                 }
+            }
+            if (gone) {
+                gone_ = sources_[*gone].interface;
+                return StopReason::InterfaceGone;
             }
             if (merger_.count_reached())
                 return StopReason::CountReached;
@@ -146,6 +168,15 @@ StopReason CaptureLoop::run()
         output_usable_ = false;
         return StopReason::OutputFailed;
     }
+}
+
+std::optional<size_t> CaptureLoop::find_gone_source(bool exists) const
+{
+    for (size_t s = 0; s < sources_.size(); ++s) {
+        if (sources_[s].program->link_defunct() || (exists && !interface_exists(sources_[s].ifindex)))
+            return s;
+    }
+    return std::nullopt;
 }
 
 template <class Step>

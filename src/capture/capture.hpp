@@ -1,6 +1,7 @@
 // The single-threaded event loop: epoll over every CPU's ring of every
-// interface, a drain timer and a signalfd. The rings' records go to the
-// output through one RingMerger, which keeps the accounting.
+// interface, a drain timer, a signalfd and the link notifications. The
+// rings' records go to the output through one RingMerger, which keeps the
+// accounting.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "capture/clock.hpp"
 #include "kernel/interface_map.hpp"
+#include "kernel/link_events.hpp"
 #include "kernel/loader.hpp"
 #include "output/packet_output.hpp"
 #include "capture/ring_merge.hpp"
@@ -29,6 +31,7 @@ struct CaptureSource {
     CaptureProgram* program;
     PerfRings* rings;
     std::string interface;
+    uint32_t ifindex;
 };
 
 class CaptureLoop {
@@ -43,8 +46,9 @@ public:
         uint32_t sample_every = 1;
     };
 
-    CaptureLoop(std::vector<CaptureSource> sources, PacketOutput& output, StopSignals& signals, ClockOffset clock,
-                Options options);
+    // `links`: opened before the sources were attached.
+    CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, PacketOutput& output, StopSignals& signals,
+                ClockOffset clock, Options options);
 
     StopReason run();
     // Detaches, drains every ring until the kernel side is quiet, writes
@@ -56,6 +60,9 @@ public:
     std::vector<CpuStats> stats() const;
     // After StopReason::InterfaceGone: the interface that went away.
     const std::string& gone_interface() const noexcept { return gone_; }
+    // And whether it was moved to another network namespace (else deleted,
+    // or not known).
+    bool gone_moved() const noexcept { return gone_moved_; }
     // Packets written per output interface (ring and, in trace mode, hook point).
     const std::vector<uint64_t>& written_by_interface() const noexcept { return merger_.written_by_interface(); }
     // Why writing failed (OutputFailed, or later while draining); empty if it did not.
@@ -73,6 +80,9 @@ public:
 
 private:
     void drain();
+    // A source whose interface went away, by the kernel's hooks (the fallback
+    // to link events) or, with `exists`, by its ifindex too.
+    std::optional<size_t> find_gone_source(bool exists) const;
     // Runs a write step; a failure is counted and remembered, not thrown.
     template <class Step>
     void guarded(Step&& step);
@@ -91,6 +101,8 @@ private:
         int cpu;
     };
     std::vector<CaptureSource> sources_;
+    std::vector<uint32_t> ifindexes_; // by source
+    LinkEvents links_;
     std::vector<RingPlace> places_; // by loop ring
     std::vector<PerfRingReader> readers_; // by loop ring; the merge reads these
     PacketOutput& output_;
@@ -102,6 +114,7 @@ private:
     RingMerger merger_;
     std::string failure_;
     std::string gone_;
+    bool gone_moved_ = false;
     bool output_usable_ = true;
 };
 

@@ -35,6 +35,7 @@
 
 #include "error.hpp"
 #include "filter/ebpf_insn.hpp"
+#include "xdpcap_abi.h"
 
 namespace xdpcap {
 
@@ -47,8 +48,14 @@ constexpr uint8_t kCtx = 6, kA = 7, kX = 8, kLen = 9, kFp = 10;
 // it, then one 8-byte counter per loop.
 constexpr int16_t kMemBase = -64;
 constexpr int16_t kLoadBuffer = -72;
+// XDP wire view: the rx_meta map key, and the four wire bytes 12..15 (the
+// tag) as one big-endian word.
+constexpr int16_t kRxMetaKey = -80;
+constexpr int16_t kWireTag = -76;
+constexpr int16_t kLoopCounters = -80; // the first one just below
 static_assert(kMemBase - 8 >= kLoadBuffer);
-static_assert(kLoadBuffer - 8 * kMaxFilterLoops >= -kFilterStackBytes);
+static_assert(kLoadBuffer - 8 >= kRxMetaKey && kWireTag + 4 <= kLoadBuffer);
+static_assert(kLoopCounters - 8 * kMaxFilterLoops >= -kFilterStackBytes);
 
 constexpr uint32_t kAncillaryBase = static_cast<uint32_t>(SKF_AD_OFF);
 // Below SKF_AD_OFF, down to SKF_LL_OFF, the kernel reads relative to the
@@ -217,12 +224,20 @@ public:
         // rather than in the bytes. The filter must see the frame as on the
         // wire, so the program is emitted twice: packet as is, and a wire
         // view with the tag put back at offset 12.
-        const bool wire_copy = skb_ && reads_packet(reachable);
+        // At XDP the NIC may have taken the tag out (rx VLAN offload); the
+        // program in front says so in the rx_meta map, and the same two
+        // copies serve.
+        const bool xdp_wire = xdp_ && target_.rx_meta_map_fd >= 0;
+        const bool wire_copy = (skb_ || xdp_wire) && reads_packet(reachable);
         Label wire_entry = 0;
         if (wire_copy) {
             wire_entry = new_label();
-            emit(ldx_mem(BPF_W, R0, kCtx, offsetof(__sk_buff, vlan_present)));
-            jump(BPF_JMP32 | BPF_JNE | BPF_K, R0, 0, 0, wire_entry);
+            if (skb_) {
+                emit(ldx_mem(BPF_W, R0, kCtx, offsetof(__sk_buff, vlan_present)));
+                jump(BPF_JMP32 | BPF_JNE | BPF_K, R0, 0, 0, wire_entry);
+            } else {
+                fetch_rx_tag(wire_entry);
+            }
         }
         body(reachable, uses_len);
         if (wire_copy) {
@@ -322,7 +337,7 @@ private:
                         throw Error("filter has more than " + std::to_string(kMaxFilterLoops) +
                                     " loops (each 'protochain' is one or two)");
                     loop_counter_.emplace(static_cast<size_t>(to),
-                                          static_cast<int16_t>(kLoadBuffer - 8 * (1 + static_cast<int>(loop_counter_.size()))));
+                                          static_cast<int16_t>(kLoopCounters - 8 * (1 + static_cast<int>(loop_counter_.size()))));
                 }
                 target(pc, to);
             } else if (BPF_CLASS(f.code) == BPF_JMP) {
@@ -362,6 +377,31 @@ private:
             bind(pc_label(pc));
             translate(pc);
         }
+    }
+
+    // XDP: when the rx_meta map says the NIC took the tag out, keeps the
+    // four wire bytes it stood for at kWireTag and goes to `wire_entry`.
+    void fetch_rx_tag(Label wire_entry)
+    {
+        const Label plain = new_label();
+        emit(st_mem(BPF_W, kFp, kRxMetaKey, 0));
+        emit(insn(BPF_LD | BPF_DW | BPF_IMM, R1, BPF_PSEUDO_MAP_FD, 0, target_.rx_meta_map_fd));
+        emit(insn(0, 0, 0, 0, 0));
+        emit(mov64_reg(R2, kFp));
+        emit(alu64_imm(BPF_ADD, R2, kRxMetaKey));
+        emit(call(BPF_FUNC_map_lookup_elem));
+        jump(BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 0, plain);
+        emit(ldx_mem(BPF_H, R1, R0, offsetof(xdpcap_rx_meta, flags)));
+        emit(alu32_imm(BPF_AND, R1, XDPCAP_FLAG_VLAN_RESTORED));
+        jump(BPF_JMP32 | BPF_JEQ | BPF_K, R1, 0, 0, plain);
+        emit(ldx_mem(BPF_H, R1, R0, offsetof(xdpcap_rx_meta, vlan_proto)));
+        emit(to_be(R1, 16)); // __be16 in the map: the number as on the wire
+        emit(alu32_imm(BPF_LSH, R1, 16));
+        emit(ldx_mem(BPF_H, R2, R0, offsetof(xdpcap_rx_meta, vlan_tci)));
+        emit(alu32_reg(BPF_OR, R1, R2));
+        emit(stx_mem(BPF_W, kFp, R1, kWireTag));
+        always_jump(wire_entry);
+        bind(plain);
     }
 
     // Returns whether the program reads the frame length.
@@ -412,6 +452,8 @@ private:
             emit(alu64_reg(BPF_SUB, R3, R2));
             emit(mov32_reg(kLen, R3));
         }
+        if (xdp_ && wire_)
+            emit(alu32_imm(BPF_ADD, kLen, 4));
     }
 
     static int16_t mem_offset(const sock_filter& f, size_t pc)
@@ -569,6 +611,12 @@ private:
                 const uint32_t offset = at < 12 ? at : at - 4;
                 emit(mov32_imm(R2, imm32(offset)));
                 load_r2(R0, BPF_B, false, offset, reject());
+            } else if (xdp_) {
+                // The word the prologue kept: byte `at` of the wire.
+                emit(ldx_mem(BPF_W, R0, kFp, kWireTag));
+                if (at < 15)
+                    emit(alu32_imm(BPF_RSH, R0, imm32(8 * (15 - at))));
+                emit(alu32_imm(BPF_AND, R0, 0xff));
             } else if (at < 14) {
                 emit(ldx_mem(BPF_W, R0, kCtx, offsetof(__sk_buff, vlan_proto)));
                 emit(to_be(R0, 16)); // __be16 in the skb
@@ -885,7 +933,7 @@ private:
     bool skb_;
     bool trace_;
     bool slow_path_;
-    bool wire_ = false;   // emitting the tc egress wire view
+    bool wire_ = false;   // emitting the wire view (tag from metadata at 12..15)
     size_t pc_base_ = 0;  // label of classic instruction 0 in this copy
     std::vector<bpf_insn> code_;
     std::vector<size_t> positions_;

@@ -31,6 +31,11 @@ struct FilterTarget {
     // only. TcEgress always reaches the whole skb with bpf_skb_load_bytes();
     // Trace always sees the linear data only.
     bool multi_buffer = true;
+    // Xdp only: the per-CPU map of struct xdpcap_rx_meta that the program in
+    // front of the capture program fills (-1: none). With it, a frame whose
+    // VLAN tag the NIC took out is seen as on the wire: the tag at offset 12
+    // and the length 4 bytes longer.
+    int rx_meta_map_fd = -1;
 };
 
 // `protochain` walks a header chain in a loop; the translation follows at
@@ -42,8 +47,9 @@ inline constexpr int kProtochainMaxHeaders = 16;
 inline constexpr int kMaxFilterLoops = 16;
 
 // Stack bytes below r10 the translated program uses at most: scratch memory
-// M[0..15], a 4-byte buffer for the load helpers and one counter per loop.
-inline constexpr int kFilterStackBytes = 72 + 8 * kMaxFilterLoops;
+// M[0..15], a 4-byte buffer for the load helpers, the wire view's map key
+// and tag, and one counter per loop.
+inline constexpr int kFilterStackBytes = 80 + 8 * kMaxFilterLoops;
 
 // Returns the eBPF body: non-zero keeps the packet. Raises Error for what the
 // translation cannot express at that hook, naming the tcpdump keyword or the

@@ -6,6 +6,7 @@
 #include <linux/pkt_cls.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <cstddef>
 
 #include <cerrno>
@@ -83,9 +84,13 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_egress, egress);
     // One wire-view entry per CPU, each as large as a sample can be.
     const int cpus = libbpf_num_possible_cpus();
-    bpf_map__set_max_entries(attempt.skel->maps.wire_scratch, egress && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
+    // Received frames need it where the NIC's VLAN tag can be had back.
+    const bool rebuilds = egress || (ingress && kernel_rx_metadata().vlan);
+    bpf_map__set_max_entries(attempt.skel->maps.wire_scratch, rebuilds && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
+    // At least the MAC addresses and the tag, which are copied whatever the snapshot length.
+    const uint32_t wire_bytes = std::max(snaplen, 16u);
     bpf_map__set_value_size(attempt.skel->maps.wire_scratch,
-                            static_cast<uint32_t>(sizeof(xdpcap_meta) + ((snaplen + 7) & ~7u)));
+                            static_cast<uint32_t>(sizeof(xdpcap_meta) + ((wire_bytes + 7) & ~7u)));
     // Trace mode: an entry and an exit pair per traced program.
     if (trace_programs > 1)
         bpf_map__set_max_entries(attempt.skel->maps.counters, XDPCAP_COUNTERS_TRACE(trace_programs, 0));
@@ -366,6 +371,12 @@ const char* CaptureProgram::egress_mechanism() const noexcept
     return egress_->mechanism() == EgressHook::Mechanism::Tcx ? "tcx" : "clsact";
 }
 
+int CaptureProgram::rx_meta_map_fd() const
+{
+    const KernelRxMetadata& kernel = kernel_rx_metadata();
+    return ingress_ && (kernel.vlan || kernel.hash) ? bpf_map__fd(skel_->maps.rx_meta) : -1;
+}
+
 int CaptureProgram::events_map_fd() const
 {
     return bpf_map__fd(skel_->maps.events);
@@ -400,7 +411,9 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
         bpf_link_create_opts opts{};
         opts.sz = sizeof opts;
         opts.flags = flags;
-        const int fd = bpf_link_create(entry_fd(Hook::Ingress), static_cast<int>(ifindex), BPF_XDP, &opts);
+        // A device-bound program attaches natively only.
+        const int prog = rx_front_ && as == XdpMode::Native ? rx_front_->program_fd() : entry_fd(Hook::Ingress);
+        const int fd = bpf_link_create(prog, static_cast<int>(ifindex), BPF_XDP, &opts);
         if (fd < 0)
             return errno;
         link_.reset(fd);
@@ -413,9 +426,25 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
             throw failure("generic", err);
         return;
     }
-    const int native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
+    const KernelRxMetadata& kernel = kernel_rx_metadata();
+    // The tail call into the capture program needs both to be multi-buffer.
+    if ((kernel.vlan || kernel.hash) && multi_buffer_) {
+        try {
+            rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Ingress)));
+        } catch (const Error& e) {
+            rx_front_failure_ = e.what();
+        }
+    }
+    int native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
+    if (native_err != 0 && rx_front_ && native_err != EBUSY && native_err != EEXIST && native_err != EPERM) {
+        // Natively without it, should the front be what the driver refuses.
+        rx_front_failure_ = "the driver refused a program bound to the device: " + errno_text(native_err);
+        rx_front_.reset();
+        native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
+    }
     if (native_err == 0)
         return;
+    rx_front_.reset();
     if (mode == XdpMode::Native || native_err == EBUSY || native_err == EEXIST || native_err == EPERM)
         throw failure("native", native_err);
     if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
@@ -523,6 +552,18 @@ void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
     if (attached.empty())
         return;
     const XdpAttachment& a = attached.front();
+    if (is_xdpcap_program(a.program.name)) {
+        // Tracing another xdpcap would show nothing it does not capture
+        // already: say who it is, so that it can be stopped.
+        const std::vector<int> pids = program_holders(a.program.id);
+        std::string who;
+        for (size_t i = 0; i < pids.size(); ++i)
+            who += (i ? ", " : "") + std::to_string(pids[i]);
+        throw Error(ifname + " is already being captured by another xdpcap (" +
+                    (pids.empty() ? "pid unknown" : (pids.size() > 1 ? "pids " : "pid ") + who) + ", XDP program '" +
+                    a.program.name + "' id " + std::to_string(a.program.id) +
+                    "); stop it first, or capture there with -Q out");
+    }
     const std::string program = "'" + a.program.name + "' (id " + std::to_string(a.program.id) + ", " + a.mode + ")";
     if (!kernel_can_trace_xdp())
         throw Error(ifname + " already runs XDP program " + program +

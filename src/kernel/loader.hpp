@@ -12,6 +12,7 @@
 
 #include "cli/config.hpp"
 #include "kernel/egress.hpp"
+#include "kernel/rx_metadata.hpp"
 #include "unique_fd.hpp"
 #include "kernel/xdp_inventory.hpp"
 #include "xdpcap_abi.h"
@@ -92,14 +93,28 @@ public:
     void install_filter(Hook hook, std::span<const bpf_insn> filter_body);
 
     // Attaches every loaded hook. Raises Error; in auto mode XDP tries native
-    // first, then generic.
+    // first, then generic. Natively, on kernels with the XDP RX metadata
+    // kfuncs, a device-bound program runs in front of the capture program
+    // (rx_metadata.hpp); where the kernel refuses it, the capture program
+    // runs alone and rx_metadata_failure() says why.
     void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname);
     void detach() noexcept
     {
         link_.reset();
+        rx_front_.reset();
         egress_.reset();
         trace_.reset();
     }
+    // The per-CPU map of xdpcap_rx_meta that an XDP filter reads for the wire
+    // view; -1 where the kernel has no RX metadata kfunc to fill it.
+    int rx_meta_map_fd() const;
+    // Once attached: received frames carry the VLAN tag the NIC took out /
+    // the NIC's RSS hash, as the driver provides them.
+    bool restores_rx_vlan() const noexcept { return rx_front_ && rx_front_->driver_vlan(); }
+    bool reads_rx_hash() const noexcept { return rx_front_ && rx_front_->driver_hash(); }
+    // Why there is no RX metadata program in front: empty when there is one,
+    // or where none was tried (generic mode, no kfunc, trace mode).
+    const std::string& rx_metadata_failure() const noexcept { return rx_front_failure_; }
     XdpMode attached_mode() const noexcept { return attached_mode_; }
     bool multi_buffer() const noexcept { return multi_buffer_; }
     bool captures(Hook hook) const noexcept { return hook == Hook::Ingress ? ingress_ : egress_loaded_; }
@@ -134,6 +149,8 @@ private:
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
     UniqueFd filter_prog_[2]; // by Hook
     UniqueFd link_;
+    std::optional<RxMetadataFront> rx_front_; // attached instead of entry_fd(Ingress)
+    std::string rx_front_failure_;
     std::optional<EgressHook> egress_;
     std::optional<TracePrograms> trace_;
     bool traced_ = false; // load_trace() ran; stays after detach() for the counters
@@ -146,7 +163,8 @@ private:
     XdpMode attached_mode_ = XdpMode::Auto;
 };
 
-// Raises Error naming the program when the interface already has XDP attached.
+// Raises Error naming the program when the interface already has XDP
+// attached, or, when it is another xdpcap's, naming that xdpcap's pid.
 void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname);
 
 // Whether the kernel offers fentry/fexit on BPF programs.

@@ -1,6 +1,9 @@
 // Promiscuous mode held through a packet socket membership: the kernel counts
 // memberships per interface and drops ours when the socket closes, so the
-// interface returns to its previous state even after SIGKILL.
+// interface returns to its previous state even after SIGKILL. An interface
+// deleted or moved to another namespace loses the membership at once (the
+// kernel drops it on unregistering the device there), so the close at exit
+// finds nothing left to undo and cannot fail.
 #pragma once
 
 #include <cstdint>

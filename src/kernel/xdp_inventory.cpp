@@ -1,14 +1,20 @@
 #include "kernel/xdp_inventory.hpp"
+#include "kernel/rx_metadata.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <linux/if_link.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -121,6 +127,130 @@ XdpProgramInfo describe_program(uint32_t prog_id)
     return out;
 }
 
+bool is_xdpcap_program(std::string_view name)
+{
+    // bpf/capture.bpf.c, bpf/rx_meta.bpf.c and the filter front programs.
+    for (std::string_view ours : {"xdpcap_frags", "xdpcap_linear", "xdpcap_filter", "xdpcap_rx_meta"}) {
+        if (name == ours)
+            return true;
+    }
+    return false;
+}
+
+std::optional<BpfFdinfo> parse_bpf_fdinfo(std::string_view fdinfo)
+{
+    BpfFdinfo out;
+    bool program = false;
+    bool prog_id = false;
+    while (!fdinfo.empty()) {
+        const size_t end = fdinfo.find('\n');
+        const std::string_view line = fdinfo.substr(0, end);
+        fdinfo = end == std::string_view::npos ? std::string_view{} : fdinfo.substr(end + 1);
+        const size_t colon = line.find(':');
+        if (colon == std::string_view::npos)
+            continue;
+        const std::string_view key = line.substr(0, colon);
+        std::string_view value = line.substr(colon + 1);
+        value.remove_prefix(std::min(value.find_first_not_of(" \t"), value.size()));
+        if (key == "link_id") {
+            out.link = true;
+        } else if (key == "prog_type") {
+            program = true;
+        } else if (key == "prog_id") {
+            const auto [rest, ec] = std::from_chars(value.data(), value.data() + value.size(), out.prog_id);
+            prog_id = ec == std::errc{} && out.prog_id != 0;
+        }
+    }
+    if (!prog_id || (!out.link && !program))
+        return std::nullopt;
+    return out;
+}
+
+namespace {
+
+using Directory = std::unique_ptr<DIR, int (*)(DIR*)>;
+
+Directory open_directory(const std::string& path)
+{
+    return Directory(::opendir(path.c_str()), ::closedir);
+}
+
+// Numeric entries only: pids in /proc, descriptors in fd/.
+std::optional<int> number_entry(const char* name)
+{
+    int value = 0;
+    const char* end = name + std::strlen(name);
+    const auto [rest, ec] = std::from_chars(name, end, value);
+    if (ec != std::errc{} || rest != end || value < 0)
+        return std::nullopt;
+    return value;
+}
+
+// A small procfs file, whole; empty when it cannot be read.
+std::string read_small_file(const std::string& path)
+{
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    std::string text;
+    if (!fd)
+        return text;
+    char chunk[1024];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || text.size() > 64 * 1024)
+            return text;
+        text.append(chunk, static_cast<size_t>(n));
+    }
+}
+
+// The kind of descriptor `path` (a /proc/PID/fd entry) is, from its link text.
+bool is_bpf_link_or_program(const std::string& path)
+{
+    char target[64];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    if (n <= 0)
+        return false;
+    const std::string_view kind(target, static_cast<size_t>(n));
+    return kind == "anon_inode:bpf_link" || kind == "anon_inode:bpf-prog";
+}
+
+} // namespace
+
+std::vector<int> program_holders(uint32_t prog_id, const std::string& proc)
+{
+    std::vector<int> link_holders, program_only;
+    const Directory processes = open_directory(proc);
+    if (!processes)
+        return {};
+    const int self = ::getpid();
+    while (const dirent* process = ::readdir(processes.get())) {
+        const auto pid = number_entry(process->d_name);
+        if (!pid || *pid == self)
+            continue;
+        const std::string base = proc + "/" + process->d_name;
+        const Directory fds = open_directory(base + "/fd");
+        if (!fds)
+            continue;
+        bool holds_link = false, holds_program = false;
+        while (const dirent* fd = ::readdir(fds.get())) {
+            if (!number_entry(fd->d_name) || !is_bpf_link_or_program(base + "/fd/" + fd->d_name))
+                continue;
+            const auto info = parse_bpf_fdinfo(read_small_file(base + "/fdinfo/" + fd->d_name));
+            if (!info || info->prog_id != prog_id)
+                continue;
+            (info->link ? holds_link : holds_program) = true;
+        }
+        if (holds_link)
+            link_holders.push_back(*pid);
+        else if (holds_program)
+            program_only.push_back(*pid);
+    }
+    std::vector<int>& found = link_holders.empty() ? program_only : link_holders;
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
 std::vector<XdpAttachment> xdp_attachments(uint32_t ifindex)
 {
     bpf_xdp_query_opts query{};
@@ -157,6 +287,20 @@ std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const s
     throw Error("--program " + *wanted + " names no program running there; the choices are " + choices);
 }
 
+namespace {
+
+// -D's word on received VLAN tags for a native XDP capture there.
+std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
+{
+    if (!rx_vlan_offload_on(name))
+        return "in the frames";
+    if (const auto why = rx_vlan_missing_reason(ifindex, ""))
+        return "missing (rx-vlan-offload on; " + *why + ")";
+    return "restored from the NIC's RX metadata (native mode)";
+}
+
+} // namespace
+
 std::string list_interfaces()
 {
     std::unique_ptr<struct if_nameindex, void (*)(struct if_nameindex*)> all(::if_nameindex(), ::if_freenameindex);
@@ -169,6 +313,7 @@ std::string list_interfaces()
     std::sort(ifaces.begin(), ifaces.end());
     for (const auto& [index, name] : ifaces) {
         text += std::to_string(index) + "." + name + " [" + interface_flags(name.c_str()) + "]";
+        text += ", received VLAN tags: " + rx_vlan_listing(index, name);
         for (const XdpAttachment& a : xdp_attachments(index)) {
             text += ", XDP " + a.mode + " " + describe(a.program);
             if (!a.components.empty()) {

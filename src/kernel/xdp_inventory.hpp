@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xdpcap {
@@ -34,6 +35,25 @@ XdpProgramInfo describe_program(uint32_t prog_id);
 // fentry/fexit attach to: 0 when it carries no BTF, -1 (errno set) when the
 // kernel cannot describe the program.
 int64_t main_function_type_id(int prog_fd);
+
+// Whether an attached XDP program is one of xdpcap's own (by its function
+// name): another xdpcap captures there.
+bool is_xdpcap_program(std::string_view name);
+
+// What /proc/PID/fdinfo/FD says of a BPF link (link_type, link_id, ...,
+// prog_id) or program (prog_type, ..., prog_id) descriptor: nothing for
+// any other kind of descriptor.
+struct BpfFdinfo {
+    bool link = false; // else a program
+    uint32_t prog_id = 0;
+};
+std::optional<BpfFdinfo> parse_bpf_fdinfo(std::string_view fdinfo);
+
+// The processes, by pid in increasing order, that hold a BPF link to the
+// program `prog_id` (what keeps it attached) or, where none does, the
+// program itself. A process whose descriptors cannot be read (gone, or
+// not ours to see) is left out. `proc`: where procfs is mounted.
+std::vector<int> program_holders(uint32_t prog_id, const std::string& proc = "/proc");
 
 // tcpdump -D's listing, one interface per line, with the XDP programs.
 std::string list_interfaces();

@@ -256,7 +256,7 @@ def one_goes_away(binary, lab, tmp):
     time.sleep(0.2)
     N.run(["ip", "-n", lab.gen_ns, "link", "del", "gen1"])
     rc = x.wait(10)
-    msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+    msgs = N.messages(x.err_lines)
     N.expect(rc == 2 and msgs == ["xdpcap: cap1 went away; capture stopped"],
              "cap1 deleted mid-capture: exit 2 with 'xdpcap: cap1 went away; capture stopped'", (rc, msgs))
     N.expect(N.stderr_count(x.err_lines, "captured") is not None, "the statistics are still printed",

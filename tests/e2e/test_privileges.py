@@ -99,7 +99,7 @@ def capture(lab, binary, tmp, corpus, frames, what, args, out, uid, gid, env=Non
     rc = x.stop(signal.SIGINT)
     N.log("  info  stderr: " + " | ".join(x.err_lines))
     N.expect(rc == 0, f"{what}: exit 0 after SIGINT", f"status {rc}")
-    N.expect(not [l for l in x.err_lines if l.startswith("xdpcap: ")], f"{what}: no error or warning line",
+    N.expect(not N.messages(x.err_lines), f"{what}: no error or warning line",
              x.err_lines)
     st = N.final_stats(x.err_lines)
     N.check(st is not None, f"{what}: final statistics printed")

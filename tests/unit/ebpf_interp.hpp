@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "filter/translate.hpp"
+#include "xdpcap_abi.h"
 
 namespace xdpcap::test {
 
@@ -42,6 +43,10 @@ struct HookContext {
     uint32_t mark = 0;
     uint32_t queue_mapping = 0;
     uint32_t hash = 0;
+    // Xdp: the filter's rx_meta map (FilterTarget::rx_meta_map_fd, any fd
+    // number here) exists, and its entry holds vlan_tci/vlan_proto above
+    // when vlan_present.
+    int rx_meta_map_fd = -1;
     // Both:
     uint32_t cpu = 1;
     uint32_t random = 0x2545f491;
@@ -85,7 +90,7 @@ public:
     size_t helper_calls() const { return helper_calls_; }
 
 private:
-    enum class Kind : uint8_t { Uninit, Scalar, Ctx, Packet, PacketEnd, Stack, XdpBuff };
+    enum class Kind : uint8_t { Uninit, Scalar, Ctx, Packet, PacketEnd, Stack, XdpBuff, Map, MapValue };
     // Trace: where the linear data seems to be in kernel memory, so that
     // bpf_probe_read_kernel() of anything else is caught.
     static constexpr uint64_t kKernelData = 0xffff888012340000;
@@ -197,9 +202,41 @@ private:
                     fail(pc, "reads uninitialised stack at r10" + std::to_string(addr + b));
             return get(stack_.data() + kStackSize + addr, size);
         }
+        case Kind::MapValue: {
+            const int64_t addr = static_cast<int64_t>(base.v) + i.off;
+            if (addr < 0 || static_cast<uint64_t>(addr) + size > sizeof(xdpcap_rx_meta))
+                fail(pc, "map value access out of bounds");
+            return get(reinterpret_cast<const uint8_t*>(&rx_meta_) + addr, size);
+        }
         default:
             fail(pc, "load through a register that is not a valid pointer");
         }
+    }
+
+    // bpf_map_lookup_elem(r1 = the rx_meta map, r2 = stack key): the entry
+    // of this CPU, key 0 only.
+    Value map_lookup(size_t pc)
+    {
+        const Value& map = read(1, pc);
+        if (map.kind != Kind::Map || static_cast<int>(map.v) != context_.rx_meta_map_fd || !xdp())
+            fail(pc, "map lookup in a map the translation was not given");
+        const Value& key = read(2, pc);
+        if (key.kind != Kind::Stack)
+            fail(pc, "map key is not on the stack");
+        const auto addr = static_cast<int64_t>(key.v);
+        check_stack(addr, 4, pc);
+        for (unsigned b = 0; b < 4; ++b)
+            if (!stack_init_[kStackSize + addr + b])
+                fail(pc, "map key is uninitialised stack");
+        if (get(stack_.data() + kStackSize + addr, 4) != 0)
+            return number(0);
+        rx_meta_ = {};
+        if (context_.vlan_present) {
+            rx_meta_.flags = XDPCAP_FLAG_VLAN_RESTORED;
+            rx_meta_.vlan_proto = htons(context_.vlan_proto);
+            rx_meta_.vlan_tci = context_.vlan_tci;
+        }
+        return {Kind::MapValue, 0, 0, 0};
     }
 
     void store(const bpf_insn& i, uint64_t value, size_t pc)
@@ -243,6 +280,13 @@ private:
     void helper(int32_t id, size_t pc)
     {
         ++helper_calls_;
+        if (id == BPF_FUNC_map_lookup_elem) {
+            const Value found = map_lookup(pc);
+            for (unsigned r = 1; r <= 5; ++r)
+                regs_[r] = {};
+            regs_[0] = found;
+            return;
+        }
         const bool takes_ctx = id != BPF_FUNC_get_smp_processor_id && id != BPF_FUNC_get_prandom_u32 &&
             id != BPF_FUNC_probe_read_kernel;
         if (takes_ctx && read(1, pc).kind != (trace() ? Kind::XdpBuff : Kind::Ctx))
@@ -477,6 +521,13 @@ private:
             write(i.dst_reg, dst, pc);
             return next;
         }
+        case BPF_LD: {
+            // Only a map reference, two instructions long.
+            if (i.code != (BPF_LD | BPF_DW | BPF_IMM) || i.src_reg != BPF_PSEUDO_MAP_FD || pc + 1 >= program_.size())
+                fail(pc, "unexpected 64-bit load");
+            write(i.dst_reg, {Kind::Map, static_cast<uint64_t>(static_cast<uint32_t>(i.imm)), 0, 0}, pc);
+            return next + 1;
+        }
         case BPF_LDX: {
             if (BPF_MODE(i.code) != BPF_MEM)
                 fail(pc, "unknown load mode");
@@ -528,6 +579,9 @@ private:
                         proven_.resize(dst.origin + 1, -1);
                     proven_[dst.origin] = std::max(proven_[dst.origin], dst.delta);
                 }
+            } else if (dst.kind == Kind::MapValue && !x && i.imm == 0 && (op == BPF_JEQ || op == BPF_JNE)) {
+                known = true; // a found entry is not null
+                taken = op == BPF_JNE;
             } else {
                 uint64_t a = scalar(i.dst_reg, pc);
                 uint64_t b = x ? scalar(i.src_reg, pc) : static_cast<uint64_t>(int64_t{i.imm});
@@ -556,6 +610,7 @@ private:
     std::vector<int64_t> proven_;
     uint32_t next_origin_ = 1;
     size_t helper_calls_ = 0;
+    xdpcap_rx_meta rx_meta_{};
 };
 
 inline uint32_t run_ebpf(std::span<const bpf_insn> program, std::span<const uint8_t> linear,

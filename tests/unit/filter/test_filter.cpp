@@ -1262,10 +1262,29 @@ Bytes with_tag(const Bytes& frame, uint16_t tpid, uint16_t tci)
 
 } // namespace
 
-// At tc egress with TX VLAN offload the tag is in skb metadata; the filter
-// must judge the frame as it goes on the wire, i.e. as libpcap judges the
-// frame with the tag inserted at offset 12.
-TEST(FilterWireView, EgressTagInMetadataSeenOnTheWire)
+// The two hooks where a tag may sit outside the frame: tc egress with TX
+// VLAN offload (skb metadata), and XDP behind the device-bound program that
+// reads the tag the NIC took out (rx_meta map). Each context says "tagged".
+constexpr int kRxMetaFd = 42;
+const FilterTarget kXdpRxMeta{FilterHook::Xdp, true, kRxMetaFd};
+
+std::vector<std::pair<FilterTarget, test::HookContext>> tag_hooks(uint16_t tpid, uint16_t tci)
+{
+    test::HookContext egress = kAtEgress;
+    test::HookContext xdp{.hook = FilterHook::Xdp};
+    xdp.rx_meta_map_fd = kRxMetaFd;
+    for (test::HookContext* c : {&egress, &xdp}) {
+        c->vlan_present = true;
+        c->vlan_proto = tpid;
+        c->vlan_tci = tci;
+    }
+    return {{kTcEgress, egress}, {kXdpRxMeta, xdp}};
+}
+
+// The filter must judge the frame as it goes on the wire, i.e. as libpcap
+// judges the frame with the tag inserted at offset 12; with the map but no
+// tag in it, as the frame is.
+TEST(FilterWireView, TagInMetadataSeenOnTheWire)
 {
     auto expressions = expression_corpus();
     for (const std::string& e : protochain_expressions())
@@ -1277,35 +1296,41 @@ TEST(FilterWireView, EgressTagInMetadataSeenOnTheWire)
     size_t compared = 0, kept = 0;
     for (const std::string& expr : expressions) {
         const ClassicProgram classic = compile_filter(expr);
-        const auto program = translate_filter(classic.instructions(), kTcEgress);
+        const auto egress = translate_filter(classic.instructions(), kTcEgress);
+        const auto xdp = translate_filter(classic.instructions(), kXdpRxMeta);
         for (const NamedFrame& frame : frames) {
             if (frame.bytes.size() < 12)
                 continue;
+            const std::span<const uint8_t> bytes(frame.bytes);
+            test::HookContext untagged{.hook = FilterHook::Xdp};
+            untagged.rx_meta_map_fd = kRxMetaFd;
+            EXPECT_EQ(test::run_ebpf(xdp, bytes, {}, untagged) != 0, classic.run(frame.bytes) != 0)
+                << expr << " on " << frame.name << " at XDP with no tag in the map";
             for (const auto& [tpid, tci] : tags) {
                 const Bytes wire = with_tag(frame.bytes, tpid, tci);
                 const bool expected = classic.run(wire) != 0;
-                test::HookContext context = kAtEgress;
-                context.vlan_present = true;
-                context.vlan_proto = tpid;
-                context.vlan_tci = tci;
-                const std::span<const uint8_t> bytes(frame.bytes);
-                for (size_t split : {size_t{14}, size_t{64}, bytes.size()}) {
-                    split = std::min(split, bytes.size());
-                    try {
-                        const uint32_t got = test::run_ebpf(program, bytes.first(split), bytes.subspan(split), context);
-                        ++compared;
-                        kept += expected;
-                        EXPECT_EQ(got != 0, expected) << expr << " on " << frame.name << " tagged " << std::hex << tpid
-                                                      << "/" << tci << std::dec << " split " << split;
-                    } catch (const test::InterpError& e) {
-                        ADD_FAILURE() << expr << " on " << frame.name << ": " << e.what();
+                for (const auto& [target, context] : tag_hooks(tpid, tci)) {
+                    const auto& program = target.hook == FilterHook::TcEgress ? egress : xdp;
+                    for (size_t split : {size_t{14}, size_t{64}, bytes.size()}) {
+                        split = std::min(split, bytes.size());
+                        try {
+                            const uint32_t got =
+                                test::run_ebpf(program, bytes.first(split), bytes.subspan(split), context);
+                            ++compared;
+                            kept += expected;
+                            EXPECT_EQ(got != 0, expected)
+                                << expr << " on " << frame.name << " tagged " << std::hex << tpid << "/" << tci
+                                << std::dec << " split " << split << " hook " << static_cast<int>(target.hook);
+                        } catch (const test::InterpError& e) {
+                            ADD_FAILURE() << expr << " on " << frame.name << ": " << e.what();
+                        }
                     }
                 }
             }
         }
     }
     std::printf("[          ] %zu wire-view verdicts compared with libpcap, %zu keep\n", compared, kept);
-    EXPECT_GT(kept, 1000u);
+    EXPECT_GT(kept, 2000u);
 }
 
 // Every load width at every offset around the tag, constant and X-relative.
@@ -1313,10 +1338,7 @@ TEST(FilterWireView, LoadsAroundTheTag)
 {
     const Bytes frame = pattern(40, 3);
     const Bytes wire = with_tag(frame, 0x88a8, 0xbeef);
-    test::HookContext context = kAtEgress;
-    context.vlan_present = true;
-    context.vlan_proto = 0x88a8;
-    context.vlan_tci = 0xbeef;
+    for (const auto& [target, context] : tag_hooks(0x88a8, 0xbeef)) {
     for (uint16_t size : {BPF_B, BPF_H, BPF_W}) {
         const size_t n = size == BPF_B ? 1 : size == BPF_H ? 2 : 4;
         for (uint32_t off = 0; off + n <= wire.size() + 2; ++off) {
@@ -1332,7 +1354,7 @@ TEST(FilterWireView, LoadsAroundTheTag)
                                                       BPF_STMT(BPF_ALU | BPF_OR | BPF_K, 0x80000000u),
                                                       BPF_STMT(BPF_RET | BPF_A, 0)};
             for (const auto& program : {constant, indexed}) {
-                const auto ebpf = translate_filter(program, kTcEgress);
+                const auto ebpf = translate_filter(program, target);
                 // A rejected load returns 0; a kept one has the top bit set.
                 const uint32_t want = inside ? (expected | 0x80000000u) : 0u;
                 const std::span<const uint8_t> bytes(frame);
@@ -1344,6 +1366,9 @@ TEST(FilterWireView, LoadsAroundTheTag)
     }
     // The length includes the tag.
     const std::vector<sock_filter> len = {BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0), BPF_STMT(BPF_RET | BPF_A, 0)};
-    EXPECT_EQ(test::run_ebpf(translate_filter(len, kTcEgress), frame, {}, context), wire.size());
-    EXPECT_EQ(test::run_ebpf(translate_filter(len, kTcEgress), frame, {}, kAtEgress), frame.size());
+    EXPECT_EQ(test::run_ebpf(translate_filter(len, target), frame, {}, context), wire.size());
+    test::HookContext untagged = context;
+    untagged.vlan_present = false;
+    EXPECT_EQ(test::run_ebpf(translate_filter(len, target), frame, {}, untagged), frame.size());
+    }
 }

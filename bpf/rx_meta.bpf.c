@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Loaded device-bound in front of the capture program on a native XDP hook:
+ * reads what the NIC kept in the RX descriptor (the VLAN tag it took out of
+ * the frame, the RSS hash) through the XDP RX metadata kfuncs, leaves it in
+ * rx_meta for this CPU and tail-calls the capture program (or its filter).
+ * The frame itself is never touched.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "rx_meta.h"
+
+/* The kernel's enum, named so that the kfunc's prototype matches its BTF. */
+enum xdp_rss_hash_type { XDPCAP_RSS_TYPE_NONE = 0 };
+
+extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_proto, __u16 *vlan_tci) __ksym __weak;
+extern int bpf_xdp_metadata_rx_hash(const struct xdp_md *ctx, __u32 *hash, enum xdp_rss_hash_type *rss_type) __ksym __weak;
+
+/* Set before load to what the kernel has: a kfunc the kernel lacks must be
+ * dead code the verifier removes. */
+const volatile __u8 read_vlan = 0;
+const volatile __u8 read_hash = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} rx_next SEC(".maps");
+
+SEC("xdp.frags")
+int xdpcap_rx_meta(struct xdp_md *ctx)
+{
+	__u32 key = 0;
+	struct xdpcap_rx_meta *m = bpf_map_lookup_elem(&rx_meta, &key);
+	if (m) {
+		__u16 flags = 0;
+		if (read_vlan) {
+			__be16 proto = 0;
+			__u16 tci = 0;
+			if (bpf_xdp_metadata_rx_vlan_tag(ctx, &proto, &tci) == 0) {
+				m->vlan_proto = proto;
+				m->vlan_tci = tci;
+				flags |= XDPCAP_FLAG_VLAN_RESTORED;
+			}
+		}
+		if (read_hash) {
+			__u32 hash = 0;
+			enum xdp_rss_hash_type type = 0;
+			if (bpf_xdp_metadata_rx_hash(ctx, &hash, &type) == 0) {
+				m->hash = hash;
+				m->hash_type = (__u16)type;
+				flags |= XDPCAP_FLAG_HASH;
+			}
+		}
+		m->flags = flags;
+	}
+	bpf_tail_call(ctx, &rx_next, 0);
+	return XDP_PASS;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,206 @@
+#include "kernel/rx_metadata.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "error.hpp"
+#include "rx_meta.skel.h"
+#include "xdpcap_abi.h"
+
+namespace xdpcap {
+
+namespace {
+
+// libbpf 1.1's headers lack it (Linux 6.3).
+constexpr uint32_t kXdpDevBoundOnly = 1U << 6;
+
+bool kernel_has_function(const btf* vmlinux, const char* name)
+{
+    return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
+}
+
+// Addresses of a few kernel symbols from /proc/kallsyms; 0 where not found
+// or hidden (kptr_restrict).
+std::vector<uint64_t> kernel_symbol_addresses(const std::vector<const char*>& names)
+{
+    std::vector<uint64_t> found(names.size(), 0);
+    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen("/proc/kallsyms", "re"), std::fclose);
+    if (!f)
+        return found;
+    char line[512];
+    size_t left = names.size();
+    while (left > 0 && std::fgets(line, sizeof line, f.get())) {
+        unsigned long long address = 0;
+        char type = 0;
+        char name[256];
+        if (std::sscanf(line, "%llx %c %255s", &address, &type, name) != 3)
+            continue;
+        for (size_t i = 0; i < names.size(); ++i) {
+            if (found[i] == 0 && std::strcmp(name, names[i]) == 0) {
+                found[i] = address;
+                --left;
+            }
+        }
+    }
+    return found;
+}
+
+std::vector<bpf_insn> translated_instructions(int prog_fd)
+{
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0 || info.xlated_prog_len == 0)
+        return {};
+    std::vector<bpf_insn> insns(info.xlated_prog_len / sizeof(bpf_insn));
+    bpf_prog_info again{};
+    again.xlated_prog_len = static_cast<uint32_t>(insns.size() * sizeof(bpf_insn));
+    again.xlated_prog_insns = reinterpret_cast<uint64_t>(insns.data());
+    len = sizeof again;
+    if (bpf_obj_get_info_by_fd(prog_fd, &again, &len) != 0)
+        return {};
+    return insns;
+}
+
+} // namespace
+
+const KernelRxMetadata& kernel_rx_metadata()
+{
+    static const KernelRxMetadata probed = [] {
+        KernelRxMetadata k;
+        btf* vmlinux = btf__load_vmlinux_btf();
+        if (libbpf_get_error(vmlinux))
+            return k;
+        k.vlan = kernel_has_function(vmlinux, "bpf_xdp_metadata_rx_vlan_tag");
+        k.hash = kernel_has_function(vmlinux, "bpf_xdp_metadata_rx_hash");
+        btf__free(vmlinux);
+        return k;
+    }();
+    return probed;
+}
+
+KfuncCallTargets kfunc_call_targets(std::span<const bpf_insn> xlated, uint64_t call_base,
+                                    std::span<const uint64_t> default_addresses)
+{
+    KfuncCallTargets out;
+    if (call_base == 0)
+        return out;
+    size_t call = 0;
+    for (const bpf_insn& insn : xlated) {
+        if (insn.code != (BPF_JMP | BPF_CALL) || insn.src_reg != BPF_PSEUDO_KFUNC_CALL)
+            continue;
+        if (call >= default_addresses.size() || call >= 2)
+            break;
+        // The verifier leaves the target as an offset from __bpf_call_base;
+        // without the right to see kernel addresses it leaves nothing.
+        if (insn.imm == 0 || default_addresses[call] == 0)
+            return out;
+        const uint64_t target = call_base + static_cast<uint64_t>(static_cast<int64_t>(insn.imm));
+        out.driver[call] = target != default_addresses[call];
+        ++call;
+    }
+    out.known = call == default_addresses.size();
+    return out;
+}
+
+struct RxMetadataFront::Objects {
+    std::unique_ptr<xdpcap_rx_front, void (*)(xdpcap_rx_front*)> skel{nullptr, xdpcap_rx_front__destroy};
+};
+
+RxMetadataFront::RxMetadataFront(std::unique_ptr<Objects> objects) : objects_(std::move(objects)) {}
+RxMetadataFront::RxMetadataFront(RxMetadataFront&&) noexcept = default;
+RxMetadataFront& RxMetadataFront::operator=(RxMetadataFront&&) noexcept = default;
+RxMetadataFront::~RxMetadataFront() = default;
+
+int RxMetadataFront::program_fd() const
+{
+    return bpf_program__fd(objects_->skel->progs.xdpcap_rx_meta);
+}
+
+RxMetadataFront RxMetadataFront::load(uint32_t ifindex, int rx_meta_map_fd, int next_prog_fd)
+{
+    const KernelRxMetadata& kernel = kernel_rx_metadata();
+    auto objects = std::make_unique<Objects>();
+    objects->skel.reset(xdpcap_rx_front__open());
+    if (!objects->skel)
+        throw Error("cannot open the RX metadata program: " + errno_text(errno));
+    xdpcap_rx_front* skel = objects->skel.get();
+    skel->rodata->read_vlan = kernel.vlan;
+    skel->rodata->read_hash = kernel.hash;
+    if (bpf_map__reuse_fd(skel->maps.rx_meta, rx_meta_map_fd) != 0)
+        throw Error("cannot share the RX metadata map: " + errno_text(errno));
+    bpf_program* prog = skel->progs.xdpcap_rx_meta;
+    bpf_program__set_ifindex(prog, ifindex);
+    bpf_program__set_flags(prog, bpf_program__flags(prog) | kXdpDevBoundOnly);
+    if (const int err = -xdpcap_rx_front__load(skel))
+        throw Error("the kernel refused a program bound to the device: " + errno_text(err));
+    const uint32_t slot = 0;
+    if (next_prog_fd >= 0 && bpf_map_update_elem(bpf_map__fd(skel->maps.rx_next), &slot, &next_prog_fd, BPF_ANY) != 0)
+        throw Error("cannot link the RX metadata program to the capture program: " + errno_text(errno));
+
+    RxMetadataFront front(std::move(objects));
+    std::vector<const char*> names{"__bpf_call_base"};
+    if (kernel.vlan)
+        names.push_back("bpf_xdp_metadata_rx_vlan_tag");
+    if (kernel.hash)
+        names.push_back("bpf_xdp_metadata_rx_hash");
+    const std::vector<uint64_t> addresses = kernel_symbol_addresses(names);
+    const KfuncCallTargets targets = kfunc_call_targets(translated_instructions(front.program_fd()), addresses[0],
+                                                        std::span<const uint64_t>(addresses).subspan(1));
+    size_t call = 0;
+    if (kernel.vlan)
+        front.driver_vlan_ = !targets.known || targets.driver[call++];
+    if (kernel.hash)
+        front.driver_hash_ = !targets.known || targets.driver[call++];
+    return front;
+}
+
+std::optional<std::string> rx_vlan_missing_reason(uint32_t ifindex, const std::string& driver)
+{
+    if (!kernel_rx_metadata().vlan)
+        return "this kernel lacks the XDP RX metadata kfunc bpf_xdp_metadata_rx_vlan_tag (Linux 6.8)";
+    UniqueFd map(bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "xdpcap_probe", sizeof(uint32_t), sizeof(xdpcap_rx_meta),
+                                1, nullptr));
+    if (!map)
+        return "cannot probe the driver: " + errno_text(errno);
+    try {
+        if (RxMetadataFront::load(ifindex, map.get(), -1).driver_vlan())
+            return std::nullopt;
+    } catch (const Error& e) {
+        return std::string(e.what());
+    }
+    return no_vlan_from_driver(driver);
+}
+
+std::string no_vlan_from_driver(const std::string& driver)
+{
+    return "driver " + (driver.empty() ? std::string("of the interface") : driver) +
+        " does not hand them to XDP programs";
+}
+
+bool rx_vlan_offload_on(const std::string& ifname)
+{
+    UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!sock)
+        return false;
+    ethtool_value value{};
+    value.cmd = ETHTOOL_GFLAGS;
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char*>(&value);
+    if (::ioctl(sock.get(), SIOCETHTOOL, &ifr) != 0)
+        return false;
+    return (value.data & ETH_FLAG_RXVLAN) != 0;
+}
+
+} // namespace xdpcap
