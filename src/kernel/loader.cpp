@@ -374,7 +374,7 @@ const char* CaptureProgram::egress_mechanism() const noexcept
 int CaptureProgram::rx_meta_map_fd() const
 {
     const KernelRxMetadata& kernel = kernel_rx_metadata();
-    return ingress_ && (kernel.vlan || kernel.hash) ? bpf_map__fd(skel_->maps.rx_meta) : -1;
+    return ingress_ && kernel.vlan ? bpf_map__fd(skel_->maps.rx_meta) : -1;
 }
 
 int CaptureProgram::events_map_fd() const
@@ -428,7 +428,7 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
     }
     const KernelRxMetadata& kernel = kernel_rx_metadata();
     // The tail call into the capture program needs both to be multi-buffer.
-    if ((kernel.vlan || kernel.hash) && multi_buffer_) {
+    if (kernel.vlan && multi_buffer_) {
         try {
             rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Ingress)));
         } catch (const Error& e) {
