@@ -6,6 +6,7 @@
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
@@ -154,6 +155,26 @@ int xdpcap_linear(struct xdp_md *ctx)
 	return sample_xdp(ctx, ctx->data_end - ctx->data);
 }
 
+/*
+ * Set before load where bpf_probe_read_kernel is there to be had: the sent
+ * skb's checksum state is read from the kernel's sk_buff through it.
+ */
+const volatile __u8 read_ip_summed = 0;
+
+/* The one field wanted, placed by CO-RE from the running kernel's BTF. */
+struct sk_buff___xdpcap {
+	__u8 ip_summed : 2;
+} __attribute__((preserve_access_index));
+
+#define XDPCAP_CHECKSUM_PARTIAL 3 /* the NIC fills the checksum in */
+
+static __always_inline int checksum_partial(struct __sk_buff *skb)
+{
+	/* A tc program's context is the kernel's sk_buff itself. */
+	struct sk_buff___xdpcap *kskb = (void *)skb;
+	return BPF_CORE_READ_BITFIELD_PROBED(kskb, ip_summed) == XDPCAP_CHECKSUM_PARTIAL;
+}
+
 /* Every sent frame, as it leaves for the driver. */
 SEC("tc")
 int xdpcap_egress(struct __sk_buff *skb)
@@ -172,6 +193,8 @@ int xdpcap_egress(struct __sk_buff *skb)
 	}
 	if (skb->gso_size)
 		meta.flags |= XDPCAP_FLAG_GSO;
+	if (read_ip_summed && checksum_partial(skb))
+		meta.flags |= XDPCAP_FLAG_CSUM_PARTIAL;
 	if (skb->vlan_present) {
 		meta.flags |= XDPCAP_FLAG_VLAN_RESTORED;
 		output_tagged(skb, 0, skb->len, c, &meta, (__u16)skb->vlan_proto, (__u16)skb->vlan_tci);

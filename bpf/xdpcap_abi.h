@@ -45,6 +45,7 @@ struct xdpcap_meta {
 #define XDPCAP_FLAG_HASH 0x1u          /* `hash` holds a hash */
 #define XDPCAP_FLAG_VLAN_RESTORED 0x2u /* the tag the NIC took out is back in the sample */
 #define XDPCAP_FLAG_GSO 0x4u           /* sent: a segmentation-offload super-frame */
+#define XDPCAP_FLAG_CSUM_PARTIAL 0x8u  /* sent: the NIC fills the checksum in (CHECKSUM_PARTIAL) */
 
 /*
  * Received frames on a native device-bound XDP hook: what the NIC left in its

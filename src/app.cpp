@@ -23,6 +23,7 @@
 #include "kernel/promisc.hpp"
 #include "privileges.hpp"
 #include "kernel/rings.hpp"
+#include "kernel/rss_hash.hpp"
 #include "capture/stop_signals.hpp"
 #include "version.hpp"
 #include "kernel/xdp_inventory.hpp"
@@ -136,6 +137,18 @@ std::vector<std::string> interface_names(const std::vector<Session>& sessions, c
         }
     }
     return names;
+}
+
+// Per pcapng interface, in interface_names()' order: epb_hash's algorithm
+// byte for the hashes received there.
+std::vector<uint8_t> rx_hash_algorithms(const std::vector<Session>& sessions, const InterfaceMap& map)
+{
+    std::vector<uint8_t> algorithms;
+    for (const Session& session : sessions) {
+        const uint8_t algorithm = rss_hash_algorithm(session.iface.name);
+        algorithms.insert(algorithms.end(), session.rings->count() * map.per_ring(), algorithm);
+    }
+    return algorithms;
 }
 
 // Why received frames on the session's interface lack the VLAN tags the
@@ -507,6 +520,7 @@ int run_capture(const Config& config)
     PacketOutput output(std::move(*sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, std::move(names), config.text, std::move(print_sink));
+    output.set_rx_hash_algorithms(rx_hash_algorithms(sessions, interfaces));
     std::vector<CaptureSource> sources;
     for (Session& session : sessions)
         sources.push_back(

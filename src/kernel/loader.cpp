@@ -77,6 +77,9 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     attempt.skel->rodata->capture_ifindex = ifindex;
     attempt.skel->rodata->filter_enabled = with_filter;
     attempt.skel->rodata->sample_every = sample_every;
+    // Without the helper (a locked-down kernel) sent frames go unflagged.
+    attempt.skel->rodata->read_ip_summed =
+        libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, BPF_FUNC_probe_read_kernel, nullptr) > 0;
     const bool ingress = direction != Direction::Out && xdp;
     const bool egress = direction != Direction::In;
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, ingress && frags);

@@ -21,6 +21,9 @@ struct Sample {
     uint16_t program;   // trace mode: index of the traced program
     uint32_t verdict;
     const uint8_t* data; // cap_len bytes, valid until the record is released
+    uint32_t hash = 0;      // with XDPCAP_FLAG_HASH
+    uint16_t hash_type = 0; // received: enum xdp_rss_hash_type bits
+    uint16_t flags = 0;     // XDPCAP_FLAG_*
 };
 
 enum class RecordKind {

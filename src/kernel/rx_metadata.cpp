@@ -25,11 +25,6 @@ namespace {
 // libbpf 1.1's headers lack it (Linux 6.3).
 constexpr uint32_t kXdpDevBoundOnly = 1U << 6;
 
-// The RSS hash is not read yet: nothing writes it out (epb_hash), and on
-// veth asking for it computes a flow hash and sets it on the skb, about
-// 80 ns a frame for nothing. The program and the ABI carry it already.
-constexpr bool kReadRxHash = false;
-
 bool kernel_has_function(const btf* vmlinux, const char* name)
 {
     return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
@@ -141,7 +136,7 @@ RxMetadataFront RxMetadataFront::load(uint32_t ifindex, int rx_meta_map_fd, int 
         throw Error("cannot open the RX metadata program: " + errno_text(errno));
     xdpcap_rx_front* skel = objects->skel.get();
     skel->rodata->read_vlan = kernel.vlan;
-    const bool read_hash = kReadRxHash && kernel.hash;
+    const bool read_hash = kernel.hash;
     skel->rodata->read_hash = read_hash;
     if (bpf_map__reuse_fd(skel->maps.rx_meta, rx_meta_map_fd) != 0)
         throw Error("cannot share the RX metadata map: " + errno_text(errno));

@@ -1,5 +1,7 @@
 #include "output/packet_output.hpp"
 
+#include "kernel/rss_hash.hpp"
+
 #include <charconv>
 #include <cstring>
 
@@ -130,15 +132,41 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     return true;
 }
 
+pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id, const Sample& sample,
+                                                     uint64_t realtime_ns) const noexcept
+{
+    pcapng::EnhancedPacket packet{};
+    packet.interface_id = interface_id;
+    packet.timestamp_ns = realtime_ns;
+    packet.cap_len = sample.cap_len;
+    packet.orig_len = sample.orig_len;
+    packet.queue = sample.rx_queue;
+    packet.drop_count = sample.drops_before;
+    packet.data = sample.data;
+    packet.direction = sample.direction;
+    packet.has_verdict = sample.hook == XDPCAP_HOOK_FEXIT;
+    packet.verdict = sample.verdict;
+    if (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL)
+        packet.flags |= pcapng::kFlagChecksumNotReady;
+    if (sample.flags & XDPCAP_FLAG_GSO)
+        packet.flags |= pcapng::kFlagSegmentationOffload;
+    if (sample.flags & XDPCAP_FLAG_HASH) {
+        packet.has_hash = true;
+        packet.hash = sample.hash;
+        packet.hash_algorithm = sample.direction == XDPCAP_DIR_INGRESS && interface_id < rx_hash_algorithms_.size()
+            ? rx_hash_algorithms_[interface_id]
+            : pcapng::kHashUnregistered;
+        packet.comment = rss_hash_type_comment(sample.hash_type);
+    }
+    return packet;
+}
+
 void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns,
                                bool stays_until_release)
 {
-    const bool exit = sample.hook == XDPCAP_HOOK_FEXIT;
-    const pcapng::EnhancedPacket packet{interface_id,    realtime_ns,         sample.cap_len, sample.orig_len,
-                                       sample.rx_queue,  sample.drops_before, sample.data,    sample.direction,
-                                       exit,             sample.verdict};
+    const pcapng::EnhancedPacket packet = enhanced_packet(interface_id, sample, realtime_ns);
     if (stays_until_release && sample.cap_len >= kReferMinLength) {
-        const size_t tail = pcapng::enhanced_packet_tail_size(sample.cap_len, exit);
+        const size_t tail = pcapng::enhanced_packet_tail_size(packet);
         sink_.reserve_around_reference(pcapng::kEpbHeadSize + tail);
         pcapng::write_enhanced_packet_head(sink_.reserve(pcapng::kEpbHeadSize), packet);
         sink_.commit(pcapng::kEpbHeadSize);
@@ -147,7 +175,7 @@ void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint
         sink_.commit(tail);
         return;
     }
-    const size_t size = pcapng::enhanced_packet_size(sample.cap_len, exit);
+    const size_t size = pcapng::enhanced_packet_size(packet);
     uint8_t* out = sink_.reserve(size);
     sink_.commit(pcapng::write_enhanced_packet(out, packet));
 }
@@ -170,9 +198,10 @@ const char* xdp_action_name(uint32_t action) noexcept
     }
 }
 
-// "[   N  ]TIME eth0@cpu3 In [XDP_DROP ]IP 198.18.0.1.5000 > ...\n": the
-// packet number (-#), the timestamp, the interface, the direction, the
-// verdict of trace-mode exit records, then the decode and any dump.
+// "[   N  ]TIME eth0@cpu3 In [XDP_DROP ][hash 0x5e2a9c31/L4_IPV4_TCP ]IP
+// 198.18.0.1.5000 > ...\n": the packet number (-#), the timestamp, the
+// interface, the direction, the verdict of trace-mode exit records, with -e
+// the hash, then the decode and any dump.
 void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
 {
     const std::string& name = interface_names_[interface_id];
@@ -201,6 +230,16 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
         } else {
             out.put("verdict ");
             out.dec(sample.verdict);
+        }
+        out.put(' ');
+    }
+    // -e: with the link-level header, the hash the NIC (or kernel) gave it.
+    if (text_.decode.link_header && (sample.flags & XDPCAP_FLAG_HASH)) {
+        out.put("hash 0x");
+        out.hex(sample.hash, 8);
+        if (const std::string_view type = rss_hash_type_name(sample.hash_type); !type.empty()) {
+            out.put('/');
+            out.put(type);
         }
         out.put(' ');
     }

@@ -30,6 +30,10 @@ public:
     PacketOutput(Sink sink, Format format, bool packet_buffered, std::vector<std::string> interface_names,
                  const text::TextOptions& text = {}, std::optional<Sink> print = std::nullopt);
 
+    // Per interface id, epb_hash's algorithm byte for received packets'
+    // hashes (the NIC's RSS function); unset ones are unregistered.
+    void set_rx_hash_algorithms(std::vector<uint8_t> algorithms) { rx_hash_algorithms_ = std::move(algorithms); }
+
     // pcapng: SHB and every IDB, flushed before any packet.
     void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);
     // Samples at least this long whose bytes stay put until
@@ -114,6 +118,8 @@ private:
     // Closes the current file and opens the next; false at -W's limit.
     bool next_file(uint64_t realtime_ns, uint32_t pending_interface);
     void close_file(const std::vector<pcapng::InterfaceStatistics>& isbs);
+    pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample,
+                                           uint64_t realtime_ns) const noexcept;
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     // --print's lines are a side show: when they cannot be written the
@@ -136,6 +142,7 @@ private:
     bool packet_buffered_;
     uint64_t accepted_ = 0;
     std::vector<std::string> interface_names_;
+    std::vector<uint8_t> rx_hash_algorithms_;
     text::TextOptions text_;
     text::TimestampPrinter timestamps_;
     std::optional<Sink> print_;

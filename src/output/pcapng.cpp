@@ -19,6 +19,7 @@ enum : uint16_t {
     kIfOs = 12,
     kIfHardware = 15,
     kEpbFlags = 2,
+    kEpbHash = 3,
     kEpbDropCount = 4,
     kEpbQueue = 6,
     kEpbVerdict = 7,
@@ -184,7 +185,7 @@ uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noe
 {
     uint8_t* p = out;
     p = store<uint32_t>(p, kEpbType);
-    p = store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len, pkt.has_verdict)));
+    p = store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt)));
     p = store<uint32_t>(p, pkt.interface_id);
     p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns >> 32));
     p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns));
@@ -200,7 +201,7 @@ uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noe
     p += padding;
     p = store<uint16_t>(p, kEpbFlags);
     p = store<uint16_t>(p, 4);
-    p = store<uint32_t>(p, pkt.direction & 3u);
+    p = store<uint32_t>(p, (pkt.direction & 3u) | pkt.flags);
     p = store<uint16_t>(p, kEpbQueue);
     p = store<uint16_t>(p, 4);
     p = store<uint32_t>(p, pkt.queue);
@@ -215,9 +216,26 @@ uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noe
         p = store<uint8_t>(p, 0);
         p = store<uint16_t>(p, 0);
     }
+    if (pkt.has_hash) {
+        p = store<uint16_t>(p, kEpbHash);
+        p = store<uint16_t>(p, 5);
+        p = store<uint8_t>(p, pkt.hash_algorithm);
+        p = store<uint32_t>(p, pkt.hash);
+        p = store<uint8_t>(p, 0);
+        p = store<uint16_t>(p, 0);
+    }
+    if (!pkt.comment.empty()) {
+        p = store<uint16_t>(p, kOptComment);
+        p = store<uint16_t>(p, static_cast<uint16_t>(pkt.comment.size()));
+        std::memcpy(p, pkt.comment.data(), pkt.comment.size());
+        p += pkt.comment.size();
+        const size_t comment_padding = pad4(pkt.comment.size()) - pkt.comment.size();
+        std::memset(p, 0, comment_padding);
+        p += comment_padding;
+    }
     p = store<uint16_t>(p, kOptEndOfOpt);
     p = store<uint16_t>(p, 0);
-    return store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt.cap_len, pkt.has_verdict)));
+    return store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt)));
 }
 
 size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xdpcap::pcapng {
@@ -21,6 +22,15 @@ inline constexpr uint32_t kDirectionInbound = 1;
 inline constexpr uint32_t kDirectionOutbound = 2;
 // epb_verdict's type byte for a Linux eBPF XDP action.
 inline constexpr uint8_t kVerdictEbpfXdp = 2;
+// epb_flags bits beyond the direction.
+inline constexpr uint32_t kFlagChecksumNotReady = 1u << 9; // the NIC fills the checksum in
+inline constexpr uint32_t kFlagSegmentationOffload = 1u << 11; // one frame for several on the wire
+// epb_hash's algorithm byte for the hash functions NICs use for RSS, and
+// one pcapng does not register, for any other (the kernel's own flow hash).
+inline constexpr uint8_t kHashXor = 1;
+inline constexpr uint8_t kHashCrc32 = 2;
+inline constexpr uint8_t kHashToeplitz = 5;
+inline constexpr uint8_t kHashUnregistered = 255;
 
 struct SectionHeader {
     std::string hardware;
@@ -61,6 +71,11 @@ struct EnhancedPacket {
     uint32_t direction = kDirectionInbound; // epb_flags bits 0-1
     bool has_verdict = false; // epb_verdict, eBPF XDP type, with `verdict`
     uint32_t verdict = 0;
+    uint32_t flags = 0; // further epb_flags bits: kFlag*
+    bool has_hash = false; // epb_hash with `hash_algorithm` and the 32-bit `hash`
+    uint8_t hash_algorithm = 0;
+    uint32_t hash = 0;
+    std::string_view comment = {}; // opt_comment; omitted when empty
 };
 
 void append_section_header(std::vector<uint8_t>& out, const SectionHeader& shb);
@@ -88,18 +103,27 @@ constexpr size_t enhanced_packet_size(uint32_t cap_len, bool has_verdict = false
     return kEpbFixedSize + pad4(cap_len) + kEpbOptionsSize + (has_verdict ? kEpbVerdictSize : 0);
 }
 
+// epb_hash: code and length (4), algorithm byte and u32 (5) padded to 8.
+inline constexpr size_t kEpbHashSize = 4 + 8;
+
+constexpr size_t enhanced_packet_size(const EnhancedPacket& pkt)
+{
+    return enhanced_packet_size(pkt.cap_len, pkt.has_verdict) + (pkt.has_hash ? kEpbHashSize : 0) +
+        (pkt.comment.empty() ? 0 : 4 + pad4(pkt.comment.size()));
+}
+
 // The block around the packet bytes, for output that gathers the packet
 // from where it already is: head, then cap_len bytes of data, then tail.
 inline constexpr size_t kEpbHeadSize = 28;
-constexpr size_t enhanced_packet_tail_size(uint32_t cap_len, bool has_verdict = false)
+constexpr size_t enhanced_packet_tail_size(const EnhancedPacket& pkt)
 {
-    return enhanced_packet_size(cap_len, has_verdict) - kEpbHeadSize - cap_len;
+    return enhanced_packet_size(pkt) - kEpbHeadSize - pkt.cap_len;
 }
-// Write kEpbHeadSize and enhanced_packet_tail_size(pkt.cap_len, pkt.has_verdict) bytes.
+// Write kEpbHeadSize and enhanced_packet_tail_size(pkt) bytes.
 uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noexcept;
 uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noexcept;
 
-// Writes enhanced_packet_size(pkt.cap_len, pkt.has_verdict) bytes at `out`.
+// Writes enhanced_packet_size(pkt) bytes at `out`.
 size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept;
 
 } // namespace xdpcap::pcapng

@@ -1236,7 +1236,7 @@ def pcapng_records(path, allow_tail=False):
     """IDBs, EPBs and ISBs of a pcapng file, parsed.
 
     Returns dict(idbs=[{name, snaplen, linktype}], epbs=[{if_id, caplen,
-    origlen, data, dropcount}], isbs=[{if_id, ifrecv, ifdrop, osdrop,
+    origlen, data, dropcount, flags, hashes=[(algorithm, bytes)], comments}], isbs=[{if_id, ifrecv, ifdrop, osdrop,
     usrdeliv, filteraccept, starttime, endtime}], tail, problems).  Without
     allow_tail an incomplete final block is a problem too.
     """
@@ -1256,10 +1256,17 @@ def pcapng_records(path, allow_tail=False):
             if_id, _th, _tl, caplen, origlen = struct.unpack(e + "IIIII", body[:20])
             pad = (caplen + 3) & ~3
             rec = {"if_id": if_id, "caplen": caplen, "origlen": origlen,
-                   "data": body[20:20 + caplen], "dropcount": None}
+                   "data": body[20:20 + caplen], "dropcount": None, "flags": None,
+                   "hashes": [], "comments": []}
             for code, val in parse_options(e, body[20 + pad:]):
                 if code == 4 and len(val) == 8:
                     rec["dropcount"] = struct.unpack(e + "Q", val)[0]
+                elif code == 2 and len(val) == 4:
+                    rec["flags"] = struct.unpack(e + "I", val)[0]
+                elif code == 3 and len(val) >= 1:
+                    rec["hashes"].append((val[0], val[1:]))
+                elif code == 1:
+                    rec["comments"].append(val.decode("utf-8", "replace"))
             epbs.append(rec)
         elif btype == PCAPNG_ISB:
             isbs.append(parse_isb(e, body))

@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""End-to-end: what the NIC and the kernel know about a frame besides its bytes:
+the RSS hash of received frames, the skb hash of sent ones, and the flags that
+explain a sent frame's checksum and size.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_nic_metadata.py PATH/TO/xdpcap
+
+cap0 (198.18.81.1) and gen0 (198.18.81.2).  xdpcap captures on cap0 natively
+(the RX metadata kfuncs need a native hook) and writes pcapng and, with
+--print -e, text lines from the same run.
+
+Received (kernels with bpf_xdp_metadata_rx_hash, 6.3; veth hands out the
+kernel's flow hash): UDP datagrams of four flows from gen0 each carry epb_hash,
+with the algorithm byte 255 (veth has no RSS function for ethtool to name);
+every datagram of one flow the same hash, the four flows four hashes; the hash
+type in a packet comment ("RSS hash type L4_ANY"); tshark reads the option
+(pcapng's own dissector) and the comment; the text line of each frame shows
+the same hash.  On kernels without the kfunc (Debian's 6.1): no epb_hash on
+received frames, and nothing else changed.
+
+Sent: a TCP transfer from cap0 to gen0 (veth offloads checksums and
+segmentation).  Every sent frame carries the connection's skb hash.  A sent frame is flagged "checksum not ready" (epb_flags bit
+9) exactly when its TCP checksum is not yet the right one (the NIC would
+fill it in), and TSO (bit 11) exactly when it is longer than the MTU allows
+(a super-frame the NIC would cut up); both occur; received frames carry
+neither; tshark's expert information has no checksum complaint.
+"""
+
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+
+CAP_ADDR, GEN_ADDR = "198.18.81.1", "198.18.81.2"
+FLOWS = (41001, 41002, 41003, 41004)
+PER_FLOW = 5
+CHECKSUM_NOT_READY, TSO = 1 << 9, 1 << 11
+MTU = 1500
+
+SEND_UDP = f"""
+import socket, time
+for port in {FLOWS!r}:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("{GEN_ADDR}", port))
+    for i in range({PER_FLOW}):
+        s.sendto(b"flow %d datagram %d" % (port, i), ("{CAP_ADDR}", 7009))
+        time.sleep(0.002)
+    s.close()
+"""
+
+SERVER = f"""
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("{GEN_ADDR}", 5301)); s.listen(1); s.settimeout(20)
+c, _ = s.accept(); c.settimeout(20)
+got = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    got += len(b)
+c.sendall(str(got).encode()); c.close()
+"""
+
+CLIENT = f"""
+import socket, time
+for _ in range(200):
+    try:
+        c = socket.create_connection(("{GEN_ADDR}", 5301), timeout=2); break
+    except OSError:
+        time.sleep(0.05)
+c.sendall(bytes(range(256)) * 1600)
+c.shutdown(socket.SHUT_WR)
+assert c.recv(100) == b"409600"
+c.close()
+"""
+
+
+def kernel_has_rx_hash_kfunc():
+    with open("/proc/kallsyms") as f:
+        return any(line.rstrip().endswith(" bpf_xdp_metadata_rx_hash") for line in f)
+
+
+def addresses(lab):
+    N.run(["ip", "-n", lab.cap_ns, "addr", "add", f"{CAP_ADDR}/24", "dev", lab.cap_if])
+    N.run(["ip", "-n", lab.gen_ns, "addr", "add", f"{GEN_ADDR}/24", "dev", lab.gen_if])
+    # No ARP exchange in the captures: each side knows the other.
+    N.run(["ip", "-n", lab.cap_ns, "neigh", "add", GEN_ADDR, "lladdr", "02:00:00:00:9e:01", "dev", lab.cap_if])
+    N.run(["ip", "-n", lab.gen_ns, "neigh", "add", CAP_ADDR, "lladdr", "02:00:00:00:ca:01", "dev", lab.gen_if])
+    # Super-frames small enough to be sampled whole (a sample holds 65024 bytes).
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "gso_max_size", "16384"])
+
+
+def run_in(lab, ns, code, timeout=30):
+    p = lab.popen(ns, [N.PYTHON, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return p
+
+
+def finish(lab, p, what, timeout=30):
+    try:
+        out, err = p.communicate(timeout=N.scaled(timeout))
+    except subprocess.TimeoutExpired:
+        N.kill_process(p)
+        raise N.TestFailure(f"{what} timed out")
+    finally:
+        lab.forget(p)
+    N.check(p.returncode == 0, f"{what} succeeds", err)
+
+
+def udp_flow(frame):
+    """Source port of an IPv4 UDP frame from gen0 to port 7009, else None."""
+    if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+        return None
+    ihl = (frame[14] & 15) * 4
+    sport, dport = struct.unpack("!HH", frame[14 + ihl:18 + ihl])
+    return sport if dport == 7009 else None
+
+
+def tcp_checksum_ok(frame):
+    """Whether an IPv4 TCP frame's checksum is the final one."""
+    ihl = (frame[14] & 15) * 4
+    total = struct.unpack("!H", frame[16:18])[0]
+    segment = frame[14 + ihl:14 + total]
+    pseudo = frame[26:34] + struct.pack("!BBH", 0, 6, len(segment))
+    data = pseudo + segment
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s == 0xffff
+
+
+def is_tcp(frame):
+    return len(frame) >= 54 and frame[12:14] == b"\x08\x00" and frame[23] == 6
+
+
+def tshark_hash_options(path):
+    """epb_hash options as pcapng's own dissector shows them: [(algorithm, hex)] in file order."""
+    cp = N.run(["tshark", "-r", path, "-X", "read_format:MIME Files Format", "-T", "fields",
+                "-e", "pcapng.options.option.data.packet.hash.algorithm",
+                "-e", "pcapng.options.option.data.packet.hash.data"])
+    found = []
+    for line in cp.stdout.splitlines():
+        algorithms, data = (line.split("\t") + [""])[:2]
+        for a, d in zip(filter(None, algorithms.split(",")), filter(None, data.split(","))):
+            found.append((int(a, 0), d.replace(":", "")))
+    return found
+
+
+def received_hashes(binary, lab, tmp, has_kfunc):
+    out = os.path.join(tmp, "rx.pcapng")
+    x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-e", "--print", "-w", out, "udp port 7009"])
+    x.wait_listening()
+    finish(lab, run_in(lab, lab.gen_ns, SEND_UDP), "the UDP sender")
+    time.sleep(0.5)
+    N.check(x.stop(signal.SIGINT) == 0, "xdpcap exits 0", x.stderr)
+    N.check_structure(out)
+    recs = N.pcapng_records(out)
+    epbs = [r for r in recs["epbs"] if udp_flow(r["data"]) is not None]
+    N.check(len(epbs) == len(FLOWS) * PER_FLOW, f"the {len(FLOWS) * PER_FLOW} datagrams are captured",
+            f"{len(epbs)} of {len(recs['epbs'])} records")
+    N.expect(all((r["flags"] or 0) & (CHECKSUM_NOT_READY | TSO) == 0 for r in epbs),
+             "received frames are flagged neither checksum-not-ready nor TSO")
+    lines = [l for l in bytes(x.out).decode().splitlines() if "198.18.81.2." in l]
+    N.check(len(lines) == len(epbs), "one text line per captured datagram (--print)", lines)
+    if not has_kfunc:
+        N.expect(all(not r["hashes"] and not r["comments"] for r in epbs),
+                 "without bpf_xdp_metadata_rx_hash: no epb_hash and no hash comment on received frames")
+        N.expect(not any(" hash 0x" in l for l in lines), "and no hash in the text lines", lines[:3])
+        return
+    N.check(all(len(r["hashes"]) == 1 and r["hashes"][0][0] == 255 and len(r["hashes"][0][1]) == 4 for r in epbs),
+            "every received datagram carries one epb_hash: algorithm 255 (veth: the kernel's flow hash), 4 bytes",
+            [r["hashes"] for r in epbs[:4]])
+    by_flow = {}
+    for r in epbs:
+        by_flow.setdefault(udp_flow(r["data"]), set()).add(r["hashes"][0][1])
+    N.expect(all(len(h) == 1 for h in by_flow.values()), "every datagram of a flow carries the same hash",
+             {k: [x.hex() for x in v] for k, v in by_flow.items()})
+    distinct = {next(iter(h)) for h in by_flow.values()}
+    N.expect(len(distinct) == len(FLOWS), f"the {len(FLOWS)} flows carry {len(FLOWS)} different hashes",
+             {k: [x.hex() for x in v] for k, v in by_flow.items()})
+    N.expect(all(r["comments"] == ["RSS hash type L4_ANY"] for r in epbs),
+             "the hash type is in a packet comment: RSS hash type L4_ANY (veth: a layer-4 flow hash)",
+             [r["comments"] for r in epbs[:4]])
+    seen = tshark_hash_options(out)
+    want = [(255, r["hashes"][0][1].hex()) for r in epbs]
+    N.expect(seen == want, "tshark (pcapng's dissector) reads the same algorithm and hash for every frame",
+             f"tshark {seen[:4]}, file {want[:4]}")
+    cp = N.run(["tshark", "-n", "-r", out, "-T", "fields", "-e", "frame.comment"])
+    N.expect(cp.stdout.splitlines() == ["RSS hash type L4_ANY"] * len(epbs),
+             "tshark shows the comment on every frame (frame.comment)", cp.stdout[:300])
+    got = []
+    for line in lines:
+        m = re.search(r" In hash 0x([0-9a-f]{8})/L4_ANY ", line)
+        got.append(m.group(1) if m else line)
+    want_text = [f"{int.from_bytes(r['hashes'][0][1], 'little'):08x}" for r in epbs]
+    N.expect(got == want_text, "each text line (-e) shows the frame's hash and type after the direction",
+             f"{got[:3]} vs {want_text[:3]}")
+
+
+def sent_flags(binary, lab, tmp):
+    out = os.path.join(tmp, "tx.pcapng")
+    server = run_in(lab, lab.gen_ns, SERVER)
+    x = lab.xdpcap(binary, ["-Q", "out", "-w", out, "tcp port 5301"])
+    x.wait_listening()
+    finish(lab, run_in(lab, lab.cap_ns, CLIENT), "the TCP client")
+    finish(lab, server, "the TCP server")
+    time.sleep(0.5)
+    N.check(x.stop(signal.SIGINT) == 0, "xdpcap exits 0", x.stderr)
+    N.check_structure(out)
+    epbs = [r for r in N.pcapng_records(out)["epbs"] if is_tcp(r["data"])]
+    N.check(len(epbs) > 10, "the sent TCP frames are captured", len(epbs))
+    N.check(all(r["caplen"] == r["origlen"] for r in epbs), "captured whole (default snapshot length)")
+    wrong = [i for i, r in enumerate(epbs)
+             if bool(r["flags"] & CHECKSUM_NOT_READY) == tcp_checksum_ok(r["data"])]
+    N.expect(not wrong, "checksum not ready (bit 9) is set exactly on the frames whose TCP checksum is not final",
+             [(i, hex(epbs[i]["flags"]), tcp_checksum_ok(epbs[i]["data"])) for i in wrong[:5]])
+    N.expect(any(r["flags"] & CHECKSUM_NOT_READY for r in epbs), "some sent frames are flagged checksum not ready")
+    wrong = [i for i, r in enumerate(epbs) if bool(r["flags"] & TSO) != (r["origlen"] > MTU + 14)]
+    N.expect(not wrong, "TSO (bit 11) is set exactly on the frames longer than the MTU allows",
+             [(i, hex(epbs[i]["flags"]), epbs[i]["origlen"]) for i in wrong[:5]])
+    N.expect(any(r["flags"] & TSO for r in epbs), "some sent frames are segmentation-offload super-frames",
+             sorted({r["origlen"] for r in epbs})[-3:])
+    hashes = {h for r in epbs for h in r["hashes"]}
+    N.expect(all(len(r["hashes"]) == 1 for r in epbs) and len(hashes) == 1 and next(iter(hashes))[0] == 255,
+             "every sent frame of the connection carries its skb hash (TCP's own), one hash, algorithm 255",
+             list(hashes)[:4])
+    N.expect(all(not r["comments"] for r in epbs), "sent frames carry no RSS hash type (the NIC made none)")
+    cp = N.run(["tshark", "-n", "-r", out, "-T", "fields", "-e", "_ws.expert.message"])
+    N.expect("checksum" not in cp.stdout.lower(), "tshark's expert information has no checksum complaint",
+             cp.stdout[:500])
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        addresses(lab)
+        has_kfunc = kernel_has_rx_hash_kfunc()
+        N.log(f"  note  kernel has bpf_xdp_metadata_rx_hash: {has_kfunc}")
+        received_hashes(binary, lab, tmp, has_kfunc)
+        sent_flags(binary, lab, tmp)
+
+
+if __name__ == "__main__":
+    N.main(test)
