@@ -124,6 +124,8 @@ public:
     bool link_defunct() const;
 
     int events_map_fd() const;
+    // The hook's capture program (behind any filter), to run it directly.
+    int program_fd(Hook hook) const;
     // Indexed by CPU id, over every possible CPU; zero for a hook not loaded.
     // In trace mode Ingress is entry and exit together.
     std::vector<xdpcap_counters> read_counters(Hook hook) const;
@@ -141,7 +143,6 @@ private:
           egress_loaded_(direction != Direction::In), ifindex_(ifindex)
     {
     }
-    int program_fd(Hook hook) const;
     std::vector<xdpcap_counters> read_key(uint32_t key) const;
     void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
     int entry_fd(Hook hook) const; // what attach() attaches

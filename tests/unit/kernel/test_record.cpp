@@ -24,6 +24,22 @@ TEST(DecodeRecord, NormalSample)
     EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
 }
 
+TEST(DecodeRecord, HashAndFlagsCarriedOver)
+{
+    auto record = sample_record({1, 2, 3}, 3);
+    xdpcap_meta meta;
+    std::memcpy(&meta, record.data() + 12, sizeof meta);
+    meta.hash = 0xdeadbeef;
+    meta.hash_type = 0x19; // L4_IPV4_TCP
+    meta.flags = XDPCAP_FLAG_HASH | XDPCAP_FLAG_CSUM_PARTIAL;
+    std::memcpy(record.data() + 12, &meta, sizeof meta);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.hash, 0xdeadbeefu);
+    EXPECT_EQ(decoded.sample.hash_type, 0x19u);
+    EXPECT_EQ(decoded.sample.flags, XDPCAP_FLAG_HASH | XDPCAP_FLAG_CSUM_PARTIAL);
+}
+
 TEST(DecodeRecord, EmptySampleIsValid)
 {
     const auto record = sample_record({}, 0);

@@ -108,6 +108,43 @@ TEST(Pcapng, EnhancedPacketCarriesOutboundDirection)
     EXPECT_EQ(Bytes(out.begin() + 32, out.begin() + 40), flags);
 }
 
+TEST(Pcapng, EnhancedPacketCarriesHashCommentAndOffloadFlags)
+{
+    const uint8_t data[] = {1, 2, 3, 4};
+    pcapng::EnhancedPacket packet{0, 0, 4, 4, 0, 0, data, pcapng::kDirectionOutbound};
+    packet.flags = pcapng::kFlagChecksumNotReady | pcapng::kFlagSegmentationOffload;
+    packet.has_hash = true;
+    packet.hash_algorithm = pcapng::kHashToeplitz;
+    packet.hash = 0x11223344;
+    packet.comment = "RSS hash type L4_ANY"; // 20 bytes, no padding
+    ASSERT_EQ(pcapng::enhanced_packet_size(packet), 68u + 12u + 24u);
+    Bytes out(pcapng::enhanced_packet_size(packet), 0xee);
+    EXPECT_EQ(pcapng::write_enhanced_packet(out.data(), packet), out.size());
+    const Bytes flags = {0x02, 0x00, 0x04, 0x00, 0x02, 0x0a, 0x00, 0x00}; // outbound, bits 9 and 11
+    EXPECT_EQ(Bytes(out.begin() + 32, out.begin() + 40), flags);
+    Bytes tail = {
+        0x03, 0x00, 0x05, 0x00,             // epb_hash, length 5
+        0x05, 0x44, 0x33, 0x22, 0x11,       // Toeplitz, the hash
+        0x00, 0x00, 0x00,                   // padding to 8
+        0x01, 0x00, 0x14, 0x00,             // opt_comment, length 20
+    };
+    const std::string comment = "RSS hash type L4_ANY";
+    tail.insert(tail.end(), comment.begin(), comment.end());
+    for (uint8_t b : {0x00, 0x00, 0x00, 0x00, 0x68, 0x00, 0x00, 0x00}) // opt_endofopt, length 104
+        tail.push_back(b);
+    EXPECT_EQ(Bytes(out.begin() + 60, out.end()), tail);
+    EXPECT_EQ(out[4], 104);
+
+    // A comment whose length is not a multiple of four is padded with zeros.
+    packet.has_hash = false;
+    packet.comment = "abcde";
+    Bytes odd(pcapng::enhanced_packet_size(packet), 0xee);
+    ASSERT_EQ(odd.size(), 68u + 12u);
+    pcapng::write_enhanced_packet(odd.data(), packet);
+    const Bytes comment_option = {0x01, 0x00, 0x05, 0x00, 'a', 'b', 'c', 'd', 'e', 0x00, 0x00, 0x00};
+    EXPECT_EQ(Bytes(odd.begin() + 60, odd.begin() + 72), comment_option);
+}
+
 TEST(Pcapng, EnhancedPacketSizeIsAlwaysMultipleOfFour)
 {
     for (uint32_t len = 0; len < 16; ++len)

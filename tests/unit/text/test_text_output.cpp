@@ -73,6 +73,85 @@ TEST_F(TextOutput, LinePrefixThenDecode)
               "10:55:26.896065 eth0@cpu1:exit In verdict 77 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
 }
 
+TEST_F(TextOutput, LinkHeaderShowsTheHash)
+{
+    MemFile file;
+    {
+        text::TextOptions options;
+        options.decode.link_header = true;
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"eth0@cpu1"}, options);
+        Sample received = sample();
+        received.flags = XDPCAP_FLAG_HASH;
+        received.hash = 0x5e2a9c31;
+        received.hash_type = 0x19; // XDP_RSS_TYPE_L4_IPV4_TCP
+        output.write(0, received, kTime);
+        Sample sent = sample(XDPCAP_DIR_EGRESS);
+        sent.flags = XDPCAP_FLAG_HASH;
+        sent.hash = 0xa;
+        output.write(0, sent, kTime);
+        output.write(0, sample(), kTime); // no hash
+        output.flush();
+    }
+    const std::string rest = "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype IPv4 (0x0800), length 50: "
+                             "198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
+    EXPECT_EQ(text_of(file.contents()),
+              "10:55:26.896062 eth0@cpu1 In hash 0x5e2a9c31/L4_IPV4_TCP " + rest +
+                  "10:55:26.896062 eth0@cpu1 Out hash 0x0000000a " + rest + "10:55:26.896062 eth0@cpu1 In " + rest);
+}
+
+TEST_F(TextOutput, PcapngRecordsHashTypeAndOffloadFlags)
+{
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0", "eth1@cpu0"});
+        output.set_rx_hash_algorithms({pcapng::kHashToeplitz, pcapng::kHashUnregistered});
+        Sample received = sample();
+        received.flags = XDPCAP_FLAG_HASH;
+        received.hash = 1;
+        received.hash_type = 0x2a; // XDP_RSS_TYPE_L4_IPV6_UDP
+        output.write(0, received, kTime);
+        Sample sent = sample(XDPCAP_DIR_EGRESS);
+        sent.flags = XDPCAP_FLAG_HASH | XDPCAP_FLAG_CSUM_PARTIAL | XDPCAP_FLAG_GSO;
+        sent.hash = 2;
+        output.write(0, sent, kTime);
+        output.write(1, received, kTime);
+        output.flush();
+    }
+    const Bytes bytes = file.contents();
+    std::vector<std::pair<uint32_t, Bytes>> tails; // epb_flags, then the options after epb_dropcount
+    for (size_t at = 0; at + 8 <= bytes.size();) {
+        uint32_t type, length;
+        std::memcpy(&type, &bytes[at], 4);
+        std::memcpy(&length, &bytes[at + 4], 4);
+        if (type == pcapng::kEpbType) {
+            uint32_t caplen, flags;
+            std::memcpy(&caplen, &bytes[at + 20], 4);
+            const size_t options = at + 28 + pcapng::pad4(caplen);
+            std::memcpy(&flags, &bytes[options + 4], 4);
+            tails.emplace_back(flags, Bytes(bytes.begin() + static_cast<long>(options + 28),
+                                            bytes.begin() + static_cast<long>(at + length - 8)));
+        }
+        at += length;
+    }
+    ASSERT_EQ(tails.size(), 3u);
+    const auto hash_then_comment = [](uint8_t algorithm, uint8_t hash, const std::string& comment) {
+        Bytes b = {0x03, 0x00, 0x05, 0x00, algorithm, hash, 0, 0, 0, 0, 0, 0};
+        if (!comment.empty()) {
+            std::string option = std::string("\x01\x00", 2) + static_cast<char>(comment.size()) + '\0' + comment;
+            option.resize(pcapng::pad4(option.size()), '\0');
+            for (char c : option)
+                b.push_back(static_cast<uint8_t>(c));
+        }
+        return b;
+    };
+    EXPECT_EQ(tails[0].first, 1u);
+    EXPECT_EQ(tails[0].second, hash_then_comment(5, 1, "RSS hash type L4_IPV6_UDP"));
+    EXPECT_EQ(tails[1].first, 2u | (1u << 9) | (1u << 11));
+    EXPECT_EQ(tails[1].second, hash_then_comment(255, 2, "")) << "sent: the skb's hash, no NIC type";
+    EXPECT_EQ(tails[2].second, hash_then_comment(255, 1, "RSS hash type L4_IPV6_UDP"))
+        << "the algorithm of the interface the frame arrived on";
+}
+
 TEST_F(TextOutput, NumbersTimestampsAndQuickOutput)
 {
     MemFile file;
