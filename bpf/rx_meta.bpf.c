@@ -48,7 +48,8 @@ int xdpcap_rx_meta(struct xdp_md *ctx)
 		if (read_hash) {
 			__u32 hash = 0;
 			enum xdp_rss_hash_type type = 0;
-			if (bpf_xdp_metadata_rx_hash(ctx, &hash, &type) == 0) {
+			/* Zero and no type: nothing was hashed (veth, an ARP frame). */
+			if (bpf_xdp_metadata_rx_hash(ctx, &hash, &type) == 0 && (hash || type)) {
 				m->hash = hash;
 				m->hash_type = (__u16)type;
 				flags |= XDPCAP_FLAG_HASH;

@@ -179,6 +179,8 @@ std::string rx_metadata_text(const Session& session)
         text += ", received VLAN tags restored from the NIC's RX metadata";
     else if (const auto why = rx_vlan_missing(session))
         text += ", received VLAN tags missing (rx-vlan-offload on; " + *why + ")";
+    if (session.program->reads_rx_hash())
+        text += ", RSS hash from the NIC's RX metadata";
     return text;
 }
 

@@ -175,7 +175,12 @@ def received_hashes(binary, lab, tmp, has_kfunc):
         N.expect(all(not r["hashes"] and not r["comments"] for r in epbs),
                  "without bpf_xdp_metadata_rx_hash: no epb_hash and no hash comment on received frames")
         N.expect(not any(" hash 0x" in l for l in lines), "and no hash in the text lines", lines[:3])
+        descriptions = [i["description"] for i in N.pcapng_idbs(out)]
+        N.expect(not any("RSS hash" in d for d in descriptions), "nor in the interface descriptions", descriptions)
         return
+    descriptions = [i["description"] for i in N.pcapng_idbs(out)]
+    N.expect(all("RSS hash from the NIC's RX metadata" in d for d in descriptions),
+             "the interface descriptions say the hash is read", descriptions)
     N.check(all(len(r["hashes"]) == 1 and r["hashes"][0][0] == 255 and len(r["hashes"][0][1]) == 4 for r in epbs),
             "every received datagram carries one epb_hash: algorithm 255 (veth: the kernel's flow hash), 4 bytes",
             [r["hashes"] for r in epbs[:4]])

@@ -4,7 +4,7 @@
 Usage (root): /usr/bin/python3 tests/e2e/test_text_mode.py PATH/TO/xdpcap
 
 Checks: exactly one stdout line per frame sent, each matching
-`HH:MM:SS.uuuuuu cap0@cpuN In SRC > DST, ethertype ..., length ORIG: ...`
+`HH:MM:SS.uuuuuu cap0@cpuN In [hash 0xH/T ]SRC > DST, ethertype ..., length ORIG: ...`
 (run with -e), with N the CPU the frames were sent from and the lengths those
 sent; exit 0. test_text_decode.py compares the decode itself with tcpdump.
 """
@@ -20,7 +20,9 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 
-LINE_RE = re.compile(r"^\d\d:\d\d:\d\d\.\d{6} cap0@cpu(\d+) In "
+# -e also shows the hash the driver handed over, where it did (its value and
+# type are checked in test_nic_metadata.py).
+LINE_RE = re.compile(r"^\d\d:\d\d:\d\d\.\d{6} cap0@cpu(\d+) In (?:hash 0x[0-9a-f]{8}(?:/[A-Z0-9_]+)? )?"
                      r"(?:[0-9a-f]{2}:){5}[0-9a-f]{2} > (?:[0-9a-f]{2}:){5}[0-9a-f]{2}, "
                      r"ethertype \S+ \(0x[0-9a-f]{4}\), length (\d+): \S.*$")
 COUNT = 40
