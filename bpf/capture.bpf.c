@@ -6,7 +6,6 @@
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
@@ -156,23 +155,22 @@ int xdpcap_linear(struct xdp_md *ctx)
 }
 
 /*
- * Set before load where bpf_probe_read_kernel is there to be had: the sent
- * skb's checksum state is read from the kernel's sk_buff through it.
+ * Set before load from the kernel's BTF, where bpf_probe_read_kernel is there
+ * to be had: where the sent skb's ip_summed bitfield lies in struct sk_buff.
  */
 const volatile __u8 read_ip_summed = 0;
-
-/* The one field wanted, placed by CO-RE from the running kernel's BTF. */
-struct sk_buff___xdpcap {
-	__u8 ip_summed : 2;
-} __attribute__((preserve_access_index));
+const volatile __u32 ip_summed_byte = 0;
+const volatile __u8 ip_summed_shift = 0;
 
 #define XDPCAP_CHECKSUM_PARTIAL 3 /* the NIC fills the checksum in */
 
 static __always_inline int checksum_partial(struct __sk_buff *skb)
 {
 	/* A tc program's context is the kernel's sk_buff itself. */
-	struct sk_buff___xdpcap *kskb = (void *)skb;
-	return BPF_CORE_READ_BITFIELD_PROBED(kskb, ip_summed) == XDPCAP_CHECKSUM_PARTIAL;
+	__u8 byte = 0;
+	if (bpf_probe_read_kernel(&byte, 1, (void *)skb + ip_summed_byte))
+		return 0;
+	return ((byte >> ip_summed_shift) & 3) == XDPCAP_CHECKSUM_PARTIAL;
 }
 
 /* Every sent frame, as it leaves for the driver. */

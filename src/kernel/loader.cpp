@@ -19,6 +19,7 @@
 #include "error.hpp"
 #include "filter/ebpf_insn.hpp"
 #include "capture/stats.hpp"
+#include "kernel/kernel_btf.hpp"
 #include "kernel/xdp_inventory.hpp"
 
 namespace xdpcap {
@@ -77,9 +78,14 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     attempt.skel->rodata->capture_ifindex = ifindex;
     attempt.skel->rodata->filter_enabled = with_filter;
     attempt.skel->rodata->sample_every = sample_every;
-    // Without the helper (a locked-down kernel) sent frames go unflagged.
-    attempt.skel->rodata->read_ip_summed =
-        libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, BPF_FUNC_probe_read_kernel, nullptr) > 0;
+    // Without the helper (a locked-down kernel) or the field's place in the
+    // kernel's BTF, sent frames go unflagged.
+    if (const auto ip_summed = kernel_btf().skb_ip_summed; ip_summed && ip_summed->bits == 2 && direction != Direction::In &&
+        libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, BPF_FUNC_probe_read_kernel, nullptr) > 0) {
+        attempt.skel->rodata->read_ip_summed = 1;
+        attempt.skel->rodata->ip_summed_byte = ip_summed->byte_offset;
+        attempt.skel->rodata->ip_summed_shift = ip_summed->shift;
+    }
     const bool ingress = direction != Direction::Out && xdp;
     const bool egress = direction != Direction::In;
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, ingress && frags);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "kernel/kernel_btf.hpp"
 #include "rx_meta.skel.h"
 #include "xdpcap_abi.h"
 
@@ -24,11 +25,6 @@ namespace {
 
 // libbpf 1.1's headers lack it (Linux 6.3).
 constexpr uint32_t kXdpDevBoundOnly = 1U << 6;
-
-bool kernel_has_function(const btf* vmlinux, const char* name)
-{
-    return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
-}
 
 // Addresses of a few kernel symbols from /proc/kallsyms; 0 where not found
 // or hidden (kptr_restrict).
@@ -76,16 +72,7 @@ std::vector<bpf_insn> translated_instructions(int prog_fd)
 
 const KernelRxMetadata& kernel_rx_metadata()
 {
-    static const KernelRxMetadata probed = [] {
-        KernelRxMetadata k;
-        btf* vmlinux = btf__load_vmlinux_btf();
-        if (libbpf_get_error(vmlinux))
-            return k;
-        k.vlan = kernel_has_function(vmlinux, "bpf_xdp_metadata_rx_vlan_tag");
-        k.hash = kernel_has_function(vmlinux, "bpf_xdp_metadata_rx_hash");
-        btf__free(vmlinux);
-        return k;
-    }();
+    static const KernelRxMetadata probed{kernel_btf().rx_vlan_kfunc, kernel_btf().rx_hash_kfunc};
     return probed;
 }
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "kernel/kernel_btf.hpp"
 #include "kernel/rss_hash.hpp"
 #include "output/pcapng.hpp"
 
@@ -36,4 +37,17 @@ TEST(RssHashAlgorithm, InterfaceWithoutRssIsUnregistered)
 {
     EXPECT_EQ(rss_hash_algorithm("lo"), pcapng::kHashUnregistered);
     EXPECT_EQ(rss_hash_algorithm("no-such-interface"), pcapng::kHashUnregistered);
+}
+
+// The running kernel's BTF places sk_buff's two-bit ip_summed in one byte
+// (inside an anonymous member group since 5.x), where the egress program
+// reads it.
+TEST(KernelBtf, FindsSkbIpSummed)
+{
+    const auto& facts = kernel_btf();
+    ASSERT_TRUE(facts.skb_ip_summed.has_value()) << "no ip_summed in struct sk_buff's BTF";
+    EXPECT_EQ(facts.skb_ip_summed->bits, 2u);
+    EXPECT_LT(facts.skb_ip_summed->shift, 7u);
+    EXPECT_GT(facts.skb_ip_summed->byte_offset, 64u) << "after the list heads, the socket and the timestamp";
+    EXPECT_LT(facts.skb_ip_summed->byte_offset, 256u);
 }

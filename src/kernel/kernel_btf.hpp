@@ -1,0 +1,25 @@
+// What the capture needs to know from the running kernel's BTF, read once:
+// one parse of /sys/kernel/btf/vmlinux (tens of milliseconds) serves every
+// question.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace xdpcap {
+
+// Where a bitfield of a kernel struct lives: its byte, and its bits there.
+struct BitfieldLocation {
+    uint32_t byte_offset = 0;
+    uint8_t shift = 0; // from the byte's least significant bit (little-endian)
+    uint8_t bits = 0;
+};
+
+struct KernelBtf {
+    bool rx_vlan_kfunc = false; // bpf_xdp_metadata_rx_vlan_tag, Linux 6.8
+    bool rx_hash_kfunc = false; // bpf_xdp_metadata_rx_hash, Linux 6.3
+    std::optional<BitfieldLocation> skb_ip_summed; // struct sk_buff's ip_summed
+};
+const KernelBtf& kernel_btf();
+
+} // namespace xdpcap
