@@ -12,6 +12,8 @@ packages=(
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
     groff-base man-db iputils-ping util-linux bash-completion zsh strace
+    # a sender at top speed beside a capture on veth (trafgen), the peer's offload features
+    netsniff-ng ethtool
     # packages: Debian (built, checked, installed) and rpm (built)
     build-essential debhelper lintian rpm
     # trace mode behind a libxdp dispatcher (xdp-loader)

@@ -121,7 +121,17 @@ struct Session {
     std::optional<PerfRings> rings;
     std::optional<PromiscuousMode> promiscuous;
     bool rx_vlan_offload = false; // the NIC takes received VLAN tags out of frames
+    XdpMode xdp_mode = XdpMode::Auto; // what --xdp-mode asks of this interface
 };
+
+// Native XDP on a veth changes its traffic: the driver switches to its NAPI
+// path with a 256-entry ring (the sender sees backpressure, or drops) and
+// takes segmentation offload from the peer. Generic mode leaves it as it was,
+// so auto picks it there; the cost is said in one line at start.
+bool veth_in_generic(const Session& session, const Config& config)
+{
+    return config.xdp_mode == XdpMode::Auto && session.iface.driver == "veth";
+}
 
 // Per interface, ring and, in trace mode, hook point: the interface names
 // the text lines use, and the pcapng IDBs (same link type and snaplen
@@ -162,6 +172,9 @@ std::optional<std::string> rx_vlan_missing(const Session& session)
         return std::nullopt;
     if (program.tracing())
         return std::string("trace mode sees frames as the traced program does");
+    if (program.attached_mode() == XdpMode::Generic && session.xdp_mode == XdpMode::Generic &&
+        session.iface.driver == "veth")
+        return std::string("generic XDP mode, which auto mode picks for a veth, cannot read them");
     if (program.attached_mode() == XdpMode::Generic)
         return std::string("generic XDP mode cannot read them");
     if (!kernel_rx_metadata().vlan)
@@ -392,6 +405,7 @@ std::vector<Session> lookup_sessions(const Config& config)
     for (const std::string& argument : config.interfaces) {
         Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}, false};
         session.rx_vlan_offload = rx_vlan_offload_on(session.iface.name);
+        session.xdp_mode = veth_in_generic(session, config) ? XdpMode::Generic : config.xdp_mode;
         for (const Session& earlier : sessions) {
             if (earlier.iface.ifindex == session.iface.ifindex)
                 throw Error("interface " + session.iface.name + " (ifindex " +
@@ -501,7 +515,7 @@ int run_capture(const Config& config)
     for (Session& session : sessions) {
         if (config.promiscuous)
             session.promiscuous = PromiscuousMode::enable(session.iface.ifindex, session.iface.name);
-        session.program->attach(session.iface.ifindex, config.xdp_mode, session.iface.name);
+        session.program->attach(session.iface.ifindex, session.xdp_mode, session.iface.name);
         clsact = clsact || std::string_view(session.program->egress_mechanism()) == "clsact";
     }
     // Attached and mapped: from here on only detaching a clsact filter needs
@@ -551,7 +565,14 @@ int run_capture(const Config& config)
             if (!session.iface.up)
                 std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
                              session.iface.name.c_str());
-            if (const auto why = rx_vlan_missing(session))
+            if (session.xdp_mode != config.xdp_mode && session.program->captures(CaptureProgram::Hook::Ingress))
+                std::fprintf(stderr,
+                             "xdpcap: warning: %s is a veth: generic XDP mode leaves its traffic as it was, but "
+                             "received VLAN tags will be missing and frames redirected into it by tc are not seen; "
+                             "'--xdp-mode native' sees both and changes the traffic (veth's NAPI ring, the peer's "
+                             "segmentation offload)\n",
+                             session.iface.name.c_str());
+            else if (const auto why = rx_vlan_missing(session))
                 std::fprintf(stderr,
                              "xdpcap: warning: VLAN tags of frames received on %s will be missing: its "
                              "rx-vlan-offload takes them out and %s; 'ethtool -K %s rxvlan off' keeps them in\n",

@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "error.hpp"
+#include "host.hpp"
 #include "unique_fd.hpp"
 
 namespace xdpcap {
@@ -289,12 +290,26 @@ std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const s
 
 namespace {
 
-// -D's word on received VLAN tags for a native XDP capture there.
+bool is_veth(const std::string& name)
+{
+    try {
+        return lookup_interface(name).driver == "veth";
+    } catch (const Error&) {
+        return false;
+    }
+}
+
+// -D's word on received VLAN tags for a capture there in the default mode.
 std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
 {
     if (!rx_vlan_offload_on(name))
         return "in the frames";
-    if (const auto why = rx_vlan_missing_reason(ifindex, ""))
+    const auto why = rx_vlan_missing_reason(ifindex, "");
+    if (is_veth(name))
+        return why ? "missing (rx-vlan-offload on; " + *why + ")"
+                   : "missing (generic XDP mode, which leaves a veth's traffic as it was; "
+                     "restored with --xdp-mode native)";
+    if (why)
         return "missing (rx-vlan-offload on; " + *why + ")";
     return "restored from the NIC's RX metadata (native mode)";
 }

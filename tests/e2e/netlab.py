@@ -1028,9 +1028,17 @@ RX_VLAN_WARNING = re.compile(r"^xdpcap: warning: VLAN tags of frames received on
                              r"rx-vlan-offload takes them out and .+; 'ethtool -K \1 rxvlan off' keeps them in$")
 
 
+# On a veth, auto mode picks generic XDP mode and says what that costs.
+VETH_GENERIC_WARNING = re.compile(r"^xdpcap: warning: (\S+) is a veth: generic XDP mode leaves its traffic as it "
+                                  r"was, but received VLAN tags will be missing and frames redirected into it by tc "
+                                  r"are not seen; '--xdp-mode native' sees both and changes the traffic \(veth's "
+                                  r"NAPI ring, the peer's segmentation offload\)$")
+
+
 def messages(err_lines, prefix="xdpcap: "):
-    """xdpcap's own error and warning lines, less the received-VLAN warning."""
-    return [l for l in err_lines if l.startswith(prefix) and not RX_VLAN_WARNING.match(l)]
+    """xdpcap's own error and warning lines, less the received-VLAN warning and the veth line."""
+    return [l for l in err_lines
+            if l.startswith(prefix) and not RX_VLAN_WARNING.match(l) and not VETH_GENERIC_WARNING.match(l)]
 
 
 def check_listening(x, iface="cap0", snaplen=None):
