@@ -562,6 +562,8 @@ int run_capture(const Config& config)
         output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
                      describe_interfaces(sessions, config, filtering ? filter : "", interfaces));
         for (const Session& session : sessions) {
+            if (!config.warnings)
+                break;
             if (!session.iface.up)
                 std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
                              session.iface.name.c_str());

@@ -33,6 +33,7 @@ struct Config {
     bool print = false; // --print: text lines on stdout while -w writes a file
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
+    bool warnings = true; // start-up warnings on stderr (for Wireshark the interface descriptions carry them)
     XdpMode xdp_mode = XdpMode::Auto;
     Direction direction = Direction::InOut;
     bool promiscuous = true; // -p turns it off

@@ -281,6 +281,7 @@ int run(int argc, const char* const* argv)
     Config config = std::get<Config>(parse_cli(static_cast<int>(args.size()), args.data()));
     // Wireshark takes anything on stderr for an error.
     config.statistics = false;
+    config.warnings = false;
     return run_capture(config);
 }
 

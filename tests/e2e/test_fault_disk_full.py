@@ -65,7 +65,7 @@ def test(binary):
                  f"still running after {waited:.1f} s")
         N.expect(x.returncode == 2, "exit status 2 (capture started, then failed)",
                  f"status {x.returncode}")
-        msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+        msgs = N.messages(x.err_lines)
         N.expect(len(msgs) == 1, "exactly one 'xdpcap: ' message", msgs)
         N.expect(any("No space left on device" in m for m in msgs),
                  "the message says 'No space left on device'", msgs)

@@ -55,7 +55,7 @@ def test(binary):
                  f"xdpcap exits by itself within {EXIT_WITHIN_S} s of the deletion",
                  f"took {waited:.3f} s")
         N.expect(rc == 2, "exit status 2 (capture started, then failed)", f"status {rc}")
-        msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+        msgs = N.messages(x.err_lines)
         N.expect(msgs == ["xdpcap: cap0 went away; capture stopped"],
                  "exactly one message: 'xdpcap: cap0 went away; capture stopped'", msgs)
         st = N.final_stats(x.err_lines)

@@ -77,7 +77,7 @@ def finish(lab, x, head, sent, what):
              "exit, without further traffic", f"{waited:.3f} s, status {rc}")
     N.expect(x.returncode == 0, f"{what}: exit status 0 (reader gone is a normal stop)",
              f"status {x.returncode}")
-    msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+    msgs = N.messages(x.err_lines)
     N.expect(not msgs, f"{what}: no 'xdpcap: ' error line", msgs)
     st = N.final_stats(x.err_lines)
     N.check(st is not None, f"{what}: statistics lines printed", x.stderr)

@@ -56,7 +56,7 @@ def one_run(binary, lab, tmp, corpus, frames, extra, tag):
                     "(SIGINT came mid-traffic)")
     N.expect(rc == 0, "exit status 0 after SIGINT", f"status {rc}")
     N.expect(took < 3.0, "xdpcap exits within 3 s of SIGINT under load", f"{took:.3f} s")
-    msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+    msgs = N.messages(x.err_lines)
     N.expect(not msgs, "no 'xdpcap: ' error line", msgs)
 
     st = N.final_stats(x.err_lines)

@@ -103,7 +103,7 @@ def test(binary):
         rc = x.stop(signal.SIGINT, timeout=15)
         N.check(failure is None, "the soak ran its full length", failure)
         N.expect(rc == 0, "exit status 0 after SIGINT", f"status {rc}")
-        N.expect(not [l for l in x.err_lines if l.startswith("xdpcap: ")],
+        N.expect(not N.messages(x.err_lines),
                  "no 'xdpcap: ' error line", [l for l in x.err_lines if l.startswith("xdpcap")])
 
         # Memory and descriptors after the warm-up.

@@ -171,7 +171,7 @@ def test_ring(binary, lab, tmp):
     N.check_stats_identity(st)
     N.expect(st["captured"] == len(frames) and st["dropped"] == 0,
              f"all {len(frames)} frames captured, none dropped", "\n".join(st["lines"]))
-    N.expect(not [l for l in x.err_lines if l.startswith("xdpcap:")], "no error line", x.err_lines)
+    N.expect(not N.messages(x.err_lines), "no error line", x.err_lines)
 
     names = sorted(os.listdir(out_dir))
     N.check(names == ["ring0", "ring1", "ring2"], "exactly three files ring0 ring1 ring2", names)
@@ -307,7 +307,7 @@ def test_cannot_create(binary, lab, tmp):
         x.wait()
     N.expect(rc == 2, "xdpcap stops by itself with status 2 when the next file cannot be created",
              f"status {rc}; {x.stderr}")
-    msgs = [l for l in x.err_lines if l.startswith("xdpcap: ")]
+    msgs = N.messages(x.err_lines)
     N.expect(len(msgs) == 1 and blocker in msgs[0] and "Is a directory" in msgs[0],
              "exactly one 'xdpcap:' line, naming the file it could not create", msgs)
     st = N.final_stats(x.err_lines)
