@@ -91,8 +91,9 @@ def stop_capture(p):
 def largest_frame(path):
     if not os.path.exists(path):
         return 0
-    out = run("tshark", "-r", path, "-T", "fields", "-e", "frame.len", check=False).stdout.split()
-    return max((int(x) for x in out), default=0)
+    cp = subprocess.run(["tshark", "-r", path, "-T", "fields", "-e", "frame.len"], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+    return max((int(x) for x in cp.stdout.split() if x.isdigit()), default=0)
 
 
 def measure(tool, xdpcap, tmp, conf):
