@@ -570,7 +570,7 @@ int run_capture(const Config& config)
             if (session.xdp_mode != config.xdp_mode && session.program->captures(CaptureProgram::Hook::Ingress))
                 std::fprintf(stderr,
                              "xdpcap: warning: %s is a veth: generic XDP mode leaves its traffic as it was, but "
-                             "received VLAN tags will be missing and frames redirected into it by tc are not seen; "
+                             "received VLAN tags will be missing and frames that tc redirects into it can be missed; "
                              "'--xdp-mode native' sees both and changes the traffic (veth's NAPI ring, the peer's "
                              "segmentation offload)\n",
                              session.iface.name.c_str());

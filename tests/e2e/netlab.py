@@ -1030,8 +1030,8 @@ RX_VLAN_WARNING = re.compile(r"^xdpcap: warning: VLAN tags of frames received on
 
 # On a veth, auto mode picks generic XDP mode and says what that costs.
 VETH_GENERIC_WARNING = re.compile(r"^xdpcap: warning: (\S+) is a veth: generic XDP mode leaves its traffic as it "
-                                  r"was, but received VLAN tags will be missing and frames redirected into it by tc "
-                                  r"are not seen; '--xdp-mode native' sees both and changes the traffic \(veth's "
+                                  r"was, but received VLAN tags will be missing and frames that tc redirects into it "
+                                  r"can be missed; '--xdp-mode native' sees both and changes the traffic \(veth's "
                                   r"NAPI ring, the peer's segmentation offload\)$")
 
 

@@ -165,9 +165,18 @@ def test(binary):
                  "default mode on a veth: one line names gen0, the missing tags, the tc-redirected frames and "
                  "--xdp-mode native, and no second VLAN warning", d.stderr)
         N.expect(len(N.messages(d.err_lines)) == 0, "no other xdpcap line", d.stderr)
-        # These frames reach gen0 through a tc redirect, which generic XDP skips.
-        N.expect(N.read_capture(os.path.join(tmp, "default.pcapng"), tmp) == [],
-                 "generic mode does not see frames redirected into the veth by tc, as its line says")
+        # These frames reach gen0 through a tc BPF redirect. Generic XDP skips
+        # frames marked as redirected; 6.18 marks them, Debian's 6.1 does not,
+        # and there they come without their tags.
+        seen = [r["data"] for r in N.read_capture(os.path.join(tmp, "default.pcapng"), tmp)]
+        if restores:
+            N.expect(seen == [], "generic mode does not see frames a tc program redirects into the veth "
+                     "(the line says they can be missed)", f"{len(seen)} seen")
+        else:
+            missing, extra, dup = N.multiset_diff([untagged(f) for f in frames], seen)
+            N.expect(not missing and not extra and not dup,
+                     "on this kernel generic mode sees the tc-redirected frames, without their tags",
+                     f"missing {len(missing)}, extra {len(extra)}, dup {len(dup)}")
 
         # -D says, per interface, whether received tags are kept.
         listing = N.run(["ip", "netns", "exec", lab.gen_ns, binary, "-D"]).stdout
