@@ -85,6 +85,8 @@ std::string helper(int32_t id)
     case BPF_FUNC_probe_read_kernel: return "bpf_probe_read_kernel";
     case BPF_FUNC_get_smp_processor_id: return "bpf_get_smp_processor_id";
     case BPF_FUNC_get_prandom_u32: return "bpf_get_prandom_u32";
+    case BPF_FUNC_map_lookup_elem: return "bpf_map_lookup_elem";
+    case BPF_FUNC_loop: return "bpf_loop";
     default: return "helper";
     }
 }
@@ -135,6 +137,8 @@ std::string statement(const bpf_insn& i, size_t pc)
         const uint8_t op = BPF_OP(i.code);
         if (cls == BPF_JMP && op == BPF_JA)
             return target(pc, i.off);
+        if (cls == BPF_JMP && op == BPF_CALL && i.src_reg == BPF_PSEUDO_CALL)
+            return "call " + target(pc, i.imm).substr(5); // "goto " off
         if (cls == BPF_JMP && op == BPF_CALL)
             return "call " + helper(i.imm) + "#" + std::to_string(i.imm);
         if (cls == BPF_JMP && op == BPF_EXIT)
@@ -163,7 +167,21 @@ std::string dump_ebpf(std::span<const bpf_insn> program)
     for (size_t pc = 0; pc < program.size(); ++pc) {
         char prefix[32];
         std::snprintf(prefix, sizeof prefix, "(%03zu) ", pc);
-        text += prefix + statement(program[pc], pc) + "\n";
+        const bpf_insn& i = program[pc];
+        // A 64-bit immediate takes two slots: a map or a callback.
+        if (i.code == (BPF_LD | BPF_DW | BPF_IMM) && pc + 1 < program.size()) {
+            text += prefix + reg(i.dst_reg, true) + " = ";
+            if (i.src_reg == BPF_PSEUDO_FUNC)
+                text += "callback " + target(pc, i.imm).substr(5) + "\n";
+            else if (i.src_reg == BPF_PSEUDO_MAP_FD)
+                text += "map fd " + std::to_string(i.imm) + "\n";
+            else
+                text += std::to_string((static_cast<uint64_t>(static_cast<uint32_t>(program[pc + 1].imm)) << 32) |
+                                       static_cast<uint32_t>(i.imm)) + "\n";
+            ++pc;
+            continue;
+        }
+        text += prefix + statement(i, pc) + "\n";
     }
     return text;
 }

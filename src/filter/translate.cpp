@@ -10,9 +10,13 @@
  * frame, and a load past the end of the frame rejects the packet exactly as
  * classic BPF does.
  *
- * Backward jumps (libpcap's `protochain` header-chain loop) become loops
- * with an iteration counter on the stack, which the verifier (kernel >= 5.3)
- * accepts because the counter bounds them.
+ * Backward jumps (libpcap's `protochain` header-chain loop) become calls of
+ * bpf_loop() (kernel >= 5.17) with the loop's body as the callback, so a
+ * chain is followed as far as the frame goes while the verifier checks the
+ * body once. A, X, the ctx and the frame length travel through a small state
+ * block in the filter's frame; scratch memory is copied in and out. A loop
+ * that is not a single-entry region (libpcap emits none) keeps the older form:
+ * a counted loop, bounded at kProtochainMaxHeaders turns.
  *
  * Ancillary loads (offsets from SKF_AD_OFF, which libpcap's Linux code emits
  * for `inbound`, `outbound` and `ifindex`) get the value the kernel's socket
@@ -24,6 +28,7 @@
  */
 #include "filter/translate.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -53,9 +58,16 @@ constexpr int16_t kLoadBuffer = -72;
 constexpr int16_t kRxMetaKey = -80;
 constexpr int16_t kWireTag = -76;
 constexpr int16_t kLoopCounters = -80; // the first one just below
+// The bpf_loop() state, below the counters: the ctx, A, X, the frame length
+// and how the loop was left (0: rejected, or ran out of turns; n: exit n).
+constexpr int16_t kLoopState = kLoopCounters - 8 * kMaxFilterLoops - 24;
+constexpr int16_t kStateCtx = 0, kStateA = 8, kStateX = 12, kStateLen = 16, kStateExit = 20;
+constexpr int32_t kExitReject = 0;
+// In a callback's own frame: the pointer to that state.
+constexpr int16_t kCallbackState = kLoopCounters - 8;
 static_assert(kMemBase - 8 >= kLoadBuffer);
 static_assert(kLoadBuffer - 8 >= kRxMetaKey && kWireTag + 4 <= kLoadBuffer);
-static_assert(kLoopCounters - 8 * kMaxFilterLoops >= -kFilterStackBytes);
+static_assert(kLoopState >= -kFilterStackBytes && kLoopState % 8 == 0);
 
 constexpr uint32_t kAncillaryBase = static_cast<uint32_t>(SKF_AD_OFF);
 // Below SKF_AD_OFF, down to SKF_LL_OFF, the kernel reads relative to the
@@ -129,6 +141,9 @@ constexpr bpf_insn stx_mem(uint8_t size, uint8_t dst, uint8_t src, int16_t off) 
 constexpr bpf_insn st_mem(uint8_t size, uint8_t dst, int16_t off, int32_t imm) { return insn(BPF_ST | BPF_MEM | size, dst, 0, off, imm); }
 constexpr bpf_insn call(int32_t helper) { return insn(BPF_JMP | BPF_CALL, 0, 0, 0, helper); }
 constexpr bpf_insn exit_insn() { return insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }
+
+// Turns a bpf_loop() may run: more than a 512 KiB frame has 8-byte headers.
+constexpr int32_t kMaxLoopTurns = 1 << 16;
 
 std::string hex(unsigned value)
 {
@@ -219,7 +234,9 @@ public:
         if (classic_.empty())
             throw Error("classic BPF program is empty");
         const std::vector<bool> reachable = find_reachable();
+        choose_callback_loops(reachable);
         const bool uses_len = prologue(reachable);
+        uses_len_ = uses_len;
         // At tc egress a VLAN tag may sit in skb metadata (TX VLAN offload)
         // rather than in the bytes. The filter must see the frame as on the
         // wire, so the program is emitted twice: packet as is, and a wire
@@ -253,6 +270,9 @@ public:
             emit(mov32_imm(R0, 0));
             emit(exit_insn());
         }
+        // Callbacks are subprograms of their own: after the filter's code.
+        for (size_t i = 0; i < pending_.size(); ++i)
+            callback(reachable, pending_[i]);
         resolve();
         return std::move(code_);
     }
@@ -261,6 +281,27 @@ private:
     using Label = size_t;
     static constexpr size_t kUnbound = std::numeric_limits<size_t>::max();
 
+    struct CallbackLoop {
+        size_t head;
+        size_t last;
+        std::vector<size_t> exits; // classic pcs; exit id = index + 1
+    };
+    struct PendingCallback {
+        const CallbackLoop* loop;
+        bool wire;
+        Label entry;
+    };
+    // Emitting a callback: where its jumps out of the loop go.
+    struct Scope {
+        Label next_turn;
+        Label reject;
+        std::map<size_t, Label> exit_stub;
+        const CallbackLoop* loop = nullptr;
+        bool reject_used = false;
+        size_t head() const { return loop->head; }
+    };
+
+
     Label new_label()
     {
         positions_.push_back(kUnbound);
@@ -268,12 +309,24 @@ private:
     }
     Label reject()
     {
+        if (scope_) {
+            scope_->reject_used = true;
+            return scope_->reject;
+        }
         reject_used_ = true;
         return classic_.size();
     }
     void bind(Label label) { positions_[label] = code_.size(); }
-    // The label of a classic instruction in the copy being emitted.
-    Label pc_label(size_t pc) const { return pc_base_ + pc; }
+    // The label of a classic instruction in the copy being emitted; in a
+    // callback, a way out of the loop is the stub that leaves it.
+    Label pc_label(size_t pc) const
+    {
+        if (scope_) {
+            if (const auto stub = scope_->exit_stub.find(pc); stub != scope_->exit_stub.end())
+                return stub->second;
+        }
+        return pc_base_ + pc;
+    }
     void emit(const bpf_insn& i) { code_.push_back(i); }
     void jump(uint8_t code, uint8_t dst, uint8_t src, int32_t imm, Label target)
     {
@@ -291,8 +344,21 @@ private:
     }
     void always_reject() { always_jump(reject()); }
 
+    // dst = a reference to the subprogram at `target`, for bpf_loop().
+    void func_ref(uint8_t dst, Label target)
+    {
+        func_fixups_.push_back({code_.size(), target});
+        emit(insn(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_FUNC, 0, 0));
+        emit(insn(0, 0, 0, 0, 0));
+    }
+
     void resolve()
     {
+        for (const auto& [at, target] : func_fixups_) {
+            if (positions_[target] == kUnbound)
+                throw Error("internal error: reference to an unplaced callback");
+            code_[at].imm = static_cast<int32_t>(positions_[target] - at - 1);
+        }
         for (const auto& [at, target] : fixups_) {
             if (positions_[target] == kUnbound)
                 throw Error("internal error: eBPF jump to an unplaced label");
@@ -374,9 +440,193 @@ private:
         for (size_t pc = 0; pc < classic_.size(); ++pc) {
             if (!reachable[pc])
                 continue; // the verifier refuses unreachable code
+            const CallbackLoop* loop = loop_containing(pc);
+            if (loop && pc != loop->head)
+                continue; // the callback runs it
+            bind(pc_label(pc));
+            if (loop)
+                loop_call(*loop);
+            else
+                translate(pc);
+        }
+    }
+
+    // Successors of a classic instruction (none for a return).
+    std::vector<size_t> successors(size_t pc) const
+    {
+        const sock_filter& f = classic_[pc];
+        const size_t next = pc + 1;
+        if (BPF_CLASS(f.code) == BPF_RET)
+            return {};
+        if (f.code == (BPF_JMP | BPF_JA))
+            return {static_cast<size_t>(static_cast<int64_t>(next) + static_cast<int32_t>(f.k))};
+        if (BPF_CLASS(f.code) == BPF_JMP)
+            return {next + f.jt, next + f.jf};
+        return {next};
+    }
+
+    // A loop whose only entry is its head, holding no other loop, runs as a
+    // bpf_loop() callback; its ways out are the instructions after it that
+    // it jumps to and the returns inside it.
+    void choose_callback_loops(const std::vector<bool>& reachable)
+    {
+        std::map<size_t, size_t> last_of;
+        for (size_t pc = 0; pc < classic_.size(); ++pc)
+            if (reachable[pc])
+                for (const size_t to : successors(pc))
+                    if (to <= pc)
+                        last_of[to] = std::max(last_of[to], pc);
+        for (const auto& [head, last] : last_of) {
+            const auto inside = [&](size_t pc) { return pc >= head && pc <= last; };
+            bool single_entry = true;
+            std::vector<size_t> exits;
+            for (size_t pc = 0; pc < classic_.size() && single_entry; ++pc) {
+                if (!reachable[pc])
+                    continue;
+                if (inside(pc) && BPF_CLASS(classic_[pc].code) == BPF_RET)
+                    exits.push_back(pc);
+                for (const size_t to : successors(pc)) {
+                    if (!inside(pc) && inside(to) && to != head)
+                        single_entry = false; // entered in the middle
+                    else if (inside(pc) && to <= pc && to != head)
+                        single_entry = false; // another loop inside
+                    else if (inside(pc) && to > last)
+                        exits.push_back(to);
+                }
+            }
+            if (!single_entry || BPF_CLASS(classic_[head].code) == BPF_RET)
+                continue;
+            std::sort(exits.begin(), exits.end());
+            exits.erase(std::unique(exits.begin(), exits.end()), exits.end());
+            callback_loops_.emplace(head, CallbackLoop{head, last, std::move(exits)});
+            loop_counter_.erase(head);
+        }
+    }
+
+    const CallbackLoop* loop_containing(size_t pc) const
+    {
+        for (const auto& [head, loop] : callback_loops_)
+            if (pc >= loop.head && pc <= loop.last)
+                return &loop;
+        return nullptr;
+    }
+
+    // At the loop's head: state out, bpf_loop(turns, callback, state, 0),
+    // state back in, then on to the way out the callback recorded.
+    void loop_call(const CallbackLoop& loop)
+    {
+        const Label entry = new_label();
+        pending_.push_back({&loop, wire_, entry});
+        emit(stx_mem(BPF_DW, kFp, kCtx, kLoopState + kStateCtx));
+        emit(stx_mem(BPF_W, kFp, kA, kLoopState + kStateA));
+        emit(stx_mem(BPF_W, kFp, kX, kLoopState + kStateX));
+        if (uses_len_)
+            emit(stx_mem(BPF_W, kFp, kLen, kLoopState + kStateLen));
+        emit(st_mem(BPF_W, kFp, kLoopState + kStateExit, kExitReject));
+        emit(mov32_imm(R1, kMaxLoopTurns));
+        func_ref(R2, entry);
+        emit(mov64_reg(R3, kFp));
+        emit(alu64_imm(BPF_ADD, R3, kLoopState));
+        emit(mov32_imm(R4, 0));
+        emit(call(BPF_FUNC_loop));
+        emit(ldx_mem(BPF_W, kA, kFp, kLoopState + kStateA));
+        emit(ldx_mem(BPF_W, kX, kFp, kLoopState + kStateX));
+        emit(ldx_mem(BPF_W, R0, kFp, kLoopState + kStateExit));
+        std::vector<std::pair<size_t, Label>> returns;
+        for (size_t i = 0; i < loop.exits.size(); ++i) {
+            const size_t pc = loop.exits[i];
+            const auto id = static_cast<int32_t>(i + 1);
+            if (pc <= loop.last) {
+                returns.emplace_back(pc, new_label());
+                jump(BPF_JMP32 | BPF_JEQ | BPF_K, R0, 0, id, returns.back().second);
+            } else {
+                jump(BPF_JMP32 | BPF_JEQ | BPF_K, R0, 0, id, pc_label(pc));
+            }
+        }
+        ja(reject());
+        for (const auto& [pc, label] : returns) {
+            bind(label);
+            translate(pc);
+        }
+    }
+
+    // The loop's body as a bpf_loop() callback: r1 = turn, r2 = the state.
+    // Returns 0 to go round again, 1 when it has left the loop.
+    void callback(const std::vector<bool>& reachable, const PendingCallback& pending)
+    {
+        const CallbackLoop& loop = *pending.loop;
+        wire_ = pending.wire;
+        pc_base_ = positions_.size();
+        for (size_t pc = 0; pc < classic_.size(); ++pc)
+            new_label();
+        scope_ = Scope{new_label(), new_label(), {}, &loop};
+        for (size_t i = 0; i < loop.exits.size(); ++i)
+            scope_->exit_stub.emplace(loop.exits[i], new_label());
+        const Scope& scope = *scope_;
+        bind(pending.entry);
+        emit(stx_mem(BPF_DW, kFp, R2, kCallbackState));
+        emit(ldx_mem(BPF_DW, kCtx, R2, kStateCtx));
+        // The verifier checks this body once, from the state of the first
+        // turn (6.1 does not iterate callbacks): A, X and scratch memory get
+        // a zero it cannot see through, so that it checks every path later
+        // turns can take, not only those of the first turn's constants.
+        emit(mov64_reg(R5, R1));
+        emit(alu64_reg(BPF_SUB, R5, R1));
+        emit(ldx_mem(BPF_W, kA, R2, kStateA));
+        emit(alu32_reg(BPF_ADD, kA, R5));
+        emit(ldx_mem(BPF_W, kX, R2, kStateX));
+        emit(alu32_reg(BPF_ADD, kX, R5));
+        if (uses_len_)
+            emit(ldx_mem(BPF_W, kLen, R2, kStateLen));
+        for (size_t slot = 0; slot < slot_read_.size(); ++slot) {
+            if (!slot_read_[slot])
+                continue;
+            const auto at = static_cast<int16_t>(kMemBase + 4 * static_cast<int>(slot));
+            emit(ldx_mem(BPF_W, R0, R2, static_cast<int16_t>(at - kLoopState)));
+            emit(alu32_reg(BPF_ADD, R0, R5));
+            emit(stx_mem(BPF_W, kFp, R0, at));
+        }
+        if (xdp_ && wire_) {
+            emit(ldx_mem(BPF_W, R0, R2, static_cast<int16_t>(kWireTag - kLoopState)));
+            emit(stx_mem(BPF_W, kFp, R0, kWireTag));
+        }
+        for (size_t pc = loop.head; pc <= loop.last; ++pc) {
+            if (!reachable[pc] || BPF_CLASS(classic_[pc].code) == BPF_RET)
+                continue;
             bind(pc_label(pc));
             translate(pc);
         }
+        // Falling off the last instruction is impossible: it jumps.
+        bind(scope.next_turn);
+        leave_callback(std::nullopt);
+        if (scope.reject_used) {
+            bind(scope.reject);
+            leave_callback(kExitReject);
+        }
+        for (size_t i = 0; i < loop.exits.size(); ++i) {
+            bind(scope.exit_stub.at(loop.exits[i]));
+            leave_callback(static_cast<int32_t>(i + 1));
+        }
+        scope_.reset();
+    }
+
+    // State back to the filter's frame; exit id or, without one, next turn.
+    void leave_callback(std::optional<int32_t> exit_id)
+    {
+        emit(ldx_mem(BPF_DW, R1, kFp, kCallbackState));
+        emit(stx_mem(BPF_W, R1, kA, kStateA));
+        emit(stx_mem(BPF_W, R1, kX, kStateX));
+        for (size_t slot = 0; slot < slot_read_.size(); ++slot) {
+            if (!slot_read_[slot])
+                continue;
+            const auto at = static_cast<int16_t>(kMemBase + 4 * static_cast<int>(slot));
+            emit(ldx_mem(BPF_W, R0, kFp, at));
+            emit(stx_mem(BPF_W, R1, R0, static_cast<int16_t>(at - kLoopState)));
+        }
+        if (exit_id)
+            emit(st_mem(BPF_W, R1, kStateExit, *exit_id));
+        emit(mov32_imm(R0, exit_id ? 1 : 0));
+        emit(exit_insn());
     }
 
     // XDP: when the rx_meta map says the NIC took the tag out, keeps the
@@ -425,6 +675,7 @@ private:
         // verifier refuses reads of stack never written, so zero what is read.
         emit(mov32_imm(kA, 0));
         emit(mov32_imm(kX, 0));
+        slot_read_ = slot_read;
         for (size_t slot = 0; slot < slot_read.size(); ++slot)
             if (slot_read[slot])
                 emit(st_mem(BPF_W, kFp, static_cast<int16_t>(kMemBase + 4 * static_cast<int>(slot)), 0));
@@ -805,6 +1056,10 @@ private:
     // the frame.
     void loop_back(size_t head)
     {
+        if (scope_ && head == scope_->head()) {
+            ja(scope_->next_turn);
+            return;
+        }
         const int16_t counter = loop_counter_.at(head);
         emit(ldx_mem(BPF_DW, R0, kFp, counter));
         emit(alu64_imm(BPF_ADD, R0, 1));
@@ -924,7 +1179,6 @@ private:
         size_t at;
         Label target;
     };
-
     std::span<const sock_filter> classic_;
     // Loop head (classic pc) -> stack offset of its iteration counter.
     std::map<size_t, int16_t> loop_counter_;
@@ -938,7 +1192,13 @@ private:
     std::vector<bpf_insn> code_;
     std::vector<size_t> positions_;
     std::vector<Fixup> fixups_;
+    std::vector<Fixup> func_fixups_;
     bool reject_used_ = false;
+    bool uses_len_ = false;
+    std::array<bool, BPF_MEMWORDS> slot_read_{};
+    std::map<size_t, CallbackLoop> callback_loops_; // by head
+    std::vector<PendingCallback> pending_;
+    std::optional<Scope> scope_;
 };
 
 } // namespace

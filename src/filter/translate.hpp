@@ -38,9 +38,11 @@ struct FilterTarget {
     int rx_meta_map_fd = -1;
 };
 
-// `protochain` walks a header chain in a loop; the translation follows at
-// most this many extension headers (per loop) and rejects the packet when
-// the chain is longer, as classic BPF rejects a packet a load runs off.
+// `protochain` walks a header chain in a loop, which runs as a bpf_loop()
+// callback and follows the chain as far as the frame goes. A loop of another
+// shape (libpcap emits none) is counted instead: it follows at most this many
+// turns and then rejects the packet, as classic BPF rejects a packet a load
+// runs off.
 inline constexpr int kProtochainMaxHeaders = 16;
 
 // Loops (backward jump targets) one filter may contain: each needs a counter.
@@ -48,8 +50,8 @@ inline constexpr int kMaxFilterLoops = 16;
 
 // Stack bytes below r10 the translated program uses at most: scratch memory
 // M[0..15], a 4-byte buffer for the load helpers, the wire view's map key
-// and tag, and one counter per loop.
-inline constexpr int kFilterStackBytes = 80 + 8 * kMaxFilterLoops;
+// and tag, one counter per counted loop and the state bpf_loop() passes.
+inline constexpr int kFilterStackBytes = 80 + 8 * kMaxFilterLoops + 24;
 
 // Returns the eBPF body: non-zero keeps the packet. Raises Error for what the
 // translation cannot express at that hook, naming the tcpdump keyword or the

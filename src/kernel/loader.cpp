@@ -20,6 +20,7 @@
 #include "filter/ebpf_insn.hpp"
 #include "capture/stats.hpp"
 #include "kernel/kernel_btf.hpp"
+#include "kernel/program_btf.hpp"
 #include "kernel/xdp_inventory.hpp"
 
 namespace xdpcap {
@@ -221,6 +222,8 @@ UniqueFd load_filter_front(bpf_prog_type type, const char* name, const std::vect
     opts.log_level = 1;
     opts.log_size = static_cast<uint32_t>(log.size());
     opts.log_buf = log.data();
+    const ProgramBtf btf(prog);
+    btf.apply(opts);
     const int fd = bpf_prog_load(type, name, "GPL", prog.data(), prog.size(), &opts);
     if (fd < 0) {
         const int err = errno;

@@ -209,7 +209,9 @@ def stats_direction_line(err_lines):
 def test_direction_filters(binary, tmp):
     with N.NetLab() as lab:
         setup_addresses(lab)
-        for expr, keep in (("inbound", GEN_MAC), ("outbound", CAP_MAC), ("not inbound", CAP_MAC)):
+        # The last one runs bpf_loop() (protochain) at both hooks.
+        for expr, keep in (("inbound", GEN_MAC), ("outbound", CAP_MAC), ("not inbound", CAP_MAC),
+                           ("outbound and not ip6 protochain 132", CAP_MAC)):
             name = expr.replace(" ", "_")
             frames, oracle, err, _out = capture(lab, binary, tmp, name, ["-v", expr])
             want = [data for data in oracle if data[6:12] == keep]

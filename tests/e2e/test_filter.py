@@ -66,7 +66,11 @@ EXPRESSIONS = [
     "ip[0] & 0xf != 5 or ether proto 0x88b5 or llc",
     "ip protochain 17",
     "ip6 protochain 6 or ip6 protochain 17",
+    "ip6 protochain 17",
 ]
+
+# Frames with long IPv6 header chains, filled in by extra_frames().
+LONG_CHAINS = []
 
 # Ancillary loads: at XDP every frame is inbound. Each with the expression
 # libpcap selects the same frames with when reading a file (where it refuses
@@ -203,6 +207,14 @@ def extra_frames():
         / UDP(sport=3013, dport=9), 200)
     add(eth() / IP(src="198.18.0.17", dst="198.19.0.9") / AH(nh=6, payloadlen=4, icv=b"\0" * 12)
         / TCP(sport=3014, dport=80, flags="S"))
+    # Long chains: 100 destination-options headers before UDP, and 175 (the
+    # most a 1514-byte frame holds) before TCP.
+    for count, l4 in ((100, UDP(sport=3015, dport=9)), (175, TCP(sport=3016, dport=80, flags="S"))):
+        chain = IPv6(src=a6, dst=b6)
+        for _ in range(count):
+            chain = chain / IPv6ExtHdrDestOpt()
+        add(eth() / chain / l4)
+        LONG_CHAINS.append(frames[-1])
 
     # Frames cut short: every load past the end must reject, as in libpcap.
     def cut(pkt, n):
@@ -225,6 +237,14 @@ def build_all(tmp):
     path = os.path.join(tmp, "sent.pcap")
     N.write_frames(path, frames)
     N.check([r[2] for r in N.read_pcap(path)] == frames, "sent.pcap round-trips")
+    # libpcap follows the long chains: the oracle keeps them, so the live
+    # 'ip6 protochain 17' case below must capture the 100-header one.
+    sel = os.path.join(tmp, "long_chains.pcap")
+    N.run(["tcpdump", "-nn", "-r", path, "-w", sel, "ip6 protochain 17"])
+    kept = [r[2] for r in N.read_pcap(sel)]
+    N.check(LONG_CHAINS[0] in kept and LONG_CHAINS[1] not in kept,
+            "tcpdump -r keeps the frame with 100 extension headers before UDP for 'ip6 protochain 17' "
+            "(and not the one before TCP)")
     N.log(f"  info  corpus: {len(frames)} frames, {min(map(len, frames))}.."
           f"{max(map(len, frames))} bytes")
     return path, frames

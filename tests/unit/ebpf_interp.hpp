@@ -6,8 +6,10 @@
 // translator should never produce (an unknown opcode, a read of a clobbered
 // register, arithmetic on pointers other than the verifier's packet idiom, a
 // direct packet load the code did not first prove against data_end, a stack
-// access out of bounds or of uninitialised bytes) throws InterpError, so a
-// translator bug shows up as a test failure rather than as a wrong verdict.
+// access out of bounds or of uninitialised bytes, a pointer spilled and read
+// back in part) throws InterpError, so a translator bug shows up as a test
+// failure rather than as a wrong verdict. bpf_loop() runs its callback in a
+// frame of its own, whose stack starts uninitialised on every turn.
 #pragma once
 
 #include <arpa/inet.h>
@@ -72,9 +74,19 @@ public:
     {
         regs_[1] = {Kind::Ctx, 0, 0, 0};
         regs_[10] = {Kind::Stack, 0, 0, 0};
-        size_t pc = 0;
-        for (size_t steps = 0;; ++steps) {
-            if (steps > 1'000'000)
+        return run_from(0);
+    }
+
+    // Helper calls made, for tests that want to see the slow path was taken.
+    size_t helper_calls() const { return helper_calls_; }
+    // Callback turns bpf_loop() ran.
+    size_t loop_turns() const { return loop_turns_; }
+
+private:
+    uint32_t run_from(size_t pc)
+    {
+        for (;; ++steps_) {
+            if (steps_ > 20'000'000)
                 fail(pc, "does not terminate");
             if (pc >= program_.size())
                 fail(pc, "ran off the end of the program");
@@ -86,11 +98,7 @@ public:
         }
     }
 
-    // Helper calls made, for tests that want to see the slow path was taken.
-    size_t helper_calls() const { return helper_calls_; }
-
-private:
-    enum class Kind : uint8_t { Uninit, Scalar, Ctx, Packet, PacketEnd, Stack, XdpBuff, Map, MapValue };
+    enum class Kind : uint8_t { Uninit, Scalar, Ctx, Packet, PacketEnd, Stack, XdpBuff, Map, MapValue, Func };
     // Trace: where the linear data seems to be in kernel memory, so that
     // bpf_probe_read_kernel() of anything else is caught.
     static constexpr uint64_t kKernelData = 0xffff888012340000;
@@ -100,7 +108,10 @@ private:
         uint32_t origin = 0; // packet pointers: which derivation they belong to
         int64_t delta = 0;   // packet pointers: constant added since that derivation
     };
-    static constexpr int kStackSize = 512;
+    // Frames of 512 bytes: the filter's at r10 = 0, a callback's below it.
+    static constexpr int kFrameSize = 512;
+    static constexpr int kFrames = 2;
+    static constexpr int kStackSize = kFrameSize * kFrames;
 
     [[noreturn]] void fail(size_t pc, const std::string& what) const
     {
@@ -197,6 +208,8 @@ private:
         case Kind::Stack: {
             const int64_t addr = static_cast<int64_t>(base.v) + i.off;
             check_stack(addr, size, pc);
+            if (spilled_overlap(addr, size))
+                fail(pc, "reads part of a spilled pointer as a number");
             for (unsigned b = 0; b < size; ++b)
                 if (!stack_init_[kStackSize + addr + b])
                     fail(pc, "reads uninitialised stack at r10" + std::to_string(addr + b));
@@ -239,6 +252,40 @@ private:
         return {Kind::MapValue, 0, 0, 0};
     }
 
+    bool spilled_overlap(int64_t addr, unsigned size) const
+    {
+        for (const auto& [at, value] : spills_)
+            if (at < addr + size && addr < at + 8)
+                return true;
+        return false;
+    }
+
+    // A pointer written to the stack whole, as the verifier tracks it.
+    void spill(const bpf_insn& i, const Value& value, size_t pc)
+    {
+        const Value& base = read(i.dst_reg, pc);
+        const int64_t addr = static_cast<int64_t>(base.v) + i.off;
+        if (base.kind != Kind::Stack || BPF_SIZE(i.code) != BPF_DW || addr % 8 != 0)
+            fail(pc, "spills a pointer other than whole to an aligned stack slot");
+        check_stack(addr, 8, pc);
+        std::erase_if(spills_, [&](const auto& s) { return s.first < addr + 8 && addr < s.first + 8; });
+        spills_.emplace_back(addr, value);
+        for (unsigned b = 0; b < 8; ++b)
+            stack_init_[kStackSize + addr + b] = true;
+    }
+
+    Value fill(const Value& base, const bpf_insn& i, size_t pc)
+    {
+        const int64_t addr = static_cast<int64_t>(base.v) + i.off;
+        for (const auto& [at, value] : spills_)
+            if (at == addr) {
+                if (BPF_SIZE(i.code) != BPF_DW)
+                    fail(pc, "reads part of a spilled pointer");
+                return value;
+            }
+        return number(load(i, pc));
+    }
+
     void store(const bpf_insn& i, uint64_t value, size_t pc)
     {
         const Value& base = read(i.dst_reg, pc);
@@ -247,6 +294,7 @@ private:
         const unsigned size = size_bytes(BPF_SIZE(i.code));
         const int64_t addr = static_cast<int64_t>(base.v) + i.off;
         check_stack(addr, size, pc);
+        std::erase_if(spills_, [&](const auto& s) { return s.first < addr + size && addr < s.first + 8; });
         put(stack_.data() + kStackSize + addr, value, size);
         for (unsigned b = 0; b < size; ++b)
             stack_init_[kStackSize + addr + b] = true;
@@ -277,9 +325,52 @@ private:
         return 0;
     }
 
+    // bpf_loop(r1 = turns, r2 = callback, r3 = its context, r4 = flags 0):
+    // the callback in a frame below the caller's, r6-r9 kept for the caller.
+    void loop(size_t pc)
+    {
+        const uint64_t turns = scalar(1, pc);
+        const Value callback = read(2, pc);
+        const Value context = read(3, pc);
+        if (callback.kind != Kind::Func || context.kind != Kind::Stack || scalar(4, pc) != 0)
+            fail(pc, "bpf_loop arguments are not (turns, callback, stack context, 0)");
+        if (turns > (1u << 23))
+            fail(pc, "bpf_loop turns beyond the kernel's limit");
+        if (++depth_ >= kFrames)
+            fail(pc, "bpf_loop nested deeper than the interpreter's frames");
+        const auto frame_top = -static_cast<int64_t>(depth_) * kFrameSize;
+        const std::array<Value, 11> caller = regs_;
+        uint64_t done = 0;
+        while (done < turns) {
+            regs_ = {};
+            regs_[1] = number(done);
+            regs_[2] = context;
+            regs_[10] = {Kind::Stack, static_cast<uint64_t>(frame_top), 0, 0};
+            std::fill(stack_init_.begin() + kStackSize + frame_top - kFrameSize,
+                      stack_init_.begin() + kStackSize + frame_top, false);
+            std::erase_if(spills_, [&](const auto& s) { return s.first < frame_top; });
+            const uint32_t stop = run_from(static_cast<size_t>(callback.v));
+            ++done;
+            ++loop_turns_;
+            if (stop > 1)
+                fail(pc, "bpf_loop callback returned " + std::to_string(stop) + ", not 0 or 1");
+            if (stop == 1)
+                break;
+        }
+        --depth_;
+        regs_ = caller;
+        for (unsigned r = 1; r <= 5; ++r)
+            regs_[r] = {};
+        regs_[0] = number(done);
+    }
+
     void helper(int32_t id, size_t pc)
     {
         ++helper_calls_;
+        if (id == BPF_FUNC_loop) {
+            loop(pc);
+            return;
+        }
         if (id == BPF_FUNC_map_lookup_elem) {
             const Value found = map_lookup(pc);
             for (unsigned r = 1; r <= 5; ++r)
@@ -522,8 +613,17 @@ private:
             return next;
         }
         case BPF_LD: {
-            // Only a map reference, two instructions long.
-            if (i.code != (BPF_LD | BPF_DW | BPF_IMM) || i.src_reg != BPF_PSEUDO_MAP_FD || pc + 1 >= program_.size())
+            // A map or a callback reference, two instructions long.
+            if (i.code != (BPF_LD | BPF_DW | BPF_IMM) || pc + 1 >= program_.size())
+                fail(pc, "unexpected 64-bit load");
+            if (i.src_reg == BPF_PSEUDO_FUNC) {
+                const int64_t at = next + i.imm;
+                if (at <= 0 || static_cast<size_t>(at) >= program_.size())
+                    fail(pc, "callback reference outside the program");
+                write(i.dst_reg, {Kind::Func, static_cast<uint64_t>(at), 0, 0}, pc);
+                return next + 1;
+            }
+            if (i.src_reg != BPF_PSEUDO_MAP_FD)
                 fail(pc, "unexpected 64-bit load");
             write(i.dst_reg, {Kind::Map, static_cast<uint64_t>(static_cast<uint32_t>(i.imm)), 0, 0}, pc);
             return next + 1;
@@ -542,13 +642,17 @@ private:
                 write(i.dst_reg, ctx_field(i.off, pc), pc);
                 return next;
             }
-            write(i.dst_reg, number(load(i, pc)), pc);
+            write(i.dst_reg, base.kind == Kind::Stack ? fill(base, i, pc) : number(load(i, pc)), pc);
             return next;
         }
         case BPF_ST:
         case BPF_STX:
             if (BPF_MODE(i.code) != BPF_MEM)
                 fail(pc, "unknown store mode");
+            if (cls == BPF_STX && read(i.src_reg, pc).kind != Kind::Scalar) {
+                spill(i, read(i.src_reg, pc), pc);
+                return next;
+            }
             store(i, cls == BPF_STX ? scalar(i.src_reg, pc) : static_cast<uint64_t>(int64_t{i.imm}), pc);
             return next;
         case BPF_JMP:
@@ -610,6 +714,10 @@ private:
     std::vector<int64_t> proven_;
     uint32_t next_origin_ = 1;
     size_t helper_calls_ = 0;
+    size_t loop_turns_ = 0;
+    size_t steps_ = 0;
+    int depth_ = 0;
+    std::vector<std::pair<int64_t, Value>> spills_; // stack address, pointer
     xdpcap_rx_meta rx_meta_{};
 };
 

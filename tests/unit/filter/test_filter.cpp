@@ -21,6 +21,7 @@
 #include "filter/disasm.hpp"
 #include "filter/ebpf_insn.hpp"
 #include "filter/translate.hpp"
+#include "kernel/program_btf.hpp"
 
 using namespace xdpcap;
 
@@ -550,6 +551,8 @@ std::vector<NamedFrame> chain_frames()
         {"v6_in_v6_udp", ether(0x86dd, ipv6(kIpv6, a6, b6, ipv6(kUdp, b6, a6, u)))},
         {"v6_gre", ether(0x86dd, ipv6(kDstOpts, a6, b6, cat({ext6(kGre), pattern(16)})))},
         {"v6_dst_16_udp", ether(0x86dd, ipv6(kDstOpts, a6, b6, dst_chain(16, u)))},
+        {"v6_dst_100_udp", ether(0x86dd, ipv6(kDstOpts, a6, b6, dst_chain(100, u)))},
+        {"v6_dst_300_tcp", ether(0x86dd, ipv6(kDstOpts, a6, b6, dst_chain(300, t)))},
         {"v6_hbh_past_end", cut(ether(0x86dd, ipv6(kHopByHop, a6, b6, cat({ext6(kUdp, 8), u}))), 14 + 40 + 20)},
         {"v6_hbh_cut_in_header", cut(ether(0x86dd, ipv6(kHopByHop, a6, b6, cat({ext6(kUdp), u}))), 14 + 40 + 1)},
         {"v4_ah_tcp", ether(0x0800, ipv4(kAh, a4, b4, cat({ah(kTcp), t})))},
@@ -614,40 +617,76 @@ TEST(FilterProtochain, AgreesWithLibpcapWithinTheBound)
     EXPECT_GT(kept, 100u);
 }
 
-TEST(FilterProtochain, LongerChainsAreRejected)
+// The chain is followed as far as the frame goes: 100 headers (libpcap's
+// own ipv6_ext_headers case is of this kind) and 5000 (a 40 KB frame).
+TEST(FilterProtochain, LongChainsAreFollowed)
 {
     const Bytes u = udp(1000, 2000, pattern(16));
-    const Bytes at_bound = ether(0x86dd, ipv6(kDstOpts, "2001:db8::1", "2001:db8::2", dst_chain(kProtochainMaxHeaders, u)));
-    const Bytes past_bound =
-        ether(0x86dd, ipv6(kDstOpts, "2001:db8::1", "2001:db8::2", dst_chain(kProtochainMaxHeaders + 1, u)));
-    for (const char* expr : {"ip6 protochain 17", "not ip6 protochain 17", "ip6 protochain 6", "protochain 17"}) {
-        const ClassicProgram classic = compile_filter(expr);
-        for (const auto& target : {kXdpMulti, kTcEgress}) {
-            const auto program = translate_filter(classic.instructions(), target);
-            const test::HookContext context{.hook = target.hook};
-            EXPECT_EQ(test::run_ebpf(program, at_bound, {}, context) != 0, classic.run(at_bound) != 0) << expr;
-            // libpcap would walk on; the translation gives up and rejects.
-            EXPECT_EQ(test::run_ebpf(program, past_bound, {}, context), 0u) << expr;
+    for (const int headers : {17, 100, 5000}) {
+        const Bytes frame = ether(0x86dd, ipv6(kDstOpts, "2001:db8::1", "2001:db8::2", dst_chain(headers, u)));
+        for (const char* expr : {"ip6 protochain 17", "not ip6 protochain 17", "ip6 protochain 6", "protochain 17"}) {
+            const ClassicProgram classic = compile_filter(expr);
+            for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
+                const auto program = translate_filter(classic.instructions(), target);
+                test::EbpfInterp run(program, frame, {}, test::HookContext{.hook = target.hook});
+                EXPECT_EQ(run.run() != 0, classic.run(frame) != 0) << expr << " over " << headers << " headers";
+                EXPECT_GE(run.loop_turns(), static_cast<size_t>(headers)) << expr << ": one turn per header";
+            }
         }
+        EXPECT_NE(compile_filter("ip6 protochain 17").run(frame), 0u);
     }
-    EXPECT_NE(compile_filter("ip6 protochain 17").run(past_bound), 0u);
+}
+
+TEST(FilterProtochain, EndlessLoopsRunOutOfTurns)
+{
     // libpcap 1.10.3 steps over AH with X = (length + 2) * 4, not X += ...:
     // when that lands on the same AH again (here a 24-byte IPv4 header and a
     // 24-byte AH) its interpreter never returns. The translation runs the
-    // same code and stops at the bound.
+    // same code until bpf_loop() runs out of turns, and rejects.
+    const Bytes u = udp(1000, 2000, pattern(16));
     const Bytes ah_loop = ether(0x0800, ipv4(kAh, "198.18.0.1", "198.18.0.2", cat({ah(kAh), ah(kUdp), u}), {.option_words = 1}));
     for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
         const test::HookContext context{.hook = target.hook};
         for (const char* expr : {"ip protochain 17", "not ip protochain 17"}) {
             const auto program = translate_filter(compile_filter(expr).instructions(), target);
-            EXPECT_EQ(test::run_ebpf(program, ah_loop, {}, context), 0u) << expr;
+            test::EbpfInterp run(program, ah_loop, {}, context);
+            EXPECT_EQ(run.run(), 0u) << expr;
+            EXPECT_EQ(run.loop_turns(), 1u << 16) << expr;
         }
     }
-    // A hand-written loop that never ends is cut off by the bound too.
+    // A hand-written loop that never ends, likewise.
     const std::vector<sock_filter> spin = {BPF_STMT(BPF_LD | BPF_IMM, 1), BPF_STMT(BPF_JMP | BPF_JA, 0xffffffff)};
     EXPECT_EQ(test::run_ebpf(translate_filter(spin, kXdpMulti), pattern(64)), 0u);
     const std::vector<sock_filter> before_start = {BPF_STMT(BPF_JMP | BPF_JA, 0xfffffffe), BPF_STMT(BPF_RET | BPF_K, 1)};
     EXPECT_THROW(translate_filter(before_start, kXdpMulti), Error);
+}
+
+// A loop entered in its middle cannot be a callback (libpcap emits none):
+// it is counted, and rejects the packet after kProtochainMaxHeaders turns.
+TEST(FilterProtochain, LoopEnteredInTheMiddleIsCounted)
+{
+    const auto loop = [](uint32_t limit) {
+        return std::vector<sock_filter>{
+            BPF_STMT(BPF_LD | BPF_IMM, 0),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0), // into the middle
+            BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 1),       // the head
+            BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 1),
+            BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, limit, 1, 0),
+            BPF_STMT(BPF_JMP | BPF_JA, static_cast<uint32_t>(-4)),
+            BPF_STMT(BPF_RET | BPF_A, 0),
+        };
+    };
+    // Two per turn from 1: past 20 after 10 turns, past 40 after 20.
+    for (const auto& target : {kXdpMulti, kTcEgress}) {
+        const test::HookContext context{.hook = target.hook};
+        const auto within = translate_filter(loop(20), target);
+        const auto beyond = translate_filter(loop(40), target);
+        EXPECT_EQ(test::run_ebpf(within, pattern(64), {}, context), 21u);
+        EXPECT_EQ(test::run_ebpf(beyond, pattern(64), {}, context), 0u);
+        EXPECT_EQ(std::count_if(within.begin(), within.end(),
+                                [](const bpf_insn& i) { return i.code == (BPF_JMP | BPF_CALL) && i.imm == BPF_FUNC_loop; }),
+                  0);
+    }
 }
 
 TEST(Filter, UnknownOpcodeIsNamed)
@@ -1048,6 +1087,8 @@ public:
         opts.log_buf = log_.data();
         if (!xdp_)
             opts.expected_attach_type = static_cast<bpf_attach_type>(0);
+        const ProgramBtf btf(prog);
+        btf.apply(opts);
         fd_ = bpf_prog_load(xdp_ ? BPF_PROG_TYPE_XDP : BPF_PROG_TYPE_SCHED_CLS, "filter_test", "GPL", prog.data(),
                             prog.size(), &opts);
         log_.resize(std::strlen(log_.c_str()));
@@ -1205,17 +1246,13 @@ TEST(FilterNetmask, FromTheInterface)
     EXPECT_NE(compile_filter("ip broadcast", interface_netmask("lo")).instructions().size(), 0u);
 }
 
-// The counted loops of `protochain` must pass the verifier (bounded loops,
-// kernel >= 5.3) and run as libpcap's interpreter does; past the bound the
-// kernel rejects too.
+// The bpf_loop() callbacks of `protochain` must pass the verifier and run as
+// libpcap's interpreter does, long chains included.
 TEST(FilterKernel, ProtochainLoops)
 {
     if (geteuid() != 0)
         GTEST_SKIP() << "needs root to load BPF programs";
     const auto frames = chain_frames();
-    const Bytes u = udp(1000, 2000, pattern(16));
-    const Bytes past_bound =
-        ether(0x86dd, ipv6(kDstOpts, "2001:db8::1", "2001:db8::2", dst_chain(kProtochainMaxHeaders + 1, u)));
     size_t ran = 0;
     for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
         for (const std::string& expr : protochain_expressions()) {
@@ -1235,12 +1272,6 @@ TEST(FilterKernel, ProtochainLoops)
                 EXPECT_EQ(got != 0, classic.run(frame.bytes) != 0)
                     << "'" << expr << "' at " << hook_label(target) << " on " << frame.name;
                 ++ran;
-            }
-            // Past the bound: the kernel does what the interpreter does.
-            const int want = test::run_ebpf(program, past_bound, {}, test::HookContext{.hook = target.hook}) != 0;
-            EXPECT_EQ(prog.run(past_bound), want) << expr << " at " << hook_label(target);
-            if (expr == "ip6 protochain 17") {
-                EXPECT_EQ(want, 0) << "past the bound the packet is rejected";
             }
         }
     }
@@ -1371,4 +1402,12 @@ TEST(FilterWireView, LoadsAroundTheTag)
     untagged.vlan_present = false;
     EXPECT_EQ(test::run_ebpf(translate_filter(len, target), frame, {}, untagged), frame.size());
     }
+}
+
+TEST(FilterDisasm, CallbackReferenceAndLoopAreNamed)
+{
+    const std::string text = dump_ebpf(translate_filter(compile_filter("ip6 protochain 17").instructions(), kXdpMulti));
+    EXPECT_EQ(text.find("unknown"), std::string::npos) << text;
+    EXPECT_NE(text.find(" = callback +"), std::string::npos) << text;
+    EXPECT_NE(text.find("call bpf_loop#181"), std::string::npos) << text;
 }

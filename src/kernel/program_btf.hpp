@@ -1,0 +1,35 @@
+// Program BTF for instructions built at run time. The kernel accepts a
+// callback passed by reference (bpf_loop(), BPF_PSEUDO_FUNC) only when the
+// program's func_info names every subprogram as a static function.
+#pragma once
+
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "unique_fd.hpp"
+
+namespace xdpcap {
+
+// Where each subprogram starts: 0, then every target of a bpf-to-bpf call
+// or a callback reference, in order.
+std::vector<uint32_t> subprogram_starts(std::span<const bpf_insn> prog);
+
+class ProgramBtf {
+public:
+    // Loads the BTF when `prog` references a callback; otherwise nothing is
+    // needed and apply() leaves the options as they are. Raises Error.
+    explicit ProgramBtf(std::span<const bpf_insn> prog);
+
+    // Points `opts` at the BTF and func_info; both must outlive the load.
+    void apply(bpf_prog_load_opts& opts) const;
+
+private:
+    UniqueFd fd_;
+    std::vector<bpf_func_info> func_info_;
+};
+
+} // namespace xdpcap
