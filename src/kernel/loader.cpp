@@ -227,6 +227,12 @@ UniqueFd load_filter_front(bpf_prog_type type, const char* name, const std::vect
     const int fd = bpf_prog_load(type, name, "GPL", prog.data(), prog.size(), &opts);
     if (fd < 0) {
         const int err = errno;
+        const bool loops = std::any_of(prog.begin(), prog.end(), [](const bpf_insn& i) {
+            return i.code == (BPF_JMP | BPF_CALL) && i.src_reg == 0 && i.imm == BPF_FUNC_loop;
+        });
+        if (loops && libbpf_probe_bpf_helper(type, BPF_FUNC_loop, nullptr) == 0)
+            throw Error("'protochain' needs the kernel's bpf_loop helper (Linux 5.17 and later), which this "
+                        "kernel lacks");
         log.resize(std::strlen(log.c_str()));
         const std::string reason = verifier_reason(log);
         throw Error("the kernel refused the filter program: " + errno_text(err) +
