@@ -52,7 +52,8 @@ _xdpcap()
             return
             ;;
         -z | --postrotate-command)
-            COMPREPLY=($(compgen -c -- "$cur"))
+            # A command in two PATH directories (/bin and /usr/bin) once.
+            COMPREPLY=($(compgen -c -- "$cur" | LC_ALL=C sort -u))
             return
             ;;
         -s | --snapshot-length | -c | --count | --ring-pages | -B | --buffer-size | --sample | \

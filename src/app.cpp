@@ -39,18 +39,23 @@ uint32_t wakeup_bytes_for(size_t ring_bytes)
     return static_cast<uint32_t>(ring_bytes / 4);
 }
 
+// One record of the snapshot length must fit (perf keeps a byte free, so
+// less than the whole ring): tcpdump's -B 100 works with its default
+// snapshot length, and here too. A ring that holds one record and not two
+// drops more under bursts, and counts every such drop.
 bool ring_fits_records(uint32_t pages, uint32_t snaplen)
 {
-    return ring_bytes(pages) >= 2 * record_size_for(snaplen);
+    return ring_bytes(pages) > record_size_for(snaplen);
 }
 
 void check_ring_fits_records(const Config& config)
 {
     if (config.ring_pages && !ring_fits_records(*config.ring_pages, config.snaplen))
         throw Error((config.ring_option.empty() ? "--ring-pages" : config.ring_option) + " (" +
-                    std::to_string(*config.ring_pages) + " pages per CPU) is too small for snapshot length " +
-                    std::to_string(config.snaplen) + ": each ring must hold at least two " +
-                    std::to_string(record_size_for(config.snaplen)) + "-byte records");
+                    std::to_string(*config.ring_pages) + (*config.ring_pages == 1 ? " page" : " pages") +
+                    " per CPU) is too small for snapshot length " + std::to_string(config.snaplen) +
+                    ": each ring must hold a " + std::to_string(record_size_for(config.snaplen)) +
+                    "-byte record (a smaller -s fits)");
 }
 
 // The size asked for, or the default; a default the locked-memory limit
@@ -331,7 +336,8 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     return trace_targets(attached.front(), config.trace_program);
 }
 
-// As tcpdump -F: the whole file is the expression; line breaks are spaces.
+// As tcpdump -F: the whole file is the expression; line breaks are spaces
+// and '#' starts a comment that runs to the end of its line.
 // A filter is short: a file larger than this is a mistake (or /dev/zero).
 constexpr size_t kMaxFilterFileBytes = 1 << 20;
 
@@ -355,8 +361,13 @@ std::string read_filter_file(const std::string& path)
                         " MiB; a filter expression is not");
         expression.append(chunk, static_cast<size_t>(n));
     }
+    bool comment = false;
     for (char& c : expression) {
-        if (c == '\n' || c == '\r' || c == '\t')
+        if (c == '#')
+            comment = true;
+        else if (c == '\n')
+            comment = false;
+        if (comment || c == '\n' || c == '\r' || c == '\t')
             c = ' ';
     }
     return expression;

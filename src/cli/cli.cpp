@@ -373,7 +373,9 @@ text::TextOptions parse_text_options(const cxxopts::ParseResult& result)
     text.decode.hex = level("x");
     text.decode.hex_ascii = level("X");
     text.decode.ascii = level("A");
-    text.time = text::time_format_for(static_cast<unsigned>(std::min<size_t>(result.count("t"), 5)));
+    if (result.count("t") > 5)
+        throw Error("only -t, -tt, -ttt, -tttt and -ttttt are supported");
+    text.time = text::time_format_for(static_cast<unsigned>(result.count("t")));
     text.number = result.count("number") > 0;
     text.line_buffered = result.count("l") > 0;
     if (result.count("time-stamp-precision")) {

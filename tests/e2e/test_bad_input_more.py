@@ -13,8 +13,9 @@ nothing attached to cap0, no output file left behind.  Cases:
   * interface names the kernel cannot have: 16 and 20 characters (the limit is
     15), containing '/', ':' or a space, and the empty name;
   * --ring-pages 1 with the default snapshot length -> the message says the
-    ring is too small; while `-s 64 --ring-pages 1` (4 KiB rings hold two
-    records) is accepted and captures (positive control);
+    ring is too small, and says "1 page"; while `-s 64 --ring-pages 1` (4 KiB
+    rings hold a record) and the man page's `-B 100` are accepted and capture
+    (positive controls);
   * as user nobody with only CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON (no
     CAP_IPC_LOCK) and a 4 MiB locked-memory limit (capsh, ulimit -l): an
     explicit --ring-pages 4096 (16 MiB per CPU) fails with a message about the
@@ -116,9 +117,11 @@ def test(binary):
                              xd("-i", "cap0", "--ring-pages", "1", "-w", out),
                              msg_re=r"too small", absent=out)
         N.expect("ring" in line.lower(), "the message is about the ring size", line)
-        check_failure(lab, "-s 4000 --ring-pages 1 (two 4 KiB records do not fit)",
-                      xd("-i", "cap0", "-s", "4000", "--ring-pages", "1", "-w", out),
-                      msg_re=r"too small", absent=out)
+        check_failure(lab, "-s 4096 --ring-pages 1 (a 4 KiB record does not fit)",
+                      xd("-i", "cap0", "-s", "4096", "--ring-pages", "1", "-w", out),
+                      msg_re=r"too small.*record", absent=out)
+        check_failure(lab, "--ring-pages 1 says '1 page'", xd("-i", "cap0", "--ring-pages", "1", "-w", out),
+                      msg_re=r"\(1 page per CPU\)", absent=out)
 
         # --- positive control: a small snaplen fits a 4 KiB ring
         N.log("  --    positive control: -s 64 --ring-pages 1")
@@ -135,6 +138,19 @@ def test(binary):
         N.expect(st is not None and st["captured"] == len(frames),
                  f"-s 64 --ring-pages 1: {len(frames)} packets captured",
                  st["lines"] if st else x.stderr)
+        lab.assert_clean()
+
+        # --- the man page's example: -B 100 (16 pages of 4 KiB) with the
+        # default snapshot length holds a whole record, as tcpdump's -B 100 works
+        N.log("  --    -B 100 with the default snapshot length")
+        x = lab.xdpcap(binary, ["-B", "100", "-w", ok_out])
+        x.wait_listening()
+        lab.send(corpus, N.cpus()[0], gap_us=500)
+        time.sleep(0.3)
+        rc = x.stop(signal.SIGINT)
+        st = N.final_stats(x.err_lines)
+        N.expect(rc == 0 and st is not None and st["captured"] == len(frames),
+                 f"-B 100: accepted, {len(frames)} packets captured, exits 0", f"{rc}: {x.stderr}")
         lab.assert_clean()
 
         # --- the locked-memory limit: explicit size refused, default shrinks

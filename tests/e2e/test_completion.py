@@ -93,6 +93,9 @@ def test(binary):
         for number in ("-B", "--buffer-size", "--sample"):
             got = complete(lab, bash_file, ["xdpcap", number, ""], cwd=tmp)
             N.expect(got == [], f"bash: a number ({number}) gets no candidates", got)
+        got = complete(lab, bash_file, ["xdpcap", "-z", "gz"])
+        N.expect("gzip" in got and len(got) == len(set(got)),
+                 "bash: '-z gz<TAB>' offers gzip, each command once", got)
         got = complete(lab, bash_file, ["xdpcap", "-Z", "nobod"])
         N.expect(got == ["nobody"], "bash: '-Z nobod<TAB>' offers the user nobody", got)
 

@@ -86,7 +86,9 @@ BROADCAST_ADDR = "198.18.0.1/15"
 BROADCAST_REF = "ip and (ip[16:4] & 0x1ffff = 0 or ip[16:4] & 0x1ffff = 0x1ffff)"
 
 # -F: a file with line breaks (and a tab) inside the expression.
-FILTER_FILE_TEXT = "udp port 53\n  or (tcp\n\tand port 443)\nor vlan 200\n"
+# With tcpdump's '#' comments, which run to the end of their line.
+FILTER_FILE_TEXT = "# DNS, HTTPS and VLAN 200\nudp port 53  # resolver\n  or (tcp\n\tand port 443)\nor vlan 200#tagged\n"
+FILTER_FILE_EXPR = "udp port 53 or (tcp and port 443) or vlan 200"
 
 JUMBO = 9014
 JUMBO_EXPR = "ip[5000] == 0xab"
@@ -399,7 +401,7 @@ def test(binary):
             with open(ffile, "w") as f:
                 f.write(FILTER_FILE_TEXT)
             run_case(lab, binary, caps, sent_path, sent, f"-F {FILTER_FILE_TEXT!r}",
-                     ["-F", ffile], ["-F", ffile], FILTER_FILE_TEXT, normalize=True)
+                     ["-F", ffile], ["-F", ffile], FILTER_FILE_EXPR, normalize=True)
             for expr, ref in DIRECTION_CASES:
                 run_case(lab, binary, caps, sent_path, sent, repr(expr), [expr],
                          [ref] if ref else [], expr)

@@ -338,6 +338,9 @@ TEST(Cli, TextViewOptions)
     for (int i = 0; i < 5; ++i)
         EXPECT_EQ(parse_config({"-i", "e", spellings[i]}).text.time, formats[i]) << spellings[i];
     EXPECT_EQ(parse_config({"-i", "e", "-t", "-t", "-t"}).text.time, text::TimeFormat::Delta);
+    // As tcpdump: six or more are refused, not taken as five.
+    EXPECT_EQ(error_of({"-i", "e", "-tttttt"}), "only -t, -tt, -ttt, -tttt and -ttttt are supported");
+    EXPECT_EQ(error_of({"-i", "e", "-ttt", "-ttt"}), "only -t, -tt, -ttt, -tttt and -ttttt are supported");
     EXPECT_TRUE(parse_config({"-i", "e", "--time-stamp-precision", "nano"}).text.nanoseconds);
     EXPECT_TRUE(parse_config({"-i", "e", "--time-stamp-precision=nano"}).text.nanoseconds);
     EXPECT_FALSE(parse_config({"-i", "e", "--time-stamp-precision=micro"}).text.nanoseconds);
