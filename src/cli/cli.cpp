@@ -266,7 +266,7 @@ std::string without_trailing_spaces(const std::string& text)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-#AdDehlnpqUvxX] [-t...] [--version] -i IFACE [-i IFACE]... [-w FILE|-]\n"
+    options.custom_help("[-#AdDehlnpqSUvxX] [-t...] [--version] -i IFACE [-i IFACE]... [-w FILE|-]\n"
                         "         [--print] [-s SNAPLEN] [-c COUNT] [-C SIZE] [-G SECONDS] [-W COUNT]\n"
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
                         "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE]\n"
@@ -308,6 +308,7 @@ cxxopts::Options make_options()
         ("time-stamp-precision", "Print timestamps in micro (the default) or nano seconds",
              cxxopts::value<std::string>(), "PREC")
         ("number", "Print each packet's number first (also -#)")
+        ("S", "Print absolute TCP sequence numbers, not relative to the connection's first (as tcpdump -S)")
         ("n", "Print addresses and ports as numbers (always so: accepted as tcpdump's -n and -nn)")
         ("l", "Line-buffered output: write each packet line as soon as it is made")
         ("print", "Print packet lines on standard output also while writing -w FILE")
@@ -378,6 +379,7 @@ text::TextOptions parse_text_options(const cxxopts::ParseResult& result)
     text.time = text::time_format_for(static_cast<unsigned>(result.count("t")));
     text.number = result.count("number") > 0;
     text.line_buffered = result.count("l") > 0;
+    text.absolute_sequence = result.count("S") > 0;
     if (result.count("time-stamp-precision")) {
         const std::string precision = result["time-stamp-precision"].as<std::string>();
         if (precision == "nano")

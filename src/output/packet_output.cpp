@@ -19,6 +19,10 @@ PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::
     // never reallocated per packet.
     if (format_ == Format::Text)
         line_owners_.reserve(Sink::kDefaultBufferSize / 8);
+    if ((format_ == Format::Text || print_) && !text.absolute_sequence) {
+        tcp_flows_ = std::make_unique<text::TcpFlows>();
+        text_.decode.tcp_flows = tcp_flows_.get();
+    }
 }
 
 void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs)

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "output/rotation.hpp"
 #include "output/sink.hpp"
 #include "text/options.hpp"
+#include "text/tcp_flows.hpp"
 
 namespace xdpcap {
 
@@ -144,6 +146,8 @@ private:
     std::vector<std::string> interface_names_;
     std::vector<uint8_t> rx_hash_algorithms_;
     text::TextOptions text_;
+    // Relative TCP sequence numbers (not with -S); text_.decode points here.
+    std::unique_ptr<text::TcpFlows> tcp_flows_;
     text::TimestampPrinter timestamps_;
     std::optional<Sink> print_;
     std::string print_failure_;

@@ -1,5 +1,6 @@
-// One packet as tcpdump-style text: a pure function over the captured bytes,
-// their original length and the options, writing into the caller's buffer.
+// One packet as tcpdump-style text: a function of the captured bytes, their
+// original length, the options and the TCP connections seen before (for
+// relative sequence numbers), writing into the caller's buffer.
 // Addresses and ports are always numeric; nothing past `caplen` is read;
 // where the capture ends before a header does, "[|proto]" says so.
 #pragma once
@@ -11,6 +12,8 @@
 
 namespace xdpcap::text {
 
+class TcpFlows;
+
 struct DecodeOptions {
     bool quick = false;      // -q: less protocol detail
     bool link_header = false; // -e: MAC addresses, ethertype and frame length
@@ -18,6 +21,9 @@ struct DecodeOptions {
     uint8_t hex = 0;
     uint8_t hex_ascii = 0;
     uint8_t ascii = 0;
+    // The connections seen, for relative TCP sequence numbers (tcpdump's
+    // default); nullptr: absolute ones (-S). The decode updates it.
+    TcpFlows* tcp_flows = nullptr;
 };
 
 // Most bytes decode_frame() writes (the dump not included).

@@ -13,6 +13,7 @@ struct TextOptions {
     bool nanoseconds = false; // --time-stamp-precision=nano
     bool number = false;      // -#: the packet's number first
     bool line_buffered = false; // -l: each line written as soon as it is made
+    bool absolute_sequence = false; // -S: TCP sequence numbers as they are
 };
 
 } // namespace xdpcap::text

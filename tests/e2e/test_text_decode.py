@@ -9,7 +9,7 @@ solicitation, IPv6 extension headers, 802.1ad and an unknown ethertype) are
 sent over the veth pair, and:
 
 - plain text mode (with tcpdump's habitual -n): one line per frame, in order; for each, the fields tcpdump
-  -n -S -r prints of the same frame (addresses, ports, TCP flags, seq, ack,
+  -n -r prints of the same frame (addresses, ports, TCP flags, seq, ack,
   win, lengths, ARP who-has/tell/is-at, ICMP type, id, seq) are the same;
 - -e -XX -# with -w FILE --print: pcapng in FILE and the lines on stdout,
   numbered 1..N; the link-level fields match tcpdump -e and the hex+ASCII
@@ -94,7 +94,7 @@ def our_decode(line):
 
 
 def tcpdump_lines(path, flags):
-    cp = N.run(["tcpdump", "-n", "-S", "-r", path] + flags)
+    cp = N.run(["tcpdump", "-n", "-r", path] + flags)
     return cp.stdout
 
 

@@ -3,6 +3,8 @@
 // short at every length, and the dump and timestamp formats.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cstdlib>
 #include <ctime>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "text/decode.hpp"
+#include "text/tcp_flows.hpp"
 #include "text/timestamp.hpp"
 
 namespace {
@@ -47,6 +50,29 @@ struct Golden {
 };
 
 const Golden kGoldens[] = {
+    // TCP options and malformed headers: tcpdump 4.99.3 -n -S's lines of the same frames.
+    {"TcpSynOptions", "02000000710202000000710108004500003c471140004006d982c6124701c6124702a410138a0000138800000000a002faf000000000020405b40402080a7422c7ce0000000001030307",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [S], seq 5000, win 64240, options [mss 1460,sackOK,TS val 1948436430 ecr 0,nop,wscale 7], length 0"},
+    {"TcpSynAckOptions", "02000000710202000000710108004500003c471140004006d982c6124702c6124701138aa4100000232800001389a012faf000000000020405b40402080a7422c7ce0000000001030307",
+     false, false, "IP 198.18.71.2.5002 > 198.18.71.1.42000: Flags [S.], seq 9000, ack 5001, win 64240, options [mss 1460,sackOK,TS val 1948436430 ecr 0,nop,wscale 7], length 0"},
+    {"TcpMd5", "02000000710202000000710108004500003c471140004006d982c6124701c6124702a410138a0000138d00002329a01001f6000000001312000102030405060708090a0b0c0d0e0f0101",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [.], ack 9001, win 502, options [md5 shared secret not supplied with -M, can't check - 000102030405060708090a0b0c0d0e0f,nop,nop], length 0"},
+    {"TcpAo", "02000000710202000000710108004500003e471140004006d980c6124701c6124702a410138a0000138f00002329a01001f6000000001d0401021d1003040a0b0c0d0e0f1011121314150000",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [.], seq 5007:5009, ack 9001, win 502, options [tcp-ao keyid 1 rnextkeyid 2,tcp-ao keyid 3 rnextkeyid 4 mac 0x0a0b0c0d0e0f101112131415], length 2"},
+    {"TcpFastOpen", "020000007102020000007101080045000036471140004006d988c6124701c6124702a410138a0000139100002329801001f6000000002202220a01020304050607080000",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [.], seq 5009:5011, ack 9001, win 502, options [tfo  cookiereq,tfo  cookie 0102030405060708], length 2"},
+    {"TcpExpBad", "02000000710202000000710108004500002e471140004006d990c6124701c6124702a410138a0000139400002329601001f600000000fe0612340000",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [.], seq 5012:5014, ack 9001, win 502, options [[bad opt]"},
+    {"TcpUnknown", "020000007102020000007101080045000032471140004006d98cc6124701c6124702a410138a0000139600002329701001f6000000006305deadbe6402000000",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [.], seq 5014:5016, ack 9001, win 502, options [unknown-99 0xdeadbe,unknown-100,eol], length 2"},
+    {"TcpLenMismatch", "020000007102020000007101080045000030471140004006d98ec6124701c6124702a410138a0000139700002329701001f600000000020505b400000000",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [.], ack 9001, win 502, options [mss 1460[len 5],eol], length 0"},
+    {"TcpBadOptLength", "02000000710202000000710108004500002c471140004006d992c6124701c6124702a410138a0000139900002329601001f60000000002010000",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [.], ack 9001, win 502, options [[bad opt]"},
+    {"TcpHeaderTooShort", "020000007102020000007101080045000028471140004006d996c6124701c6124702a410138a00001450000023294010faf000000000",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002:  tcp 4 [bad hdr length 16 - too short, < 20]"},
+    {"TcpHeaderTooLong", "020000007102020000007101080045000028471140004006d996c6124701c6124702a410138a0000145100002329f010faf000000000",
+     false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [.] [bad hdr length 60 - too long, > 20]"},
     // TCP SYN
     {"TcpSyn", "020000000002020000000001080045000028000100004006eea7c6120001c612000204d20050000003e8000000005002faf01fc00000",
      false, false, "IP 198.18.0.1.1234 > 198.18.0.2.80: Flags [S], seq 1000, win 64240, length 0"},
@@ -440,3 +466,43 @@ TEST(TextTimestamp, Formats)
 }
 
 } // namespace
+
+// tcpdump's relative numbers: the SYN-ACK records the connection, what
+// follows in either direction is counted from it; -S (no table) is absolute.
+TEST(TextDecode, RelativeSequenceNumbers)
+{
+    const auto syn_ack = from_hex("02000000710202000000710108004500003c471140004006d982c6124702c6124701138aa410000023280000"
+                                  "1389a012faf000000000020405b40402080a7422c7ce0000000001030307");
+    // 198.18.71.1.42000 > .2.5002 [.] seq 5001 ack 9001, and the reverse with 10 bytes.
+    auto ack = from_hex("020000007102020000007101080045000028471140004006d996c6124701c6124702a410138a0000138900002329"
+                        "501001f600000000");
+    auto data = from_hex("020000007101020000007102080045000032471140004006d98cc6124702c6124701138aa41000002329000013"
+                         "89501801f6000000006161616161616161616161");
+    xdpcap::text::TcpFlows flows;
+    DecodeOptions relative;
+    relative.tcp_flows = &flows;
+    EXPECT_NE(decode(syn_ack, syn_ack.size(), relative).find("seq 9000, ack 5001,"), std::string::npos);
+    EXPECT_NE(decode(ack, ack.size(), relative).find("Flags [.], ack 1, win 502"), std::string::npos)
+        << decode(ack, ack.size(), relative);
+    EXPECT_NE(decode(data, data.size(), relative).find("seq 1:11, ack 1, win 502"), std::string::npos)
+        << decode(data, data.size(), relative);
+    EXPECT_NE(decode(data, data.size()).find("seq 9001:9011, ack 5001,"), std::string::npos);
+    EXPECT_EQ(flows.size(), 1u);
+}
+
+// The table never grows past its size, and what was just recorded is found.
+TEST(TextTcpFlows, BoundedAndFindsTheNewest)
+{
+    xdpcap::text::TcpFlows flows;
+    for (uint32_t i = 0; i < 3 * xdpcap::text::TcpFlows::kCapacity; ++i) {
+        xdpcap::text::TcpFlows::Key key;
+        key.family = 4;
+        std::memcpy(key.src, &i, sizeof i);
+        key.ports = i;
+        flows.insert(key).seq = i;
+        ASSERT_NE(flows.find(key), nullptr);
+        EXPECT_EQ(flows.find(key)->seq, i);
+    }
+    EXPECT_LE(flows.size(), xdpcap::text::TcpFlows::kCapacity);
+    EXPECT_GT(flows.size(), xdpcap::text::TcpFlows::kCapacity / 2);
+}
