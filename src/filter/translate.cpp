@@ -476,7 +476,9 @@ private:
                 for (const size_t to : successors(pc))
                     if (to <= pc)
                         last_of[to] = std::max(last_of[to], pc);
-        for (const auto& [head, last] : last_of) {
+        for (const auto& [loop_head, loop_last] : last_of) {
+            // Copies: clang 14 cannot capture structured bindings.
+            const size_t head = loop_head, last = loop_last;
             const auto inside = [&](size_t pc) { return pc >= head && pc <= last; };
             bool single_entry = true;
             std::vector<size_t> exits;

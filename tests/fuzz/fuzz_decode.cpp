@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "text/decode.hpp"
+#include "text/tcp_flows.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
@@ -22,6 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     options.hex = dump == 1 ? level : 0;
     options.hex_ascii = dump == 2 ? level : 0;
     options.ascii = dump == 3 ? level : 0;
+    // Relative TCP numbers (bit 5), with a table that lives across inputs.
+    static xdpcap::text::TcpFlows flows;
+    options.tcp_flows = (data[0] & 32) ? &flows : nullptr;
     const uint32_t missing = uint32_t{data[1]} << 8 | data[2];
     const uint8_t room_choice = data[3];
 
