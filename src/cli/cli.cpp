@@ -313,8 +313,8 @@ cxxopts::Options make_options()
         ("l", "Line-buffered output: write each packet line as soon as it is made")
         ("print", "Print packet lines on standard output also while writing -w FILE")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
-        ("ring-pages", "Per-CPU ring size in pages, a power of two (default: 32 MiB shared by the CPUs of "
-                       "every interface, 1 to 16 MiB each)",
+        ("ring-pages", "Per-CPU ring size in pages, a power of two, or auto (the default: 32 MiB shared by "
+                       "the CPUs of every interface, 1 to 16 MiB each)",
              cxxopts::value<std::string>(), "N")
         ("B,buffer-size", "Per-CPU ring size in KiB, rounded down to a power of two pages (instead of "
                           "--ring-pages)", cxxopts::value<std::string>(), "KIB")
@@ -484,7 +484,7 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.promiscuous = result.count("no-promiscuous-mode") == 0;
     if (result.count("ring-pages") && result.count("buffer-size"))
         throw Error("give the ring size either with -B (KiB) or with --ring-pages, not both");
-    if (result.count("ring-pages")) {
+    if (result.count("ring-pages") && result["ring-pages"].as<std::string>() != "auto") {
         config.ring_pages = parse_ring_pages(result["ring-pages"].as<std::string>());
         config.ring_option = "--ring-pages " + result["ring-pages"].as<std::string>();
     }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <net/if.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -38,6 +39,22 @@ struct ConfigArg {
     bool is_flag() const { return type == "boolflag"; }
 };
 
+// Ring sizes Wireshark offers: every power of two --ring-pages accepts, after
+// "auto" (xdpcap's default, as --ring-pages auto). An unsigned field without a default opens as 0,
+// out of its range, and greys out the dialog's Save button.
+std::vector<Choice> ring_size_choices()
+{
+    const long page = sysconf(_SC_PAGESIZE);
+    std::vector<Choice> choices = {{"auto", "Default (32 MiB shared by the CPUs)"}};
+    for (uint64_t pages = 1; pages <= 65536; pages *= 2) {
+        const uint64_t kib = pages * static_cast<uint64_t>(page > 0 ? page : 4096) / 1024;
+        choices.push_back({std::to_string(pages), std::to_string(pages) + (pages == 1 ? " page (" : " pages (") +
+                                                      (kib >= 1024 ? std::to_string(kib / 1024) + " MiB)"
+                                                                   : std::to_string(kib) + " KiB)")});
+    }
+    return choices;
+}
+
 // A new capture option (a trace mode, say) is one entry here.
 const std::vector<ConfigArg>& config_args()
 {
@@ -49,14 +66,15 @@ const std::vector<ConfigArg>& config_args()
         {"--direction", "Direction", "selector", "", "Frames received (XDP hook), sent (TC egress hook) or both",
          {{"inout", "Received and sent"}, {"in", "Received"}, {"out", "Sent"}}},
         {"--xdp-mode", "XDP mode", "selector", "", "How the XDP program is attached to the interface",
-         {{"auto", "Native where the driver supports it, else generic"},
+         {{"auto", "Native (generic on a veth or if unsupported)"},
           {"native", "Native (in the driver)"},
           {"generic", "Generic (any driver, slower)"}}},
         {"--at", "Trace points", "selector", "",
          "Where the interface already runs an XDP program: trace it at entry, exit or both",
          {{"entry,exit", "Entry and exit"}, {"entry", "Entry"}, {"exit", "Exit"}}},
-        {"--ring-pages", "Ring size (pages per CPU)", "unsigned", "{range=1,65536}",
-         "A power of two; empty: 32 MiB shared by the CPUs, 1 to 16 MiB each", {}},
+        {"--ring-pages", "Ring size (pages per CPU)", "selector", "",
+         "Per-CPU ring size; the default gives each CPU 1 to 16 MiB of 32 MiB; a larger ring absorbs longer "
+         "bursts", ring_size_choices()},
         {"--no-promiscuous-mode", "Leave promiscuous mode alone", "boolflag", "{default=false}",
          "Do not put the interface into promiscuous mode", {}},
     };

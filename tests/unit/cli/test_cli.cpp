@@ -111,6 +111,7 @@ TEST(Cli, BadInput)
     EXPECT_NE(error_of({"-i", "e", "-s", "-5"}).find("must not be negative"), std::string::npos);
     EXPECT_NE(error_of({"-i", "e", "-s", "12x"}).find("invalid snapshot length"), std::string::npos);
     EXPECT_NE(error_of({"-i", "e", "--ring-pages", "3"}).find("power of two"), std::string::npos);
+    EXPECT_FALSE(parse_config({"-i", "e", "--ring-pages", "auto"}).ring_pages.has_value());
     EXPECT_NE(error_of({"-i", "e", "--ring-pages", "0"}).find("power of two"), std::string::npos);
     EXPECT_NE(error_of({"-i", "e", "--ring-pages", "131072"}).find("power of two"), std::string::npos);
     EXPECT_NE(error_of({"-i", "e", "--xdp-mode", "fast"}).find("native, generic or auto"), std::string::npos);

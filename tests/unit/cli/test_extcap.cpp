@@ -181,6 +181,31 @@ TEST(Extcap, ConfigText)
     EXPECT_EQ(defaults[2], 1);
     EXPECT_EQ(defaults[3], 1);
     EXPECT_NE(lines[0].find("{range=0,65024}"), std::string::npos) << lines[0];
+    EXPECT_EQ(values[4].front(), "auto");
+    EXPECT_EQ(values[4].size(), 18u) << "auto and every power of two from 1 to 65536";
+    EXPECT_EQ(defaults[4], 1);
+
+    // Wireshark's dialog opens every field with a valid value, or it greys
+    // out Save: a selector has one default value; a number field a default
+    // inside its range; a flag a default.
+    for (const auto& line : lines) {
+        std::smatch m;
+        if (!std::regex_match(line, m, arg_re))
+            continue;
+        const std::string type = m[3];
+        const size_t n = std::stoul(m[1]);
+        if (type == "selector") {
+            EXPECT_EQ(defaults[n], 1) << line;
+            continue;
+        }
+        std::smatch d;
+        ASSERT_TRUE(std::regex_search(line, d, std::regex(R"(\{default=([^}]*)\})"))) << "no default: " << line;
+        std::smatch r;
+        if (std::regex_search(line, r, std::regex(R"(\{range=(\d+),(\d+)\})"))) {
+            const unsigned long value = std::stoul(d[1]);
+            EXPECT_TRUE(value >= std::stoul(r[1]) && value <= std::stoul(r[2])) << "default out of range: " << line;
+        }
+    }
 
     // Every value offered is one the CLI takes.
     for (size_t i = 0; i < calls.size(); ++i) {
