@@ -627,7 +627,9 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, co
     w.dec(data);
 }
 
-void print_udp(Writer& w, const Endpoints& e, const Bytes& l4) noexcept
+// `length`: the datagram's length by the IP header; `fragmented`: more
+// fragments follow, so a UDP length beyond this one is no error.
+void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented) noexcept
 {
     if (!l4.has(0, 4)) {
         put_endpoints(w, e, l4, false);
@@ -635,18 +637,39 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4) noexcept
         return;
     }
     put_endpoints(w, e, l4, true);
+    // tcpdump's checks, in its order and words.
+    if (length < 8) {
+        w.put("truncated-udp "sv);
+        w.dec(length);
+        return;
+    }
+    if (!l4.has(0, 6)) {
+        put_truncated(w, "udp"sv);
+        return;
+    }
+    size_t udp_length = l4.u16(4);
+    if (udp_length == 0 && length > 65535)
+        udp_length = length; // an IPv6 jumbogram
+    if (udp_length < 8) {
+        w.put("truncated-udplength "sv);
+        w.dec(udp_length);
+        return;
+    }
     if (!l4.has(0, 8)) {
         put_truncated(w, "udp"sv);
         return;
     }
-    const uint16_t length = l4.u16(4);
-    if (length < 8) {
+    udp_length -= 8;
+    const size_t room = length - 8;
+    if (udp_length > room && !fragmented) {
         w.put("UDP, bad length "sv);
-        w.dec(length);
+        w.dec(udp_length);
+        w.put(" > "sv);
+        w.dec(room);
         return;
     }
     w.put("UDP, length "sv);
-    w.dec(length - 8u);
+    w.dec(udp_length);
 }
 
 // The ICMP(v6) error's quoted packet: "A udp port P" or "A tcp port P".
@@ -867,14 +890,14 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) 
 // Transport (or any other protocol) after IPv4 or IPv6. `l4` is what was
 // captured of the payload, `length` its length by the IP header.
 void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Bytes& l4, size_t length,
-                     const DecodeOptions& o) noexcept
+                     bool fragmented, const DecodeOptions& o) noexcept
 {
     switch (protocol) {
     case kProtoTcp:
         print_tcp(w, e, l4, length, o);
         return;
     case kProtoUdp:
-        print_udp(w, e, l4);
+        print_udp(w, e, l4, length, fragmented);
         return;
     case kProtoIcmp:
         print_icmp(w, e, l4, length);
@@ -894,28 +917,45 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
 // `frame_length`: what the frame held from this header on, captured or not.
 void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept
 {
+    // tcpdump's checks, in its order and words.
+    if (ip.has(0, 1) && ip.u8(0) >> 4 != 4) {
+        if (ip.u8(0) >> 4 == 6) {
+            w.put("IP6, wrong link-layer encapsulation"sv);
+        } else {
+            w.put("IP"sv);
+            w.dec(ip.u8(0) >> 4);
+        }
+        w.put(" (invalid)"sv);
+        return;
+    }
     if (!o.link_header)
         w.put("IP "sv);
     if (!ip.has(0, 20)) {
         put_truncated(w, "ip"sv);
         return;
     }
-    const uint8_t version = ip.u8(0) >> 4;
-    const size_t header = size_t{ip.u8(0) & 15u} * 4;
-    if (version != 4) {
-        w.put("bad version "sv);
-        w.dec(version);
+    if (frame_length < 20) {
+        w.put("truncated-ip "sv);
+        w.dec(frame_length);
         return;
     }
+    const size_t header = size_t{ip.u8(0) & 15u} * 4;
     if (header < 20) {
-        w.put("bad header length "sv);
+        w.put("bad-hlen "sv);
         w.dec(header);
         return;
     }
-    // Zero: a GSO packet larger than 64 KiB (BIG TCP); the frame says how long.
-    const size_t total = ip.u16(2) != 0 ? ip.u16(2) : frame_length;
+    // The frame ends before the length the header gives: said, and the
+    // header's length is used, as tcpdump does. Zero (a BIG TCP super-frame
+    // as well) is a bad length to tcpdump, and here.
+    const size_t total = ip.u16(2);
+    if (frame_length < total) {
+        w.put("truncated-ip - "sv);
+        w.dec(total - frame_length);
+        w.put(" bytes missing! "sv);
+    }
     if (total < header) {
-        w.put("bad total length "sv);
+        w.put("bad-len "sv);
         w.dec(total);
         return;
     }
@@ -934,7 +974,7 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
     const Bytes payload = ip.first(total).from(header);
     const size_t length = total - header;
     if (offset == 0) {
-        print_transport(w, protocol, e, payload, length, o);
+        print_transport(w, protocol, e, payload, length, more, o);
     } else {
         // A later fragment carries no transport header.
         put_endpoints(w, e, payload, false);
@@ -969,6 +1009,11 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         w.dec(ip.u8(0) >> 4);
         return;
     }
+    if (ip.u16(4) != 0 && frame_length < 40u + ip.u16(4)) {
+        w.put("truncated-ip6 - "sv);
+        w.dec(40u + ip.u16(4) - frame_length);
+        w.put(" bytes missing!"sv);
+    }
     // Zero: a jumbogram (BIG TCP); the frame says how long.
     const size_t payload_length = ip.u16(4) != 0 ? ip.u16(4) : frame_length > 40 ? frame_length - 40 : 0;
     const Bytes packet = ip.first(40 + payload_length);
@@ -977,6 +1022,7 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
     uint8_t next = ip.u8(6);
     size_t offset = 40;
     bool extensions = false;
+    bool fragmented = false;
     auto start_extensions = [&] {
         if (!extensions) {
             put_endpoints(w, Endpoints{&src, &dst, true}, packet, false);
@@ -1011,6 +1057,7 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         }
         if (next == 44) {
             start_extensions();
+            fragmented = true;
             if (!packet.has(offset, 8)) {
                 w.put("frag "sv);
                 put_truncated(w, "frag6"sv);
@@ -1039,7 +1086,7 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
     }
     const size_t length = offset <= 40 + payload_length ? 40 + payload_length - offset : 0;
     print_transport(w, next, Endpoints{&src, &dst, !extensions, packet.data + 8, packet.data + 24, 16},
-                    packet.from(offset), length, o);
+                    packet.from(offset), length, fragmented, o);
 }
 
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept
