@@ -33,7 +33,7 @@ struct FilledRing {
         : bytes(ring_bytes), memory(kDataOffset + ring_bytes)
     {
         const size_t size = xdpcap::record_size_for(frame_len);
-        xdpcap_meta meta{XDPCAP_META_TAG, 2, 0, frame_len, frame_len, 0, first_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, 0, 0, 0, 0};
+        xdpcap_meta meta{XDPCAP_META_TAG, 2, 0, frame_len, frame_len, 0, first_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, 0, 0, 0, 0, 0};
         perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(size)};
         const auto raw_size = static_cast<uint32_t>(size - 12);
         for (uint8_t* p = memory.data() + kDataOffset; published + size <= bytes; p += size) {

@@ -100,6 +100,7 @@ static __always_inline void fill_meta(struct xdpcap_meta *meta, const struct xdp
 	meta->hash = 0;
 	meta->hash_type = 0;
 	meta->flags = 0;
+	meta->location = 0;
 }
 
 static __always_inline void account_output(struct xdpcap_counters *c, long err)

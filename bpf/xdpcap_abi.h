@@ -14,7 +14,7 @@
 
 /* 'XDPC' in the high 24 bits, ABI version in the low byte. */
 #define XDPCAP_META_MAGIC 0x58445000u
-#define XDPCAP_ABI_VERSION 5u
+#define XDPCAP_ABI_VERSION 6u
 #define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
 
 /*
@@ -35,10 +35,12 @@ struct xdpcap_meta {
 	__u8 direction;     /* XDPCAP_DIR_*: the pcapng epb_flags direction value */
 	__u8 hook;          /* XDPCAP_HOOK_*: which program took the sample */
 	__u16 program;      /* trace mode: index of the traced program; else 0 */
-	__u32 verdict;      /* the traced program's return value at exit; else 0 */
+	__u32 verdict;      /* trace mode: the traced program's verdict at exit; drops: the
+	                     * kernel's enum skb_drop_reason; else 0 */
 	__u32 hash;         /* with XDPCAP_FLAG_HASH: the NIC's RSS hash (received) or the skb's (sent) */
 	__u16 hash_type;    /* received: the driver's enum xdp_rss_hash_type bits */
 	__u16 flags;        /* XDPCAP_FLAG_* */
+	__u64 location;     /* drops: the kernel code address that dropped it; else 0 */
 };
 
 /* Bits of xdpcap_meta.flags. */
@@ -70,15 +72,17 @@ struct xdpcap_rx_meta {
 #define XDPCAP_HOOK_TC_EGRESS 1u
 #define XDPCAP_HOOK_FENTRY 2u /* trace mode: before the traced XDP program */
 #define XDPCAP_HOOK_FEXIT 3u  /* trace mode: after it, with its verdict */
+#define XDPCAP_HOOK_DROP 4u   /* skb:kfree_skb, with the drop reason and location */
 
 /* Keys of the per-CPU counters array: one entry per hook. */
 #define XDPCAP_COUNTERS_INGRESS 0u
 #define XDPCAP_COUNTERS_EGRESS 1u
-#define XDPCAP_COUNTERS_ENTRY 2u /* trace mode, first traced program */
-#define XDPCAP_COUNTERS_EXIT 3u
+#define XDPCAP_COUNTERS_DROPS 2u /* --drops: drops on the interface */
+#define XDPCAP_COUNTERS_ENTRY 3u /* trace mode, first traced program */
+#define XDPCAP_COUNTERS_EXIT 4u
 /* Entries of the array with at most one traced program; userspace grows it
  * to two more per further traced program. */
-#define XDPCAP_COUNTERS_ENTRIES 4u
+#define XDPCAP_COUNTERS_ENTRIES 5u
 /* Trace mode: the key of traced program `program`'s entry (exit 0) or exit
  * (exit 1) hook point. */
 #define XDPCAP_COUNTERS_TRACE(program, exit) (XDPCAP_COUNTERS_ENTRY + 2u * (program) + (exit))
@@ -92,13 +96,43 @@ struct xdpcap_counters {
 	__u64 ring_full;     /* of which -ENOSPC: the CPU's ring was full */
 	__u64 pending_drops; /* failures since the last successful sample */
 	__u64 sample_skipped; /* of `matched`, left out by --sample (one in N kept) */
+	__u64 no_link_header; /* drops: frames dropped before they had an Ethernet header */
+};
+
+/*
+ * --drops: the dropped skb as the drop programs and the filter in front of
+ * them see it, per CPU. The filter reads `data` and `data_end` where trace
+ * mode's reads an xdp_buff's, so both stay the first two members.
+ */
+struct xdpcap_drop_view {
+	__u64 data;       /* kernel address of the Ethernet header */
+	__u64 data_end;   /* end of the linear bytes */
+	__u32 frame_len;  /* the whole frame, without a tag held in metadata */
+	__u32 pkt_type;   /* PACKET_OUTGOING when sent, else PACKET_HOST */
+	__u32 ifindex;
+	__u16 flags;      /* XDPCAP_FLAG_VLAN_RESTORED: the tag below is the frame's */
+	__u16 vlan_proto; /* network byte order */
+	__u16 vlan_tci;
+	__u8 direction;   /* XDPCAP_DIR_* */
+	__u8 reserved;
+	__u32 reason;
+	__u64 location;
 };
 
 #define XDPCAP_PERF_HEADER_SIZE 8u  /* struct perf_event_header */
 #define XDPCAP_RAW_SIZE_FIELD 4u    /* u32 in front of PERF_SAMPLE_RAW data */
 
 #ifdef __cplusplus
-static_assert(sizeof(struct xdpcap_meta) == 48, "xdpcap_meta ABI size");
+static_assert(sizeof(struct xdpcap_meta) == 56, "xdpcap_meta ABI size");
+static_assert(offsetof(struct xdpcap_meta, location) == 48, "xdpcap_meta ABI layout");
+static_assert(sizeof(struct xdpcap_drop_view) == 48, "xdpcap_drop_view ABI size");
+static_assert(offsetof(struct xdpcap_drop_view, data_end) == 8, "the filter reads data_end at 8");
+static_assert(offsetof(struct xdpcap_drop_view, frame_len) == 16, "the filter reads frame_len at 16");
+static_assert(offsetof(struct xdpcap_drop_view, pkt_type) == 20, "the filter reads pkt_type at 20");
+static_assert(offsetof(struct xdpcap_drop_view, ifindex) == 24, "the filter reads ifindex at 24");
+static_assert(offsetof(struct xdpcap_drop_view, flags) == 28, "the filter reads flags at 28");
+static_assert(offsetof(struct xdpcap_drop_view, vlan_proto) == 30, "the filter reads the tag at 30");
+static_assert(offsetof(struct xdpcap_drop_view, vlan_tci) == 32, "the filter reads the tag at 30");
 static_assert(offsetof(struct xdpcap_meta, flags) == 46, "xdpcap_meta ABI layout");
 static_assert(sizeof(struct xdpcap_rx_meta) == 16, "xdpcap_rx_meta ABI size");
 static_assert(offsetof(struct xdpcap_rx_meta, vlan_tci) == 10, "xdpcap_rx_meta ABI layout");
@@ -106,13 +140,18 @@ static_assert(offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_meta ABI la
 static_assert(offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, program) == 34, "xdpcap_meta ABI layout");
 static_assert(offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
-static_assert(sizeof(struct xdpcap_counters) == 56, "xdpcap_counters ABI size");
+static_assert(sizeof(struct xdpcap_counters) == 64, "xdpcap_counters ABI size");
 static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program increments seen at offset 0");
 static_assert(offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
-static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 48u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
+static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 56u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
 #else
-_Static_assert(sizeof(struct xdpcap_meta) == 48, "xdpcap_meta ABI size");
+_Static_assert(sizeof(struct xdpcap_meta) == 56, "xdpcap_meta ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_meta, location) == 48, "xdpcap_meta ABI layout");
+_Static_assert(sizeof(struct xdpcap_drop_view) == 48, "xdpcap_drop_view ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_drop_view, data_end) == 8, "xdpcap_drop_view ABI layout");
+_Static_assert(__builtin_offsetof(struct xdpcap_drop_view, frame_len) == 16, "xdpcap_drop_view ABI layout");
+_Static_assert(__builtin_offsetof(struct xdpcap_drop_view, vlan_tci) == 32, "xdpcap_drop_view ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, flags) == 46, "xdpcap_meta ABI layout");
 _Static_assert(sizeof(struct xdpcap_rx_meta) == 16, "xdpcap_rx_meta ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_rx_meta, vlan_tci) == 10, "xdpcap_rx_meta ABI layout");
@@ -120,7 +159,7 @@ _Static_assert(__builtin_offsetof(struct xdpcap_meta, direction) == 32, "xdpcap_
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, verdict) == 36, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, program) == 34, "xdpcap_meta ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI layout");
-_Static_assert(sizeof(struct xdpcap_counters) == 56, "xdpcap_counters ABI size");
+_Static_assert(sizeof(struct xdpcap_counters) == 64, "xdpcap_counters ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_counters, seen) == 0, "xdpcap_counters ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
 #endif

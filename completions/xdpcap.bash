@@ -15,7 +15,7 @@ _xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
     -B --buffer-size --sample -Z --relinquish-privileges
-    -e -x -X -A -t -n -S --number -l --print
+    -e -x -X -A -t -n -S --number -l --print --drops
     -h --help --version"
 
 _xdpcap()

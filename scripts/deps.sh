@@ -14,6 +14,8 @@ packages=(
     groff-base man-db iputils-ping util-linux bash-completion zsh strace
     # a sender at top speed beside a capture on veth (trafgen), the peer's offload features
     netsniff-ng ethtool
+    # --drops: a firewall rule that drops (NETFILTER_DROP)
+    nftables
     # packages: Debian (built, checked, installed) and rpm (built)
     build-essential debhelper lintian rpm
     # trace mode behind a libxdp dispatcher (xdp-loader)

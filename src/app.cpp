@@ -17,6 +17,8 @@
 #include "capture/clock.hpp"
 #include "error.hpp"
 #include "host.hpp"
+#include "kernel/drop_labels.hpp"
+#include "kernel/kernel_btf.hpp"
 #include "kernel/link_events.hpp"
 #include "kernel/loader.hpp"
 #include "output/packet_output.hpp"
@@ -103,6 +105,9 @@ SlotText slot_text(const InterfaceMap& map, uint32_t slot, const std::vector<Xdp
                    const std::string& hooks)
 {
     const InterfaceMap::Slot s = map.slot(slot);
+    if (s.kind == InterfaceMap::Kind::Drop)
+        return SlotText{":drop", "the kernel's drops (tracepoint skb:kfree_skb), each with the drop reason and the "
+                                 "dropping code in its comment"};
     if (s.kind == InterfaceMap::Kind::Own)
         return SlotText{"", hooks};
     if (s.kind == InterfaceMap::Kind::Egress)
@@ -232,10 +237,11 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<
 }
 
 // One ISB per ring (interface and CPU), on the ring's first pcapng
-// interface: the counters are per ring. In trace mode (one interface) one
-// per pcapng interface: the kernel counts each hook point of each traced
-// program on its own, and the merge counts what it wrote to each interface;
-// records refused as malformed go to the CPU's first one.
+// interface: the counters are per ring. In trace mode (one interface) and
+// with --drops one per pcapng interface: the kernel counts each hook point
+// of each traced program, and the drops, on their own, and the merge counts
+// what it wrote to each interface; records refused as malformed go to the
+// CPU's first one.
 // The whole capture's counts; PerFileStatistics stamps the times.
 std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<CpuStats>& stats, bool filtering,
                                                               uint32_t sample_every, const InterfaceMap& map,
@@ -258,7 +264,7 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
                 std::to_string(sample_every) + " kept)";
         isbs.push_back(isb);
     };
-    if (!map.tracing()) {
+    if (!map.tracing() && !map.drops()) {
         for (size_t i = 0; i < stats.size(); ++i)
             block(map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0), stats[i].kernel, stats[i].ring.invalid,
                   stats[i].ring.written);
@@ -281,6 +287,10 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
             const InterfaceMap::Slot s = map.slot(slot);
             const uint32_t id = static_cast<uint32_t>(i) * map.per_ring() + slot;
             xdpcap_counters k = cpu.egress;
+            if (s.kind == InterfaceMap::Kind::Own)
+                k = cpu.ingress + cpu.egress;
+            else if (s.kind == InterfaceMap::Kind::Drop)
+                k = cpu.drops;
             if (s.kind == InterfaceMap::Kind::Entry || s.kind == InterfaceMap::Kind::Exit) {
                 const auto& per_cpu = traced[s.program][s.kind == InterfaceMap::Kind::Exit];
                 k = static_cast<size_t>(cpu.cpu) < per_cpu.size() ? per_cpu[static_cast<size_t>(cpu.cpu)]
@@ -457,6 +467,13 @@ int run_capture(const Config& config)
     const std::optional<RunAsUser> run_as =
         config.user ? std::optional<RunAsUser>(lookup_run_as_user(*config.user)) : std::nullopt;
     check_ring_fits_records(config);
+    // Before anything is loaded; the symbols while still privileged
+    // (kallsyms shows addresses to root only).
+    std::optional<DropLabels> drop_labels;
+    if (config.drops) {
+        require_drop_reasons();
+        drop_labels.emplace(kernel_btf().drop_reasons, KernelSymbols::load());
+    }
     for (Session& session : sessions) {
         session.traced = choose_trace_targets(session.iface, config);
         // Trace mode's pcapng interfaces are laid out for one interface.
@@ -507,14 +524,20 @@ int run_capture(const Config& config)
         if (session.classic && program.captures(CaptureProgram::Hook::Egress))
             program.install_filter(CaptureProgram::Hook::Egress,
                                    translate_filter(session.classic->instructions(), FilterTarget{FilterHook::TcEgress}));
+        if (config.drops) {
+            program.load_drops(config.direction, session.classic.has_value());
+            if (session.classic)
+                program.install_drop_filter(translate_filter(
+                    session.classic->instructions(), FilterTarget{FilterHook::Drop, false, -1, program.drop_view_map_fd()}));
+        }
         session.rings.emplace(create_rings(program.events_map_fd(), config, sessions.size()));
     }
     // Trace mode has a single session; otherwise ring i is interface i.
     const Session& first = sessions.front();
     const InterfaceMap interfaces = first.traced.empty()
-        ? InterfaceMap{}
+        ? InterfaceMap(config.drops)
         : InterfaceMap(static_cast<uint32_t>(first.traced.size()), config.trace_entry, config.trace_exit,
-                       first.program->captures(CaptureProgram::Hook::Egress));
+                       first.program->captures(CaptureProgram::Hook::Egress), config.drops);
 
     std::vector<std::string> names = interface_names(sessions, interfaces);
 
@@ -548,6 +571,7 @@ int run_capture(const Config& config)
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, std::move(names), config.text, std::move(print_sink));
     output.set_rx_hash_algorithms(rx_hash_algorithms(sessions, interfaces));
+    output.set_drop_labels(drop_labels ? &*drop_labels : nullptr);
     std::vector<CaptureSource> sources;
     for (Session& session : sessions)
         sources.push_back(
@@ -555,7 +579,7 @@ int run_capture(const Config& config)
     CaptureLoop loop(std::move(sources), std::move(links), output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, filtering,
                                           config.direction == Direction::InOut, 50, interfaces,
-                                          config.sample_every});
+                                          config.sample_every, drop_labels ? &*drop_labels : nullptr});
     PerFileStatistics file_statistics(start_ns);
     if (rotation) {
         output.rotate(std::move(*rotation), config.postrotate_command
@@ -642,7 +666,10 @@ int run_capture(const Config& config)
                                                    .filtering = filtering,
                                                    .both_directions = config.direction == Direction::InOut,
                                                    .trace_points = first.program->trace_points(),
-                                                   .sample_every = config.sample_every})
+                                                   .sample_every = config.sample_every,
+                                                   .drops = config.drops,
+                                                   .drop_reasons = drop_labels ? drop_labels->by_frequency()
+                                                                               : std::vector<std::pair<std::string, uint64_t>>{}})
                        .c_str(),
                    stderr);
     return failure.empty() ? kExitOk : kExitRuntime;

@@ -244,13 +244,14 @@ std::vector<CaptureLoop::KernelCounters> CaptureLoop::kernel_counters() const
     for (const CaptureSource& source : sources_) {
         const CaptureProgram& program = *source.program;
         KernelCounters counters{program.read_counters(CaptureProgram::Hook::Ingress),
-                                program.read_counters(CaptureProgram::Hook::Egress), {}, {}};
+                                program.read_counters(CaptureProgram::Hook::Egress), {}, {},
+                                program.read_drop_counters()};
         if (program.tracing()) {
             counters.entry = program.read_trace_counters(false);
             counters.exit = program.read_trace_counters(true);
         }
         if (!options_.filtering) {
-            for (auto* hook : {&counters.ingress, &counters.egress, &counters.entry, &counters.exit}) {
+            for (auto* hook : {&counters.ingress, &counters.egress, &counters.entry, &counters.exit, &counters.drops}) {
                 for (auto& k : *hook)
                     k.matched = k.seen;
             }
@@ -269,8 +270,8 @@ std::vector<CpuStats> CaptureLoop::stats() const
         const int cpu = places_[ring].cpu;
         const auto index = static_cast<size_t>(cpu);
         const KernelCounters& k = counters[places_[ring].source];
-        CpuStats s{cpu, k.both(index), k.ingress[index], k.egress[index], {}, {}, merger_.tallies()[ring],
-                   sources_[places_[ring].source].interface};
+        CpuStats s{cpu, k.both(index), k.ingress[index], k.egress[index], {}, {}, k.drops[index],
+                   merger_.tallies()[ring], sources_[places_[ring].source].interface};
         if (!k.entry.empty()) {
             s.entry = k.entry[index];
             s.exit = k.exit[index];
@@ -287,6 +288,10 @@ void CaptureLoop::print_stats() const
                                                                .both_directions = options_.both_directions,
                                                                .trace_points = sources_.front().program->trace_points(),
                                                                .sample_every = options_.sample_every,
+                                                               .drops = options_.drop_labels != nullptr,
+                                                               .drop_reasons = options_.drop_labels
+                                                                   ? options_.drop_labels->by_frequency()
+                                                                   : std::vector<std::pair<std::string, uint64_t>>{},
                                                                .interim = true});
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capture/clock.hpp"
+#include "kernel/drop_labels.hpp"
 #include "kernel/interface_map.hpp"
 #include "kernel/link_events.hpp"
 #include "kernel/loader.hpp"
@@ -44,6 +45,7 @@ public:
         int drain_interval_ms = 50;
         InterfaceMap interfaces{};
         uint32_t sample_every = 1;
+        DropLabels* drop_labels = nullptr; // --drops
     };
 
     // `links`: opened before the sources were attached.
@@ -91,7 +93,9 @@ private:
     struct KernelCounters {
         std::vector<xdpcap_counters> ingress, egress;
         std::vector<xdpcap_counters> entry, exit; // trace mode, else empty
-        xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu]; }
+        std::vector<xdpcap_counters> drops;       // zero without --drops
+        // Every hook of the ring's CPU together.
+        xdpcap_counters both(size_t cpu) const { return ingress[cpu] + egress[cpu] + drops[cpu]; }
     };
     // Per source.
     std::vector<KernelCounters> kernel_counters() const;

@@ -41,7 +41,8 @@ xdpcap_counters operator+(const xdpcap_counters& a, const xdpcap_counters& b)
                            a.output_failed + b.output_failed,
                            a.ring_full + b.ring_full,
                            a.pending_drops + b.pending_drops,
-                           a.sample_skipped + b.sample_skipped};
+                           a.sample_skipped + b.sample_skipped,
+                           a.no_link_header + b.no_link_header};
 }
 
 namespace {
@@ -83,6 +84,8 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
         totals.unwritten += s.ring.unwritten;
         totals.out_of_order += s.ring.out_of_order;
         totals.sample_skipped += s.kernel.sample_skipped;
+        totals.stack_drops += s.drops.matched;
+        totals.no_link_header += s.drops.no_link_header;
     }
     return totals;
 }
@@ -95,6 +98,17 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
         counted(t.captured, " packet captured", " packets captured"),
         counted(t.received, " packet received by filter", " packets received by filter"),
         counted(t.dropped, " packet dropped by kernel", " packets dropped by kernel")};
+    if (format.drops) {
+        std::string line = counted(t.stack_drops, " packet dropped by the kernel's stack",
+                                   " packets dropped by the kernel's stack");
+        for (size_t i = 0; format.per_cpu && i < format.drop_reasons.size(); ++i)
+            line += (i == 0 ? ": " : ", ") + format.drop_reasons[i].first + " " +
+                std::to_string(format.drop_reasons[i].second);
+        totals.push_back(line);
+        if (t.no_link_header)
+            totals.push_back(counted(t.no_link_header, " packet", " packets") +
+                             " dropped by the kernel's stack before it had an Ethernet header (not captured)");
+    }
     if (sampling)
         totals.push_back(counted(t.sample_skipped, " packet skipped by sampling", " packets skipped by sampling") +
                          " (1 in " + std::to_string(format.sample_every) + " kept)");
@@ -151,7 +165,7 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
             (format.filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) +
             (sampling ? ", " + std::to_string(s.kernel.sample_skipped) + " skipped by sampling" : std::string()) +
             "\n";
-        if (!format.both_directions && !format.trace_points)
+        if (!format.both_directions && !format.trace_points && !format.drops)
             continue;
         std::string split;
         const auto part = [&](const char* name, const xdpcap_counters& k) {
@@ -165,6 +179,8 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
             part("exit:", s.exit);
         if (format.both_directions)
             part("out:", s.egress);
+        if (format.drops)
+            part("drops:", s.drops);
         text += split + "\n";
     }
     return text;

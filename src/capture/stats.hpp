@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xdpcap_abi.h"
@@ -29,6 +30,7 @@ struct CpuStats {
     // Trace mode only: the hook points on their own.
     xdpcap_counters entry{};
     xdpcap_counters exit{};
+    xdpcap_counters drops{}; // --drops: the kernel's drops (also in `kernel`)
     RingTally ring;
     std::string interface; // the interface the ring belongs to
 };
@@ -46,6 +48,8 @@ struct CaptureTotals {
     uint64_t unwritten = 0;
     uint64_t out_of_order = 0;
     uint64_t sample_skipped = 0; // of `received`, left out by --sample
+    uint64_t stack_drops = 0;    // --drops: of `received`, drops the filter kept
+    uint64_t no_link_header = 0; // --drops: drops before an Ethernet header existed
 };
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
@@ -67,6 +71,9 @@ struct StatsFormat {
     bool both_directions = false;
     unsigned trace_points = 0;
     uint32_t sample_every = 1;    // --sample N: N > 1 adds the packets sampling left out
+    bool drops = false;           // --drops: the kernel's drops on a line of their own
+    // With drops and per_cpu: written drops by reason, most frequent first.
+    std::vector<std::pair<std::string, uint64_t>> drop_reasons = {};
     // SIGUSR1 while capturing: the totals on one line that starts with
     // kInterimPrefix (tcpdump prints one line then too), so that they cannot
     // be taken for the final statistics; per-CPU lines as usual.

@@ -269,7 +269,7 @@ cxxopts::Options make_options()
     options.custom_help("[-#AdDehlnpqSUvxX] [-t...] [--version] -i IFACE [-i IFACE]... [-w FILE|-]\n"
                         "         [--print] [-s SNAPLEN] [-c COUNT] [-C SIZE] [-G SECONDS] [-W COUNT]\n"
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
-                        "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE]\n"
+                        "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE] [--drops]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
                         "         [--time-stamp-precision micro|nano]");
     options.positional_help("[expression]");
@@ -312,6 +312,8 @@ cxxopts::Options make_options()
         ("n", "Print addresses and ports as numbers (always so: accepted as tcpdump's -n and -nn)")
         ("l", "Line-buffered output: write each packet line as soon as it is made")
         ("print", "Print packet lines on standard output also while writing -w FILE")
+        ("drops", "Also capture the packets the kernel drops on the interface, each with the kernel's reason "
+                  "and the code that dropped it")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
         ("ring-pages", "Per-CPU ring size in pages, a power of two, or auto (the default: 32 MiB shared by "
                        "the CPUs of every interface, 1 to 16 MiB each)",
@@ -476,6 +478,7 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.verbose = result.count("verbose") > 0;
     config.quiet = result.count("quiet") > 0;
     config.print = result.count("print") > 0;
+    config.drops = result.count("drops") > 0;
     config.text = parse_text_options(result);
     if (config.print && config.writes_to_stdout())
         throw Error("--print cannot be used with -w -: standard output carries the pcapng stream");

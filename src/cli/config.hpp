@@ -31,6 +31,7 @@ struct Config {
     bool verbose = false;
     bool quiet = false; // -q: tcpdump's quick (shorter) decode, and no start line
     bool print = false; // --print: text lines on stdout while -w writes a file
+    bool drops = false; // --drops: also the kernel's drops on the interface (skb:kfree_skb)
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
     bool warnings = true; // start-up warnings on stderr (for Wireshark the interface descriptions carry them)

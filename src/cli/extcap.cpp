@@ -77,6 +77,9 @@ const std::vector<ConfigArg>& config_args()
          "bursts", ring_size_choices()},
         {"--no-promiscuous-mode", "Leave promiscuous mode alone", "boolflag", "{default=false}",
          "Do not put the interface into promiscuous mode", {}},
+        {"--drops", "Kernel drops", "boolflag", "{default=false}",
+         "Also capture the packets the kernel drops on the interface, each with the drop reason in its comment",
+         {}},
     };
     return args;
 }

@@ -108,6 +108,7 @@ const char* hook_name(FilterHook hook)
     case FilterHook::Xdp: return "XDP";
     case FilterHook::TcEgress: return "tc egress";
     case FilterHook::Trace: return "trace mode (fentry/fexit)";
+    case FilterHook::Drop: return "kernel drop (skb:kfree_skb)";
     }
     return "";
 }
@@ -221,6 +222,7 @@ public:
     Translator(std::span<const sock_filter> classic, const FilterTarget& target)
         : classic_(classic), target_(target), xdp_(target.hook == FilterHook::Xdp),
           skb_(target.hook == FilterHook::TcEgress), trace_(target.hook == FilterHook::Trace),
+          drop_(target.hook == FilterHook::Drop), probed_(trace_ || drop_),
           // An skb always has a paged part bpf_skb_load_bytes() reaches.
           slow_path_(skb_ || (xdp_ && target.multi_buffer))
     {
@@ -245,13 +247,15 @@ public:
         // program in front says so in the rx_meta map, and the same two
         // copies serve.
         const bool xdp_wire = xdp_ && target_.rx_meta_map_fd >= 0;
-        const bool wire_copy = (skb_ || xdp_wire) && reads_packet(reachable);
+        const bool wire_copy = (skb_ || xdp_wire || drop_) && reads_packet(reachable);
         Label wire_entry = 0;
         if (wire_copy) {
             wire_entry = new_label();
             if (skb_) {
                 emit(ldx_mem(BPF_W, R0, kCtx, offsetof(__sk_buff, vlan_present)));
                 jump(BPF_JMP32 | BPF_JNE | BPF_K, R0, 0, 0, wire_entry);
+            } else if (drop_) {
+                fetch_drop_tag(wire_entry);
             } else {
                 fetch_rx_tag(wire_entry);
             }
@@ -328,6 +332,9 @@ private:
         return pc_base_ + pc;
     }
     void emit(const bpf_insn& i) { code_.push_back(i); }
+    // In the wire view, where the tag's four bytes come from: a word the
+    // prologue kept on the stack (XDP, drops), or the skb's fields (tc).
+    bool tag_on_stack() const { return (xdp_ || drop_) && wire_; }
     void jump(uint8_t code, uint8_t dst, uint8_t src, int32_t imm, Label target)
     {
         fixups_.push_back({code_.size(), target});
@@ -588,7 +595,7 @@ private:
             emit(alu32_reg(BPF_ADD, R0, R5));
             emit(stx_mem(BPF_W, kFp, R0, at));
         }
-        if (xdp_ && wire_) {
+        if (tag_on_stack()) {
             emit(ldx_mem(BPF_W, R0, R2, static_cast<int16_t>(kWireTag - kLoopState)));
             emit(stx_mem(BPF_W, kFp, R0, kWireTag));
         }
@@ -631,6 +638,24 @@ private:
         emit(exit_insn());
     }
 
+    // Drop: when the view says the skb holds a tag in metadata, keeps the
+    // four wire bytes it stands for at kWireTag and goes to `wire_entry`.
+    void fetch_drop_tag(Label wire_entry)
+    {
+        const Label plain = new_label();
+        emit(ldx_mem(BPF_H, R1, kCtx, offsetof(xdpcap_drop_view, flags)));
+        emit(alu32_imm(BPF_AND, R1, XDPCAP_FLAG_VLAN_RESTORED));
+        jump(BPF_JMP32 | BPF_JEQ | BPF_K, R1, 0, 0, plain);
+        emit(ldx_mem(BPF_H, R1, kCtx, offsetof(xdpcap_drop_view, vlan_proto)));
+        emit(to_be(R1, 16)); // __be16 in the view
+        emit(alu32_imm(BPF_LSH, R1, 16));
+        emit(ldx_mem(BPF_H, R2, kCtx, offsetof(xdpcap_drop_view, vlan_tci)));
+        emit(alu32_reg(BPF_OR, R1, R2));
+        emit(stx_mem(BPF_W, kFp, R1, kWireTag));
+        always_jump(wire_entry);
+        bind(plain);
+    }
+
     // XDP: when the rx_meta map says the NIC took the tag out, keeps the
     // four wire bytes it stood for at kWireTag and goes to `wire_entry`.
     void fetch_rx_tag(Label wire_entry)
@@ -669,10 +694,25 @@ private:
                 slot_read[static_cast<size_t>((mem_offset(f, pc) - kMemBase) / 4)] = true;
             uses_len |= f.code == (BPF_LD | BPF_W | BPF_LEN) || f.code == (BPF_LDX | BPF_W | BPF_LEN);
         }
-        if (trace_)
+        if (trace_) {
             emit(ldx_mem(BPF_DW, kCtx, R1, 0)); // the traced program's xdp_buff
-        else
+        } else if (drop_) {
+            // The CPU's view of the dropped frame; none: nothing to keep.
+            emit(st_mem(BPF_W, kFp, kRxMetaKey, 0));
+            emit(insn(BPF_LD | BPF_DW | BPF_IMM, R1, BPF_PSEUDO_MAP_FD, 0, target_.drop_view_map_fd));
+            emit(insn(0, 0, 0, 0, 0));
+            emit(mov64_reg(R2, kFp));
+            emit(alu64_imm(BPF_ADD, R2, kRxMetaKey));
+            emit(call(BPF_FUNC_map_lookup_elem));
+            const Label found = new_label();
+            jump(BPF_JMP | BPF_JNE | BPF_K, R0, 0, 0, found);
+            emit(mov32_imm(R0, 0));
+            emit(exit_insn());
+            bind(found);
+            emit(mov64_reg(kCtx, R0));
+        } else {
             emit(mov64_reg(kCtx, R1));
+        }
         // Classic BPF starts with A = X = 0 and zeroed scratch memory; the
         // verifier refuses reads of stack never written, so zero what is read.
         emit(mov32_imm(kA, 0));
@@ -688,6 +728,12 @@ private:
 
     void frame_length()
     {
+        if (drop_) {
+            emit(ldx_mem(BPF_W, kLen, kCtx, offsetof(xdpcap_drop_view, frame_len)));
+            if (wire_)
+                emit(alu32_imm(BPF_ADD, kLen, 4)); // the tag back in
+            return;
+        }
         if (skb_) {
             emit(ldx_mem(BPF_W, kLen, kCtx, offsetof(__sk_buff, len)));
             if (wire_)
@@ -737,7 +783,7 @@ private:
     void load_r2(uint8_t dst, uint8_t size_code, bool indexed, uint32_t k, Label fail)
     {
         const uint32_t size = size_code == BPF_B ? 1 : size_code == BPF_H ? 2 : 4;
-        if (trace_) {
+        if (probed_) {
             load_r2_traced(dst, size_code, size, fail);
             return;
         }
@@ -864,7 +910,7 @@ private:
                 const uint32_t offset = at < 12 ? at : at - 4;
                 emit(mov32_imm(R2, imm32(offset)));
                 load_r2(R0, BPF_B, false, offset, reject());
-            } else if (xdp_) {
+            } else if (tag_on_stack()) {
                 // The word the prologue kept: byte `at` of the wire.
                 emit(ldx_mem(BPF_W, R0, kFp, kWireTag));
                 if (at < 15)
@@ -1099,7 +1145,13 @@ private:
         switch (field) {
         case SKF_AD_PKTTYPE:
             // `inbound` is pkt_type != PACKET_OUTGOING.
-            if (!skb_)
+            if (drop_) {
+                const Label done = new_label();
+                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(xdpcap_drop_view, pkt_type)));
+                jump(BPF_JMP32 | BPF_JEQ | BPF_K, kA, 0, kPacketOutgoing, done);
+                received_packet_type();
+                bind(done);
+            } else if (!skb_)
                 received_packet_type();
             else
                 emit(mov32_imm(kA, kPacketOutgoing));
@@ -1110,6 +1162,10 @@ private:
             // ifindex in struct net_device depends on the kernel's build.
             if (trace_)
                 not_here();
+            if (drop_) {
+                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(xdpcap_drop_view, ifindex)));
+                return;
+            }
             emit(ldx_mem(BPF_W, kA, kCtx, xdp_ ? offsetof(xdp_md, ingress_ifindex) : offsetof(__sk_buff, ifindex)));
             return;
         case SKF_AD_PROTOCOL:
@@ -1188,6 +1244,8 @@ private:
     bool xdp_;
     bool skb_;
     bool trace_;
+    bool drop_;
+    bool probed_; // bytes read with bpf_probe_read_kernel (trace, drop)
     bool slow_path_;
     bool wire_ = false;   // emitting the wire view (tag from metadata at 12..15)
     size_t pc_base_ = 0;  // label of classic instruction 0 in this copy

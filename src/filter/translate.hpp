@@ -21,6 +21,12 @@ enum class FilterHook {
     // bpf_probe_read_kernel() from the linear data only; the length is the
     // whole frame's. There is no device to read `ifindex` from.
     Trace,
+    // ctx is the argument array of a raw tracepoint program on
+    // skb:kfree_skb (--drops). The frame is described by the CPU's struct
+    // xdpcap_drop_view in the map drop_view_map_fd: bytes are read with
+    // bpf_probe_read_kernel() from its linear data only; a VLAN tag the skb
+    // holds in metadata is seen at offset 12 as on the wire.
+    Drop,
 };
 
 struct FilterTarget {
@@ -36,6 +42,8 @@ struct FilterTarget {
     // VLAN tag the NIC took out is seen as on the wire: the tag at offset 12
     // and the length 4 bytes longer.
     int rx_meta_map_fd = -1;
+    // Drop only: the per-CPU map of the dropped frame's xdpcap_drop_view.
+    int drop_view_map_fd = -1;
 };
 
 // `protochain` walks a header chain in a loop, which runs as a bpf_loop()

@@ -1,8 +1,9 @@
-// Which pcapng interface a sample is written as. Own-program mode: ring i is
-// interface i. Trace mode: each ring (CPU) gets a block of interfaces, one
-// per hook point of each traced program, plus one for egress when captured;
-// a sample's interface is its ring's block plus the slot of its hook and
-// program. A multiply and an add per packet, no table walk.
+// Which pcapng interface a sample is written as. Each ring (CPU) gets a block
+// of interfaces. Own-program mode: one for both directions. Trace mode: one
+// per hook point of each traced program, plus one for egress when captured.
+// With --drops, one more for the kernel's drops, last. A sample's interface
+// is its ring's block plus the slot of its hook and program. A multiply and
+// an add per packet, no table walk.
 #pragma once
 
 #include <cstdint>
@@ -13,24 +14,29 @@ namespace xdpcap {
 
 class InterfaceMap {
 public:
-    enum class Kind { Own, Egress, Entry, Exit };
+    enum class Kind { Own, Egress, Entry, Exit, Drop };
     struct Slot {
         Kind kind;
         uint32_t program; // Entry and Exit: index of the traced program
     };
 
     InterfaceMap() = default; // own-program mode
+    // Own-program mode, with --drops.
+    explicit InterfaceMap(bool drops) noexcept : drops_(drops) { per_ring_ = drops ? 2 : 1; }
     // Trace mode with `programs` traced programs (at least one).
-    InterfaceMap(uint32_t programs, bool entry, bool exit, bool egress) noexcept
+    InterfaceMap(uint32_t programs, bool entry, bool exit, bool egress, bool drops = false) noexcept
         : programs_(programs), hooks_(static_cast<uint32_t>(entry) + static_cast<uint32_t>(exit)),
-          first_trace_(egress ? 1 : 0), exit_offset_(entry ? 1 : 0), egress_(egress), entry_(entry)
+          first_trace_(egress ? 1 : 0), exit_offset_(entry ? 1 : 0), egress_(egress), entry_(entry), drops_(drops)
     {
         per_ring_ = first_trace_ + programs_ * hooks_;
         if (per_ring_ == 0)
             per_ring_ = 1;
+        if (drops_)
+            ++per_ring_;
     }
 
     bool tracing() const noexcept { return programs_ != 0; }
+    bool drops() const noexcept { return drops_; }
     uint32_t per_ring() const noexcept { return per_ring_; }
     uint32_t count(uint32_t rings) const noexcept { return rings * per_ring_; }
 
@@ -43,6 +49,8 @@ public:
     // What slot `slot` (< per_ring()) of each ring stands for.
     Slot slot(uint32_t slot) const noexcept
     {
+        if (drops_ && slot == per_ring_ - 1)
+            return Slot{Kind::Drop, 0};
         if (!tracing())
             return Slot{Kind::Own, 0};
         if (egress_ && slot == 0)
@@ -58,6 +66,8 @@ private:
     // valid slot rather than past the table.
     uint32_t slot_of(uint8_t hook, uint16_t program) const noexcept
     {
+        if (hook == XDPCAP_HOOK_DROP && drops_)
+            return per_ring_ - 1;
         if (!tracing() || (hook != XDPCAP_HOOK_FENTRY && hook != XDPCAP_HOOK_FEXIT))
             return 0;
         const uint32_t p = program < programs_ ? program : programs_ - 1;
@@ -71,6 +81,7 @@ private:
     uint32_t per_ring_ = 1;
     bool egress_ = false;
     bool entry_ = true;
+    bool drops_ = false;
 };
 
 // "XDP_DROP" and the like; nullptr for a value that is no XDP action.

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cstring>
+#include <string_view>
 
 namespace xdpcap {
 
@@ -53,6 +54,25 @@ std::optional<BitfieldLocation> bitfield(const btf* vmlinux, const char* type_na
     return bitfield_in(vmlinux, btf__type_by_id(vmlinux, static_cast<uint32_t>(id)), 0, member_name, 0);
 }
 
+std::vector<std::pair<uint32_t, std::string>> enum_values(const btf* vmlinux, const char* type_name,
+                                                          std::string_view prefix)
+{
+    std::vector<std::pair<uint32_t, std::string>> values;
+    const int32_t id = btf__find_by_name_kind(vmlinux, type_name, BTF_KIND_ENUM);
+    if (id <= 0)
+        return values;
+    const btf_type* type = btf__type_by_id(vmlinux, static_cast<uint32_t>(id));
+    const struct btf_enum* entries = btf_enum(type);
+    for (uint16_t i = 0; i < btf_vlen(type); ++i) {
+        const char* name = btf__name_by_offset(vmlinux, entries[i].name_off);
+        std::string_view text = name ? name : "";
+        if (text.starts_with(prefix))
+            text.remove_prefix(prefix.size());
+        values.emplace_back(static_cast<uint32_t>(entries[i].val), std::string(text));
+    }
+    return values;
+}
+
 } // namespace
 
 const KernelBtf& kernel_btf()
@@ -64,6 +84,7 @@ const KernelBtf& kernel_btf()
             return k;
         k.rx_vlan_kfunc = has_function(vmlinux, "bpf_xdp_metadata_rx_vlan_tag");
         k.rx_hash_kfunc = has_function(vmlinux, "bpf_xdp_metadata_rx_hash");
+        k.drop_reasons = enum_values(vmlinux, "skb_drop_reason", "SKB_DROP_REASON_");
         if constexpr (std::endian::native == std::endian::little)
             k.skb_ip_summed = bitfield(vmlinux, "sk_buff", "ip_summed");
         btf__free(vmlinux);

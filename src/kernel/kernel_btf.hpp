@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace xdpcap {
 
@@ -19,6 +22,10 @@ struct KernelBtf {
     bool rx_vlan_kfunc = false; // bpf_xdp_metadata_rx_vlan_tag, Linux 6.8
     bool rx_hash_kfunc = false; // bpf_xdp_metadata_rx_hash, Linux 6.3
     std::optional<BitfieldLocation> skb_ip_summed; // struct sk_buff's ip_summed
+    // enum skb_drop_reason (Linux 5.17): value and name without its
+    // SKB_DROP_REASON_ prefix ("NO_SOCKET"). Empty where the kernel has no
+    // reasons, and so no reason argument in skb:kfree_skb.
+    std::vector<std::pair<uint32_t, std::string>> drop_reasons;
 };
 const KernelBtf& kernel_btf();
 

@@ -19,6 +19,7 @@
 #include "error.hpp"
 #include "filter/ebpf_insn.hpp"
 #include "capture/stats.hpp"
+#include "kernel/filter_front.hpp"
 #include "kernel/kernel_btf.hpp"
 #include "kernel/program_btf.hpp"
 #include "kernel/xdp_inventory.hpp"
@@ -173,9 +174,19 @@ std::string verifier_reason(const std::string& log)
     return reason;
 }
 
-// The program in front of a hook when filtering: verdict = filter(ctx) as a
-// subprogram; count the frame as seen; keep -> tail call into `slot` of the
-// prog array `next`, the hook's sampling program; otherwise return `go_on`.
+// The BTF id of a program's main function: what fentry/fexit attach to.
+uint32_t main_function_btf_id(int prog_fd, const std::string& what)
+{
+    const int64_t type_id = main_function_type_id(prog_fd);
+    if (type_id < 0)
+        throw Error("cannot read " + what + ": " + errno_text(errno));
+    if (type_id == 0)
+        throw Error("cannot filter while tracing " + what + ": it carries no BTF");
+    return static_cast<uint32_t>(type_id);
+}
+
+} // namespace
+
 // Registers r6 (ctx) and r7 (verdict) survive the helper calls.
 std::vector<bpf_insn> filter_front(int counters_fd, int32_t counters_key, int next_fd, int32_t slot, int32_t go_on,
                                    std::span<const bpf_insn> filter_body)
@@ -213,7 +224,6 @@ std::vector<bpf_insn> filter_front(int counters_fd, int32_t counters_key, int ne
     return prog;
 }
 
-// Loads a filter_front() program; raises Error with the verifier's reason.
 UniqueFd load_filter_front(bpf_prog_type type, const char* name, const std::vector<bpf_insn>& prog,
                            bpf_prog_load_opts opts)
 {
@@ -240,19 +250,6 @@ UniqueFd load_filter_front(bpf_prog_type type, const char* name, const std::vect
     }
     return UniqueFd(fd);
 }
-
-// The BTF id of a program's main function: what fentry/fexit attach to.
-uint32_t main_function_btf_id(int prog_fd, const std::string& what)
-{
-    const int64_t type_id = main_function_type_id(prog_fd);
-    if (type_id < 0)
-        throw Error("cannot read " + what + ": " + errno_text(errno));
-    if (type_id == 0)
-        throw Error("cannot filter while tracing " + what + ": it carries no BTF");
-    return static_cast<uint32_t>(type_id);
-}
-
-} // namespace
 
 TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
                                   uint32_t snaplen, uint32_t ifindex, uint32_t sample_every, int events_fd,
@@ -375,6 +372,24 @@ void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool
     trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);
 }
 
+void CaptureProgram::load_drops(Direction direction, bool with_filter)
+{
+    drops_.emplace(DropProgram::load(skel_->rodata->snaplen, ifindex_, direction, skel_->rodata->sample_every,
+                                     bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters),
+                                     bpf_map__fd(skel_->maps.sample_ticks), with_filter));
+    drops_loaded_ = true;
+}
+
+void CaptureProgram::install_drop_filter(std::span<const bpf_insn> filter_body)
+{
+    drops_->install_filter(filter_body, bpf_map__fd(skel_->maps.counters));
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_drop_counters() const
+{
+    return read_key(XDPCAP_COUNTERS_DROPS);
+}
+
 int CaptureProgram::program_fd(Hook hook) const
 {
     if (hook == Hook::Egress)
@@ -409,6 +424,8 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
         attach_xdp(ifindex, mode, ifname);
     if (trace_)
         trace_->attach();
+    if (drops_)
+        drops_->attach();
 }
 
 void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/config.hpp"
+#include "kernel/drops.hpp"
 #include "kernel/egress.hpp"
 #include "kernel/rx_metadata.hpp"
 #include "unique_fd.hpp"
@@ -83,6 +84,13 @@ public:
     void load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
                     std::span<const bpf_insn> filter = {});
     bool tracing() const noexcept { return traced_; }
+    // --drops: loads the kfree_skb program for this interface (before
+    // install_drop_filter()); attach() then attaches it after the hooks.
+    void load_drops(Direction direction, bool with_filter);
+    bool captures_drops() const noexcept { return drops_loaded_; }
+    // The map a FilterHook::Drop filter reads.
+    int drop_view_map_fd() const { return drops_->view_map_fd(); }
+    void install_drop_filter(std::span<const bpf_insn> filter_body);
 
     enum class Hook { Ingress, Egress };
 
@@ -104,6 +112,7 @@ public:
         rx_front_.reset();
         egress_.reset();
         trace_.reset();
+        drops_.reset();
     }
     // The per-CPU map of xdpcap_rx_meta that an XDP filter reads for the wire
     // view; -1 where the kernel has no RX metadata kfunc to fill it.
@@ -133,6 +142,8 @@ public:
     // of one (its index in load_trace()'s targets).
     std::vector<xdpcap_counters> read_trace_counters(bool exit) const;
     std::vector<xdpcap_counters> read_trace_counters(uint32_t program, bool exit) const;
+    // --drops: the drop program's counters, zero when it is not loaded.
+    std::vector<xdpcap_counters> read_drop_counters() const;
     // Trace mode: the hook points traced, as kTraceEntry | kTraceExit; else 0.
     unsigned trace_points() const noexcept { return trace_points_; }
 
@@ -154,6 +165,8 @@ private:
     std::string rx_front_failure_;
     std::optional<EgressHook> egress_;
     std::optional<TracePrograms> trace_;
+    std::optional<DropProgram> drops_;
+    bool drops_loaded_ = false; // stays after detach() for the counters
     bool traced_ = false; // load_trace() ran; stays after detach() for the counters
     unsigned trace_points_ = 0;
     uint32_t trace_programs_ = 0;

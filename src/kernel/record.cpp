@@ -53,7 +53,7 @@ DecodedRecord decode_record(const uint8_t* record, size_t size) noexcept
         DecodedRecord decoded{RecordKind::Sample, {}, 0, nullptr};
         decoded.sample = Sample{meta.ifindex,   meta.rx_queue, meta.orig_len, meta.cap_len, meta.drops_before,
                                 meta.tstamp_ns, meta.direction, meta.hook,    meta.program, meta.verdict,
-                                raw + sizeof(xdpcap_meta), meta.hash,      meta.hash_type, meta.flags};
+                                raw + sizeof(xdpcap_meta), meta.hash,      meta.hash_type, meta.flags, meta.location};
         return decoded;
     }
     case PERF_RECORD_LOST: {

@@ -19,11 +19,12 @@ struct Sample {
     uint8_t direction;  // XDPCAP_DIR_INGRESS or XDPCAP_DIR_EGRESS
     uint8_t hook;       // XDPCAP_HOOK_*
     uint16_t program;   // trace mode: index of the traced program
-    uint32_t verdict;
+    uint32_t verdict; // trace mode exit: the XDP verdict; drops: the drop reason
     const uint8_t* data; // cap_len bytes, valid until the record is released
     uint32_t hash = 0;      // with XDPCAP_FLAG_HASH
     uint16_t hash_type = 0; // received: enum xdp_rss_hash_type bits
     uint16_t flags = 0;     // XDPCAP_FLAG_*
+    uint64_t location = 0;  // drops: the kernel code address that dropped it
 };
 
 enum class RecordKind {

@@ -137,7 +137,7 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
 }
 
 pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id, const Sample& sample,
-                                                     uint64_t realtime_ns) const noexcept
+                                                     uint64_t realtime_ns)
 {
     pcapng::EnhancedPacket packet{};
     packet.interface_id = interface_id;
@@ -162,6 +162,9 @@ pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id, cons
             : pcapng::kHashUnregistered;
         packet.comment = rss_hash_type_comment(sample.hash_type);
     }
+    // Where Wireshark shows and filters it: frame.comment contains "NO_SOCKET".
+    if (sample.hook == XDPCAP_HOOK_DROP && drop_labels_)
+        packet.comment = drop_labels_->comment(sample.verdict, sample.location);
     return packet;
 }
 
@@ -202,7 +205,7 @@ const char* xdp_action_name(uint32_t action) noexcept
     }
 }
 
-// "[   N  ]TIME eth0@cpu3 In [XDP_DROP ][hash 0x5e2a9c31/L4_IPV4_TCP ]IP
+// "[   N  ]TIME eth0@cpu3 In [XDP_DROP |Drop NO_SOCKET ][hash 0x5e2a9c31/L4_IPV4_TCP ]IP
 // 198.18.0.1.5000 > ...\n": the packet number (-#), the timestamp, the
 // interface, the direction, the verdict of trace-mode exit records, with -e
 // the hash, then the decode and any dump.
@@ -233,6 +236,15 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
             out.put(verdict);
         } else {
             out.put("verdict ");
+            out.dec(sample.verdict);
+        }
+        out.put(' ');
+    } else if (sample.hook == XDPCAP_HOOK_DROP) {
+        out.put("Drop ");
+        if (drop_labels_) {
+            out.put(drop_labels_->reason(sample.verdict));
+        } else {
+            out.put("reason ");
             out.dec(sample.verdict);
         }
         out.put(' ');

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel/drop_labels.hpp"
 #include "kernel/interface_map.hpp"
 #include "output/file_command.hpp"
 #include "output/pcapng.hpp"
@@ -35,6 +36,8 @@ public:
     // Per interface id, epb_hash's algorithm byte for received packets'
     // hashes (the NIC's RSS function); unset ones are unregistered.
     void set_rx_hash_algorithms(std::vector<uint8_t> algorithms) { rx_hash_algorithms_ = std::move(algorithms); }
+    // --drops: names the drops' reasons and locations, and counts them.
+    void set_drop_labels(DropLabels* labels) noexcept { drop_labels_ = labels; }
 
     // pcapng: SHB and every IDB, flushed before any packet.
     void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);
@@ -67,6 +70,8 @@ public:
         else
             write_line(sink_, interface_id, sample, realtime_ns);
         ++accepted_;
+        if (sample.hook == XDPCAP_HOOK_DROP && drop_labels_)
+            drop_labels_->count(sample.verdict);
         if (print_)
             print_line(interface_id, sample, realtime_ns);
         // -U flushes the output, -l the text lines (--print's too).
@@ -120,8 +125,7 @@ private:
     // Closes the current file and opens the next; false at -W's limit.
     bool next_file(uint64_t realtime_ns, uint32_t pending_interface);
     void close_file(const std::vector<pcapng::InterfaceStatistics>& isbs);
-    pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample,
-                                           uint64_t realtime_ns) const noexcept;
+    pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     // --print's lines are a side show: when they cannot be written the
@@ -145,6 +149,7 @@ private:
     uint64_t accepted_ = 0;
     std::vector<std::string> interface_names_;
     std::vector<uint8_t> rx_hash_algorithms_;
+    DropLabels* drop_labels_ = nullptr;
     text::TextOptions text_;
     // Relative TCP sequence numbers (not with -S); text_.decode points here.
     std::unique_ptr<text::TcpFlows> tcp_flows_;

@@ -49,6 +49,11 @@ struct HookContext {
     // number here) exists, and its entry holds vlan_tci/vlan_proto above
     // when vlan_present.
     int rx_meta_map_fd = -1;
+    // Drop: the filter's drop_view map; its entry describes the linear data
+    // at kKernelData, the whole frame's length, `pkt_type`, `ifindex` and,
+    // when vlan_present, the tag held in metadata.
+    int drop_view_map_fd = -1;
+    uint32_t pkt_type = 0;
     // Both:
     uint32_t cpu = 1;
     uint32_t random = 0x2545f491;
@@ -217,6 +222,11 @@ private:
         }
         case Kind::MapValue: {
             const int64_t addr = static_cast<int64_t>(base.v) + i.off;
+            if (drop()) {
+                if (addr < 0 || static_cast<uint64_t>(addr) + size > sizeof(xdpcap_drop_view))
+                    fail(pc, "drop view access out of bounds");
+                return get(reinterpret_cast<const uint8_t*>(&drop_view_) + addr, size);
+            }
             if (addr < 0 || static_cast<uint64_t>(addr) + size > sizeof(xdpcap_rx_meta))
                 fail(pc, "map value access out of bounds");
             return get(reinterpret_cast<const uint8_t*>(&rx_meta_) + addr, size);
@@ -231,7 +241,8 @@ private:
     Value map_lookup(size_t pc)
     {
         const Value& map = read(1, pc);
-        if (map.kind != Kind::Map || static_cast<int>(map.v) != context_.rx_meta_map_fd || !xdp())
+        const int given = drop() ? context_.drop_view_map_fd : xdp() ? context_.rx_meta_map_fd : -1;
+        if (map.kind != Kind::Map || static_cast<int>(map.v) != given || given < 0)
             fail(pc, "map lookup in a map the translation was not given");
         const Value& key = read(2, pc);
         if (key.kind != Kind::Stack)
@@ -243,6 +254,20 @@ private:
                 fail(pc, "map key is uninitialised stack");
         if (get(stack_.data() + kStackSize + addr, 4) != 0)
             return number(0);
+        if (drop()) {
+            drop_view_ = {};
+            drop_view_.data = kKernelData;
+            drop_view_.data_end = kKernelData + linear_.size();
+            drop_view_.frame_len = static_cast<uint32_t>(frame_.size());
+            drop_view_.pkt_type = context_.pkt_type;
+            drop_view_.ifindex = context_.ifindex;
+            if (context_.vlan_present) {
+                drop_view_.flags = XDPCAP_FLAG_VLAN_RESTORED;
+                drop_view_.vlan_proto = htons(context_.vlan_proto);
+                drop_view_.vlan_tci = context_.vlan_tci;
+            }
+            return {Kind::MapValue, 0, 0, 0};
+        }
         rx_meta_ = {};
         if (context_.vlan_present) {
             rx_meta_.flags = XDPCAP_FLAG_VLAN_RESTORED;
@@ -302,6 +327,7 @@ private:
 
     bool xdp() const { return context_.hook == FilterHook::Xdp; }
     bool trace() const { return context_.hook == FilterHook::Trace; }
+    bool drop() const { return context_.hook == FilterHook::Drop; }
 
     // Trace: bpf_probe_read_kernel(r1 = stack buffer, r2 = size, r3 = kernel
     // address) may only read the linear data; reading elsewhere would copy
@@ -383,7 +409,7 @@ private:
         if (takes_ctx && read(1, pc).kind != (trace() ? Kind::XdpBuff : Kind::Ctx))
             fail(pc, trace() ? "helper's first argument is not the xdp_buff" : "helper's first argument is not the ctx");
         int64_t ret = 0;
-        if (id == BPF_FUNC_probe_read_kernel && trace()) {
+        if (id == BPF_FUNC_probe_read_kernel && (trace() || drop())) {
             ret = probe_read_kernel(pc);
         } else if (id == BPF_FUNC_xdp_get_buff_len && trace()) {
             ret = static_cast<int64_t>(frame_.size());
@@ -719,6 +745,7 @@ private:
     int depth_ = 0;
     std::vector<std::pair<int64_t, Value>> spills_; // stack address, pointer
     xdpcap_rx_meta rx_meta_{};
+    xdpcap_drop_view drop_view_{};
 };
 
 inline uint32_t run_ebpf(std::span<const bpf_insn> program, std::span<const uint8_t> linear,

@@ -16,7 +16,7 @@ inline std::vector<uint8_t> sample_record(const std::vector<uint8_t>& frame, uin
                                           uint64_t tstamp_ns = 123456789, uint8_t direction = XDPCAP_DIR_INGRESS)
 {
     xdpcap_meta meta{tag,       7, 2, orig_len, static_cast<uint32_t>(frame.size()), drops_before,
-                     tstamp_ns, direction, XDPCAP_HOOK_XDP, 0, 0, 0, 0, 0};
+                     tstamp_ns, direction, XDPCAP_HOOK_XDP, 0, 0, 0, 0, 0, 0};
     // The kernel pads the raw data so the whole record is 8-byte aligned.
     const size_t raw_size = ((4 + sizeof meta + frame.size() + 7) & ~size_t{7}) - 4;
     perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(sizeof header + 4 + raw_size)};

@@ -62,8 +62,8 @@ TEST(Stats, WithFilterReceivedMeansKept)
 TEST(Stats, BothDirectionsSplitTheKernelCounts)
 {
     CpuStats s = cpu(2, 10, 9, 1, 9);
-    s.ingress = {6, 6, 6, 0, 0, 0, 0};
-    s.egress = {4, 4, 3, 1, 1, 1, 0};
+    s.ingress = {6, 6, 6, 0, 0, 0, 0, 0};
+    s.egress = {4, 4, 3, 1, 1, 1, 0, 0};
     const std::string text = format_stats({s}, true, false, true);
     EXPECT_NE(text.find("  cpu2: 10 seen, 9 sampled, 9 written, 1 ring full"), std::string::npos) << text;
     EXPECT_NE(text.find("\n    in: 6 seen, 6 sampled, 0 output errors; out: 4 seen, 3 sampled, 1 output errors\n"),
@@ -80,8 +80,8 @@ TEST(Stats, TraceModeSplitsEntryFromExit)
     // 2 at entry and 3 at exit.
     CpuStats s = cpu(1, 10, 5, 0, 5);
     s.kernel.matched = 5;
-    s.entry = {5, 2, 2, 0, 0, 0, 0};
-    s.exit = {5, 3, 3, 0, 0, 0, 0};
+    s.entry = {5, 2, 2, 0, 0, 0, 0, 0};
+    s.exit = {5, 3, 3, 0, 0, 0, 0, 0};
     s.ingress = s.entry + s.exit;
     const std::string both = format_stats({s}, true, true, false, kTraceEntry | kTraceExit);
     EXPECT_NE(both.find("\n    entry: 5 seen, 2 kept by filter, 2 sampled, 0 output errors; "
@@ -98,7 +98,7 @@ TEST(Stats, TraceModeSplitsEntryFromExit)
 
 TEST(Stats, CountersAddFieldByField)
 {
-    const xdpcap_counters sum = xdpcap_counters{1, 2, 3, 4, 5, 6, 7} + xdpcap_counters{10, 20, 30, 40, 50, 60, 70};
+    const xdpcap_counters sum = xdpcap_counters{1, 2, 3, 4, 5, 6, 7, 8} + xdpcap_counters{10, 20, 30, 40, 50, 60, 70, 80};
     EXPECT_EQ(sum.seen, 11u);
     EXPECT_EQ(sum.matched, 22u);
     EXPECT_EQ(sum.sampled, 33u);
@@ -106,6 +106,7 @@ TEST(Stats, CountersAddFieldByField)
     EXPECT_EQ(sum.ring_full, 55u);
     EXPECT_EQ(sum.pending_drops, 66u);
     EXPECT_EQ(sum.sample_skipped, 77u);
+    EXPECT_EQ(sum.no_link_header, 88u);
 }
 
 TEST(Stats, VerboseShowsPacketsWrittenOutOfOrder)
@@ -211,4 +212,24 @@ TEST(Stats, InterimStatisticsAreOneMarkedLine)
     // The final statistics never carry the marker.
     format.interim = false;
     EXPECT_EQ(format_stats(cpus, format).find("interim"), std::string::npos);
+}
+
+TEST(Stats, KernelDropsByReason)
+{
+    CpuStats s = cpu(0, 10, 10, 0, 10);
+    s.drops = {4, 4, 4, 0, 0, 0, 0, 1};
+    StatsFormat format{.drops = true, .drop_reasons = {{"NO_SOCKET", 3}, {"IP_CSUM", 1}}};
+    EXPECT_EQ(format_stats({s}, format),
+              "10 packets captured\n10 packets received by filter\n0 packets dropped by kernel\n"
+              "4 packets dropped by the kernel's stack\n"
+              "1 packet dropped by the kernel's stack before it had an Ethernet header (not captured)\n");
+    format.per_cpu = true;
+    const std::string verbose = format_stats({s}, format);
+    EXPECT_NE(verbose.find("\n4 packets dropped by the kernel's stack: NO_SOCKET 3, IP_CSUM 1\n"), std::string::npos)
+        << verbose;
+    EXPECT_NE(verbose.find("drops: 4 seen, 4 sampled, 0 output errors"), std::string::npos) << verbose;
+    format.interim = true;
+    const std::string interim = format_stats({s}, format);
+    EXPECT_NE(interim.find(", 4 packets dropped by the kernel's stack: NO_SOCKET 3, IP_CSUM 1, "), std::string::npos)
+        << interim;
 }

@@ -87,12 +87,12 @@ TEST(Extcap, CaptureRequestBecomesTheNormalCommandLine)
 {
     const auto r = parse({"--capture", "--extcap-interface", "xdpcap:cap0", "--fifo", "/tmp/wireshark_extcap_x",
                           "--extcap-capture-filter", "udp port 53", "--snapshot-length", "96", "--direction=in",
-                          "--xdp-mode", "generic", "--ring-pages", "", "--no-promiscuous-mode"});
+                          "--xdp-mode", "generic", "--ring-pages", "", "--no-promiscuous-mode", "--drops"});
     EXPECT_EQ(r.action, extcap::Action::Capture);
     EXPECT_EQ(r.fifo, "/tmp/wireshark_extcap_x");
     const std::vector<std::string> expected = {
         "xdpcap", "-i", "cap0", "-w", "/tmp/wireshark_extcap_x", "-q", "--snapshot-length", "96", "--direction", "in",
-        "--xdp-mode", "generic", "--no-promiscuous-mode", "--", "udp port 53"};
+        "--xdp-mode", "generic", "--no-promiscuous-mode", "--drops", "--", "udp port 53"};
     const auto command = extcap::capture_command(r);
     EXPECT_EQ(command, expected);
 
@@ -172,7 +172,7 @@ TEST(Extcap, ConfigText)
         }
     }
     const std::vector<std::string> expected_calls = {"--snapshot-length", "--direction", "--xdp-mode", "--at",
-                                                     "--ring-pages", "--no-promiscuous-mode"};
+                                                     "--ring-pages", "--no-promiscuous-mode", "--drops"};
     EXPECT_EQ(calls, expected_calls);
     EXPECT_EQ(values[1], (std::vector<std::string>{"inout", "in", "out"}));
     EXPECT_EQ(values[2], (std::vector<std::string>{"auto", "native", "generic"}));

@@ -182,6 +182,8 @@ const FilterTarget kXdpMulti{FilterHook::Xdp, true};
 const FilterTarget kXdpLinear{FilterHook::Xdp, false};
 const FilterTarget kTcEgress{FilterHook::TcEgress};
 const FilterTarget kTrace{FilterHook::Trace};
+constexpr int kDropViewFd = 41;
+const FilterTarget kDrop{FilterHook::Drop, false, -1, kDropViewFd};
 
 std::string hook_label(const FilterTarget& target)
 {
@@ -401,6 +403,7 @@ TEST(Filter, TranslationAgreesWithLibpcap)
     size_t helper_calls = 0;
     size_t skb_compared = 0;
     size_t trace_compared = 0;
+    size_t drop_compared = 0;
     std::vector<std::string> failures;
     const auto check = [&](const std::string& expr, const std::vector<bpf_insn>& program, const NamedFrame& frame,
                            size_t split, bool multi_buffer, bool expected, FilterHook hook = FilterHook::Xdp) {
@@ -412,11 +415,13 @@ TEST(Filter, TranslationAgreesWithLibpcap)
               << frags.size() << " in fragments, "
               << (hook == FilterHook::Xdp        ? "xdp multi_buffer " + std::to_string(multi_buffer)
                   : hook == FilterHook::Trace ? std::string("trace")
+                  : hook == FilterHook::Drop  ? std::string("drop")
                                               : std::string("tc egress"))
               << ")";
         try {
             test::HookContext context;
             context.hook = hook;
+            context.drop_view_map_fd = kDropViewFd;
             test::EbpfInterp interp(program, linear, frags, context);
             const uint32_t got = interp.run();
             helper_calls += interp.helper_calls();
@@ -427,6 +432,8 @@ TEST(Filter, TranslationAgreesWithLibpcap)
                 ++skb_compared;
             if (hook == FilterHook::Trace)
                 ++trace_compared;
+            if (hook == FilterHook::Drop)
+                ++drop_compared;
             ++compared;
             if ((got != 0) != expected)
                 failures.push_back(where.str() + ": libpcap " + verdict(expected) + ", eBPF " + verdict(got));
@@ -442,6 +449,7 @@ TEST(Filter, TranslationAgreesWithLibpcap)
         const auto multi = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, true});
         const auto egress = translate_filter(classic.instructions(), FilterTarget{FilterHook::TcEgress});
         const auto traced = translate_filter(classic.instructions(), kTrace);
+        const auto dropped = translate_filter(classic.instructions(), kDrop);
         EXPECT_EQ(dump_ebpf(multi).find("unknown"), std::string::npos) << dump_ebpf(multi);
         EXPECT_EQ(dump_ebpf(traced).find("unknown"), std::string::npos) << dump_ebpf(traced);
         EXPECT_EQ(dump_ebpf(egress).find("unknown"), std::string::npos) << dump_ebpf(egress);
@@ -452,6 +460,7 @@ TEST(Filter, TranslationAgreesWithLibpcap)
             check(expr, egress, frame, frame.bytes.size(), true, expected, FilterHook::TcEgress);
             // Trace mode reads the linear data only: fragments, safety only.
             check(expr, traced, frame, frame.bytes.size(), false, expected, FilterHook::Trace);
+            check(expr, dropped, frame, frame.bytes.size(), false, expected, FilterHook::Drop);
             for (size_t split : splits) {
                 if (split >= frame.bytes.size())
                     continue;
@@ -459,6 +468,7 @@ TEST(Filter, TranslationAgreesWithLibpcap)
                 check(expr, linear_only, frame, split, false, expected);
                 check(expr, egress, frame, split, true, expected, FilterHook::TcEgress);
                 check(expr, traced, frame, split, false, expected, FilterHook::Trace);
+                check(expr, dropped, frame, split, false, expected, FilterHook::Drop);
             }
         }
     }
@@ -767,6 +777,25 @@ TEST(Filter, WithoutMultiBufferFragmentsAreOutOfReach)
     EXPECT_NE(classic.run(frame), 0u);
     EXPECT_NE(test::run_ebpf(translate_filter(classic.instructions(), kXdpMulti), bytes.first(64), bytes.subspan(64)), 0u);
     EXPECT_EQ(test::run_ebpf(translate_filter(classic.instructions(), kXdpLinear), bytes.first(64), bytes.subspan(64)), 0u);
+}
+
+// A drop's direction comes from the view: sent frames are PACKET_OUTGOING,
+// received ones are judged by their destination MAC as at XDP.
+TEST(FilterDrop, DirectionFromTheView)
+{
+    Bytes frame = ether(0x0800, ipv4(17, "198.18.0.1", "198.18.0.2", udp(1, 9, pattern(8))));
+    const auto run = [&](const char* expr, uint32_t pkt_type) {
+        test::HookContext context{.hook = FilterHook::Drop};
+        context.drop_view_map_fd = kDropViewFd;
+        context.pkt_type = pkt_type;
+        return test::run_ebpf(translate_filter(compile_filter(expr).instructions(), kDrop), frame, {}, context);
+    };
+    constexpr uint32_t kHost = 0, kOutgoing = 4;
+    EXPECT_NE(run("inbound", kHost), 0u);
+    EXPECT_EQ(run("inbound", kOutgoing), 0u);
+    EXPECT_NE(run("outbound", kOutgoing), 0u);
+    EXPECT_EQ(run("outbound", kHost), 0u);
+    EXPECT_NE(run("outbound and udp port 9", kOutgoing), 0u);
 }
 
 // Trace mode reads the linear data with bpf_probe_read_kernel(); the length
@@ -1304,12 +1333,14 @@ std::vector<std::pair<FilterTarget, test::HookContext>> tag_hooks(uint16_t tpid,
     test::HookContext egress = kAtEgress;
     test::HookContext xdp{.hook = FilterHook::Xdp};
     xdp.rx_meta_map_fd = kRxMetaFd;
-    for (test::HookContext* c : {&egress, &xdp}) {
+    test::HookContext drop{.hook = FilterHook::Drop};
+    drop.drop_view_map_fd = kDropViewFd;
+    for (test::HookContext* c : {&egress, &xdp, &drop}) {
         c->vlan_present = true;
         c->vlan_proto = tpid;
         c->vlan_tci = tci;
     }
-    return {{kTcEgress, egress}, {kXdpRxMeta, xdp}};
+    return {{kTcEgress, egress}, {kXdpRxMeta, xdp}, {kDrop, drop}};
 }
 
 // The filter must judge the frame as it goes on the wire, i.e. as libpcap
@@ -1329,6 +1360,7 @@ TEST(FilterWireView, TagInMetadataSeenOnTheWire)
         const ClassicProgram classic = compile_filter(expr);
         const auto egress = translate_filter(classic.instructions(), kTcEgress);
         const auto xdp = translate_filter(classic.instructions(), kXdpRxMeta);
+        const auto dropped = translate_filter(classic.instructions(), kDrop);
         for (const NamedFrame& frame : frames) {
             if (frame.bytes.size() < 12)
                 continue;
@@ -1341,9 +1373,14 @@ TEST(FilterWireView, TagInMetadataSeenOnTheWire)
                 const Bytes wire = with_tag(frame.bytes, tpid, tci);
                 const bool expected = classic.run(wire) != 0;
                 for (const auto& [target, context] : tag_hooks(tpid, tci)) {
-                    const auto& program = target.hook == FilterHook::TcEgress ? egress : xdp;
+                    const auto& program = target.hook == FilterHook::TcEgress ? egress
+                        : target.hook == FilterHook::Drop                     ? dropped
+                                                                              : xdp;
                     for (size_t split : {size_t{14}, size_t{64}, bytes.size()}) {
                         split = std::min(split, bytes.size());
+                        // A drop's filter reads the linear data only.
+                        if (target.hook == FilterHook::Drop && split != bytes.size())
+                            continue;
                         try {
                             const uint32_t got =
                                 test::run_ebpf(program, bytes.first(split), bytes.subspan(split), context);
@@ -1389,9 +1426,13 @@ TEST(FilterWireView, LoadsAroundTheTag)
                 // A rejected load returns 0; a kept one has the top bit set.
                 const uint32_t want = inside ? (expected | 0x80000000u) : 0u;
                 const std::span<const uint8_t> bytes(frame);
-                for (size_t split : {size_t{0}, size_t{11}, size_t{13}, frame.size()})
+                for (size_t split : {size_t{0}, size_t{11}, size_t{13}, frame.size()}) {
+                    // A drop's filter reads the linear data only.
+                    if (target.hook == FilterHook::Drop && split != frame.size())
+                        continue;
                     EXPECT_EQ(test::run_ebpf(ebpf, bytes.first(split), bytes.subspan(split), context), want)
                         << "size " << n << " offset " << off << " split " << split;
+                }
             }
         }
     }

@@ -103,3 +103,27 @@ TEST(InterfaceMap, SeveralInterfacesFollowEachOthersRings)
     EXPECT_EQ(seen.size(), 2 * kCpus);
     EXPECT_EQ(map.count(2 * kCpus), 2 * kCpus);
 }
+
+TEST(InterfaceMap, DropsGetTheLastSlotOfEachRing)
+{
+    const InterfaceMap own(true);
+    EXPECT_TRUE(own.drops());
+    EXPECT_FALSE(own.tracing());
+    EXPECT_EQ(own.per_ring(), 2u);
+    EXPECT_EQ(own.interface(3, XDPCAP_HOOK_XDP, 0), 6u);
+    EXPECT_EQ(own.interface(3, XDPCAP_HOOK_TC_EGRESS, 0), 6u);
+    EXPECT_EQ(own.interface(3, XDPCAP_HOOK_DROP, 0), 7u);
+    EXPECT_EQ(own.slot(0).kind, InterfaceMap::Kind::Own);
+    EXPECT_EQ(own.slot(1).kind, InterfaceMap::Kind::Drop);
+    EXPECT_EQ(own.ring_of(7), 3u);
+
+    // Trace mode: egress, entry and exit of one program, then drops.
+    const InterfaceMap traced(1, true, true, true, true);
+    EXPECT_EQ(traced.per_ring(), 4u);
+    EXPECT_EQ(traced.interface(1, XDPCAP_HOOK_FEXIT, 0), 6u);
+    EXPECT_EQ(traced.interface(1, XDPCAP_HOOK_DROP, 0), 7u);
+    EXPECT_EQ(traced.slot(3).kind, InterfaceMap::Kind::Drop);
+
+    // Without --drops a drop record (which cannot happen) stays in range.
+    EXPECT_EQ(InterfaceMap{}.interface(2, XDPCAP_HOOK_DROP, 0), 2u);
+}

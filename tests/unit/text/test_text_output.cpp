@@ -73,6 +73,41 @@ TEST_F(TextOutput, LinePrefixThenDecode)
               "10:55:26.896065 eth0@cpu1:exit In verdict 77 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
 }
 
+// --drops: "Drop REASON" after the direction, and the reason with the
+// dropping code in the pcapng comment.
+TEST_F(TextOutput, DropsShowTheKernelsReason)
+{
+    DropLabels labels({{3, "NO_SOCKET"}}, KernelSymbols::parse("ffffffff81a3c010 t __udp4_lib_rcv\n"));
+    Sample drop = sample(XDPCAP_DIR_INGRESS, XDPCAP_HOOK_DROP, 3);
+    drop.location = 0xffffffff81a3c4bc;
+    MemFile text;
+    {
+        PacketOutput output(Sink::open_file(text.path()), PacketOutput::Format::Text, false, {"eth0@cpu1:drop"});
+        output.set_drop_labels(&labels);
+        output.write(0, drop, kTime);
+        drop.verdict = 9;
+        output.write(0, drop, kTime + 1000);
+        output.flush();
+    }
+    EXPECT_EQ(text_of(text.contents()),
+              "10:55:26.896062 eth0@cpu1:drop In Drop NO_SOCKET IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n"
+              "10:55:26.896063 eth0@cpu1:drop In Drop reason 9 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
+    const auto counted = labels.by_frequency();
+    ASSERT_EQ(counted.size(), 2u);
+    EXPECT_EQ(counted[0].second + counted[1].second, 2u);
+
+    MemFile blocks;
+    {
+        PacketOutput output(Sink::open_file(blocks.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu1:drop"});
+        output.set_drop_labels(&labels);
+        drop.verdict = 3;
+        output.write(0, drop, kTime);
+        output.flush();
+    }
+    const std::string bytes = text_of(blocks.contents());
+    EXPECT_NE(bytes.find("drop reason NO_SOCKET at __udp4_lib_rcv+0x4ac"), std::string::npos);
+}
+
 TEST_F(TextOutput, LinkHeaderShowsTheHash)
 {
     MemFile file;

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * --drops: on the skb:kfree_skb tracepoint (which fires for drops only, not
+ * for packets consumed), every frame the kernel drops on the captured
+ * interface, from its Ethernet header, with the kernel's reason and the
+ * address of the code that dropped it, into the capture object's perf event
+ * array and counters (userspace hands their fds over before load).
+ * It only reads. With a filter, the entry program leaves the frame's view in
+ * drop_view and tail-calls a filter program built at run time (loader.cpp),
+ * which tail-calls xdpcap_drop_sample for the frames it keeps.
+ */
+#include <linux/bpf.h>
+#include <linux/if_packet.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "sample.h"
+
+/* Just the members read here; CO-RE relocates them against the running
+ * kernel's BTF (6.1 and 6.18 lay sk_buff out differently). */
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct net {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+struct net_device {
+	int ifindex;
+	struct {
+		struct net *net;
+	} nd_net;
+} __attribute__((preserve_access_index));
+
+struct sk_buff {
+	struct net_device *dev;
+	unsigned int len;
+	unsigned char *head;
+	unsigned char *data;
+	unsigned int tail; /* an offset from head on 64-bit kernels */
+	__u16 mac_header;
+	int skb_iif;
+	__u32 vlan_all;
+	__be16 vlan_proto;
+	__u16 vlan_tci;
+} __attribute__((preserve_access_index));
+
+/* Before 6.2 a bit says whether vlan_tci holds a tag; from 6.2 a tag is
+ * there when vlan_all is not zero. */
+struct sk_buff___vlan_bit {
+	__u8 vlan_present : 1;
+} __attribute__((preserve_access_index));
+
+#define MAC_HEADER_UNSET 0xffff
+#define ETH_ADDRS_LEN 12
+#define VLAN_TAG_LEN 4
+
+/* Set by userspace before load: 0 for both directions, else XDPCAP_DIR_*. */
+const volatile __u8 drop_direction = 0;
+/* The inode of the interface's network namespace: an ifindex is unique
+ * within one namespace only. */
+const volatile __u32 capture_netns = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdpcap_drop_view);
+} drop_view SEC(".maps");
+
+/* Slot 0: the filter program (with a filter). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} drop_filter SEC(".maps");
+
+/* Slot 0: xdpcap_drop_sample, for the filter's tail call. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} drop_sampler SEC(".maps");
+
+/* Per CPU (indexed by CPU id), the sample being put together: the frame is
+ * kernel memory, which only bpf_probe_read_kernel reaches. Userspace sets
+ * the entries and the value size (metadata plus snaplen). */
+struct drop_frame {
+	struct xdpcap_meta meta;
+	__u8 frame[XDPCAP_MAX_SAMPLE_SIZE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct drop_frame);
+} drop_scratch SEC(".maps");
+
+static __always_inline int vlan_tag_held(struct sk_buff *skb)
+{
+	struct sk_buff___vlan_bit *old = (void *)skb;
+	if (bpf_core_field_exists(old->vlan_present))
+		return BPF_CORE_READ_BITFIELD_PROBED(old, vlan_present);
+	return BPF_CORE_READ(skb, vlan_all) != 0;
+}
+
+/* Up to `n` (<= limit, a constant to the verifier) linear frame bytes from
+ * kernel address `from` into `to`; returns the bytes copied or -1. */
+static __always_inline long copy_frame(__u8 *to, __u64 n, __u64 limit, __u64 from)
+{
+	n &= 0xffff;
+	asm volatile("" : "+r"(n));
+	if (n > XDPCAP_MAX_SAMPLE_SIZE || n > limit)
+		return -1;
+	if (n && bpf_probe_read_kernel(to, n, (const void *)from))
+		return -1;
+	return (long)n;
+}
+
+static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view *v)
+{
+	struct xdpcap_counters *c = count_packet(XDPCAP_COUNTERS_DROPS);
+	if (!c)
+		return;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct drop_frame *w = bpf_map_lookup_elem(&drop_scratch, &cpu);
+	if (!w)
+		return account_output(c, -EFAULT);
+	const int tagged = (v->flags & XDPCAP_FLAG_VLAN_RESTORED) != 0;
+	const __u64 wire_len = (__u64)v->frame_len + (tagged ? VLAN_TAG_LEN : 0);
+	fill_meta(&w->meta, c, 0, wire_len, sample_length(wire_len), v->direction, XDPCAP_HOOK_DROP);
+	w->meta.verdict = v->reason;
+	w->meta.location = v->location;
+	w->meta.flags = v->flags;
+
+	__u64 limit = snaplen;
+	if (limit > XDPCAP_MAX_SAMPLE_SIZE)
+		limit = XDPCAP_MAX_SAMPLE_SIZE;
+	/* Only the linear bytes are in reach; a paged rest is counted in the
+	 * original length, as a snapshot length cut would be. */
+	const __u64 linear = v->data_end > v->data ? v->data_end - v->data : 0;
+	__u64 want = w->meta.cap_len;
+	long copied;
+	if (tagged && want >= ETH_ADDRS_LEN + VLAN_TAG_LEN && linear >= ETH_ADDRS_LEN &&
+	    limit >= ETH_ADDRS_LEN + VLAN_TAG_LEN) {
+		if (copy_frame(w->frame, ETH_ADDRS_LEN, ETH_ADDRS_LEN, v->data) < 0)
+			return account_output(c, -EFAULT);
+		__be16 tci_be = bpf_htons(v->vlan_tci);
+		__builtin_memcpy(w->frame + ETH_ADDRS_LEN, &v->vlan_proto, 2);
+		__builtin_memcpy(w->frame + ETH_ADDRS_LEN + 2, &tci_be, 2);
+		__u64 rest = want - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
+		if (rest > linear - ETH_ADDRS_LEN)
+			rest = linear - ETH_ADDRS_LEN;
+		copied = copy_frame(w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest,
+				    limit - (ETH_ADDRS_LEN + VLAN_TAG_LEN), v->data + ETH_ADDRS_LEN);
+		if (copied < 0)
+			return account_output(c, -EFAULT);
+		copied += ETH_ADDRS_LEN + VLAN_TAG_LEN;
+	} else {
+		if (tagged)
+			w->meta.flags &= ~XDPCAP_FLAG_VLAN_RESTORED;
+		copied = copy_frame(w->frame, want < linear ? want : linear, limit, v->data);
+		if (copied < 0)
+			return account_output(c, -EFAULT);
+	}
+	w->meta.cap_len = (__u32)copied;
+	__u64 size = sizeof(w->meta) + (__u64)copied;
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(w->meta) + XDPCAP_MAX_SAMPLE_SIZE || size > sizeof(w->meta) + limit)
+		return account_output(c, -EFAULT);
+	account_output(c, bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, w, size));
+}
+
+/* The tracepoint's arguments: skb, location, reason (and more on newer
+ * kernels, after these three). */
+SEC("raw_tracepoint/kfree_skb")
+int xdpcap_drop(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct sk_buff *skb = (struct sk_buff *)ctx->args[0];
+	struct net_device *dev = BPF_CORE_READ(skb, dev);
+	if (!dev || BPF_CORE_READ(dev, ifindex) != (int)capture_ifindex ||
+	    BPF_CORE_READ(dev, nd_net.net, ns.inum) != capture_netns)
+		return 0;
+	/* Received frames carry the interface they came in on; sent and
+	 * forwarded ones another one, or none. */
+	const __u8 direction =
+		BPF_CORE_READ(skb, skb_iif) == (int)capture_ifindex ? XDPCAP_DIR_INGRESS : XDPCAP_DIR_EGRESS;
+	if (drop_direction && direction != drop_direction)
+		return 0;
+	__u32 key = 0;
+	struct xdpcap_drop_view *v = bpf_map_lookup_elem(&drop_view, &key);
+	if (!v)
+		return 0;
+	const __u16 mac = BPF_CORE_READ(skb, mac_header);
+	const __u64 head = (__u64)BPF_CORE_READ(skb, head);
+	const __u64 data = (__u64)BPF_CORE_READ(skb, data);
+	if (mac == MAC_HEADER_UNSET || head + mac > data) {
+		/* Dropped on its way out before its Ethernet header was built:
+		 * nothing of the wire to show, but counted. */
+		__u32 drops_key = XDPCAP_COUNTERS_DROPS;
+		struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &drops_key);
+		if (c)
+			c->no_link_header++;
+		return 0;
+	}
+	v->data = head + mac;
+	v->data_end = head + BPF_CORE_READ(skb, tail);
+	v->frame_len = BPF_CORE_READ(skb, len) + (__u32)(data - v->data);
+	v->pkt_type = direction == XDPCAP_DIR_EGRESS ? PACKET_OUTGOING : PACKET_HOST;
+	v->ifindex = capture_ifindex;
+	v->direction = direction;
+	v->reason = (__u32)ctx->args[2];
+	v->location = ctx->args[1];
+	v->flags = 0;
+	if (vlan_tag_held(skb)) {
+		v->flags = XDPCAP_FLAG_VLAN_RESTORED;
+		v->vlan_proto = BPF_CORE_READ(skb, vlan_proto);
+		v->vlan_tci = BPF_CORE_READ(skb, vlan_tci);
+	}
+	if (filter_enabled) {
+		bpf_tail_call(ctx, &drop_filter, 0);
+		return 0;
+	}
+	sample_drop(ctx, v);
+	return 0;
+}
+
+/* With a filter: the drops it keeps, their view left by xdpcap_drop. */
+SEC("raw_tracepoint/kfree_skb")
+int xdpcap_drop_sample(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 key = 0;
+	const struct xdpcap_drop_view *v = bpf_map_lookup_elem(&drop_view, &key);
+	if (v)
+		sample_drop(ctx, v);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,42 @@
+// --drops: the skb:kfree_skb raw tracepoint program of one captured
+// interface, writing the frames the kernel drops there into the capture
+// object's rings and counters. Its link is an fd: it dies with the process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "cli/config.hpp"
+#include "unique_fd.hpp"
+
+struct xdpcap_drops;
+struct bpf_insn;
+
+namespace xdpcap {
+
+class DropProgram {
+public:
+    struct Deleter {
+        void operator()(xdpcap_drops* skel) const noexcept;
+    };
+    // Raises Error with one line when the kernel cannot do it.
+    static DropProgram load(uint32_t snaplen, uint32_t ifindex, Direction direction, uint32_t sample_every,
+                            int events_fd, int counters_fd, int sample_ticks_fd, bool with_filter);
+    // The per-CPU map of struct xdpcap_drop_view a Drop filter reads.
+    int view_map_fd() const;
+    // `body`: translated for FilterHook::Drop with view_map_fd().
+    void install_filter(std::span<const bpf_insn> body, int counters_fd);
+    void attach();
+
+private:
+    explicit DropProgram(std::unique_ptr<xdpcap_drops, Deleter> skel) : skel_(std::move(skel)) {}
+    std::unique_ptr<xdpcap_drops, Deleter> skel_;
+    UniqueFd filter_;
+};
+
+// Raises the one-line refusal of --drops where skb:kfree_skb has no reason
+// (kernels before 5.17).
+void require_drop_reasons();
+
+} // namespace xdpcap

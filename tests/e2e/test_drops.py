@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""End-to-end: --drops captures the frames the kernel drops on the interface, with its reason.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_drops.py PATH/TO/xdpcap
+
+cap0 (198.18.74.1) has an nft rule that drops UDP port 7777. Sent into it:
+UDP to a closed port (NO_SOCKET), to port 7777 (NETFILTER_DROP), frames with
+a bad IPv4 header checksum (IP_CSUM) and frames for another MAC address
+(OTHERHOST, received in promiscuous mode). Frames sent the same way into
+cap1, which is not captured, must not appear. Checked:
+
+  * each dropped frame exactly once, on a cap0@cpuN:drop interface, byte for
+    byte as sent, inbound, its reason in the comment (tshark's
+    frame.comment), the same on the text line of --print and in the
+    statistics line, by reason;
+  * an independent oracle: the same tracepoint through a tracefs instance of
+    the test's own, whose text names each reason (it sees every namespace,
+    so it must count at least as many);
+  * a filter applies to drops ('udp port 9' keeps the NO_SOCKET ones only);
+  * SIGKILL leaves no program of xdpcap's on the tracepoint.
+"""
+
+import collections
+import json
+import os
+import re
+import signal
+import struct
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+from test_text_tcp import checksum  # noqa: E402
+
+CAP_MAC = bytes.fromhex("02000000ca01")
+CAP1_MAC = bytes.fromhex("02000000ca02")
+GEN_MAC = bytes.fromhex("020000009e01")
+OTHER_MAC = bytes.fromhex("020000007777")
+CAP4, GEN4 = bytes([198, 18, 74, 1]), bytes([198, 18, 74, 2])
+CAP14, GEN14 = bytes([198, 18, 75, 1]), bytes([198, 18, 75, 2])
+TRACEFS = "/sys/kernel/tracing"
+
+
+def udp_frame(dst_mac, src_ip, dst_ip, dport, payload, bad_ip_checksum=False):
+    udp = struct.pack("!HHHH", 41000, dport, 8 + len(payload), 0) + payload
+    head = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0x4700, 0x4000, 64, 17, 0, src_ip, dst_ip)
+    csum = checksum(head) ^ (0x5a5a if bad_ip_checksum else 0)
+    head = head[:10] + struct.pack("!H", csum) + head[12:]
+    return dst_mac + GEN_MAC + b"\x08\x00" + head + udp
+
+
+def corpus():
+    """(frame, expected reason) for cap0, and frames for cap1."""
+    cap0 = []
+    for i in range(5):
+        cap0.append((udp_frame(CAP_MAC, GEN4, CAP4, 9, b"nosock%02d" % i), "NO_SOCKET"))
+    for i in range(4):
+        cap0.append((udp_frame(CAP_MAC, GEN4, CAP4, 7777, b"nftdrop%02d" % i), "NETFILTER_DROP"))
+    for i in range(3):
+        cap0.append((udp_frame(CAP_MAC, GEN4, CAP4, 5555, b"badcsum%02d" % i, bad_ip_checksum=True), "IP_CSUM"))
+    for i in range(2):
+        cap0.append((udp_frame(OTHER_MAC, GEN4, CAP4, 5555, b"otherhost%02d" % i), "OTHERHOST"))
+    cap1 = [udp_frame(CAP1_MAC, GEN14, CAP14, 9, b"notcaptured%02d" % i) for i in range(3)]
+    return cap0, cap1
+
+
+class TraceInstance(N.Scoped):
+    """A tracefs instance of our own with skb:kfree_skb enabled; removed on exit."""
+
+    def __init__(self):
+        self.path = os.path.join(TRACEFS, "instances", f"xdpcapt-{os.getpid()}")
+
+    def _setup(self):
+        if not os.path.isdir(os.path.join(TRACEFS, "instances")):
+            N.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check_rc=False)
+        os.mkdir(self.path)
+        with open(os.path.join(self.path, "events/skb/kfree_skb/enable"), "w") as f:
+            f.write("1")
+
+    def reasons(self):
+        with open(os.path.join(self.path, "trace")) as f:
+            return collections.Counter(re.findall(r"reason: (\w+)", f.read()))
+
+    def close(self):
+        N._unregister_cleanup(self.close)
+        if os.path.isdir(self.path):
+            try:
+                with open(os.path.join(self.path, "events/skb/kfree_skb/enable"), "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
+            os.rmdir(self.path)
+
+
+def setup_lab(lab):
+    for i, (cap, gen) in enumerate(zip(lab.cap_ifs, lab.gen_ifs)):
+        N.run(["ip", "-n", lab.cap_ns, "addr", "add", f"198.18.{74 + i}.1/24", "dev", cap])
+        N.run(["ip", "-n", lab.gen_ns, "addr", "add", f"198.18.{74 + i}.2/24", "dev", gen])
+        # The port unreachable replies need no ARP: no neighbour drops.
+        N.run(["ip", "-n", lab.cap_ns, "neigh", "replace", f"198.18.{74 + i}.2", "lladdr",
+               f"02:00:00:00:9e:{i + 1:02x}", "dev", cap, "nud", "permanent"])
+    N.run(["ip", "netns", "exec", lab.cap_ns, "nft",
+           "table inet xdpcapt { chain c { type filter hook input priority 0; udp dport 7777 drop; }; }"])
+
+
+def drop_records(path, tmp):
+    """The capture's rows (netlab.read_capture) with comment and direction, and the drop rows."""
+    rows = N.read_capture(path, tmp)
+    extra = N.run(["tshark", "-n", "-r", path, "-T", "fields", "-E", "separator=\t", "-e", "frame.comment",
+                   "-e", "frame.packet_flags_direction"]).stdout.splitlines()
+    N.check(len(extra) == len(rows), "tshark lists every frame once more", (len(extra), len(rows)))
+    for row, line in zip(rows, extra):
+        parts = (line.split("\t") + ["", ""])[:2]
+        row["comment"], row["direction"] = parts[0], parts[1]
+    return rows, [r for r in rows if r["if_name"].endswith(":drop")]
+
+
+def drop_attachments():
+    """Names of loaded drop programs, and ids of raw tracepoint links on kfree_skb."""
+    progs = json.loads(N.run(["bpftool", "-j", "prog", "show"]).stdout or "[]")
+    links = json.loads(N.run(["bpftool", "-j", "link", "show"]).stdout or "[]")
+    names = [p.get("name") for p in progs if str(p.get("name", "")).startswith(("xdpcap_drop", "xdpcap_fdrop"))]
+    ids = [l.get("id") for l in links if l.get("type") == "raw_tracepoint" and l.get("tp_name") == "kfree_skb"]
+    return names, ids
+
+
+def run_capture(lab, binary, tmp, label, extra_args, frames, cap1_frames):
+    path = os.path.join(tmp, label + ".pcapng")
+    x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-v", "-w", path, "--print"] + extra_args)
+    x.wait_listening()
+    pcap = os.path.join(tmp, label + ".pcap")
+    N.write_frames(pcap, frames)
+    lab.send(pcap, 0, gap_us=2000)
+    pcap1 = os.path.join(tmp, label + "-cap1.pcap")
+    N.write_frames(pcap1, cap1_frames)
+    lab.send(pcap1, 0, gap_us=2000, gen_if=lab.gen_ifs[1])
+    time.sleep(N.scaled(0.5))
+    rc = x.stop()
+    N.check(rc == 0, f"{label}: xdpcap exits 0 on SIGINT", (rc, x.err_lines[-6:]))
+    return path, x
+
+
+def check_drops(label, drops, expected):
+    got = collections.Counter((r["data"], r["comment"].split(" at ")[0]) for r in drops)
+    want = collections.Counter((frame, "drop reason " + reason) for frame, reason in expected)
+    N.expect(got == want, f"{label}: every dropped frame once, byte for byte, with its reason",
+             f"missing {list((want - got).items())[:4]}\nextra {list((got - want).items())[:4]}")
+    N.expect(all(re.fullmatch(r"drop reason \w+ at [\w.]+\+0x[0-9a-f]+", r["comment"]) for r in drops),
+             f"{label}: each comment names the reason and the kernel function with its offset",
+             [r["comment"] for r in drops][:4])
+    N.expect(all(r["direction"] == "0x00000001" for r in drops), f"{label}: every drop is inbound",
+             [r["direction"] for r in drops][:4])
+    N.expect(all(r["len"] == r["cap_len"] == len(r["data"]) for r in drops), f"{label}: whole frames",
+             [(r["len"], r["cap_len"]) for r in drops][:4])
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab(pairs=2) as lab, \
+            TraceInstance() as trace:
+        setup_lab(lab)
+        frames, cap1 = corpus()
+        path, x = run_capture(lab, binary, tmp, "all", [], [f for f, _ in frames], cap1)
+        rows, drops = drop_records(path, tmp)
+        check_drops("no filter", drops, frames)
+        N.expect(not any(b"notcaptured" in r["data"] for r in rows),
+                 "drops on cap1, which is not captured, are not recorded")
+        reasons = collections.Counter(reason for _, reason in frames)
+        stats = [l for l in x.err_lines if "dropped by the kernel's stack" in l]
+        want_line = (f"{len(frames)} packets dropped by the kernel's stack: " +
+                     ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda i: (-i[1], i[0]))))
+        N.expect(stats == [want_line], "the statistics count the drops by reason, most frequent first",
+                 (stats, want_line))
+        text = [l for l in bytes(x.out).decode().splitlines() if ":drop " in l]
+        text_reasons = collections.Counter(re.search(r":drop In Drop (\w+) ", l).group(1) for l in text
+                                           if re.search(r":drop In Drop (\w+) IP 198\.18\.74\.2\.41000 > ", l))
+        N.expect(len(text) == len(drops) and text_reasons == reasons,
+                 "--print shows one 'Drop REASON' line per drop record, after the interface", text[:4])
+        for reason, n in reasons.items():
+            cp = N.run(["tshark", "-n", "-r", path, "-Y", f'frame.comment contains "{reason}"'])
+            N.expect(len(cp.stdout.splitlines()) == n, f"tshark's frame.comment filter finds the {n} {reason}",
+                     cp.stdout[-300:])
+        oracle = trace.reasons()
+        N.expect(all(oracle[r] >= n for r, n in reasons.items()),
+                 "the tracefs instance saw each reason at least as often", (dict(oracle), dict(reasons)))
+
+        path, x = run_capture(lab, binary, tmp, "filtered", ["udp port 9"], [f for f, _ in frames], cap1)
+        rows, drops = drop_records(path, tmp)
+        check_drops("udp port 9", drops, [(f, r) for f, r in frames if r == "NO_SOCKET"])
+        N.expect(all(r["data"][36:38] == b"\x00\x09" for r in rows),
+                 "with the filter, every record (received and dropped) is UDP port 9")
+
+        # SIGKILL: the tracepoint's link goes with the process. Only this
+        # test uses --drops: the drop programs are ours.
+        x = lab.xdpcap(binary, ["--drops", "-w", os.path.join(tmp, "killed.pcapng")])
+        x.wait_listening()
+        before = drop_attachments()
+        N.check(before[0] and before[1], "while capturing, the drop program and its kfree_skb link exist", before)
+        x.send_signal(signal.SIGKILL)
+        x.wait()
+        end = time.monotonic() + N.scaled(3)
+        after = drop_attachments()
+        while (after[0] or after[1]) and time.monotonic() < end:
+            time.sleep(0.1)
+            after = drop_attachments()
+        N.check(not after[0] and not after[1], "after SIGKILL no drop program and no kfree_skb link remains", after)
+
+
+if __name__ == "__main__":
+    N.main(test)
