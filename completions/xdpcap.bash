@@ -10,7 +10,7 @@ declare -gA _xdpcap_values=(
     [--at]="entry exit entry,exit"
     [--time-stamp-precision]="micro nano"
 )
-_xdpcap_options="-i --interface -w --write -s --snapshot-length -c --count
+_xdpcap_options="-i --interface -w --write -r --read -s --snapshot-length -c --count
     -C --file-size -G --rotate-seconds -W --file-count -z --postrotate-command
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
@@ -42,7 +42,7 @@ _xdpcap()
             COMPREPLY=($(compgen -W "${candidates[*]}" -- "$cur"))
             return
             ;;
-        -w | --write)
+        -w | --write | -r | --read)
             _filedir
             [[ -z $cur || $cur == - ]] && COMPREPLY+=(-)
             return

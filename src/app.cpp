@@ -24,6 +24,7 @@
 #include "output/packet_output.hpp"
 #include "kernel/promisc.hpp"
 #include "privileges.hpp"
+#include "replay.hpp"
 #include "kernel/rings.hpp"
 #include "kernel/rss_hash.hpp"
 #include "capture/stop_signals.hpp"
@@ -448,6 +449,8 @@ int run_capture(const Config& config)
     const std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
     if (config.dump_filter)
         return dump_filter(filter, config.interfaces.empty() ? std::string() : config.interfaces.front());
+    if (config.read_file)
+        return read_capture_file(config, filter);
     std::vector<Session> sessions = lookup_sessions(config);
     // Compiled first: a syntax error is reported before anything is touched.
     // Each interface's own netmask, for "ip broadcast" and the like.
@@ -669,7 +672,8 @@ int run_capture(const Config& config)
                                                    .sample_every = config.sample_every,
                                                    .drops = config.drops,
                                                    .drop_reasons = drop_labels ? drop_labels->by_frequency()
-                                                                               : std::vector<std::pair<std::string, uint64_t>>{}})
+                                                                               : std::vector<std::pair<std::string, uint64_t>>{},
+                                                   .drop_misses = loop.drop_misses()})
                        .c_str(),
                    stderr);
     return failure.empty() ? kExitOk : kExitRuntime;

@@ -281,6 +281,14 @@ std::vector<CpuStats> CaptureLoop::stats() const
     return out;
 }
 
+uint64_t CaptureLoop::drop_misses() const
+{
+    uint64_t missed = 0;
+    for (const CaptureSource& source : sources_)
+        missed += source.program->drop_misses();
+    return missed;
+}
+
 void CaptureLoop::print_stats() const
 {
     const std::string text = format_stats(stats(), StatsFormat{.per_cpu = options_.verbose,
@@ -292,6 +300,7 @@ void CaptureLoop::print_stats() const
                                                                .drop_reasons = options_.drop_labels
                                                                    ? options_.drop_labels->by_frequency()
                                                                    : std::vector<std::pair<std::string, uint64_t>>{},
+                                                               .drop_misses = drop_misses(),
                                                                .interim = true});
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);

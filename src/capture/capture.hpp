@@ -60,6 +60,8 @@ public:
     void detach_and_drain();
     // Per ring, in the loop's ring order.
     std::vector<CpuStats> stats() const;
+    // --drops: over every interface, the drops the kernel skipped.
+    uint64_t drop_misses() const;
     // After StopReason::InterfaceGone: the interface that went away.
     const std::string& gone_interface() const noexcept { return gone_; }
     // And whether it was moved to another network namespace (else deleted,

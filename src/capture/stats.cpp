@@ -105,6 +105,9 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
             line += (i == 0 ? ": " : ", ") + format.drop_reasons[i].first + " " +
                 std::to_string(format.drop_reasons[i].second);
         totals.push_back(line);
+        if (format.drop_misses)
+            totals.push_back(counted(format.drop_misses, " drop", " drops") +
+                             " missed: the drop program was already running on that CPU");
         if (t.no_link_header)
             totals.push_back(counted(t.no_link_header, " packet", " packets") +
                              " dropped by the kernel's stack before it had an Ethernet header (not captured)");

@@ -74,6 +74,7 @@ struct StatsFormat {
     bool drops = false;           // --drops: the kernel's drops on a line of their own
     // With drops and per_cpu: written drops by reason, most frequent first.
     std::vector<std::pair<std::string, uint64_t>> drop_reasons = {};
+    uint64_t drop_misses = 0; // drops the kernel did not run the drop program for
     // SIGUSR1 while capturing: the totals on one line that starts with
     // kInterimPrefix (tcpdump prints one line then too), so that they cannot
     // be taken for the final statistics; per-CPU lines as usual.

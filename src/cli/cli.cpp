@@ -263,10 +263,39 @@ std::string without_trailing_spaces(const std::string& text)
     return out;
 }
 
+// With -r nothing is attached: the options that shape a live capture mean
+// nothing there and are refused rather than ignored.
+void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
+{
+    const std::pair<const char*, const char*> live_only[] = {
+        {"direction", "-Q"},
+        {"xdp-mode", "--xdp-mode"},
+        {"ring-pages", "--ring-pages"},
+        {"buffer-size", "-B"},
+        {"sample", "--sample"},
+        {"drops", "--drops"},
+        {"no-promiscuous-mode", "-p"},
+        {"relinquish-privileges", "-Z"},
+        {"at", "--at"},
+        {"program", "--program"},
+        {"file-size", "-C"},
+        {"rotate-seconds", "-G"},
+        {"file-count", "-W"},
+        {"postrotate-command", "-z"},
+        {"snapshot-length", "-s"},
+    };
+    for (const auto& [key, spelling] : live_only) {
+        // -Q has a default value: only a given one counts.
+        if (result.count(key) && !(std::string_view(key) == "direction" && result[key].has_default() &&
+                                   !result[key].count()))
+            throw Error(std::string(spelling) + " applies to a live capture, not to -r");
+    }
+}
+
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-#AdDehlnpqSUvxX] [-t...] [--version] -i IFACE [-i IFACE]... [-w FILE|-]\n"
+    options.custom_help("[-#AdDehlnpqSUvxX] [-t...] [--version] (-i IFACE [-i IFACE]... | -r FILE) [-w FILE|-]\n"
                         "         [--print] [-s SNAPLEN] [-c COUNT] [-C SIZE] [-G SECONDS] [-W COUNT]\n"
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
                         "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE] [--drops]\n"
@@ -278,6 +307,8 @@ cxxopts::Options make_options()
         ("i,interface", "Capture on IFACE (required): a name, or an ifindex as -D lists it; repeat -i for "
                          "several interfaces", cxxopts::value<std::string>(), "IFACE")
         ("w,write", "Write pcapng to FILE, or to standard output with -", cxxopts::value<std::string>(), "FILE")
+        ("r,read", "Read packets from a pcap or pcapng FILE (- for standard input) instead of capturing",
+             cxxopts::value<std::string>(), "FILE")
         ("s,snapshot-length", "Keep at most SNAPLEN bytes of each packet; 0 means the maximum, " +
              std::to_string(kMaxSnaplen), cxxopts::value<std::string>(), "SNAPLEN")
         ("c,count", "Stop after writing COUNT packets", cxxopts::value<std::string>(), "COUNT")
@@ -450,8 +481,16 @@ CliOutcome parse_cli(int argc, const char* const* argv)
         }
         config.interfaces.push_back(name);
     }
-    if (config.interfaces.empty() && !config.dump_filter)
-        throw Error("no interface given: use -i IFACE (see xdpcap --help)");
+    if (result.count("read")) {
+        config.read_file = result["read"].as<std::string>();
+        if (config.read_file->empty())
+            throw Error("-r needs a file name (or - for standard input)");
+        if (!config.interfaces.empty())
+            throw Error("give either -i (capture on an interface) or -r (read a file), not both");
+        refuse_capture_options_with_read(result);
+    }
+    if (config.interfaces.empty() && !config.dump_filter && !config.read_file)
+        throw Error("no interface given: use -i IFACE, or -r FILE to read a capture file (see xdpcap --help)");
 
     if (result.count("write")) {
         config.output = result["write"].as<std::string>();

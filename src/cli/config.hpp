@@ -25,6 +25,7 @@ struct Config {
     // a capture; extcap gives exactly one.
     std::vector<std::string> interfaces;
     std::optional<std::string> output; // "-" is stdout; unset means text lines on stdout
+    std::optional<std::string> read_file; // -r: read this capture file ("-": stdin) instead of capturing
     uint32_t snaplen = kMaxSnaplen;
     std::optional<uint64_t> count;
     bool packet_buffered = false;

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <pcap/pcap.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -60,10 +61,15 @@ std::span<const sock_filter> ClassicProgram::instructions() const noexcept
 
 uint32_t ClassicProgram::run(std::span<const uint8_t> frame) const
 {
+    return run(frame, static_cast<uint32_t>(frame.size()));
+}
+
+uint32_t ClassicProgram::run(std::span<const uint8_t> captured, uint32_t wire_length) const
+{
     pcap_pkthdr header{};
-    header.caplen = static_cast<bpf_u_int32>(frame.size());
-    header.len = header.caplen;
-    return static_cast<uint32_t>(pcap_offline_filter(&native_->program, &header, frame.data()));
+    header.caplen = static_cast<bpf_u_int32>(captured.size());
+    header.len = std::max(wire_length, header.caplen);
+    return static_cast<uint32_t>(pcap_offline_filter(&native_->program, &header, captured.data()));
 }
 
 static_assert(kNetmaskUnknown == PCAP_NETMASK_UNKNOWN);

@@ -28,6 +28,8 @@ public:
     // non-zero keeps it. The reference the eBPF translation is tested against,
     // and a userspace fallback.
     uint32_t run(std::span<const uint8_t> frame) const;
+    // The same on a packet cut to `captured` of its `wire_length` bytes.
+    uint32_t run(std::span<const uint8_t> captured, uint32_t wire_length) const;
 
 private:
     struct Native;

@@ -93,6 +93,19 @@ std::string_view DropLabels::reason(uint32_t value)
     return it->second;
 }
 
+uint32_t DropLabels::intern(std::string_view name)
+{
+    for (const auto& [value, known] : names_) {
+        if (known == name)
+            return value;
+    }
+    // Above any value a kernel uses.
+    const uint32_t value = names_.empty() || names_.rbegin()->first < (1u << 30) ? (1u << 30) + static_cast<uint32_t>(names_.size())
+                                                                                 : names_.rbegin()->first + 1;
+    names_.emplace(value, std::string(name));
+    return value;
+}
+
 std::string_view DropLabels::comment(uint32_t reason_value, uint64_t location)
 {
     const auto key = std::make_pair(reason_value, location);

@@ -45,6 +45,9 @@ public:
     std::string_view comment(uint32_t reason, uint64_t location);
 
     void count(uint32_t reason) { ++counts_[reason]; }
+    // -r: the value standing for a reason known by its name only (from a
+    // file's comment); the same name always gets the same value.
+    uint32_t intern(std::string_view name);
     // Reasons of the drops counted, most frequent first (ties by name).
     std::vector<std::pair<std::string, uint64_t>> by_frequency();
 

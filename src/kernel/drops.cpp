@@ -88,6 +88,15 @@ void DropProgram::install_filter(std::span<const bpf_insn> body, int counters_fd
         throw Error("cannot link the drop program to its filter: " + errno_text(errno));
 }
 
+uint64_t DropProgram::missed() const noexcept
+{
+    bpf_prog_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.xdpcap_drop), &info, &len) != 0)
+        return 0;
+    return info.recursion_misses;
+}
+
 void DropProgram::attach()
 {
     // Kept in the skeleton, which destroys it with itself.

@@ -28,6 +28,9 @@ public:
     // `body`: translated for FilterHook::Drop with view_map_fd().
     void install_filter(std::span<const bpf_insn> body, int counters_fd);
     void attach();
+    // Drops the kernel did not run the program for: it was already running
+    // on that CPU (a drop in an interrupt of a drop). 0 where unknown.
+    uint64_t missed() const noexcept;
 
 private:
     explicit DropProgram(std::unique_ptr<xdpcap_drops, Deleter> skel) : skel_(std::move(skel)) {}

@@ -112,8 +112,13 @@ public:
         rx_front_.reset();
         egress_.reset();
         trace_.reset();
+        if (drops_)
+            drop_misses_ = drops_->missed();
         drops_.reset();
     }
+    // --drops: drops the kernel skipped because the drop program was
+    // already running on that CPU.
+    uint64_t drop_misses() const noexcept { return drops_ ? drops_->missed() : drop_misses_; }
     // The per-CPU map of xdpcap_rx_meta that an XDP filter reads for the wire
     // view; -1 where the kernel has no RX metadata kfunc to fill it.
     int rx_meta_map_fd() const;
@@ -167,6 +172,7 @@ private:
     std::optional<TracePrograms> trace_;
     std::optional<DropProgram> drops_;
     bool drops_loaded_ = false; // stays after detach() for the counters
+    uint64_t drop_misses_ = 0;  // as of detach()
     bool traced_ = false; // load_trace() ran; stays after detach() for the counters
     unsigned trace_points_ = 0;
     uint32_t trace_programs_ = 0;

@@ -229,8 +229,15 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
         out.put("  ");
     }
     timestamps_.put(out, realtime_ns);
+    // A file read with -r may name no interface and no direction: then, as
+    // tcpdump, the decode follows the time.
     out.put(name);
-    out.put(sample.direction == XDPCAP_DIR_EGRESS ? " Out " : " In ");
+    if (sample.direction == XDPCAP_DIR_EGRESS)
+        out.put(name.empty() ? "Out " : " Out ");
+    else if (sample.direction == XDPCAP_DIR_INGRESS)
+        out.put(name.empty() ? "In " : " In ");
+    else if (!name.empty())
+        out.put(' ');
     if (sample.hook == XDPCAP_HOOK_FEXIT) {
         if (const char* verdict = xdp_action_name(sample.verdict)) {
             out.put(verdict);

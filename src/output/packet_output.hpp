@@ -38,6 +38,8 @@ public:
     void set_rx_hash_algorithms(std::vector<uint8_t> algorithms) { rx_hash_algorithms_ = std::move(algorithms); }
     // --drops: names the drops' reasons and locations, and counts them.
     void set_drop_labels(DropLabels* labels) noexcept { drop_labels_ = labels; }
+    // -r: the next interface of the file, as its description blocks come.
+    void add_interface(std::string name) { interface_names_.push_back(std::move(name)); }
 
     // pcapng: SHB and every IDB, flushed before any packet.
     void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);

@@ -17,6 +17,10 @@ cap1, which is not captured, must not appear. Checked:
     the test's own, whose text names each reason (it sees every namespace,
     so it must count at least as many);
   * a filter applies to drops ('udp port 9' keeps the NO_SOCKET ones only);
+  * with both interfaces captured and both directions, cap1's drops are on
+    cap1's drop interfaces, and datagrams sent from cap0's namespace that
+    cap0's qdisc (pfifo, limit 0) drops are outbound drops, byte for byte as
+    the egress hook captured them, with a reason the tracefs oracle names;
   * SIGKILL leaves no program of xdpcap's on the tracepoint.
 """
 
@@ -156,6 +160,47 @@ def check_drops(label, drops, expected):
              [(r["len"], r["cap_len"]) for r in drops][:4])
 
 
+def both_interfaces(lab, binary, tmp, trace, frames, cap1):
+    path = os.path.join(tmp, "both.pcapng")
+    x = lab.xdpcap(binary, ["-i", lab.cap_ifs[1], "--drops", "-w", path])
+    x.wait_listening()
+    # Every frame cap0 sends is dropped by its qdisc, after the egress hook.
+    N.run(["tc", "-n", lab.cap_ns, "qdisc", "replace", "dev", lab.cap_if, "root", "pfifo", "limit", "0"])
+    pcap = os.path.join(tmp, "both.pcap")
+    N.write_frames(pcap, [f for f, _ in frames])
+    lab.send(pcap, 0, gap_us=2000)
+    pcap1 = os.path.join(tmp, "both-cap1.pcap")
+    N.write_frames(pcap1, cap1)
+    lab.send(pcap1, 0, gap_us=2000, gen_if=lab.gen_ifs[1])
+    N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c",
+           "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+           "for i in range(3):\n    s.sendto(b'qdiscdrop%02d' % i, ('198.18.74.2', 6666))\n"])
+    time.sleep(N.scaled(0.5))
+    rc = x.stop()
+    N.run(["tc", "-n", lab.cap_ns, "qdisc", "del", "dev", lab.cap_if, "root"], check_rc=False)
+    N.check(rc == 0, "two interfaces: xdpcap exits 0 on SIGINT", (rc, x.err_lines[-6:]))
+    rows, drops = drop_records(path, tmp)
+    on_cap1 = [r for r in drops if r["if_name"].startswith("cap1@") and b"notcaptured" in r["data"]]
+    N.expect(len(on_cap1) == len(cap1) and all("NO_SOCKET" in r["comment"] for r in on_cap1),
+             "cap1's drops are on cap1's drop interfaces, with their reason",
+             [(r["if_name"], r["comment"]) for r in drops][:6])
+    received = [r for r in drops if r["if_name"].startswith("cap0@") and r["direction"] == "0x00000001"]
+    N.expect(collections.Counter(r["data"] for r in received) == collections.Counter(f for f, _ in frames),
+             "cap0's received drops are still each frame once", len(received))
+    sent = [r for r in drops if b"qdiscdrop" in r["data"]]
+    egress = [r for r in rows if not r["if_name"].endswith(":drop") and b"qdiscdrop" in r["data"]]
+    N.expect(len(sent) == 3 and all(r["if_name"].startswith("cap0@") and r["direction"] == "0x00000002"
+                                    for r in sent), "the three datagrams cap0's qdisc dropped are outbound drops",
+             [(r["if_name"], r["direction"], r["comment"]) for r in sent])
+    N.expect(sorted(r["data"] for r in sent) == sorted(r["data"] for r in egress) and len(egress) == 3,
+             "each sent drop holds the frame the egress hook captured, byte for byte",
+             (len(sent), len(egress)))
+    oracle = trace.reasons()
+    names = {r["comment"].split(" at ")[0].removeprefix("drop reason ") for r in sent}
+    N.expect(len(names) == 1 and all(oracle[n] >= 3 for n in names),
+             "the sent drops' reason is one the tracefs instance saw", (names, dict(oracle)))
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab(pairs=2) as lab, \
             TraceInstance() as trace:
@@ -190,6 +235,8 @@ def test(binary):
         check_drops("udp port 9", drops, [(f, r) for f, r in frames if r == "NO_SOCKET"])
         N.expect(all(r["data"][36:38] == b"\x00\x09" for r in rows),
                  "with the filter, every record (received and dropped) is UDP port 9")
+
+        both_interfaces(lab, binary, tmp, trace, frames, cap1)
 
         # SIGKILL: the tracepoint's link goes with the process. Only this
         # test uses --drops: the drop programs are ours.

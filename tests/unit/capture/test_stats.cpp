@@ -228,6 +228,9 @@ TEST(Stats, KernelDropsByReason)
     EXPECT_NE(verbose.find("\n4 packets dropped by the kernel's stack: NO_SOCKET 3, IP_CSUM 1\n"), std::string::npos)
         << verbose;
     EXPECT_NE(verbose.find("drops: 4 seen, 4 sampled, 0 output errors"), std::string::npos) << verbose;
+    format.drop_misses = 2;
+    EXPECT_NE(format_stats({s}, format).find("\n2 drops missed: the drop program was already running on that CPU\n"),
+              std::string::npos);
     format.interim = true;
     const std::string interim = format_stats({s}, format);
     EXPECT_NE(interim.find(", 4 packets dropped by the kernel's stack: NO_SOCKET 3, IP_CSUM 1, "), std::string::npos)

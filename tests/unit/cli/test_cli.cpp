@@ -369,3 +369,21 @@ TEST(Cli, PrintWithPcapng)
     const std::string refusal = error_of({"-i", "e", "-w", "-", "--print"});
     EXPECT_NE(refusal.find("--print cannot be used with -w -"), std::string::npos) << refusal;
 }
+
+TEST(Cli, ReadAFileInsteadOfCapturing)
+{
+    const Config c = parse_config({"-r", "in.pcapng", "-w", "out.pcapng", "-c", "5", "udp"});
+    EXPECT_EQ(c.read_file, "in.pcapng");
+    EXPECT_TRUE(c.interfaces.empty());
+    EXPECT_EQ(c.output, "out.pcapng");
+    EXPECT_EQ(c.filter, "udp");
+    EXPECT_EQ(parse_config({"--read", "-"}).read_file, "-");
+    EXPECT_EQ(error_of({"-r", "in.pcapng", "-i", "eth0"}),
+              "give either -i (capture on an interface) or -r (read a file), not both");
+    EXPECT_EQ(error_of({"-r", ""}), "-r needs a file name (or - for standard input)");
+    EXPECT_EQ(error_of({"-r", "f", "-Q", "in"}), "-Q applies to a live capture, not to -r");
+    EXPECT_EQ(error_of({"-r", "f", "--drops"}), "--drops applies to a live capture, not to -r");
+    EXPECT_EQ(error_of({"-r", "f", "-s", "96"}), "-s applies to a live capture, not to -r");
+    EXPECT_EQ(error_of({"-r", "f", "-G", "5"}), "-G applies to a live capture, not to -r");
+    EXPECT_EQ(error_of({}), "no interface given: use -i IFACE, or -r FILE to read a capture file (see xdpcap --help)");
+}

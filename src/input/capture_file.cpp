@@ -1,0 +1,337 @@
+#include "input/capture_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "error.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+constexpr uint32_t kPcapMagicMicro = 0xa1b2c3d4;
+constexpr uint32_t kPcapMagicNano = 0xa1b23c4d;
+constexpr uint32_t kShb = 0x0A0D0D0A;
+constexpr uint32_t kIdb = 1;
+constexpr uint32_t kObsoletePacket = 2;
+constexpr uint32_t kSimplePacket = 3;
+constexpr uint32_t kIsb = 5;
+constexpr uint32_t kEpb = 6;
+constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
+// Far above any packet (jumbo frames, 64 KiB GSO) and any header block.
+constexpr size_t kMaxBlock = 16u << 20;
+constexpr size_t kReadChunk = 1u << 16;
+
+constexpr uint16_t kOptEnd = 0, kOptComment = 1;
+constexpr uint16_t kIfName = 2, kIfTsresol = 9;
+constexpr uint16_t kEpbFlags = 2, kEpbDropCount = 4, kEpbQueue = 6, kEpbVerdict = 7;
+constexpr uint8_t kVerdictEbpfXdp = 2;
+
+size_t pad4(size_t n)
+{
+    return (n + 3) & ~size_t{3};
+}
+
+uint64_t to_ns(uint64_t ticks, uint64_t per_second)
+{
+    const uint64_t seconds = ticks / per_second;
+    const uint64_t rest = ticks % per_second;
+    // rest < per_second: the product fits in 64 bits up to 10^10 ticks a second.
+    if (per_second <= 10'000'000'000ull)
+        return seconds * 1'000'000'000 + rest * 1'000'000'000 / per_second;
+    return seconds * 1'000'000'000 + rest / (per_second / 1'000'000'000);
+}
+
+} // namespace
+
+CaptureFile::CaptureFile(std::string name, UniqueFd fd, std::vector<uint8_t> bytes, bool eof)
+    : name_(std::move(name)), fd_(std::move(fd)), buffer_(std::move(bytes)), end_(buffer_.size()), eof_(eof)
+{
+}
+
+CaptureFile CaptureFile::open(const std::string& path)
+{
+    if (path == "-")
+        return CaptureFile("standard input", UniqueFd(::dup(STDIN_FILENO)), {}, false);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        throw Error("cannot read " + path + ": " + errno_text(errno));
+    return CaptureFile(path, std::move(fd), {}, false);
+}
+
+CaptureFile CaptureFile::from_bytes(std::vector<uint8_t> bytes)
+{
+    return CaptureFile("input", UniqueFd(), std::move(bytes), true);
+}
+
+void CaptureFile::malformed(const std::string& what) const
+{
+    throw Error(name_ + " is not a capture file xdpcap can read: " + what + " at offset " + std::to_string(offset_));
+}
+
+bool CaptureFile::fill(size_t n, const char* what)
+{
+    if (end_ - begin_ >= n)
+        return true;
+    if (begin_ > 0) {
+        std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+    }
+    if (buffer_.size() < n)
+        buffer_.resize(std::max(n, kReadChunk));
+    while (end_ < n && !eof_) {
+        if (buffer_.size() - end_ < kReadChunk / 4)
+            buffer_.resize(buffer_.size() + kReadChunk);
+        const ssize_t got = ::read(fd_.get(), buffer_.data() + end_, buffer_.size() - end_);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            throw Error("cannot read " + name_ + ": " + errno_text(errno));
+        if (got == 0)
+            eof_ = true;
+        end_ += static_cast<size_t>(got);
+    }
+    if (end_ >= n)
+        return true;
+    if (end_ == 0)
+        return false;
+    malformed(std::string("the input ends inside ") + what);
+}
+
+uint16_t CaptureFile::u16(const uint8_t* p) const noexcept
+{
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return swapped_ ? __builtin_bswap16(v) : v;
+}
+
+uint32_t CaptureFile::u32(const uint8_t* p) const noexcept
+{
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return swapped_ ? __builtin_bswap32(v) : v;
+}
+
+uint64_t CaptureFile::u64(const uint8_t* p) const noexcept
+{
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return swapped_ ? __builtin_bswap64(v) : v;
+}
+
+void CaptureFile::start()
+{
+    started_ = true;
+    if (!fill(4, "the file header"))
+        malformed("the input is empty");
+    uint32_t magic;
+    std::memcpy(&magic, buffer_.data() + begin_, 4);
+    if (magic == kShb) {
+        pcapng_ = true;
+        return;
+    }
+    for (const bool swapped : {false, true}) {
+        const uint32_t m = swapped ? __builtin_bswap32(magic) : magic;
+        if (m == kPcapMagicMicro || m == kPcapMagicNano) {
+            swapped_ = swapped;
+            nanoseconds_ = m == kPcapMagicNano;
+            if (!fill(24, "the pcap file header"))
+                malformed("the input ends inside the pcap file header");
+            const uint8_t* h = buffer_.data() + begin_;
+            interfaces_.push_back(Interface{"", static_cast<uint16_t>(u32(h + 20) & 0xffff), u32(h + 16)});
+            begin_ += 24;
+            offset_ += 24;
+            return;
+        }
+    }
+    malformed("neither pcap nor pcapng (it starts with 0x" + [&] {
+        char hex[9];
+        std::snprintf(hex, sizeof hex, "%08x", __builtin_bswap32(magic));
+        return std::string(hex);
+    }() + ")");
+}
+
+std::optional<CaptureFile::Record> CaptureFile::next()
+{
+    begin_ += consumed_;
+    offset_ += consumed_;
+    consumed_ = 0;
+    if (!started_)
+        start();
+    return pcapng_ ? next_pcapng() : next_pcap();
+}
+
+std::optional<CaptureFile::Record> CaptureFile::next_pcap()
+{
+    if (!fill(16, "a packet record header"))
+        return std::nullopt;
+    const uint8_t* h = buffer_.data() + begin_;
+    const uint32_t cap_len = u32(h + 8);
+    if (cap_len > kMaxBlock)
+        malformed("a packet record of " + std::to_string(cap_len) + " bytes");
+    if (!fill(16 + size_t{cap_len}, "a packet"))
+        malformed("the input ends inside a packet");
+    h = buffer_.data() + begin_;
+    Record r{Record::Kind::Packet, {}, {}};
+    r.packet.timestamp_ns = uint64_t{u32(h)} * 1'000'000'000 + uint64_t{u32(h + 4)} * (nanoseconds_ ? 1 : 1000);
+    r.packet.cap_len = cap_len;
+    r.packet.orig_len = std::max(u32(h + 12), cap_len);
+    r.packet.data = h + 16;
+    consumed_ = 16 + size_t{cap_len};
+    return r;
+}
+
+void CaptureFile::section_header(std::span<const uint8_t> block)
+{
+    if (block.size() < 28)
+        malformed("a section header block of " + std::to_string(block.size()) + " bytes");
+    if (u16(block.data() + 12) != 1)
+        malformed("pcapng major version " + std::to_string(u16(block.data() + 12)));
+    // A new section: its interfaces are numbered from 0 again.
+    section_base_ = interfaces_.size();
+    ticks_per_second_.clear();
+}
+
+void CaptureFile::interface_description(std::span<const uint8_t> body)
+{
+    if (body.size() < 8)
+        malformed("an interface description block too short");
+    Interface iface{"", u16(body.data()), u32(body.data() + 4)};
+    uint64_t per_second = 1'000'000;
+    for (size_t at = 8; at + 4 <= body.size();) {
+        const uint16_t code = u16(body.data() + at);
+        const uint16_t length = u16(body.data() + at + 2);
+        if (code == kOptEnd || at + 4 + length > body.size())
+            break;
+        const uint8_t* value = body.data() + at + 4;
+        if (code == kIfName)
+            iface.name.assign(reinterpret_cast<const char*>(value), strnlen(reinterpret_cast<const char*>(value), length));
+        else if (code == kIfTsresol && length >= 1) {
+            const uint8_t resol = value[0];
+            const unsigned exponent = resol & 0x7f;
+            if ((resol & 0x80) ? exponent > 63 : exponent > 19)
+                malformed("if_tsresol " + std::to_string(resol));
+            per_second = 1;
+            for (unsigned i = 0; i < exponent; ++i)
+                per_second *= (resol & 0x80) ? 2 : 10;
+        }
+        at += 4 + pad4(length);
+    }
+    interfaces_.push_back(std::move(iface));
+    ticks_per_second_.push_back(per_second);
+}
+
+std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
+{
+    if (!fill(12, "a block header"))
+        return std::nullopt;
+    const uint8_t* h = buffer_.data() + begin_;
+    uint32_t type;
+    std::memcpy(&type, h, 4);
+    if (type == kShb) {
+        uint32_t bom;
+        std::memcpy(&bom, h + 8, 4);
+        if (bom == kByteOrderMagic)
+            swapped_ = false;
+        else if (bom == __builtin_bswap32(kByteOrderMagic))
+            swapped_ = true;
+        else
+            malformed("a section header without the byte-order magic");
+    } else {
+        type = u32(h);
+    }
+    const uint32_t length = u32(h + 4);
+    if (length < 12 || length % 4 != 0 || length > kMaxBlock)
+        malformed("a block of length " + std::to_string(length));
+    if (!fill(length, "a block"))
+        malformed("the input ends inside a block");
+    h = buffer_.data() + begin_;
+    if (u32(h + length - 4) != length)
+        malformed("a block whose trailing length differs from its leading one");
+    const std::span<const uint8_t> block(h, length);
+    const std::span<const uint8_t> body = block.subspan(8, length - 12);
+    consumed_ = length;
+    Record r{Record::Kind::Other, {}, block};
+    switch (type) {
+    case kShb:
+        section_header(block);
+        r.kind = Record::Kind::SectionHeader;
+        return r;
+    case kIdb:
+        interface_description(body);
+        r.kind = Record::Kind::InterfaceDescription;
+        return r;
+    case kIsb:
+        r.kind = Record::Kind::Statistics;
+        return r;
+    case kEpb:
+    case kObsoletePacket:
+    case kSimplePacket:
+        break;
+    default:
+        return r;
+    }
+    Packet& p = r.packet;
+    size_t fixed;
+    uint32_t local_id;
+    if (type == kSimplePacket) {
+        if (body.size() < 4)
+            malformed("a simple packet block too short");
+        local_id = 0;
+        p.orig_len = u32(body.data());
+        fixed = 4;
+        p.cap_len = static_cast<uint32_t>(std::min<size_t>(p.orig_len, body.size() - fixed));
+    } else {
+        if (body.size() < 20)
+            malformed("a packet block too short");
+        local_id = type == kEpb ? u32(body.data()) : u16(body.data());
+        const uint64_t ticks = (uint64_t{u32(body.data() + 4)} << 32) | u32(body.data() + 8);
+        p.cap_len = u32(body.data() + 12);
+        p.orig_len = u32(body.data() + 16);
+        fixed = 20;
+        if (p.cap_len > body.size() - fixed)
+            malformed("a packet of " + std::to_string(p.cap_len) + " bytes in a block of " + std::to_string(length));
+        if (p.orig_len < p.cap_len)
+            p.orig_len = p.cap_len;
+        if (local_id < ticks_per_second_.size())
+            p.timestamp_ns = to_ns(ticks, ticks_per_second_[local_id]);
+        if (type == kObsoletePacket)
+            p.drop_count = u16(body.data() + 2);
+    }
+    if (local_id >= ticks_per_second_.size())
+        malformed("a packet of interface " + std::to_string(local_id) + ", which the section does not describe");
+    p.interface_id = static_cast<uint32_t>(section_base_ + local_id);
+    p.data = body.data() + fixed;
+    const size_t snap = interfaces_[p.interface_id].snaplen;
+    if (type == kSimplePacket && snap && p.cap_len > snap)
+        p.cap_len = static_cast<uint32_t>(snap);
+    // Options (not in a Simple Packet Block).
+    for (size_t at = fixed + pad4(p.cap_len); type != kSimplePacket && at + 4 <= body.size();) {
+        const uint16_t code = u16(body.data() + at);
+        const uint16_t olen = u16(body.data() + at + 2);
+        if (code == kOptEnd || at + 4 + olen > body.size())
+            break;
+        const uint8_t* value = body.data() + at + 4;
+        if (code == kOptComment && p.comment.empty())
+            p.comment = std::string_view(reinterpret_cast<const char*>(value), olen);
+        else if (code == kEpbFlags && olen >= 4)
+            p.flags = u32(value);
+        else if (code == kEpbDropCount && olen >= 8)
+            p.drop_count = u64(value);
+        else if (code == kEpbQueue && olen >= 4)
+            p.queue = u32(value);
+        else if (code == kEpbVerdict && olen >= 9 && value[0] == kVerdictEbpfXdp)
+            p.xdp_verdict = u64(value + 1);
+        at += 4 + pad4(olen);
+    }
+    r.kind = Record::Kind::Packet;
+    return r;
+}
+
+} // namespace xdpcap

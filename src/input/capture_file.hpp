@@ -1,0 +1,98 @@
+// -r: a capture file read record by record, as libpcap reads it: classic
+// pcap (micro- or nanosecond timestamps, either byte order) or pcapng (every
+// section, either byte order, Enhanced, Simple and obsolete Packet Blocks),
+// from a file or from standard input ("-"). Besides what libpcap gives, each
+// packet keeps what xdpcap's own files record per packet (interface,
+// direction, verdict, comment) and its block as read, for a verbatim copy.
+// Malformed input raises Error with the offset; nothing beyond the bytes read
+// is trusted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "unique_fd.hpp"
+
+namespace xdpcap {
+
+class CaptureFile {
+public:
+    static CaptureFile open(const std::string& path);
+    // The bytes of a file already in memory (fuzzing, tests).
+    static CaptureFile from_bytes(std::vector<uint8_t> bytes);
+
+    struct Interface {
+        std::string name; // if_name; empty when the file has none
+        uint16_t link_type = 0;
+        uint32_t snaplen = 0;
+    };
+
+    struct Packet {
+        uint32_t interface_id = 0; // into interfaces(), over every section so far
+        uint64_t timestamp_ns = 0; // since the epoch
+        uint32_t cap_len = 0;
+        uint32_t orig_len = 0;
+        const uint8_t* data = nullptr; // cap_len bytes, valid until the next call to next()
+        uint32_t flags = 0;            // epb_flags (direction in bits 0-1); 0 when absent
+        std::optional<uint32_t> queue; // epb_queue
+        uint64_t drop_count = 0;       // epb_dropcount
+        std::optional<uint64_t> xdp_verdict; // epb_verdict of the eBPF XDP type
+        std::string_view comment;      // the first opt_comment
+    };
+
+    // What next() found: a packet, or a block that is no packet (section or
+    // interface description, statistics, ...), which a copy may keep.
+    struct Record {
+        enum class Kind { Packet, SectionHeader, InterfaceDescription, Statistics, Other } kind;
+        Packet packet;                 // Kind::Packet
+        std::span<const uint8_t> block; // pcapng: the whole block as read; classic pcap: empty
+    };
+
+    // The next record; nothing at the end of the input.
+    std::optional<Record> next();
+
+    bool pcapng() const noexcept { return pcapng_; }
+    const std::vector<Interface>& interfaces() const noexcept { return interfaces_; }
+    const std::string& name() const noexcept { return name_; }
+
+private:
+    CaptureFile(std::string name, UniqueFd fd, std::vector<uint8_t> bytes, bool eof);
+    // Makes `n` bytes from the read position available; false at a clean
+    // end of input before any of them, Error if the input ends inside them.
+    bool fill(size_t n, const char* what);
+    void start();
+    std::optional<Record> next_pcap();
+    std::optional<Record> next_pcapng();
+    void section_header(std::span<const uint8_t> block);
+    void interface_description(std::span<const uint8_t> body);
+    [[noreturn]] void malformed(const std::string& what) const;
+
+    uint16_t u16(const uint8_t* p) const noexcept;
+    uint32_t u32(const uint8_t* p) const noexcept;
+    uint64_t u64(const uint8_t* p) const noexcept;
+
+    std::string name_;
+    UniqueFd fd_;
+    std::vector<uint8_t> buffer_;
+    size_t begin_ = 0;  // the read position in buffer_
+    size_t end_ = 0;    // the bytes held
+    uint64_t offset_ = 0; // of begin_ in the input, for messages
+    bool eof_ = false;
+    bool started_ = false;
+    bool pcapng_ = false;
+    bool swapped_ = false; // the file's byte order is not ours
+    // Classic pcap: one interface; nanosecond timestamps or micro.
+    bool nanoseconds_ = false;
+    // pcapng: the current section's interfaces start here in interfaces_,
+    // each with its timestamp resolution in ticks per second.
+    size_t section_base_ = 0;
+    std::vector<uint64_t> ticks_per_second_;
+    std::vector<Interface> interfaces_;
+    size_t consumed_ = 0; // bytes of the last record, released by the next call
+};
+
+} // namespace xdpcap

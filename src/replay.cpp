@@ -1,0 +1,172 @@
+#include "replay.hpp"
+
+#include <cstdio>
+#include <optional>
+#include <string_view>
+
+#include "error.hpp"
+#include "filter/compile.hpp"
+#include "host.hpp"
+#include "input/capture_file.hpp"
+#include "kernel/drop_labels.hpp"
+#include "output/packet_output.hpp"
+#include "output/pcapng.hpp"
+#include "output/sink.hpp"
+#include "version.hpp"
+
+namespace xdpcap {
+
+namespace {
+
+constexpr std::string_view kDropPrefix = "drop reason ";
+
+// What a record of xdpcap's own files says beyond the bytes, as a live
+// capture's sample: the direction, a trace-mode verdict, a drop's reason.
+Sample sample_of(const CaptureFile::Packet& p, DropLabels& labels)
+{
+    Sample s{};
+    s.orig_len = p.orig_len;
+    s.cap_len = p.cap_len;
+    s.data = p.data;
+    s.rx_queue = p.queue.value_or(0);
+    s.drops_before = static_cast<uint32_t>(p.drop_count);
+    const uint32_t direction = p.flags & 3;
+    s.direction = direction == pcapng::kDirectionOutbound ? XDPCAP_DIR_EGRESS
+        : direction == pcapng::kDirectionInbound          ? XDPCAP_DIR_INGRESS
+                                                          : 0;
+    s.hook = XDPCAP_HOOK_XDP;
+    if (p.xdp_verdict) {
+        s.hook = XDPCAP_HOOK_FEXIT;
+        s.verdict = static_cast<uint32_t>(*p.xdp_verdict);
+    } else if (p.comment.starts_with(kDropPrefix)) {
+        std::string_view reason = p.comment.substr(kDropPrefix.size());
+        reason = reason.substr(0, reason.find(' '));
+        s.hook = XDPCAP_HOOK_DROP;
+        s.verdict = labels.intern(reason);
+    }
+    return s;
+}
+
+void require_ethernet(const CaptureFile& file, uint32_t interface_id)
+{
+    const CaptureFile::Interface& iface = file.interfaces().at(interface_id);
+    if (iface.link_type != pcapng::kLinkTypeEthernet)
+        throw Error(file.name() + ": xdpcap reads Ethernet captures only, and interface " +
+                    std::to_string(interface_id) + (iface.name.empty() ? "" : " (" + iface.name + ")") +
+                    " has link type " + std::to_string(iface.link_type));
+}
+
+} // namespace
+
+int read_capture_file(const Config& config, const std::string& filter)
+{
+    CaptureFile file = CaptureFile::open(*config.read_file);
+    const bool filtering = filter.find_first_not_of(' ') != std::string::npos;
+    // As tcpdump -r: no interface, so no netmask.
+    const std::optional<ClassicProgram> classic =
+        filtering ? std::optional<ClassicProgram>(compile_filter(filter, 0)) : std::nullopt;
+
+    std::optional<Sink> copy;
+    if (config.writes_pcapng()) {
+        copy.emplace(config.writes_to_stdout() ? Sink::standard_output() : Sink::open_file(*config.output));
+        copy->start();
+    }
+    const bool text = !config.writes_pcapng() || config.print;
+    std::optional<PacketOutput> lines;
+    if (text)
+        lines.emplace(Sink::standard_output(), PacketOutput::Format::Text, config.packet_buffered,
+                      std::vector<std::string>{}, config.text);
+    DropLabels labels({}, KernelSymbols{});
+    if (lines)
+        lines->set_drop_labels(&labels);
+
+    uint64_t kept = 0;
+    // tcpdump's line on standard error, once the first interface is known.
+    bool announced = config.quiet;
+    const auto announce = [&] {
+        if (announced || file.interfaces().empty())
+            return;
+        announced = true;
+        std::fprintf(stderr, "reading from file %s, link-type EN10MB (Ethernet), snapshot length %u\n",
+                     config.read_file->c_str(), file.interfaces().front().snaplen);
+    };
+    bool classic_started = false;
+    // Classic pcap has one interface, known from its file header: the copy
+    // gets a section and an interface description for it.
+    const auto start_classic = [&] {
+        if (file.pcapng() || classic_started || file.interfaces().empty())
+            return;
+        classic_started = true;
+        require_ethernet(file, 0);
+        announce();
+        if (lines)
+            lines->add_interface("");
+        if (copy) {
+            std::vector<uint8_t> header;
+            pcapng::append_section_header(header, pcapng::SectionHeader{host_hardware(), host_os(),
+                                                                        std::string("xdpcap ") + kVersion});
+            pcapng::InterfaceDescription idb;
+            idb.snaplen = file.interfaces().front().snaplen;
+            pcapng::append_interface_description(header, idb);
+            copy->append(header);
+        }
+    };
+    try {
+        while (!(config.count && kept >= *config.count)) {
+            const std::optional<CaptureFile::Record> record = file.next();
+            if (!record)
+                break;
+            switch (record->kind) {
+            case CaptureFile::Record::Kind::InterfaceDescription:
+                require_ethernet(file, static_cast<uint32_t>(file.interfaces().size() - 1));
+                announce();
+                if (lines)
+                    lines->add_interface(file.interfaces().back().name);
+                [[fallthrough]];
+            case CaptureFile::Record::Kind::SectionHeader:
+            case CaptureFile::Record::Kind::Other:
+                if (copy)
+                    copy->append(record->block.data(), record->block.size());
+                continue;
+            case CaptureFile::Record::Kind::Statistics:
+                // The input's counts describe the whole capture, not this copy.
+                continue;
+            case CaptureFile::Record::Kind::Packet:
+                break;
+            }
+            const CaptureFile::Packet& p = record->packet;
+            start_classic();
+            if (classic && classic->run({p.data, p.cap_len}, p.orig_len) == 0)
+                continue;
+            ++kept;
+            if (copy) {
+                if (file.pcapng()) {
+                    copy->append(record->block.data(), record->block.size());
+                } else {
+                    pcapng::EnhancedPacket epb{};
+                    epb.timestamp_ns = p.timestamp_ns;
+                    epb.cap_len = p.cap_len;
+                    epb.orig_len = p.orig_len;
+                    epb.data = p.data;
+                    epb.direction = 0;
+                    uint8_t* out = copy->reserve(pcapng::enhanced_packet_size(epb));
+                    copy->commit(pcapng::write_enhanced_packet(out, epb));
+                }
+                if (config.packet_buffered)
+                    copy->flush();
+            }
+            if (lines)
+                lines->write(p.interface_id, sample_of(p, labels), p.timestamp_ns);
+        }
+        start_classic(); // a file without packets is copied as one too
+        if (copy)
+            copy->flush();
+        if (lines)
+            lines->flush();
+    } catch (const OutputClosed&) {
+        // The reader of standard output went away: as tcpdump, quietly.
+    }
+    return kExitOk;
+}
+
+} // namespace xdpcap

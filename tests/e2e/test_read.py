@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""End-to-end: -r reads capture files as tcpdump -r does, and xdpcap's own as live capture printed them.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
+
+  * A classic pcap written here (TCP connections with options, malformed
+    IPv4/IPv6/UDP frames): `xdpcap -r F` prints tcpdump -n -r's lines
+    exactly, timestamps included, plain and with -S, -q, -tt, -c 5 and a
+    filter; from standard input (-r -) too.
+  * xdpcap's own pcapng from a live capture with --drops and --print: -r
+    prints exactly the lines --print printed live (the CPU interface, the
+    direction, "Drop REASON"), and with a filter the lines it keeps.
+  * -r IN -w OUT FILTER: a pcapng that tshark and tcpdump read, holding the
+    packets tcpdump -r IN FILTER holds, each with its interface, direction
+    and comment as in IN.
+  * Bad input: one line and exit status 1.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+import test_drops as D  # noqa: E402
+import test_text_malformed as M  # noqa: E402
+import test_text_tcp as T  # noqa: E402
+
+
+def lines_of(cp):
+    return [l for l in cp.stdout.splitlines() if l]
+
+
+def ours(binary, args, stdin=None):
+    cp = subprocess.run([binary] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        stdin=stdin, timeout=N.scaled(30))
+    N.check(cp.returncode == 0, f"xdpcap {' '.join(args)} exits 0", (cp.returncode, cp.stderr[-300:]))
+    return lines_of(cp), cp.stderr
+
+
+def tcpdumps(args):
+    return [l for l in N.run(["tcpdump", "-n"] + args).stdout.splitlines() if l]
+
+
+def compare(label, got, want):
+    diff = [(i, o, t) for i, (o, t) in enumerate(zip(got, want)) if o != t]
+    N.expect(len(got) == len(want) and not diff, f"{label}: {len(want)} lines, each tcpdump's",
+             f"{len(got)} ours, {len(want)} tcpdump's\n" +
+             "\n".join(f"#{i}\n ours: {o}\n tcpd: {t}" for i, o, t in diff[:8]))
+
+
+def classic_file(binary, tmp):
+    path = os.path.join(tmp, "frames.pcap")
+    N.write_frames(path, T.corpus() + M.frames())
+    for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"]):
+        got, err = ours(binary, ["-r", path] + flags)
+        compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))
+    N.expect(err.startswith(f"reading from file {path}, link-type EN10MB (Ethernet), snapshot length 262144"),
+             "tcpdump's 'reading from file' line on standard error", err)
+    got, _ = ours(binary, ["-r", path, "tcp[tcpflags] & tcp-syn != 0 or udp"])
+    compare("-r with a filter", got, tcpdumps(["-r", path, "tcp[tcpflags] & tcp-syn != 0 or udp"]))
+    with open(path, "rb") as f:
+        got, _ = ours(binary, ["-r", "-"], stdin=f)
+    compare("-r - (standard input)", got, tcpdumps(["-r", path]))
+
+
+def own_file(binary, tmp, lab):
+    D.setup_lab(lab)
+    frames, _ = D.corpus()
+    path = os.path.join(tmp, "live.pcapng")
+    x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-w", path, "--print"])
+    x.wait_listening()
+    pcap = os.path.join(tmp, "drops.pcap")
+    N.write_frames(pcap, [f for f, _ in frames])
+    lab.send(pcap, 0, gap_us=2000)
+    time.sleep(N.scaled(0.5))
+    N.check(x.stop() == 0, "the live capture exits 0")
+    live = [l for l in bytes(x.out).decode().splitlines() if l]
+    N.check(any(" In Drop NO_SOCKET IP " in l for l in live), "the live lines hold drops", live[:4])
+    got, _ = ours(binary, ["-r", path])
+    N.expect(got == live, "-r prints xdpcap's own file as --print printed it live, interfaces, directions and "
+             "drop reasons included", "\n".join(f" live: {a}\n   -r: {b}" for a, b in zip(live, got) if a != b)[:2000])
+    got, _ = ours(binary, ["-r", path, "udp port 7777"])
+    N.expect(got == [l for l in live if ".7777: " in l] and len(got) == 8,
+             "-r with a filter keeps the lines of the packets it keeps (4 received, 4 dropped)", got)
+    return path
+
+
+def filtered_copy(binary, tmp, own):
+    out = os.path.join(tmp, "copy.pcapng")
+    expr = "udp port 9 or udp port 7777"
+    _, _ = ours(binary, ["-r", own, "-w", out, expr])
+    want = N.run(["tcpdump", "-r", own, expr]).stdout.count("\n")
+    N.expect(N.capinfos_count(out) == want == 18, "the copy holds what tcpdump -r IN FILTER holds",
+             (N.capinfos_count(out), want))
+    fields = ["frame.interface_name", "frame.packet_flags_direction", "frame.comment", "frame.len", "data.data",
+              "udp.payload"]
+
+    def rows(path, where):
+        argv = ["tshark", "-n", "-r", path, "-Y", where, "-T", "fields"]
+        for f in fields:
+            argv += ["-e", f]
+        return N.run(argv).stdout.splitlines()
+
+    kept = rows(own, "udp.port == 9 or udp.port == 7777")
+    N.expect(rows(out, "frame") == kept, "each packet of the copy keeps its interface, direction and comment",
+             (rows(out, "frame")[:3], kept[:3]))
+    N.expect(all(re.search(r"@cpu\d+(:drop)?\t", r) for r in kept), "the interfaces are the CPU interfaces",
+             kept[:3])
+
+
+def bad_input(binary, tmp):
+    notcap = os.path.join(tmp, "not-a-capture")
+    with open(notcap, "w") as f:
+        f.write("hello, world\n")
+    for args, want in ((["-r", notcap], "is not a capture file xdpcap can read"),
+                       (["-r", os.path.join(tmp, "missing")], "cannot read"),
+                       (["-r", notcap, "-i", "lo"], "not both"),
+                       (["-r", notcap, "--drops"], "--drops applies to a live capture")):
+        cp = subprocess.run([binary] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            timeout=N.scaled(10))
+        N.expect(cp.returncode == 1 and cp.stderr.count("\n") == 1 and want in cp.stderr,
+                 f"xdpcap {' '.join(args[:1] + args[2:])}: one line, exit 1", (cp.returncode, cp.stderr))
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp:
+        os.chmod(tmp, 0o755)
+        classic_file(binary, tmp)
+        bad_input(binary, tmp)
+        with N.NetLab(pairs=2) as lab:
+            own = own_file(binary, tmp, lab)
+        filtered_copy(binary, tmp, own)
+
+
+if __name__ == "__main__":
+    N.main(test)

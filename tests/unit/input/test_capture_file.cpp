@@ -1,0 +1,239 @@
+// -r's reader against files built here byte by byte: classic pcap in both
+// byte orders and resolutions, pcapng in both byte orders with several
+// sections, timestamp resolutions, every packet block type and the options
+// xdpcap's own files carry; and malformed input, refused in one line.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "error.hpp"
+#include "input/capture_file.hpp"
+
+using namespace xdpcap;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+// Appends integers in the chosen byte order.
+struct Out {
+    bool big = false;
+    Bytes b;
+    Out& u8(uint8_t v)
+    {
+        b.push_back(v);
+        return *this;
+    }
+    Out& u16(uint16_t v) { return big ? u8(v >> 8).u8(v & 0xff) : u8(v & 0xff).u8(v >> 8); }
+    Out& u32(uint32_t v) { return big ? u16(v >> 16).u16(v & 0xffff) : u16(v & 0xffff).u16(v >> 16); }
+    Out& u64(uint64_t v)
+    {
+        return big ? u32(static_cast<uint32_t>(v >> 32)).u32(static_cast<uint32_t>(v))
+                   : u32(static_cast<uint32_t>(v)).u32(static_cast<uint32_t>(v >> 32));
+    }
+    Out& bytes(const Bytes& v)
+    {
+        b.insert(b.end(), v.begin(), v.end());
+        return *this;
+    }
+    Out& pad()
+    {
+        while (b.size() % 4)
+            b.push_back(0);
+        return *this;
+    }
+    Out& option(uint16_t code, const Bytes& value)
+    {
+        return u16(code).u16(static_cast<uint16_t>(value.size())).bytes(value).pad();
+    }
+};
+
+Bytes frame(uint8_t marker, size_t size = 60)
+{
+    Bytes f(size, 0);
+    f[12] = 0x08;
+    f[size - 1] = marker;
+    return f;
+}
+
+Bytes block(bool big, uint32_t type, const Bytes& body)
+{
+    Out o{big, {}};
+    Bytes padded = body;
+    while (padded.size() % 4)
+        padded.push_back(0);
+    const auto length = static_cast<uint32_t>(12 + padded.size());
+    o.u32(type).u32(length).bytes(padded).u32(length);
+    return o.b;
+}
+
+Bytes shb(bool big)
+{
+    return block(big, 0x0A0D0D0A, Out{big, {}}.u32(0x1A2B3C4D).u16(1).u16(0).u64(~uint64_t{0}).b);
+}
+
+Bytes idb(bool big, const std::string& name, std::optional<uint8_t> tsresol, uint16_t link_type = 1)
+{
+    Out o{big, {}};
+    o.u16(link_type).u16(0).u32(262144);
+    if (!name.empty())
+        o.option(2, Bytes(name.begin(), name.end()));
+    if (tsresol)
+        o.option(9, {*tsresol});
+    o.u16(0).u16(0);
+    return block(big, 1, o.b);
+}
+
+Bytes epb(bool big, uint32_t interface, uint64_t ticks, const Bytes& data, uint32_t orig_len, const Bytes& options = {})
+{
+    Out o{big, {}};
+    o.u32(interface).u32(static_cast<uint32_t>(ticks >> 32)).u32(static_cast<uint32_t>(ticks));
+    o.u32(static_cast<uint32_t>(data.size())).u32(orig_len).bytes(data).pad().bytes(options);
+    return block(big, 6, o.b);
+}
+
+Bytes cat(std::initializer_list<Bytes> parts)
+{
+    Bytes all;
+    for (const Bytes& p : parts)
+        all.insert(all.end(), p.begin(), p.end());
+    return all;
+}
+
+std::vector<CaptureFile::Packet> packets(CaptureFile& file, std::vector<CaptureFile::Record::Kind>* kinds = nullptr,
+                                         std::vector<Bytes>* datas = nullptr)
+{
+    std::vector<CaptureFile::Packet> out;
+    while (auto r = file.next()) {
+        if (kinds)
+            kinds->push_back(r->kind);
+        if (r->kind == CaptureFile::Record::Kind::Packet) {
+            out.push_back(r->packet);
+            if (datas)
+                datas->emplace_back(r->packet.data, r->packet.data + r->packet.cap_len);
+        }
+    }
+    return out;
+}
+
+std::string refusal(const Bytes& bytes)
+{
+    CaptureFile file = CaptureFile::from_bytes(bytes);
+    try {
+        packets(file);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST(CaptureFile, ClassicPcapBothByteOrdersAndResolutions)
+{
+    for (const bool big : {false, true}) {
+        for (const bool nano : {false, true}) {
+            Out o{big, {}};
+            o.u32(nano ? 0xa1b23c4d : 0xa1b2c3d4).u16(2).u16(4).u32(0).u32(0).u32(96).u32(1);
+            const Bytes f1 = frame(1), f2 = frame(2, 96);
+            o.u32(1795431326).u32(nano ? 896062123 : 896062).u32(60).u32(60).bytes(f1);
+            o.u32(1795431327).u32(5).u32(96).u32(1500).bytes(f2);
+            CaptureFile file = CaptureFile::from_bytes(o.b);
+            std::vector<Bytes> datas;
+            const auto got = packets(file, nullptr, &datas);
+            ASSERT_EQ(got.size(), 2u) << big << nano;
+            EXPECT_FALSE(file.pcapng());
+            ASSERT_EQ(file.interfaces().size(), 1u);
+            EXPECT_EQ(file.interfaces()[0].link_type, 1);
+            EXPECT_EQ(file.interfaces()[0].snaplen, 96u);
+            EXPECT_EQ(got[0].timestamp_ns, 1795431326'896062123ull - (nano ? 0 : 123));
+            EXPECT_EQ(got[1].timestamp_ns, 1795431327'000000000ull + (nano ? 5 : 5000));
+            EXPECT_EQ(got[1].cap_len, 96u);
+            EXPECT_EQ(got[1].orig_len, 1500u);
+            EXPECT_EQ(datas[0], f1);
+            EXPECT_EQ(datas[1], f2);
+        }
+    }
+}
+
+TEST(CaptureFile, PcapngSectionsResolutionsBlocksAndOptions)
+{
+    for (const bool big : {false, true}) {
+        const Bytes f1 = frame(1), f2 = frame(2), f3 = frame(3), f4 = frame(4);
+        Out opts{big, {}};
+        opts.option(1, {'d', 'r', 'o', 'p', ' ', 'r', 'e', 'a', 's', 'o', 'n', ' ', 'X'});
+        opts.option(2, Out{big, {}}.u32(2).b);          // epb_flags: outbound
+        opts.option(4, Out{big, {}}.u64(7).b);          // epb_dropcount
+        opts.option(6, Out{big, {}}.u32(3).b);          // epb_queue
+        opts.option(7, cat({{2}, Out{big, {}}.u64(1).b})); // epb_verdict, eBPF XDP: XDP_DROP
+        opts.u16(0).u16(0);
+        const Bytes simple = block(big, 3, cat({Out{big, {}}.u32(60).b, f3}));
+        const Bytes obsolete = block(big, 2, cat({Out{big, {}}.u16(0).u16(9).u32(0).u32(1000).u32(60).u32(60).b, f4}));
+        const Bytes file_bytes = cat({shb(big), idb(big, "eth0@cpu1", 9), idb(big, "eth0@cpu1:drop", std::nullopt),
+                                      epb(big, 1, 1'795'431'326'000'000ull, f1, 60, opts.b),
+                                      block(big, 5, Out{big, {}}.u32(0).u32(0).u32(0).u16(0).u16(0).b),
+                                      block(big, 0x0bad, {1, 2, 3, 4}),
+                                      shb(big), idb(big, "", 0x8a), epb(big, 0, 3 * 1024 + 512, f2, 1500),
+                                      simple, obsolete});
+        CaptureFile file = CaptureFile::from_bytes(file_bytes);
+        std::vector<CaptureFile::Record::Kind> kinds;
+        std::vector<Bytes> datas;
+        const auto got = packets(file, &kinds, &datas);
+        using K = CaptureFile::Record::Kind;
+        EXPECT_EQ(kinds, (std::vector<K>{K::SectionHeader, K::InterfaceDescription, K::InterfaceDescription, K::Packet,
+                                         K::Statistics, K::Other, K::SectionHeader, K::InterfaceDescription, K::Packet,
+                                         K::Packet, K::Packet}));
+        ASSERT_EQ(got.size(), 4u);
+        ASSERT_EQ(file.interfaces().size(), 3u);
+        EXPECT_EQ(file.interfaces()[0].name, "eth0@cpu1");
+        EXPECT_EQ(file.interfaces()[1].name, "eth0@cpu1:drop");
+        // The first section: microseconds by default, nanoseconds by if_tsresol 9.
+        EXPECT_EQ(got[0].interface_id, 1u);
+        EXPECT_EQ(got[0].timestamp_ns, 1'795'431'326'000'000'000ull);
+        EXPECT_EQ(got[0].comment, "drop reason X");
+        EXPECT_EQ(got[0].flags, 2u);
+        EXPECT_EQ(got[0].drop_count, 7u);
+        EXPECT_EQ(got[0].queue, 3u);
+        EXPECT_EQ(got[0].xdp_verdict, 1u);
+        // The second section numbers its interfaces from 0 again; 2^-10 s ticks.
+        EXPECT_EQ(got[1].interface_id, 2u);
+        EXPECT_EQ(got[1].timestamp_ns, 3'500'000'000ull);
+        EXPECT_EQ(got[1].orig_len, 1500u);
+        EXPECT_FALSE(got[1].queue);
+        EXPECT_EQ(got[2].interface_id, 2u); // simple packet block: interface 0
+        EXPECT_EQ(got[3].drop_count, 9u);   // obsolete packet block
+        EXPECT_EQ(datas, (std::vector<Bytes>{f1, f2, f3, f4}));
+    }
+}
+
+TEST(CaptureFile, MalformedInputIsRefusedInOneLine)
+{
+    const Bytes good = cat({shb(false), idb(false, "x", std::nullopt), epb(false, 0, 1, frame(1), 60)});
+    EXPECT_NE(refusal(good), "x"); // sanity: reads
+    EXPECT_EQ(refusal(good), "");
+    EXPECT_NE(refusal({}).find("the input is empty"), std::string::npos);
+    EXPECT_NE(refusal({'r', 'o', 'o', 't', ':', 'x'}).find("neither pcap nor pcapng (it starts with 0x726f6f74)"),
+              std::string::npos);
+    Bytes cut(good.begin(), good.end() - 10);
+    EXPECT_NE(refusal(cut).find("the input ends inside a block"), std::string::npos) << refusal(cut);
+    Bytes trailer = good;
+    trailer[trailer.size() - 4] ^= 4;
+    EXPECT_NE(refusal(trailer).find("trailing length differs"), std::string::npos);
+    Bytes odd = good;
+    odd[good.size() - epb(false, 0, 1, frame(1), 60).size() + 4] = 13;
+    EXPECT_NE(refusal(odd).find("a block of length"), std::string::npos) << refusal(odd);
+    const Bytes undescribed = cat({shb(false), epb(false, 0, 1, frame(1), 60)});
+    EXPECT_NE(refusal(undescribed).find("interface 0, which the section does not describe"), std::string::npos);
+    Bytes overlong = epb(false, 0, 1, frame(1), 60);
+    overlong[20] = 200; // cap_len beyond the block
+    EXPECT_NE(refusal(cat({shb(false), idb(false, "", std::nullopt), overlong})).find("a packet of 200 bytes"),
+              std::string::npos);
+    Out pcap{false, {}};
+    pcap.u32(0xa1b2c3d4).u16(2).u16(4).u32(0).u32(0).u32(96).u32(1).u32(1).u32(0).u32(0x7fffffff).u32(60);
+    EXPECT_NE(refusal(pcap.b).find("a packet record of 2147483647 bytes"), std::string::npos);
+    // Each refusal is one line naming where.
+    EXPECT_EQ(refusal(trailer).find('\n'), std::string::npos);
+    EXPECT_NE(refusal(trailer).find(" at offset "), std::string::npos);
+}
