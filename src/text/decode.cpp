@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "text/application.hpp"
 #include "text/tcp_flows.hpp"
 
 namespace xdpcap::text {
@@ -625,6 +626,11 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, co
         return;
     w.put(", length "sv);
     w.dec(data);
+    // A reset's data is not decoded (tcpdump prints it with -v only).
+    if (data > 0 && !(flags & RST)) {
+        const Bytes payload = l4.from(header);
+        print_tcp_application(w, l4.u16(0), l4.u16(2), payload.data, payload.size, data);
+    }
 }
 
 // `length`: the datagram's length by the IP header; `fragmented`: more

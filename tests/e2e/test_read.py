@@ -4,9 +4,10 @@
 Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
 
   * A classic pcap written here (TCP connections with options, malformed
-    IPv4/IPv6/UDP frames): `xdpcap -r F` prints tcpdump -n -r's lines
-    exactly, timestamps included, plain and with -S, -q, -tt, -c 5 and a
-    filter; from standard input (-r -) too.
+    IPv4/IPv6/UDP frames, HTTP requests and responses and SSH banners, some
+    cut short): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
+    timestamps included, plain and with -S, -q, -tt, -c 5 and a filter;
+    from standard input (-r -) too.
   * xdpcap's own pcapng from a live capture with --drops and --print: -r
     prints exactly the lines --print printed live (the CPU interface, the
     direction, "Drop REASON"), and with a filter the lines it keeps.
@@ -18,6 +19,7 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
 
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -52,9 +54,44 @@ def compare(label, got, want):
              "\n".join(f"#{i}\n ours: {o}\n tcpd: {t}" for i, o, t in diff[:8]))
 
 
+# HTTP's first line and SSH's banner, as tcpdump prints them by port: whole,
+# without a line end, with a CR alone, in lower case, not text at all, and
+# cut by the snapshot length (in the method, in the line, in the banner).
+APPLICATION = [
+    (41000, 80, b"GET /index.html HTTP/1.1\r\nHost: example\r\n\r\n", None),
+    (80, 41000, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", None),
+    (41000, 80, b"get / HTTP/1.0\n", None),
+    (41000, 80, b"\x16\x03\x01\x02\x00 binary", None),
+    (41000, 80, b"POST /x HTTP/1.1\rX", None),
+    (41000, 80, b"GET /no-line-end", None),
+    (41000, 80, b"HTTP/1.1 20x Odd\r\n", None),
+    (41000, 8080, b"OPTIONS * HTTP/1.1\r\n", None),
+    (22, 80, b"GET / HTTP/1.1\r\n", None),
+    (41000, 22, b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", None),
+    (22, 41000, b"SSH-2.0-x\n", None),
+    (41000, 22, b"SSH-2.0-no-line-end", None),
+    (41000, 22, b"\x00\x00\x01\x0c\x0a\x14", None),
+    (41000, 80, b"GET /index.html HTTP/1.1\r\n", 54 + 2),
+    (41000, 80, b"GET /index.html HTTP/1.1\r\n", 54 + 10),
+    (41000, 22, b"SSH-2.0-OpenSSH_9.2p1\r\n", 54 + 12),
+    (41000, 22, b"SSH-2.0-OpenSSH_9.2p1\r\n", 54 + 2),
+]
+
+
+def write_cut_frames(path, frames):
+    """A classic pcap of (frame, bytes captured or None for all)."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+        for i, (fr, cut) in enumerate(frames):
+            kept = fr[:cut] if cut else fr
+            f.write(struct.pack("<IIII", 1795431326, i, len(kept), len(fr)) + kept)
+
+
 def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
-    N.write_frames(path, T.corpus() + M.frames())
+    app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
+           for i, (s, d, p, cut) in enumerate(APPLICATION)]
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app)
     for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))

@@ -4,10 +4,13 @@
 # starts with FPATH_DIR. Prints the candidates, one a line, sorted.
 zmodload zsh/zpty || exit 2
 zpty z zsh -f -i || exit 2
-# Every candidate handed to compadd is also printed, marked.
+# Every candidate handed to compadd is also printed, marked. The markers are
+# spelt with an empty quote inside in what is typed, so that the terminal's
+# echo of these lines (which may come late on a loaded machine) never
+# contains them: only what the commands print does.
 zpty -w z "fpath=(${(q)1} \$fpath); autoload -Uz compinit; compinit -u -D"
-zpty -w z 'compadd() { local -a __h; builtin compadd -O __h "$@"; print -rl -- ${__h/#/__CAND__}; builtin compadd "$@"; }'
-zpty -w z 'bindkey "^I" complete-word; _xp_done() { print -r -- __DONE__; }; print __READY__'
+zpty -w z 'compadd() { local -a __h; builtin compadd -O __h "$@"; print -rl -- ${__h/#/__CA""ND__}; builtin compadd "$@"; }'
+zpty -w z 'bindkey "^I" complete-word; _xp_done() { print -r -- __DO""NE__; }; print __REA""DY__'
 local out="" chunk
 integer i
 for i in {1..100}; do

@@ -81,10 +81,10 @@ const Golden kGoldens[] = {
      false, false, "IP 198.18.0.1.1234 > 198.18.0.2.80: Flags [S.], seq 1000, ack 2000, win 64240, length 0"},
     // TCP PSH-ACK with 13 bytes
     {"TcpPushData", "020000000002020000000001080045000035000100004006ee9ac6120001c612000204d21f90000003e8000007d05018020055a2000068656c6c6f20776f726c640d0a",
-     false, false, "IP 198.18.0.1.1234 > 198.18.0.2.8080: Flags [P.], seq 1000:1013, ack 2000, win 512, length 13"},
+     false, false, "IP 198.18.0.1.1234 > 198.18.0.2.8080: Flags [P.], seq 1000:1013, ack 2000, win 512, length 13: HTTP"},
     // TCP PSH-ACK with 13 bytes (-e)
     {"TcpPushDataLink", "020000000002020000000001080045000035000100004006ee9ac6120001c612000204d21f90000003e8000007d05018020055a2000068656c6c6f20776f726c640d0a",
-     true, false, "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype IPv4 (0x0800), length 67: 198.18.0.1.1234 > 198.18.0.2.8080: Flags [P.], seq 1000:1013, ack 2000, win 512, length 13"},
+     true, false, "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype IPv4 (0x0800), length 67: 198.18.0.1.1234 > 198.18.0.2.8080: Flags [P.], seq 1000:1013, ack 2000, win 512, length 13: HTTP"},
     // TCP PSH-ACK with 13 bytes (-q)
     {"TcpPushDataQuick", "020000000002020000000001080045000035000100004006ee9ac6120001c612000204d21f90000003e8000007d05018020055a2000068656c6c6f20776f726c640d0a",
      false, true, "IP 198.18.0.1.1234 > 198.18.0.2.8080: tcp 13"},
@@ -505,4 +505,41 @@ TEST(TextTcpFlows, BoundedAndFindsTheNewest)
     }
     EXPECT_LE(flows.size(), xdpcap::text::TcpFlows::kCapacity);
     EXPECT_GT(flows.size(), xdpcap::text::TcpFlows::kCapacity / 2);
+}
+
+// HTTP's first line and SSH's banner, by port, as tcpdump 4.99 prints them
+// (checked against it in tests/e2e/test_read.py and tests/tcpdump).
+TEST(TextDecode, ApplicationFirstLines)
+{
+    // 198.18.71.1.41000 > .2.PORT [P.] with PAYLOAD: Ethernet, IPv4, TCP (no checksums needed).
+    const auto segment = [](uint16_t sport, uint16_t dport, std::string_view payload) {
+        std::vector<uint8_t> f = from_hex("020000007102020000007101080045000000471140004006d996c6124701c6124702");
+        const size_t ip_length = 20 + 20 + payload.size();
+        f[16] = static_cast<uint8_t>(ip_length >> 8);
+        f[17] = static_cast<uint8_t>(ip_length);
+        const uint8_t tcp[20] = {static_cast<uint8_t>(sport >> 8), static_cast<uint8_t>(sport),
+                                 static_cast<uint8_t>(dport >> 8), static_cast<uint8_t>(dport), 0, 0, 0, 1, 0, 0, 0, 1,
+                                 0x50, 0x18, 0x01, 0xf6, 0, 0, 0, 0};
+        f.insert(f.end(), tcp, tcp + 20);
+        f.insert(f.end(), payload.begin(), payload.end());
+        return f;
+    };
+    const auto tail = [](const std::string& line) { return line.substr(line.find("length ")); };
+    const auto http = segment(41000, 80, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(tail(decode(http, http.size())), "length 28: HTTP: GET /a HTTP/1.1");
+    EXPECT_EQ(tail(decode(http, 54 + 8)), "length 28: HTTP [|http]"); // cut in the line
+    EXPECT_EQ(tail(decode(http, 54 + 2)), "length 28: HTTP");         // cut in the method: not recognised
+    const auto response = segment(80, 41000, "HTTP/1.0 404 Not Found\n");
+    EXPECT_EQ(tail(decode(response, response.size())), "length 23: HTTP: HTTP/1.0 404 Not Found");
+    const auto binary = segment(41000, 8080, std::string_view("\x16\x03\x01", 3));
+    EXPECT_EQ(tail(decode(binary, binary.size())), "length 3: HTTP");
+    const auto no_end = segment(41000, 80, "HEAD /x");
+    EXPECT_EQ(tail(decode(no_end, no_end.size())), "length 7: HTTP: HEAD /x [|http]");
+    const auto ssh = segment(22, 41000, "SSH-2.0-OpenSSH_9.2\r\n");
+    EXPECT_EQ(tail(decode(ssh, ssh.size())), "length 21: SSH: SSH-2.0-OpenSSH_9.2");
+    EXPECT_EQ(tail(decode(ssh, 54 + 10)), "length 21 [|ssh]");
+    const auto ssh_data = segment(41000, 22, std::string_view("\0\0\1\x0c", 4));
+    EXPECT_EQ(tail(decode(ssh_data, ssh_data.size())), "length 4");
+    const auto other = segment(41000, 9999, "GET / HTTP/1.1\r\n");
+    EXPECT_EQ(tail(decode(other, other.size())), "length 16");
 }

@@ -1,0 +1,212 @@
+#include "text/application.hpp"
+
+#include <array>
+#include <string_view>
+
+namespace xdpcap::text {
+
+namespace {
+
+using namespace std::string_view_literals;
+
+// tcpdump's choice by port, in its order: the first protocol whose port
+// either end uses decides, also when xdpcap does not decode it.
+enum class TcpApplication { None, Other, Ssh, Http };
+
+TcpApplication application_of(uint16_t source, uint16_t destination) noexcept
+{
+    constexpr struct {
+        uint16_t port;
+        TcpApplication what;
+    } kPorts[] = {
+        {21, TcpApplication::Other},  // FTP
+        {22, TcpApplication::Ssh},
+        {23, TcpApplication::Other},  // Telnet
+        {25, TcpApplication::Other},  // SMTP
+        {43, TcpApplication::Other},  // whois
+        {53, TcpApplication::Other},  // DNS
+        {80, TcpApplication::Http},
+        {139, TcpApplication::Other}, // NetBIOS
+        {179, TcpApplication::Other}, // BGP
+        {323, TcpApplication::Other}, // RPKI-RTR
+        {445, TcpApplication::Other}, // SMB
+        {554, TcpApplication::Other}, // RTSP
+        {639, TcpApplication::Other}, // MSDP
+        {646, TcpApplication::Other}, // LDP
+        {1723, TcpApplication::Other}, // PPTP
+        {6379, TcpApplication::Other}, // Redis
+        {10288, TcpApplication::Other}, // BEEP
+        {976, TcpApplication::Other}, // OpenFlow (old)
+        {6653, TcpApplication::Other}, // OpenFlow
+        {8080, TcpApplication::Http},
+    };
+    for (const auto& p : kPorts) {
+        if (source == p.port || destination == p.port)
+            return p.what;
+    }
+    return TcpApplication::None;
+}
+
+bool printable(uint8_t c) noexcept
+{
+    return c >= 0x20 && c <= 0x7e;
+}
+
+// The bytes of the payload as tcpdump reads them: within `length`, and
+// within what was captured (past it, the packet is cut short).
+struct Text {
+    const uint8_t* data;
+    size_t captured;
+    uint32_t length;
+};
+
+// tcpdump's token rules: a token of printable ASCII (at most 127
+// characters) ended by white space or the end; then spaces are skipped.
+// Returns where the next token starts, and 0 for no token.
+size_t fetch_token(const Text& t, size_t at, std::array<char, 128>& token, size_t& token_length) noexcept
+{
+    token_length = 0;
+    for (; at < t.length; ++at) {
+        if (at >= t.captured)
+            return 0;
+        const uint8_t c = t.data[at];
+        if (c >= 0x80)
+            return 0;
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
+            break;
+        if (!printable(c) || token_length + 1 >= token.size())
+            return 0;
+        token[token_length++] = static_cast<char>(c);
+    }
+    if (token_length == 0)
+        return 0;
+    for (; at < t.length && at < t.captured; ++at) {
+        if (t.data[at] != ' ')
+            break;
+    }
+    return at;
+}
+
+bool same_ignoring_case(std::string_view a, std::string_view b) noexcept
+{
+    if (a.size() != b.size())
+        return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+        if (lower(a[i]) != lower(b[i]))
+            return false;
+    }
+    return true;
+}
+
+constexpr std::string_view kHttpMethods[] = {
+    "GET", "PUT", "COPY", "HEAD", "LOCK", "MOVE", "POLL", "POST", "BCOPY", "BMOVE", "MKCOL", "TRACE", "LABEL",
+    "MERGE", "DELETE", "SEARCH", "UNLOCK", "REPORT", "UPDATE", "NOTIFY", "BDELETE", "CONNECT", "OPTIONS",
+    "CHECKIN", "PROPFIND", "CHECKOUT", "CCM_POST", "SUBSCRIBE", "PROPPATCH", "BPROPFIND", "BPROPPATCH",
+    "UNCHECKOUT", "MKACTIVITY", "MKWORKSPACE", "UNSUBSCRIBE", "RPC_CONNECT", "VERSION-CONTROL",
+    "BASELINE-CONTROL"};
+
+// The first line, less its line end, after `prefix`: printed when it ends
+// (LF or CR LF) or runs to the end of the data in printable text, then
+// marked as cut short (as tcpdump 4.99 does); nothing for a CR without LF
+// or a byte that is no text. False: the line runs past what was captured.
+bool print_first_line(Writer& w, std::string_view prefix, const Text& t) noexcept
+{
+    size_t end = 0;
+    for (; end < t.length; ++end) {
+        if (end >= t.captured)
+            return false;
+        const uint8_t c = t.data[end];
+        if (c == '\n')
+            break;
+        if (c == '\r') {
+            if (end + 1 >= t.length)
+                return true;
+            if (end + 1 >= t.captured)
+                return false;
+            if (t.data[end + 1] == '\n')
+                break;
+            return true;
+        }
+        if (!printable(c) && c != '\t')
+            return true;
+    }
+    w.put(prefix);
+    w.put(std::string_view(reinterpret_cast<const char*>(t.data), end));
+    return end < t.length;
+}
+
+void print_http(Writer& w, const Text& t) noexcept
+{
+    std::array<char, 128> token;
+    size_t token_length = 0;
+    bool recognised = false;
+    size_t at = fetch_token(t, 0, token, token_length);
+    if (at != 0) {
+        const std::string_view first(token.data(), token_length);
+        for (const std::string_view method : kHttpMethods)
+            recognised = recognised || same_ignoring_case(first, method);
+        // A response: the second token is a three-digit status code.
+        at = fetch_token(t, at, token, token_length);
+        if (at != 0 && token_length == 3 && token[0] >= '0' && token[0] <= '9' && token[1] >= '0' &&
+            token[1] <= '9' && token[2] >= '0' && token[2] <= '9')
+            recognised = true;
+    }
+    w.put("HTTP"sv);
+    if (recognised && !print_first_line(w, ": "sv, t))
+        w.put(" [|http]"sv);
+}
+
+void print_ssh(Writer& w, const Text& t) noexcept
+{
+    constexpr std::string_view kBanner = "SSH-";
+    for (size_t i = 0; i < kBanner.size(); ++i) {
+        if (i >= t.captured) {
+            w.put(" [|ssh]"sv);
+            return;
+        }
+        if (t.data[i] != kBanner[i])
+            return;
+    }
+    // The banner line, printed only when it ends within the segment.
+    for (size_t end = kBanner.size(); end < t.length; ++end) {
+        if (end >= t.captured) {
+            w.put(" [|ssh]"sv);
+            return;
+        }
+        const uint8_t c = t.data[end];
+        if (c == '\n' || (c == '\r' && end + 1 < t.length && end + 1 < t.captured && t.data[end + 1] == '\n')) {
+            w.put(": SSH: "sv);
+            w.put(std::string_view(reinterpret_cast<const char*>(t.data), end));
+            return;
+        }
+        if (c == '\r' && end + 1 < t.length && end + 1 >= t.captured) {
+            w.put(" [|ssh]"sv);
+            return;
+        }
+        if (!printable(c))
+            return;
+    }
+}
+
+} // namespace
+
+void print_tcp_application(Writer& w, uint16_t source_port, uint16_t destination_port, const uint8_t* payload,
+                           size_t captured, uint32_t length) noexcept
+{
+    const Text text{payload, captured, length};
+    switch (application_of(source_port, destination_port)) {
+    case TcpApplication::Http:
+        w.put(": "sv);
+        print_http(w, text);
+        return;
+    case TcpApplication::Ssh:
+        print_ssh(w, text);
+        return;
+    case TcpApplication::None:
+    case TcpApplication::Other:
+        return;
+    }
+}
+
+} // namespace xdpcap::text
