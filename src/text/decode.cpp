@@ -1,6 +1,7 @@
 #include "text/decode.hpp"
 
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 #include "text/application.hpp"
@@ -703,91 +704,267 @@ bool put_quoted_port(Writer& w, const Bytes& inner, bool v6) noexcept
     return true;
 }
 
-void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+// tcpdump 4.99's clock notation for ICMP timestamps (milliseconds since
+// midnight UTC): hours are not wrapped.
+void put_icmp_time(Writer& m, uint32_t ms) noexcept
 {
-    put_endpoints(w, e, l4, false);
-    w.put("ICMP "sv);
-    if (!l4.has(0, 4)) {
-        put_truncated(w, "icmp"sv);
-        return;
-    }
+    const uint32_t seconds = ms / 1000;
+    if (seconds / 3600 < 10)
+        m.put('0');
+    m.dec(seconds / 3600);
+    m.put(':');
+    m.padded(seconds / 60 % 60, 2);
+    m.put(':');
+    m.padded(seconds % 60, 2);
+    m.put('.');
+    m.padded(ms % 1000, 3);
+}
+
+// The ICMP message as tcpdump words it, written into `m`; false when a field
+// it needs was not captured (tcpdump then prints none of it).
+bool icmp_message(Writer& m, const Bytes& l4) noexcept
+{
+    if (!l4.has(0, 2))
+        return false;
     const uint8_t type = l4.u8(0);
     const uint8_t code = l4.u8(1);
+    const Bytes inner = l4.from(8); // the quoted IP header of errors
+    const auto put_inner_dst = [&]() {
+        if (!inner.has(16, 4))
+            return false;
+        m.put(ipv4_text(inner.data + 16).view());
+        return true;
+    };
     switch (type) {
     case 0:
     case 8:
-        if (!l4.has(0, 8)) {
-            put_truncated(w, "icmp"sv);
-            return;
-        }
-        w.put(type == 8 ? "echo request, id "sv : "echo reply, id "sv);
-        w.dec(l4.u16(4));
-        w.put(", seq "sv);
-        w.dec(l4.u16(6));
-        break;
+        if (!l4.has(4, 4))
+            return false;
+        m.put(type == 8 ? "echo request, id "sv : "echo reply, id "sv);
+        m.dec(l4.u16(4));
+        m.put(", seq "sv);
+        m.dec(l4.u16(6));
+        return true;
     case 3: {
-        const Bytes inner = l4.from(8);
-        if (!inner.has(0, 20)) {
-            put_truncated(w, "icmp"sv);
-            return;
-        }
-        const AddressText dst = ipv4_text(inner.data + 16);
         if (code == 3) {
-            if (!put_quoted_port(w, inner, false)) {
-                w.put(dst.view());
-                w.put(" protocol "sv);
-                w.dec(inner.u8(9));
-                w.put(" port"sv);
+            if (!inner.has(9, 1))
+                return false;
+            const size_t header = size_t{inner.u8(0) & 15u} * 4;
+            if (!inner.has(header + 2, 2))
+                return false;
+            const uint16_t port = inner.u16(header + 2);
+            const uint8_t protocol = inner.u8(9);
+            if (!put_inner_dst())
+                return false;
+            if (protocol == kProtoTcp || protocol == kProtoUdp) {
+                m.put(protocol == kProtoTcp ? " tcp port "sv : " udp port "sv);
+            } else {
+                m.put(" protocol "sv);
+                m.dec(protocol);
+                m.put(" port "sv);
             }
-            w.put(" unreachable"sv);
-            break;
+            m.dec(port);
+            m.put(" unreachable"sv);
+            return true;
         }
-        constexpr std::string_view kWhat[] = {"net "sv, "host "sv, ""sv};
-        if (code < 2)
-            w.put(kWhat[code]);
-        w.put(dst.view());
-        if (code == 2) {
-            w.put(" protocol "sv);
-            w.dec(inner.u8(9));
-        }
-        w.put(" unreachable"sv);
         if (code == 4) {
-            w.put(" - need to frag (mtu "sv);
-            w.dec(l4.has(6, 2) ? l4.u16(6) : 0);
-            w.put(')');
-        } else if (code > 4) {
-            w.put(" - code "sv);
-            w.dec(code);
+            if (!l4.has(6, 2))
+                return false;
+            const uint16_t mtu = l4.u16(6);
+            if (!put_inner_dst())
+                return false;
+            m.put(" unreachable - need to frag"sv);
+            if (mtu) {
+                m.put(" (mtu "sv);
+                m.dec(mtu);
+                m.put(')');
+            }
+            return true;
         }
-        break;
+        // "net"/"host" before the address, and what follows it, by code.
+        constexpr struct {
+            std::string_view before;
+            std::string_view after;
+        } kUnreachable[] = {
+            {"net "sv, " unreachable"sv},
+            {"host "sv, " unreachable"sv},
+            {""sv, ""sv}, // protocol: below
+            {""sv, ""sv}, // port: above
+            {""sv, ""sv}, // need to frag: above
+            {""sv, " unreachable - source route failed"sv},
+            {"net "sv, " unreachable - unknown"sv},
+            {"host "sv, " unreachable - unknown"sv},
+            {""sv, " unreachable - source host isolated"sv},
+            {"net "sv, " unreachable - admin prohibited"sv},
+            {"host "sv, " unreachable - admin prohibited"sv},
+            {"net "sv, " unreachable - tos prohibited"sv},
+            {"host "sv, " unreachable - tos prohibited"sv},
+            {"host "sv, " unreachable - admin prohibited filter"sv},
+            {"host "sv, " unreachable - host precedence violation"sv},
+            {"host "sv, " unreachable - precedence cutoff"sv},
+        };
+        if (code == 2) {
+            if (!inner.has(9, 1) || !put_inner_dst())
+                return false;
+            m.put(" protocol "sv);
+            m.dec(inner.u8(9));
+            m.put(" unreachable"sv);
+            return true;
+        }
+        if (code < std::size(kUnreachable)) {
+            m.put(kUnreachable[code].before);
+            if (!put_inner_dst())
+                return false;
+            m.put(kUnreachable[code].after);
+            return true;
+        }
+        if (!put_inner_dst())
+            return false;
+        m.put(" unreachable - #"sv);
+        m.dec(code);
+        return true;
     }
-    case 4:
-        w.put("source quench"sv);
-        break;
-    case 5:
-        w.put("redirect"sv);
-        break;
-    case 9:
-        w.put("router advertisement"sv);
-        break;
-    case 10:
-        w.put("router solicitation"sv);
-        break;
+    case 5: {
+        if (!inner.has(16, 4) || !l4.has(4, 4))
+            return false;
+        const AddressText gateway = ipv4_text(l4.data + 4);
+        constexpr std::string_view kRedirect[] = {"redirect "sv, "redirect "sv, "redirect-tos "sv, "redirect-tos "sv};
+        constexpr std::string_view kTo[] = {" to net "sv, " to host "sv, " to net "sv, " to host "sv};
+        if (code < 4) {
+            m.put(kRedirect[code]);
+        } else {
+            m.put("redirect-#"sv);
+            m.dec(code);
+            m.put(' ');
+        }
+        put_inner_dst();
+        m.put(code < 4 ? kTo[code] : " to "sv);
+        m.put(gateway.view());
+        return true;
+    }
+    case 9: {
+        if (!l4.has(4, 4))
+            return false;
+        m.put("router advertisement lifetime "sv);
+        const uint32_t lifetime = l4.u16(6);
+        if (lifetime >= 3600) {
+            m.dec(lifetime / 3600);
+            m.put(':');
+            m.padded(lifetime % 3600 / 60, 2);
+            m.put(':');
+            m.padded(lifetime % 60, 2);
+        } else if (lifetime >= 60) {
+            m.dec(lifetime / 60);
+            m.put(':');
+            m.padded(lifetime % 60, 2);
+        } else {
+            m.dec(lifetime);
+        }
+        const uint8_t count = l4.u8(4);
+        m.put(' ');
+        m.dec(count);
+        m.put(':');
+        if (l4.u8(5) != 2) {
+            m.put(" [size "sv);
+            m.dec(l4.u8(5));
+            m.put(']');
+            return true;
+        }
+        for (size_t i = 0; i < count; ++i) {
+            const size_t at = 8 + 8 * i;
+            if (!l4.has(at, 8))
+                return false;
+            m.put(" {"sv);
+            m.put(ipv4_text(l4.data + at).view());
+            m.put(' ');
+            m.dec(l4.u32(at + 4));
+            m.put('}');
+        }
+        return true;
+    }
     case 11:
-        w.put(code == 1 ? "ip reassembly time exceeded"sv : "time exceeded in-transit"sv);
-        break;
+        if (!inner.has(16, 4))
+            return false;
+        if (code < 2) {
+            m.put(code == 0 ? "time exceeded in-transit"sv : "ip reassembly time exceeded"sv);
+        } else {
+            m.put("time exceeded-#"sv);
+            m.dec(code);
+        }
+        return true;
     case 12:
-        w.put("parameter problem"sv);
-        break;
+        if (code) {
+            m.put("parameter problem - code "sv);
+            m.dec(code);
+            return true;
+        }
+        if (!l4.has(4, 1))
+            return false;
+        m.put("parameter problem - octet "sv);
+        m.dec(l4.u8(4));
+        return true;
     case 13:
+        if (!l4.has(4, 4))
+            return false;
+        m.put("time stamp query id "sv);
+        m.dec(l4.u16(4));
+        m.put(" seq "sv);
+        m.dec(l4.u16(6));
+        return true;
     case 14:
-        w.put(type == 13 ? "time stamp query"sv : "time stamp reply"sv);
-        break;
+        if (!l4.has(4, 16))
+            return false;
+        m.put("time stamp reply id "sv);
+        m.dec(l4.u16(4));
+        m.put(" seq "sv);
+        m.dec(l4.u16(6));
+        m.put(": org "sv);
+        put_icmp_time(m, l4.u32(8));
+        m.put(", recv "sv);
+        put_icmp_time(m, l4.u32(12));
+        m.put(", xmit "sv);
+        put_icmp_time(m, l4.u32(16));
+        return true;
+    case 18:
+        if (!l4.has(8, 4))
+            return false;
+        m.put("address mask is 0x"sv);
+        m.hex(l4.u32(8), 8);
+        return true;
+    case 4:
+        m.put("source quench"sv);
+        return true;
+    case 10:
+        m.put("router solicitation"sv);
+        return true;
+    case 15:
+        m.put("information request"sv);
+        return true;
+    case 16:
+        m.put("information reply"sv);
+        return true;
+    case 17:
+        m.put("address mask request"sv);
+        return true;
     default:
-        w.put("type-#"sv);
-        w.dec(type);
-        break;
+        m.put("type-#"sv);
+        m.dec(type);
+        return true;
     }
+}
+
+void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+{
+    put_endpoints(w, e, l4, false);
+    char text[256];
+    Writer message(text, sizeof text);
+    if (!icmp_message(message, l4)) {
+        w.put(' ');
+        put_truncated(w, "icmp"sv);
+        return;
+    }
+    w.put("ICMP "sv);
+    w.put(message.view());
     w.put(", length "sv);
     w.dec(length);
 }

@@ -4,8 +4,8 @@
 Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
 
   * A classic pcap written here (TCP connections with options, malformed
-    IPv4/IPv6/UDP frames, HTTP requests and responses and SSH banners, some
-    cut short): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
+    IPv4/IPv6/UDP frames, HTTP requests and responses and SSH banners, ICMP
+    messages of every type and unreachable code, some cut short): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
     timestamps included, plain and with -S, -q, -tt, -c 5 and a filter;
     from standard input (-r -) too.
   * xdpcap's own pcapng from a live capture with --drops and --print: -r
@@ -78,6 +78,38 @@ APPLICATION = [
 ]
 
 
+def icmp_frames():
+    """(frame, cut) pairs: every destination-unreachable code quoting UDP, TCP,
+    SCTP and GRE, cuts inside the quote and the echo header, redirects,
+    router advertisements, time exceeded, parameter problem, timestamps,
+    masks and unknown types."""
+    a, b, c = bytes([198, 18, 72, 1]), bytes([198, 18, 72, 2]), bytes([198, 18, 72, 3])
+
+    def ip4(src, dst, proto, payload):
+        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 0x4242, 0, 64, proto, 0, src, dst)
+        return h[:10] + struct.pack("!H", T.checksum(h)) + h[12:] + payload
+
+    def icmp(kind, code, rest, body):
+        m = struct.pack("!BBH", kind, code, 0) + rest + body
+        return T.MAC_B + T.MAC_A + b"\x08\x00" + ip4(a, b, 1, m[:2] + struct.pack("!H", T.checksum(m)) + m[4:])
+
+    udp_in = ip4(b, c, 17, struct.pack("!HHHH", 41000, 53, 16, 0) + b"abcdefgh")
+    frames = [(icmp(3, code, b"\0\0\x05\xdc", udp_in), None) for code in range(17)]
+    for inner in (ip4(b, c, 6, struct.pack("!HHIIBBHHH", 41000, 443, 1, 0, 0x50, 2, 1000, 0, 0)),
+                  ip4(b, c, 132, struct.pack("!HHII", 41000, 9899, 0, 0)), ip4(b, c, 47, bytes(8))):
+        frames.append((icmp(3, 3, bytes(4), inner), None))
+    frames += [(icmp(3, 3, bytes(4), udp_in), cut) for cut in (42, 50, 54, 62, 64, 66, 70)]
+    for kind, code in ((11, 0), (11, 1), (11, 7), (5, 0), (5, 1), (5, 2), (5, 9), (12, 0), (12, 2), (4, 0), (13, 0),
+                       (14, 0), (9, 0), (10, 0), (15, 0), (16, 0), (17, 0), (18, 0), (40, 0)):
+        frames.append((icmp(kind, code, c if kind == 5 else bytes(4), udp_in), None))
+    frames += [(icmp(8, 0, b"\x12\x34\x00\x01", b"payload!"), cut) for cut in (35, 36, 38, 40, 41, 42)]
+    frames.append((icmp(9, 0, struct.pack("!BBH", 2, 2, 3725), a + struct.pack("!I", 7) + b + struct.pack("!i", -1)),
+                   None))
+    frames.append((icmp(9, 0, struct.pack("!BBH", 2, 2, 75), a + struct.pack("!I", 7)), None))
+    frames.append((icmp(14, 0, b"\0\x01\0\x02", struct.pack("!III", 1, 86399999, 999999999)), None))
+    return frames
+
+
 def write_cut_frames(path, frames):
     """A classic pcap of (frame, bytes captured or None for all)."""
     with open(path, "wb") as f:
@@ -91,7 +123,7 @@ def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
-    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app)
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames())
     for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))

@@ -268,7 +268,7 @@ TEST(TextDecode, TruncationIsMarked)
         {"TcpSyn", 53, "IP 198.18.0.1.1234 > 198.18.0.2.80: [|tcp]"},
         {"TcpSyn", 54, "IP 198.18.0.1.1234 > 198.18.0.2.80: Flags [S], seq 1000, win 64240, length 0"},
         {"Udp", 40, "IP 198.18.0.1.5000 > 198.18.0.2.7000: [|udp]"},
-        {"IcmpEchoRequest", 40, "IP 198.18.0.1 > 198.18.0.2: ICMP [|icmp]"},
+        {"IcmpEchoRequest", 40, "IP 198.18.0.1 > 198.18.0.2:  [|icmp]"},
         {"ArpRequest", 30, "ARP, Request [|arp]"},
         {"ArpRequest", 20, "ARP, [|arp]"},
         {"Ipv6Udp", 50, "IP6 [|ip6]"},
