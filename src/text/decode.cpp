@@ -96,7 +96,9 @@ AddressText ipv6_text(const uint8_t* a) noexcept
         }
         i = j;
     }
-    const bool mapped = best == 0 && best_length == 5 && groups[5] == 0xffff;
+    // An IPv4-mapped (::ffff:a.b.c.d) or IPv4-compatible (::a.b.c.d)
+    // address ends in the IPv4 notation, as inet_ntop and tcpdump write it.
+    const bool mapped = best == 0 && (best_length == 6 || (best_length == 5 && groups[5] == 0xffff));
     for (int i = 0; i < 8; ++i) {
         if (i == best) {
             w.put("::"sv);
@@ -104,7 +106,8 @@ AddressText ipv6_text(const uint8_t* a) noexcept
             continue;
         }
         if (mapped && i == 6) {
-            w.put(':');
+            if (i != best + best_length)
+                w.put(':');
             const AddressText v4 = ipv4_text(a + 12);
             w.put(v4.view());
             break;
@@ -679,31 +682,6 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     w.dec(udp_length);
 }
 
-// The ICMP(v6) error's quoted packet: "A udp port P" or "A tcp port P".
-// False when not enough of it was captured.
-bool put_quoted_port(Writer& w, const Bytes& inner, bool v6) noexcept
-{
-    size_t header;
-    uint8_t protocol;
-    if (v6) {
-        if (!inner.has(0, 40))
-            return false;
-        header = 40;
-        protocol = inner.u8(6);
-    } else {
-        if (!inner.has(0, 20))
-            return false;
-        header = size_t{inner.u8(0) & 15u} * 4;
-        protocol = inner.u8(9);
-    }
-    if ((protocol != kProtoUdp && protocol != kProtoTcp) || header < 20 || !inner.has(header, 4))
-        return false;
-    w.put((v6 ? ipv6_text(inner.data + 24) : ipv4_text(inner.data + 16)).view());
-    w.put(protocol == kProtoUdp ? " udp port "sv : " tcp port "sv);
-    w.dec(inner.u16(header + 2));
-    return true;
-}
-
 // tcpdump 4.99's clock notation for ICMP timestamps (milliseconds since
 // midnight UTC): hours are not wrapped.
 void put_icmp_time(Writer& m, uint32_t ms) noexcept
@@ -969,103 +947,302 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) n
     w.dec(length);
 }
 
-void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+// tcpdump's hex lines for data it does not decode: "\n\t0x0000:  0105 ...",
+// eight 16-bit groups a line, over what was captured.
+void put_unknown_data(Writer& w, const Bytes& data, size_t length) noexcept
 {
-    put_endpoints(w, e, l4, false);
-    w.put("ICMP6, "sv);
-    if (!l4.has(0, 4)) {
-        put_truncated(w, "icmp6"sv);
+    const size_t n = length < data.size ? length : data.size;
+    for (size_t i = 0; i < n; ++i) {
+        if (i % 16 == 0) {
+            w.put("\n\t0x"sv);
+            w.hex(i, 4);
+            w.put(": "sv);
+        }
+        if (i % 2 == 0)
+            w.put(' ');
+        w.hex_byte(data.u8(i));
+    }
+}
+
+// The upper-layer header an ICMPv6 error quotes, found as tcpdump finds it:
+// through hop-by-hop, destination, routing, first-fragment and AH headers to
+// TCP or UDP; false where the chain leaves the capture or leads elsewhere.
+bool quoted_transport(const Bytes& ip6, uint8_t& protocol, size_t& at) noexcept
+{
+    if (!ip6.has(6, 1))
+        return false;
+    protocol = ip6.u8(6);
+    at = 40;
+    for (int headers = 0; headers < 64 && at < ip6.size; ++headers) {
+        switch (protocol) {
+        case kProtoTcp:
+        case kProtoUdp:
+            return ip6.has(at + 2, 2);
+        case 0:  // hop-by-hop
+        case 60: // destination options
+        case 43: // routing
+            if (!ip6.has(at + 1, 1))
+                return false;
+            protocol = ip6.u8(at);
+            at += (size_t{ip6.u8(at + 1)} + 1) * 8;
+            break;
+        case 44: // fragment: only the first one carries the header
+            if (!ip6.has(at + 2, 2) || (ip6.u16(at + 2) & 0xfff8) != 0)
+                return false;
+            protocol = ip6.u8(at);
+            at += 8;
+            break;
+        case 51: // AH
+            if (!ip6.has(at + 1, 1))
+                return false;
+            protocol = ip6.u8(at);
+            at += (size_t{ip6.u8(at + 1)} + 2) * 4;
+            break;
+        default:
+            return false;
+        }
+    }
+    return false;
+}
+
+// MLD's fields as tcpdump 4.99 prints them (straight after the type name).
+void put_mld(Writer& w, const Bytes& l4) noexcept
+{
+    if (!l4.has(0, 24))
         return;
-    }
-    const uint8_t type = l4.u8(0);
+    w.put("max resp delay: "sv);
+    w.dec(l4.u16(4));
+    w.put(" addr: "sv);
+    w.put(ipv6_text(l4.data + 8).view());
+}
+
+// Returns false where tcpdump's printer runs out of captured bytes: the
+// caller ends the line with " [|icmp6]".
+bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length) noexcept
+{
+    if (!l4.has(1, 1))
+        return false;
     const uint8_t code = l4.u8(1);
+    const Bytes quoted = l4.from(8); // the IPv6 packet an error quotes
+    // `prefix` and the address, or (not captured) nothing: tcpdump reads
+    // a field before it prints the words around it.
+    const auto put_address = [&](std::string_view prefix, const Bytes& b, size_t at) {
+        if (!b.has(at, 16))
+            return false;
+        w.put(prefix);
+        w.put(ipv6_text(b.data + at).view());
+        return true;
+    };
     switch (type) {
-    case 1: {
-        w.put("destination unreachable, "sv);
-        constexpr std::string_view kCodes[] = {"unreachable route"sv,   "unreachable prohibited"sv,
-                                               "beyond scope"sv,        "unreachable address"sv,
-                                               "unreachable port"sv,    "source address policy"sv,
-                                               "reject route"sv};
-        if (code < 7) {
-            w.put(kCodes[code]);
-        } else {
-            w.put("code "sv);
+    case 1:
+        switch (code) {
+        case 0:
+        case 1:
+        case 3:
+            w.put(code == 0 ? ", unreachable route"sv : code == 1 ? ",  unreachable prohibited"sv
+                                                                   : ", unreachable address"sv);
+            return put_address(" "sv, quoted, 24);
+        case 2:
+            w.put(", beyond scope"sv);
+            if (!quoted.has(8, 32))
+                return false;
+            put_address(" "sv, quoted, 24);
+            return put_address(", source address "sv, quoted, 8);
+        case 4: {
+            w.put(", unreachable port"sv);
+            uint8_t protocol = 0;
+            size_t at = 0;
+            if (!quoted_transport(quoted, protocol, at) || !put_address(", "sv, quoted, 24))
+                return false;
+            w.put(protocol == kProtoTcp ? " tcp port "sv : " udp port "sv);
+            w.dec(quoted.u16(at + 2));
+            return true;
+        }
+        default:
+            w.put(", unknown unreach code ("sv);
             w.dec(code);
+            w.put(')');
+            put_unknown_data(w, l4, length);
+            return true;
         }
-        if (code == 4) {
-            w.put(", "sv);
-            if (!put_quoted_port(w, l4.from(8), true)) {
-                put_truncated(w, "icmp6"sv);
-                return;
-            }
-        }
-        break;
-    }
     case 2:
-        if (!l4.has(4, 4)) {
-            w.put("packet too big "sv);
-            put_truncated(w, "icmp6"sv);
-            return;
-        }
-        w.put("packet too big, mtu "sv);
+        if (!l4.has(4, 4))
+            return false;
+        w.put(", mtu "sv);
         w.dec(l4.u32(4));
-        break;
+        return true;
     case 3:
-        w.put(code == 1 ? "time exceeded reassembly"sv : "time exceeded in-transit"sv);
-        break;
-    case 4:
-        w.put("parameter problem"sv);
-        break;
+        if (code == 0)
+            return put_address(" for "sv, quoted, 24);
+        if (code == 1) {
+            w.put(" (reassembly)"sv);
+        } else {
+            w.put(", unknown code ("sv);
+            w.dec(code);
+            w.put(')');
+        }
+        return true;
+    case 4: {
+        if (!quoted.has(24, 16))
+            return false;
+        constexpr std::string_view kWhat[] = {", erroneous - octet "sv, ", next header - octet "sv,
+                                              ", option - octet "sv, ", incomplete header chain - octet "sv};
+        if (code >= std::size(kWhat)) {
+            w.put(", code-#"sv);
+            w.dec(code);
+            return true;
+        }
+        if (!l4.has(4, 4))
+            return false;
+        w.put(kWhat[code]);
+        w.dec(l4.u32(4));
+        return true;
+    }
     case 128:
     case 129:
-        w.put(type == 128 ? "echo request"sv : "echo reply"sv);
-        if (!l4.has(4, 4)) {
-            w.put(' ');
-            put_truncated(w, "icmp6"sv);
-            return;
-        }
+        if (!l4.has(4, 4))
+            return false;
         w.put(", id "sv);
         w.dec(l4.u16(4));
         w.put(", seq "sv);
         w.dec(l4.u16(6));
-        break;
+        return true;
     case 130:
-        w.put("multicast listener query"sv);
-        break;
+        if (length == 24) {
+            put_mld(w, l4);
+        } else if (length >= 28) {
+            w.put(" v2"sv);
+            if (!l4.has(4, 2) || !put_address(" [gaddr "sv, l4, 8) || !l4.has(26, 2))
+                return false;
+            if (const uint16_t sources = l4.u16(26)) {
+                if (length < 28 + size_t{sources} * 16) {
+                    w.put(" [invalid number of sources]"sv);
+                } else {
+                    w.put(", "sv);
+                    w.dec(sources);
+                    w.put(" source(s)"sv);
+                }
+            }
+            w.put(']');
+        } else {
+            w.put(" unknown-version (len "sv);
+            w.dec(length);
+            w.put(") "sv);
+        }
+        return true;
     case 131:
-        w.put("multicast listener report"sv);
-        break;
     case 132:
-        w.put("multicast listener done"sv);
-        break;
-    case 143:
-        w.put("multicast listener report v2"sv);
-        break;
-    case 133:
-        w.put("router solicitation"sv);
-        break;
-    case 134:
-        w.put("router advertisement"sv);
-        break;
+        put_mld(w, l4);
+        return true;
     case 135:
     case 136:
-        w.put(type == 135 ? "neighbor solicitation"sv : "neighbor advertisement"sv);
-        if (!l4.has(8, 16)) {
+        return put_address(type == 135 ? ", who has "sv : ", tgt is "sv, l4, 8);
+    case 137:
+        return put_address(", "sv, l4, 24) && put_address(" to "sv, l4, 8); // destination, then target
+    case 143:
+        if (length < 8) {
+            w.put(" [invalid len "sv);
+            w.dec(length);
+            w.put(']');
+            return true;
+        }
+        if (!l4.has(6, 2))
+            return false;
+        w.put(", "sv);
+        w.dec(l4.u16(6));
+        w.put(" group record(s)"sv);
+        return true;
+    case 144:
+    case 146:
+        if (!l4.has(4, 2))
+            return false;
+        w.put(", id 0x"sv);
+        w.hex(l4.u16(4), 4);
+        return true;
+    case 133:
+    case 134:
+    case 141:
+    case 142:
+    case 145:
+    case 147:
+        return true;
+    default:
+        return true;
+    }
+}
+
+const char* icmp6_type_name(uint8_t type) noexcept
+{
+    switch (type) {
+    case 1: return "destination unreachable";
+    case 2: return "packet too big";
+    case 3: return "time exceeded in-transit";
+    case 4: return "parameter problem";
+    case 128: return "echo request";
+    case 129: return "echo reply";
+    case 130: return "multicast listener query";
+    case 131: return "multicast listener report";
+    case 132: return "multicast listener done";
+    case 133: return "router solicitation";
+    case 134: return "router advertisement";
+    case 135: return "neighbor solicitation";
+    case 136: return "neighbor advertisement";
+    case 137: return "redirect";
+    case 138: return "router renumbering";
+    case 139: return "node information query";
+    case 140: return "node information reply";
+    case 141: return "inverse neighbor solicitation";
+    case 142: return "inverse neighbor advertisement";
+    case 143: return "multicast listener report v2";
+    case 144: return "ha discovery request";
+    case 145: return "ha discovery reply";
+    case 146: return "mobile router solicitation";
+    case 147: return "mobile router advertisement";
+    case 200: return "mtrace response";
+    case 201: return "mtrace message";
+    case 155: return "RPL";
+    default: return nullptr;
+    }
+}
+
+// tcpdump 4.99's ICMPv6 line, without -v: printed as it goes, so a cut
+// leaves what was printed before " [|icmp6]". Types whose bodies tcpdump
+// decodes in depth (router renumbering, node information, RPL) are named
+// only; a type it does not know is dumped in hex, as tcpdump dumps it.
+void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+{
+    put_endpoints(w, e, l4, false);
+    if (!l4.has(0, 1)) {
+        w.put(' ');
+        put_truncated(w, "icmp6"sv);
+        return;
+    }
+    const uint8_t type = l4.u8(0);
+    w.put("ICMP6, "sv);
+    if (const char* name = icmp6_type_name(type)) {
+        w.put(std::string_view(name));
+    } else {
+        w.put("unknown icmp6 type ("sv);
+        w.dec(type);
+        w.put(')');
+        if (!l4.has(1, 1)) {
             w.put(' ');
             put_truncated(w, "icmp6"sv);
             return;
         }
-        w.put(type == 135 ? ", who has "sv : ", tgt is "sv);
-        w.put(ipv6_text(l4.data + 8).view());
-        break;
-    case 137:
-        w.put("redirect"sv);
-        break;
-    default:
-        w.put("type "sv);
-        w.dec(type);
-        break;
+        w.put(", length "sv);
+        w.dec(length);
+        put_unknown_data(w, l4, length);
+        return;
     }
+    if (!icmp6_body(w, type, l4, length)) {
+        w.put(' ');
+        put_truncated(w, "icmp6"sv);
+        return;
+    }
+    // An unknown unreachable code ends with its dump, without the length.
+    if (type == 1 && l4.u8(1) > 4)
+        return;
     w.put(", length "sv);
     w.dec(length);
 }
@@ -1188,8 +1365,9 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         return;
     }
     if (ip.u8(0) >> 4 != 6) {
-        w.put("bad version "sv);
+        w.put("version error: "sv);
         w.dec(ip.u8(0) >> 4);
+        w.put(" != 6"sv);
         return;
     }
     if (ip.u16(4) != 0 && frame_length < 40u + ip.u16(4)) {

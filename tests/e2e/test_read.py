@@ -5,7 +5,7 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
 
   * A classic pcap written here (TCP connections with options, malformed
     IPv4/IPv6/UDP frames, HTTP requests and responses and SSH banners, ICMP
-    messages of every type and unreachable code, some cut short): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
+    and ICMPv6 messages of every type and error code, some cut short): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
     timestamps included, plain and with -S, -q, -tt, -c 5 and a filter;
     from standard input (-r -) too.
   * xdpcap's own pcapng from a live capture with --drops and --print: -r
@@ -110,6 +110,54 @@ def icmp_frames():
     return frames
 
 
+def icmp6_frames():
+    """(frame, cut) pairs: ICMPv6 errors of every code quoting UDP, TCP, SCTP
+    and a chain of extension headers, cut at every field; echo, MLD v1 and
+    v2, neighbour discovery, redirects, home-agent messages, an unknown type
+    (dumped in hex), IPv4-compatible and IPv4-mapped addresses."""
+    a, b, c = (bytes.fromhex("20010db80072000000000000000000" + x) for x in ("01", "02", "03"))
+    compat, mapped = bytes(12) + bytes([198, 18, 0, 1]), bytes(10) + b"\xff\xff" + bytes([198, 18, 0, 1])
+
+    def ip6(src, dst, nh, payload):
+        return struct.pack("!IHBB16s16s", 0x60000000, len(payload), nh, 64, src, dst) + payload
+
+    def icmp6(kind, code, rest, body, src=a, dst=b):
+        return T.MAC_B + T.MAC_A + b"\x86\xdd" + ip6(src, dst, 58, struct.pack("!BBH", kind, code, 0) + rest + body)
+
+    udp_in = ip6(b, c, 17, struct.pack("!HHHH", 41000, 53, 16, 0) + b"abcdefgh")
+    chain = bytes([60, 0]) + bytes(6) + bytes([43, 0]) + bytes(6) + bytes([44, 0, 0, 0]) + bytes(4) + \
+        bytes([17, 0]) + bytes(6) + struct.pack("!HHHH", 41000, 9, 16, 0)
+    frames = [(icmp6(1, code, bytes(4), udp_in), None) for code in range(8)]
+    for inner in (ip6(b, c, 6, struct.pack("!HHIIBBHHH", 41000, 443, 1, 0, 0x50, 2, 1000, 0, 0)), ip6(b, c, 0, chain),
+                  ip6(b, c, 132, struct.pack("!HHII", 41000, 9899, 0, 0))):
+        frames.append((icmp6(1, 4, bytes(4), inner), None))
+    frames += [(icmp6(1, 4, bytes(4), udp_in), cut) for cut in (54, 55, 58, 62, 70, 90, 100, 102, 104, 110)]
+    frames.append((icmp6(2, 0, struct.pack("!I", 1280), udp_in), None))
+    frames += [(icmp6(3, code, bytes(4), udp_in), None) for code in (0, 1, 5)]
+    frames += [(icmp6(4, code, struct.pack("!I", 40), udp_in), None) for code in (0, 1, 2, 3, 9)]
+    group = bytes.fromhex("ff0200000000000000000000000000fb")
+    for kind, rest, body in ((128, struct.pack("!HH", 7, 9), b"ping"), (129, struct.pack("!HH", 7, 9), b"ping"),
+                             (130, struct.pack("!HH", 1000, 0), bytes(16)),
+                             (130, struct.pack("!HH", 1000, 0), bytes(16) + struct.pack("!BBH", 2, 125, 0)),
+                             (130, struct.pack("!HH", 1000, 0), c + struct.pack("!BBH", 2, 125, 2) + a + b),
+                             (130, struct.pack("!HH", 1000, 0), c + struct.pack("!BBH", 2, 125, 5) + a),
+                             (130, struct.pack("!HH", 1000, 0), c[:10]), (131, bytes(4), group),
+                             (132, bytes(4), group), (143, struct.pack("!HH", 0, 2), bytes(40)),
+                             (133, bytes(4), b""), (134, bytes(12), b""), (135, bytes(4), c),
+                             (136, bytes([0x60, 0, 0, 0]), compat), (137, bytes(4), c + mapped),
+                             (144, struct.pack("!HH", 0x1234, 0), b""), (145, struct.pack("!HH", 0x1234, 0), b""),
+                             (146, struct.pack("!HH", 0x1234, 0), b""), (141, bytes(4), b""),
+                             (250, bytes(4), b"0123456789abcdefghij")):
+        frames.append((icmp6(kind, 0, rest, body), None))
+    frames.append((icmp6(135, 0, bytes(4), c), 70))
+    frames.append((icmp6(128, 0, struct.pack("!HH", 7, 9), b"ping", src=compat, dst=mapped), None))
+    frames += [(icmp6(128, 0, struct.pack("!HH", 7, 9), b"ping"), cut) for cut in (55, 57)]
+    bad_version = bytearray(icmp6(128, 0, struct.pack("!HH", 7, 9), b"ping"))
+    bad_version[14] = 0x40
+    frames.append((bytes(bad_version), None))
+    return frames
+
+
 def write_cut_frames(path, frames):
     """A classic pcap of (frame, bytes captured or None for all)."""
     with open(path, "wb") as f:
@@ -123,7 +171,7 @@ def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
-    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames())
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames())
     for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))
