@@ -15,6 +15,7 @@ using namespace std::string_view_literals;
 
 constexpr uint16_t kEtherIPv4 = 0x0800;
 constexpr uint16_t kEtherArp = 0x0806;
+constexpr uint16_t kEtherRarp = 0x8035;
 constexpr uint16_t kEtherIPv6 = 0x86dd;
 constexpr uint16_t kEtherVlan = 0x8100;
 constexpr uint16_t kEtherQinQ = 0x88a8;
@@ -947,21 +948,13 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) n
     w.dec(length);
 }
 
+void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii) noexcept;
+
 // tcpdump's hex lines for data it does not decode: "\n\t0x0000:  0105 ...",
 // eight 16-bit groups a line, over what was captured.
 void put_unknown_data(Writer& w, const Bytes& data, size_t length) noexcept
 {
-    const size_t n = length < data.size ? length : data.size;
-    for (size_t i = 0; i < n; ++i) {
-        if (i % 16 == 0) {
-            w.put("\n\t0x"sv);
-            w.hex(i, 4);
-            w.put(": "sv);
-        }
-        if (i % 2 == 0)
-            w.put(' ');
-        w.hex_byte(data.u8(i));
-    }
+    put_hex_lines(w, data.data, length < data.size ? length : data.size, false);
 }
 
 // The upper-layer header an ICMPv6 error quotes, found as tcpdump finds it:
@@ -1014,6 +1007,36 @@ void put_mld(Writer& w, const Bytes& l4) noexcept
     w.dec(l4.u16(4));
     w.put(" addr: "sv);
     w.put(ipv6_text(l4.data + 8).view());
+}
+
+// tcpdump's hex lines ("\n\t0x0010:  0001 0200 ..."), sixteen bytes a line,
+// with the ASCII column of -X when `ascii`.
+void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii) noexcept
+{
+    for (size_t line = 0; line < n; line += 16) {
+        const size_t count = n - line < 16 ? n - line : 16;
+        w.put("\n\t0x"sv);
+        w.hex(line, 4);
+        w.put(": "sv);
+        size_t width = 0;
+        for (size_t i = 0; i < count; i += 2) {
+            w.put(' ');
+            w.hex_byte(bytes[line + i]);
+            width += 3;
+            if (i + 1 < count) {
+                w.hex_byte(bytes[line + i + 1]);
+                width += 2;
+            }
+        }
+        if (!ascii)
+            continue;
+        for (; width < 40 + 2; ++width)
+            w.put(' ');
+        for (size_t i = 0; i < count; ++i) {
+            const uint8_t c = bytes[line + i];
+            w.put(c >= 0x21 && c <= 0x7e ? static_cast<char>(c) : '.');
+        }
+    }
 }
 
 // Returns false where tcpdump's printer runs out of captured bytes: the
@@ -1450,78 +1473,136 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
                     packet.from(offset), length, fragmented, o);
 }
 
+// A hardware address as tcpdump writes one: a MAC, or any other length as
+// colon-separated hex bytes.
+void put_link_address(Writer& w, const uint8_t* a, size_t n) noexcept
+{
+    if (n == 6) {
+        put_mac(w, a);
+        return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        if (i)
+            w.put(':');
+        w.hex_byte(a[i]);
+    }
+}
+
+const char* arp_hardware_name(uint16_t hardware) noexcept
+{
+    switch (hardware) {
+    case 1: return "Ethernet";
+    case 6: return "TokenRing";
+    case 7: return "ArcNet";
+    case 15: return "FrameRelay";
+    case 23: return "Strip";
+    case 24: return "IEEE 1394";
+    case 19: return "ATM";
+    case 32: return "InfiniBand";
+    default: return nullptr;
+    }
+}
+
+// ARP and RARP (ethertype 0x8035) alike, as tcpdump 4.99 prints them: any
+// hardware and protocol address lengths; an address family it cannot show
+// as IPv4 by its types and lengths; an unknown operation dumped in hex.
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept
 {
-    if (!o.link_header)
-        w.put("ARP, "sv);
     if (!arp.has(0, 8)) {
+        w.put(' ');
         put_truncated(w, "arp"sv);
         return;
     }
     const uint16_t hardware = arp.u16(0);
     const uint16_t protocol = arp.u16(2);
+    const size_t hln = arp.u8(4);
+    const size_t pln = arp.u8(5);
     const uint16_t op = arp.u16(6);
-    if (hardware != 1 || protocol != kEtherIPv4 || arp.u8(4) != 6 || arp.u8(5) != 4) {
-        w.put("hardware type "sv);
-        w.dec(hardware);
-        w.put(", protocol 0x"sv);
-        w.hex(protocol, 4);
-        w.put(", op "sv);
-        w.dec(op);
-    } else {
-        constexpr std::string_view kOps[] = {"Request"sv, "Reply"sv, "Reverse Request"sv, "Reverse Reply"sv};
-        if (op >= 1 && op <= 4) {
-            w.put(kOps[op - 1]);
+    const size_t sha = 8, spa = sha + hln, tha = spa + pln, tpa = tha + hln;
+    if (!arp.has(0, tpa + pln)) {
+        w.put(' ');
+        put_truncated(w, "arp"sv);
+        return;
+    }
+    if (!o.link_header)
+        w.put("ARP, "sv);
+    constexpr uint16_t kEtherTrail = 0x1000;
+    if ((protocol != kEtherIPv4 && protocol != kEtherTrail) || pln != 4 || hln == 0) {
+        if (const char* name = arp_hardware_name(hardware)) {
+            w.put(std::string_view(name));
         } else {
-            w.put("op "sv);
-            w.dec(op);
+            w.put("Unknown Hardware ("sv);
+            w.dec(hardware);
+            w.put(')');
         }
-        if (!arp.has(0, 28)) {
-            w.put(' ');
-            put_truncated(w, "arp"sv);
-            return;
+        w.put(" (len "sv);
+        w.dec(hln);
+        w.put("), "sv);
+        if (const char* name = ethertype_name(protocol)) {
+            w.put(std::string_view(name));
+        } else {
+            w.put("Unknown Protocol (0x"sv);
+            w.hex(protocol, 4);
+            w.put(')');
         }
-        const uint8_t* sha = arp.data + 8;
-        const uint8_t* spa = arp.data + 14;
-        const uint8_t* tha = arp.data + 18;
-        const uint8_t* tpa = arp.data + 24;
-        switch (op) {
-        case 1: {
-            w.put(" who-has "sv);
-            w.put(ipv4_text(tpa).view());
-            bool zero = true;
-            for (int i = 0; i < 6; ++i)
-                zero = zero && tha[i] == 0;
-            if (!zero) {
-                w.put(" ("sv);
-                put_mac(w, tha);
-                w.put(')');
-            }
-            w.put(" tell "sv);
-            w.put(ipv4_text(spa).view());
-            break;
+        w.put(" (len "sv);
+        w.dec(pln);
+        w.put("), length "sv);
+        w.dec(length);
+        return;
+    }
+    // tcpdump's names; 5 to 7 are none of its.
+    constexpr std::string_view kOps[] = {"Request"sv, "Reply"sv, "Reverse Request"sv, "Reverse Reply"sv, ""sv, ""sv,
+                                         ""sv, "Inverse Request"sv, "Inverse Reply"sv, "NACK Reply"sv};
+    if (op >= 1 && op <= std::size(kOps) && !kOps[op - 1].empty()) {
+        w.put(kOps[op - 1]);
+    } else {
+        w.put("Unknown ("sv);
+        w.dec(op);
+        w.put(')');
+    }
+    w.put(' ');
+    switch (op) {
+    case 1: {
+        w.put("who-has "sv);
+        w.put(ipv4_text(arp.data + tpa).view());
+        bool zero = true;
+        for (size_t i = 0; i < hln; ++i)
+            zero = zero && arp.u8(tha + i) == 0;
+        if (!zero) {
+            w.put(" ("sv);
+            put_link_address(w, arp.data + tha, hln);
+            w.put(')');
         }
-        case 2:
-            w.put(' ');
-            w.put(ipv4_text(spa).view());
-            w.put(" is-at "sv);
-            put_mac(w, sha);
-            break;
-        case 3:
-            w.put(" who-is "sv);
-            put_mac(w, tha);
-            w.put(" tell "sv);
-            put_mac(w, sha);
-            break;
-        case 4:
-            w.put(' ');
-            put_mac(w, tha);
-            w.put(" at "sv);
-            w.put(ipv4_text(tpa).view());
-            break;
-        default:
-            break;
-        }
+        w.put(" tell "sv);
+        w.put(ipv4_text(arp.data + spa).view());
+        break;
+    }
+    case 2:
+        w.put(ipv4_text(arp.data + spa).view());
+        w.put(" is-at "sv);
+        put_link_address(w, arp.data + sha, hln);
+        break;
+    case 3:
+    case 8:
+        w.put("who-is "sv);
+        put_link_address(w, arp.data + tha, hln);
+        w.put(" tell "sv);
+        put_link_address(w, arp.data + sha, hln);
+        break;
+    case 4:
+        put_link_address(w, arp.data + tha, hln);
+        w.put(" at "sv);
+        w.put(ipv4_text(arp.data + tpa).view());
+        break;
+    case 9:
+        put_link_address(w, arp.data + sha, hln);
+        w.put(" at "sv);
+        w.put(ipv4_text(arp.data + spa).view());
+        break;
+    default:
+        put_hex_lines(w, arp.data, arp.size, true);
+        return;
     }
     w.put(", length "sv);
     w.dec(length);
@@ -1593,6 +1674,7 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
         print_ipv6(w, payload, length, o);
         break;
     case kEtherArp:
+    case kEtherRarp:
         begin_payload();
         print_arp(w, payload, length, o);
         break;
@@ -1639,30 +1721,7 @@ void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_len
         }
         return;
     }
-    for (size_t line = 0; line < n; line += 16) {
-        const size_t count = n - line < 16 ? n - line : 16;
-        w.put("\n\t0x"sv);
-        w.hex(line, 4);
-        w.put(": "sv);
-        size_t width = 0;
-        for (size_t i = 0; i < count; i += 2) {
-            w.put(' ');
-            w.hex_byte(bytes[line + i]);
-            width += 3;
-            if (i + 1 < count) {
-                w.hex_byte(bytes[line + i + 1]);
-                width += 2;
-            }
-        }
-        if (!o.hex_ascii)
-            continue;
-        for (; width < 40 + 2; ++width)
-            w.put(' ');
-        for (size_t i = 0; i < count; ++i) {
-            const uint8_t c = bytes[line + i];
-            w.put(c >= 0x21 && c <= 0x7e ? static_cast<char>(c) : '.');
-        }
-    }
+    put_hex_lines(w, bytes, n, o.hex_ascii != 0);
 }
 
 } // namespace xdpcap::text

@@ -5,7 +5,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
 
   * A classic pcap written here (TCP connections with options, malformed
     IPv4/IPv6/UDP frames, HTTP requests and responses and SSH banners, ICMP
-    and ICMPv6 messages of every type and error code, some cut short): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
+    and ICMPv6 messages of every type and error code, ARP and RARP, some cut
+    short): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
     timestamps included, plain and with -S, -q, -tt, -c 5 and a filter;
     from standard input (-r -) too.
   * xdpcap's own pcapng from a live capture with --drops and --print: -r
@@ -158,6 +159,23 @@ def icmp6_frames():
     return frames
 
 
+def arp_frames():
+    """(frame, cut) pairs: ARP and RARP (ethertype 0x8035) of every operation
+    tcpdump names and an unknown one (dumped), cut in the header, with a
+    protocol other than IPv4 and with another hardware type."""
+    m1, m2 = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
+    i1, i2 = bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])
+
+    def arp(ethertype, op, proto=0x0800, htype=1):
+        return b"\xff" * 6 + m1 + struct.pack("!HHHBBH", ethertype, htype, proto, 6, 4, op) + m1 + i1 + m2 + i2
+
+    frames = []
+    for ethertype in (0x0806, 0x8035):
+        frames += [(arp(ethertype, op), None) for op in (1, 2, 3, 4, 8, 9, 10, 7)]
+        frames += [(arp(ethertype, 3), 30), (arp(ethertype, 1, proto=0x86dd), None), (arp(ethertype, 1, htype=6), None)]
+    return frames
+
+
 def write_cut_frames(path, frames):
     """A classic pcap of (frame, bytes captured or None for all)."""
     with open(path, "wb") as f:
@@ -171,7 +189,7 @@ def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
-    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames())
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames())
     for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))
