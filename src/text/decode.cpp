@@ -232,9 +232,10 @@ void put_protocol(Writer& w, uint8_t protocol) noexcept
     }
 }
 
+// tcpdump's mark for a header the capture cut short, with its space.
 void put_truncated(Writer& w, std::string_view what) noexcept
 {
-    w.put("[|"sv);
+    w.put(" [|"sv);
     w.put(what);
     w.put(']');
 }
@@ -548,8 +549,9 @@ TcpFlows::Base relative_sequence(TcpFlows& flows, const Endpoints& e, uint16_t s
 void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
 {
     if (!l4.has(0, 4)) {
+        // Without its ports tcpdump writes the mark without a space.
         put_endpoints(w, e, l4, false);
-        put_truncated(w, "tcp"sv);
+        w.put("[|tcp]"sv);
         return;
     }
     put_endpoints(w, e, l4, true);
@@ -938,7 +940,6 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) n
     char text[256];
     Writer message(text, sizeof text);
     if (!icmp_message(message, l4)) {
-        w.put(' ');
         put_truncated(w, "icmp"sv);
         return;
     }
@@ -1236,7 +1237,6 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) 
 {
     put_endpoints(w, e, l4, false);
     if (!l4.has(0, 1)) {
-        w.put(' ');
         put_truncated(w, "icmp6"sv);
         return;
     }
@@ -1249,7 +1249,6 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) 
         w.dec(type);
         w.put(')');
         if (!l4.has(1, 1)) {
-            w.put(' ');
             put_truncated(w, "icmp6"sv);
             return;
         }
@@ -1259,7 +1258,6 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) 
         return;
     }
     if (!icmp6_body(w, type, l4, length)) {
-        w.put(' ');
         put_truncated(w, "icmp6"sv);
         return;
     }
@@ -1309,6 +1307,11 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
             w.dec(ip.u8(0) >> 4);
         }
         w.put(" (invalid)"sv);
+        return;
+    }
+    // Nothing of the header captured: tcpdump's mark alone.
+    if (!ip.has(0, 1)) {
+        put_truncated(w, "ip"sv);
         return;
     }
     if (!o.link_header)
@@ -1381,12 +1384,13 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
 
 void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept
 {
-    if (!o.link_header)
-        w.put("IP6 "sv);
+    // tcpdump reads the whole fixed header before it writes "IP6".
     if (!ip.has(0, 40)) {
         put_truncated(w, "ip6"sv);
         return;
     }
+    if (!o.link_header)
+        w.put("IP6 "sv);
     if (ip.u8(0) >> 4 != 6) {
         w.put("version error: "sv);
         w.dec(ip.u8(0) >> 4);
@@ -1419,7 +1423,6 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
             const std::string_view name = next == 0 ? "HBH"sv : next == 60 ? "DSTOPT"sv : next == 43 ? "RT6"sv : "AH"sv;
             if (!packet.has(offset, next == 43 ? 4 : 2)) {
                 w.put(name);
-                w.put(' ');
                 put_truncated(w, next == 0 ? "hbhopt"sv : next == 60 ? "dstopt"sv : next == 43 ? "rt6"sv : "ah"sv);
                 return;
             }
@@ -1509,7 +1512,6 @@ const char* arp_hardware_name(uint16_t hardware) noexcept
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept
 {
     if (!arp.has(0, 8)) {
-        w.put(' ');
         put_truncated(w, "arp"sv);
         return;
     }
@@ -1520,7 +1522,6 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
     const uint16_t op = arp.u16(6);
     const size_t sha = 8, spa = sha + hln, tha = spa + pln, tpa = tha + hln;
     if (!arp.has(0, tpa + pln)) {
-        w.put(' ');
         put_truncated(w, "arp"sv);
         return;
     }
@@ -1610,6 +1611,175 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
 
 } // namespace
 
+// STP BPDUs as tcpdump 4.99 prints them without -v: the protocol, the BPDU
+// type, the flags and the sender's bridge and port.
+void print_stp(Writer& w, const Bytes& bpdu, size_t length) noexcept
+{
+    if (length < 4) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    if (!bpdu.has(0, 3)) {
+        w.put(" [|stp]"sv);
+        return;
+    }
+    if (bpdu.u16(0) != 0) {
+        w.put("unknown STP version, length "sv);
+        w.dec(length);
+        return;
+    }
+    const uint8_t version = bpdu.u8(2);
+    w.put("STP "sv);
+    switch (version) {
+    case 0: w.put("802.1d"sv); break;
+    case 2: w.put("802.1w"sv); break;
+    case 3: w.put("802.1s"sv); break;
+    case 4: w.put("802.1Q/SPB"sv); break;
+    default:
+        w.put("Unknown STP protocol (0x"sv);
+        w.hex(version, 2);
+        w.put(')');
+        return;
+    }
+    if (!bpdu.has(3, 1)) {
+        w.put(" [|stp]"sv);
+        return;
+    }
+    const uint8_t type = bpdu.u8(3);
+    w.put(", "sv);
+    switch (type) {
+    case 0x00: w.put("Config"sv); break;
+    case 0x02: w.put("Rapid STP"sv); break;
+    case 0x80: w.put("Topology Change"sv); return;
+    default:
+        w.put("Unknown BPDU Type (0x"sv);
+        w.hex(type, 2);
+        w.put(')');
+        return;
+    }
+    const bool rapid = type == 0x02;
+    if (rapid && version != 2 && version != 0) {
+        // MSTP and SPB: the CIST flags only, without -v.
+        if (length < 102 || !bpdu.has(4, 1)) {
+            w.put(length < 102 ? " (invalid)"sv : " [|stp]"sv);
+            return;
+        }
+    } else if (length < (rapid ? 36u : 35u)) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    if (!bpdu.has(4, 1)) {
+        w.put(" [|stp]"sv);
+        return;
+    }
+    const uint8_t flags = bpdu.u8(4);
+    w.put(rapid && version >= 3 ? ", CIST Flags ["sv : ", Flags ["sv);
+    constexpr struct {
+        uint8_t bit;
+        std::string_view name;
+    } kFlags[] = {{0x01, "Topology change"sv}, {0x02, "Proposal"sv}, {0x10, "Learn"sv},
+                  {0x20, "Forward"sv},         {0x40, "Agreement"sv}, {0x80, "Topology change ACK"sv}};
+    bool any = false;
+    for (const auto& f : kFlags) {
+        if (flags & f.bit) {
+            w.put(any ? ", "sv : ""sv);
+            w.put(f.name);
+            any = true;
+        }
+    }
+    if (!any)
+        w.put("none"sv);
+    w.put(']');
+    if (rapid && version >= 3) {
+        w.put(", length "sv);
+        w.dec(length);
+        return;
+    }
+    if (!bpdu.has(17, 10)) {
+        w.put(" [|stp]"sv);
+        return;
+    }
+    w.put(", bridge-id "sv);
+    w.hex_byte(bpdu.u8(17));
+    w.hex_byte(bpdu.u8(18));
+    w.put('.');
+    put_mac(w, bpdu.data + 19);
+    w.put('.');
+    w.hex(bpdu.u16(25), 4);
+    w.put(", length "sv);
+    w.dec(length);
+}
+
+// An 802.3 frame's LLC header, as far as tcpdump's words for it are
+// decoded: SNAP with an ethertype (decoded on), the spanning tree and IP
+// SAPs. False: another SAP or control field, left to the caller.
+bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& o) noexcept
+{
+    const uint8_t dsap = llc.u8(0);
+    const uint8_t ssap = llc.u8(1);
+    if (o.link_header) {
+        const std::string_view name = dsap == 0xaa ? "SNAP"sv : dsap == 0x42 ? "STP"sv : "IP"sv;
+        w.put("LLC, dsap "sv);
+        w.put(name);
+        w.put(" (0x"sv);
+        w.hex(dsap & 0xfe, 2);
+        w.put(dsap & 1 ? ") Group, ssap "sv : ") Individual, ssap "sv);
+        w.put(name);
+        w.put(" (0x"sv);
+        w.hex(ssap & 0xfe, 2);
+        w.put(ssap & 1 ? ") Response, ctrl 0x03: "sv : ") Command, ctrl 0x03: "sv);
+    }
+    const Bytes data = llc.from(3);
+    const size_t rest = length - 3;
+    if (dsap == 0x42) {
+        print_stp(w, data, rest);
+        return true;
+    }
+    if (dsap == 0x06) {
+        print_ipv4(w, data, rest, o);
+        return true;
+    }
+    // SNAP: an organisation code and a protocol; code 0 carries an ethertype.
+    if (!data.has(0, 5) || rest < 5) {
+        w.put(" [|snap]"sv);
+        return true;
+    }
+    const uint32_t oui = uint32_t{data.u8(0)} << 16 | data.u16(1);
+    const uint16_t ethertype = data.u16(3);
+    if (o.link_header) {
+        w.put("oui "sv);
+        w.put(oui == 0 ? "Ethernet"sv : "Unknown"sv);
+        w.put(" (0x"sv);
+        w.hex(oui, 6);
+        w.put(oui == 0 ? "), ethertype "sv : "), pid "sv);
+        if (const char* name = oui == 0 ? ethertype_name(ethertype) : nullptr)
+            w.put(std::string_view(name));
+        else
+            w.put("Unknown"sv);
+        w.put(" (0x"sv);
+        w.hex(ethertype, 4);
+        w.put("), length "sv);
+        w.dec(rest - 5);
+        w.put(": "sv);
+    }
+    const Bytes inner = data.from(5);
+    if (oui == 0 && ethertype == kEtherIPv4)
+        print_ipv4(w, inner, rest - 5, o);
+    else if (oui == 0 && ethertype == kEtherIPv6)
+        print_ipv6(w, inner, rest - 5, o);
+    else if (oui == 0 && (ethertype == kEtherArp || ethertype == kEtherRarp))
+        print_arp(w, inner, rest - 5, o);
+    else {
+        w.put("SNAP, oui 0x"sv);
+        w.hex(oui, 6);
+        w.put(", type 0x"sv);
+        w.hex(ethertype, 4);
+        w.put(", length "sv);
+        w.dec(rest);
+    }
+    return true;
+}
+
 size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t origlen,
                     const DecodeOptions& o) noexcept
 {
@@ -1624,6 +1794,11 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
         w.put(" > "sv);
         put_mac(w, data);
         w.put(", "sv);
+        // A tag cut short: tcpdump says no more of the link header.
+        if ((type == kEtherVlan || type == kEtherQinQ || type == kEtherQinQOld) && !frame.has(kEtherHeader, 4)) {
+            put_truncated(w, "vlan"sv);
+            return caplen;
+        }
         if (type < 0x0600) {
             w.put("802.3"sv);
         } else if (o.quick) {
@@ -1632,8 +1807,9 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
             w.put("ethertype "sv);
             put_ethertype(w, type, true);
         }
+        // An 802.3 frame's length is its length field, as tcpdump gives it.
         w.put(", length "sv);
-        w.dec(origlen);
+        w.dec(type <= 1500 ? type : origlen);
     }
     size_t offset = kEtherHeader;
     bool separator = o.link_header; // ": " still owed after the link header
@@ -1679,6 +1855,21 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
         print_arp(w, payload, length, o);
         break;
     default:
+        // 802.3: the length field bounds the LLC data (padding is not part of it).
+        if (type <= 1500) {
+            const size_t llc_length = length < type ? length : type;
+            const Bytes llc = payload.first(llc_length);
+            if (llc.has(0, 3) && llc_length >= 3) {
+                const bool known = (llc.u8(0) == 0xaa && llc.u8(1) == 0xaa && llc.u8(2) == 0x03) ||
+                    (llc.u8(0) == 0x42 && llc.u8(1) == 0x42 && llc.u8(2) == 0x03) ||
+                    (llc.u8(0) == 0x06 && llc.u8(1) == 0x06 && llc.u8(2) == 0x03);
+                if (known) {
+                    begin_payload();
+                    print_llc(w, llc, llc_length, o);
+                    break;
+                }
+            }
+        }
         // Not decoded: with -e the link header already said what it is.
         if (separator)
             break;

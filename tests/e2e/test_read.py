@@ -5,8 +5,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
 
   * A classic pcap written here (TCP connections with options, malformed
     IPv4/IPv6/UDP frames, HTTP requests and responses and SSH banners, ICMP
-    and ICMPv6 messages of every type and error code, ARP and RARP, some cut
-    short): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
+    and ICMPv6 messages of every type and error code, ARP and RARP, 802.3
+    frames with STP, SNAP and the IP SAP, and headers cut at every length): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
     timestamps included, plain and with -S, -q, -tt, -c 5 and a filter;
     from standard input (-r -) too.
   * xdpcap's own pcapng from a live capture with --drops and --print: -r
@@ -176,6 +176,45 @@ def arp_frames():
     return frames
 
 
+def llc_frames():
+    """(frame, cut) pairs: 802.3 frames with spanning-tree BPDUs (config, TCN,
+    RSTP, cut, invalid, unknown versions and types), and IPv4 in SNAP and in
+    the IP SAP."""
+    stp_dst, src = bytes.fromhex("0180c2000000"), bytes.fromhex("020000000001")
+
+    def dot3(dst, payload, pad=0):
+        return dst + src + struct.pack("!H", len(payload)) + payload + bytes(pad)
+
+    def bpdu(version, kind, flags, extra=b""):
+        return struct.pack("!HBBB", 0, version, kind, flags) + bytes.fromhex("8000020000000001") + \
+            struct.pack("!I", 4) + bytes.fromhex("8000020000000002") + struct.pack("!HHHHH", 0x8001, 256, 5120, 512,
+                                                                                  3840) + extra
+
+    ip = bytes.fromhex("450000240001000040110000c6120001c6120002")
+    udp = struct.pack("!HHHH", 41000, 5555, 16, 0) + b"abcdefgh"
+    stp = b"\x42\x42\x03"
+    frames = [(dot3(stp_dst, stp + b), None) for b in (bpdu(0, 0, 0), bpdu(0, 0, 0x81), bpdu(2, 2, 0x3c, b"\0"),
+                                                     bpdu(2, 2, 0x7e, b"\0"), struct.pack("!HBB", 0, 0, 0x80),
+                                                     bpdu(0, 0, 0)[:20], bpdu(7, 0, 0), bpdu(0, 9, 0),
+                                                     b"\x00\x01" + bpdu(0, 0, 0)[2:])]
+    frames += [(dot3(stp_dst, stp + bpdu(0, 0, 0)), cut) for cut in (20, 22, 30)]
+    frames.append((dot3(stp_dst, stp + struct.pack("!HBB", 0, 0, 0x80), pad=20), None))
+    frames += [(dot3(src, b"\xaa\xaa\x03\x00\x00\x00\x08\x00" + ip + udp), cut) for cut in (None, 24)]
+    frames.append((dot3(src, b"\x06\x06\x03" + ip + udp), None))
+    return frames
+
+
+def header_cuts():
+    """A TCP SYN with options over IPv4 and IPv6, and a UDP datagram, cut at
+    every length: every truncation mark and its spacing."""
+    syn = T.ipv4(T.A4, T.B4, T.tcp(41000, 5001, 0x02, 1000, opts=T.SYN_OPTS))
+    syn6 = T.ipv6(T.A6, T.B6, T.tcp(41000, 5001, 0x02, 1000, opts=T.SYN_OPTS))
+    u = struct.pack("!HHHH", 41000, 5555, 12, 0) + b"abcd"
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(u), 1, 0, 64, 17, 0, T.A4, T.B4)
+    udp4 = T.MAC_B + T.MAC_A + b"\x08\x00" + h[:10] + struct.pack("!H", T.checksum(h)) + h[12:] + u
+    return [(f, cut) for f in (syn, syn6, udp4) for cut in range(10, len(f))]
+
+
 def write_cut_frames(path, frames):
     """A classic pcap of (frame, bytes captured or None for all)."""
     with open(path, "wb") as f:
@@ -189,8 +228,8 @@ def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
-    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames())
-    for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"]):
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + header_cuts())
+    for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"], ["-e"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))
     N.expect(err.startswith(f"reading from file {path}, link-type EN10MB (Ethernet), snapshot length 262144"),
