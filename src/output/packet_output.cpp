@@ -212,7 +212,7 @@ const char* xdp_action_name(uint32_t action) noexcept
 void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
 {
     const std::string& name = interface_names_[interface_id];
-    const size_t room = 96 + name.size() + text::kMaxDecodeLength + text::dump_length_bound(sample.cap_len);
+    const size_t room = 96 + name.size() + text::decode_length_bound(sample.cap_len) + text::dump_length_bound(sample.cap_len);
     char* const start = reinterpret_cast<char*>(sink.reserve(room));
     const bool owned = &sink == &sink_;
     // After reserve(), which may have flushed: this line belongs to the next chunk.

@@ -26,13 +26,21 @@ struct DecodeOptions {
     TcpFlows* tcp_flows = nullptr;
 };
 
-// Most bytes decode_frame() writes (the dump not included).
+// Most bytes decode_frame() writes apart from the hex dump of a message it
+// does not know (ICMP, ICMPv6, ARP), which tcpdump puts in the line itself.
 inline constexpr size_t kMaxDecodeLength = 2048;
 
 // Room dump_frame() may need for a frame of `caplen` bytes.
 constexpr size_t dump_length_bound(uint32_t caplen) noexcept
 {
     return (static_cast<size_t>(caplen) / 16 + 1) * 80 + caplen + 16;
+}
+
+// Room decode_frame() may need: the fixed part and at most one in-line dump
+// of the frame's bytes.
+constexpr size_t decode_length_bound(uint32_t caplen) noexcept
+{
+    return kMaxDecodeLength + dump_length_bound(caplen);
 }
 
 // The protocol decode, without timestamp or newline. Returns the length of

@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     std::memcpy(frame.get(), data + 4, caplen);
 
     // The room PacketOutput gives, or (rarely) much less, to exercise cuts.
-    const size_t full = xdpcap::text::kMaxDecodeLength + xdpcap::text::dump_length_bound(caplen);
+    const size_t full = xdpcap::text::decode_length_bound(caplen) + xdpcap::text::dump_length_bound(caplen);
     const size_t room = room_choice < 16 ? room_choice * 8u : full;
     std::unique_ptr<char[]> out(new char[room + 1]);
     out[room] = '\x5a';

@@ -34,7 +34,8 @@ std::string decode(const std::vector<uint8_t>& frame, size_t caplen, const Decod
 {
     std::unique_ptr<uint8_t[]> captured(new uint8_t[caplen ? caplen : 1]);
     std::copy(frame.begin(), frame.begin() + static_cast<long>(caplen), captured.get());
-    std::string out(xdpcap::text::kMaxDecodeLength + xdpcap::text::dump_length_bound(static_cast<uint32_t>(caplen)), '\0');
+    std::string out(xdpcap::text::decode_length_bound(static_cast<uint32_t>(caplen)) +
+                        xdpcap::text::dump_length_bound(static_cast<uint32_t>(caplen)), '\0');
     Writer w(out.data(), out.size());
     xdpcap::text::format_frame(w, captured.get(), static_cast<uint32_t>(caplen), static_cast<uint32_t>(frame.size()), options);
     out.resize(w.size());
@@ -354,6 +355,28 @@ TEST(TextDecode, LongestDecodeFits)
     EXPECT_LT(line.size() + 512, xdpcap::text::kMaxDecodeLength) << line;
     EXPECT_NE(line.find("ICMP6, destination unreachable, unknown unreach code (200)"), std::string::npos) << line;
     EXPECT_EQ(line.find("[|"), std::string::npos) << line;
+}
+
+// A message tcpdump does not decode is dumped in the line itself: the room
+// decode_frame() needs grows with the frame, beyond kMaxDecodeLength.
+TEST(TextDecode, UnknownMessageDumpFitsItsBound)
+{
+    std::vector<uint8_t> f = from_hex("020000000002020000000001" "86dd"
+                                      "6000000005c83a40" "20010db8000000000000000000000001"
+                                      "20010db8000000000000000000000002");
+    f.push_back(79); // no ICMPv6 type tcpdump knows
+    f.insert(f.end(), 1479, 0x4f);
+    const uint32_t caplen = static_cast<uint32_t>(f.size());
+    std::vector<char> out(xdpcap::text::decode_length_bound(caplen) + 1, '\x5a');
+    Writer w(out.data(), out.size() - 1);
+    xdpcap::text::decode_frame(w, f.data(), caplen, caplen, DecodeOptions{});
+    EXPECT_FALSE(w.full());
+    EXPECT_GT(w.size(), xdpcap::text::kMaxDecodeLength);
+    EXPECT_EQ(out.back(), '\x5a');
+    const std::string line(out.data(), w.size());
+    EXPECT_EQ(line.rfind("IP6 2001:db8::1 > 2001:db8::2: ICMP6, unknown icmp6 type (79), length 1480\n\t0x0000:  4f4f", 0), 0u)
+        << line.substr(0, 200);
+    EXPECT_TRUE(line.ends_with("\n\t0x05c0:  4f4f 4f4f 4f4f 4f4f")) << line.substr(line.size() - 80);
 }
 
 // A buffer too small for the line: cut, never overrun.

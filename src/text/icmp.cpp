@@ -1,0 +1,558 @@
+// ICMP and ICMPv6 as tcpdump 4.99 prints them without -v.
+#include "text/layers.hpp"
+
+#include <iterator>
+
+namespace xdpcap::text::detail {
+
+using namespace std::string_view_literals;
+
+namespace {
+
+// tcpdump 4.99's clock notation for ICMP timestamps (milliseconds since
+// midnight UTC): hours are not wrapped.
+void put_icmp_time(Writer& m, uint32_t ms) noexcept
+{
+    const uint32_t seconds = ms / 1000;
+    if (seconds / 3600 < 10)
+        m.put('0');
+    m.dec(seconds / 3600);
+    m.put(':');
+    m.padded(seconds / 60 % 60, 2);
+    m.put(':');
+    m.padded(seconds % 60, 2);
+    m.put('.');
+    m.padded(ms % 1000, 3);
+}
+
+// The ICMP message as tcpdump words it, written into `m`; false when a field
+// it needs was not captured (tcpdump then prints none of it).
+bool icmp_message(Writer& m, const Bytes& l4) noexcept
+{
+    if (!l4.has(0, 2))
+        return false;
+    const uint8_t type = l4.u8(0);
+    const uint8_t code = l4.u8(1);
+    const Bytes inner = l4.from(8); // the quoted IP header of errors
+    const auto put_inner_dst = [&]() {
+        if (!inner.has(16, 4))
+            return false;
+        m.put(ipv4_text(inner.data + 16).view());
+        return true;
+    };
+    switch (type) {
+    case 0:
+    case 8:
+        if (!l4.has(4, 4))
+            return false;
+        m.put(type == 8 ? "echo request, id "sv : "echo reply, id "sv);
+        m.dec(l4.u16(4));
+        m.put(", seq "sv);
+        m.dec(l4.u16(6));
+        return true;
+    case 3: {
+        if (code == 3) {
+            if (!inner.has(9, 1))
+                return false;
+            const size_t header = size_t{inner.u8(0) & 15u} * 4;
+            if (!inner.has(header + 2, 2))
+                return false;
+            const uint16_t port = inner.u16(header + 2);
+            const uint8_t protocol = inner.u8(9);
+            if (!put_inner_dst())
+                return false;
+            if (protocol == kProtoTcp || protocol == kProtoUdp) {
+                m.put(protocol == kProtoTcp ? " tcp port "sv : " udp port "sv);
+            } else {
+                m.put(" protocol "sv);
+                m.dec(protocol);
+                m.put(" port "sv);
+            }
+            m.dec(port);
+            m.put(" unreachable"sv);
+            return true;
+        }
+        if (code == 4) {
+            if (!l4.has(6, 2))
+                return false;
+            const uint16_t mtu = l4.u16(6);
+            if (!put_inner_dst())
+                return false;
+            m.put(" unreachable - need to frag"sv);
+            if (mtu) {
+                m.put(" (mtu "sv);
+                m.dec(mtu);
+                m.put(')');
+            }
+            return true;
+        }
+        // "net"/"host" before the address, and what follows it, by code.
+        constexpr struct {
+            std::string_view before;
+            std::string_view after;
+        } kUnreachable[] = {
+            {"net "sv, " unreachable"sv},
+            {"host "sv, " unreachable"sv},
+            {""sv, ""sv}, // protocol: below
+            {""sv, ""sv}, // port: above
+            {""sv, ""sv}, // need to frag: above
+            {""sv, " unreachable - source route failed"sv},
+            {"net "sv, " unreachable - unknown"sv},
+            {"host "sv, " unreachable - unknown"sv},
+            {""sv, " unreachable - source host isolated"sv},
+            {"net "sv, " unreachable - admin prohibited"sv},
+            {"host "sv, " unreachable - admin prohibited"sv},
+            {"net "sv, " unreachable - tos prohibited"sv},
+            {"host "sv, " unreachable - tos prohibited"sv},
+            {"host "sv, " unreachable - admin prohibited filter"sv},
+            {"host "sv, " unreachable - host precedence violation"sv},
+            {"host "sv, " unreachable - precedence cutoff"sv},
+        };
+        if (code == 2) {
+            if (!inner.has(9, 1) || !put_inner_dst())
+                return false;
+            m.put(" protocol "sv);
+            m.dec(inner.u8(9));
+            m.put(" unreachable"sv);
+            return true;
+        }
+        if (code < std::size(kUnreachable)) {
+            m.put(kUnreachable[code].before);
+            if (!put_inner_dst())
+                return false;
+            m.put(kUnreachable[code].after);
+            return true;
+        }
+        if (!put_inner_dst())
+            return false;
+        m.put(" unreachable - #"sv);
+        m.dec(code);
+        return true;
+    }
+    case 5: {
+        if (!inner.has(16, 4) || !l4.has(4, 4))
+            return false;
+        const AddressText gateway = ipv4_text(l4.data + 4);
+        constexpr std::string_view kRedirect[] = {"redirect "sv, "redirect "sv, "redirect-tos "sv, "redirect-tos "sv};
+        constexpr std::string_view kTo[] = {" to net "sv, " to host "sv, " to net "sv, " to host "sv};
+        if (code < 4) {
+            m.put(kRedirect[code]);
+        } else {
+            m.put("redirect-#"sv);
+            m.dec(code);
+            m.put(' ');
+        }
+        put_inner_dst();
+        m.put(code < 4 ? kTo[code] : " to "sv);
+        m.put(gateway.view());
+        return true;
+    }
+    case 9: {
+        if (!l4.has(4, 4))
+            return false;
+        m.put("router advertisement lifetime "sv);
+        const uint32_t lifetime = l4.u16(6);
+        if (lifetime >= 3600) {
+            m.dec(lifetime / 3600);
+            m.put(':');
+            m.padded(lifetime % 3600 / 60, 2);
+            m.put(':');
+            m.padded(lifetime % 60, 2);
+        } else if (lifetime >= 60) {
+            m.dec(lifetime / 60);
+            m.put(':');
+            m.padded(lifetime % 60, 2);
+        } else {
+            m.dec(lifetime);
+        }
+        const uint8_t count = l4.u8(4);
+        m.put(' ');
+        m.dec(count);
+        m.put(':');
+        if (l4.u8(5) != 2) {
+            m.put(" [size "sv);
+            m.dec(l4.u8(5));
+            m.put(']');
+            return true;
+        }
+        for (size_t i = 0; i < count; ++i) {
+            const size_t at = 8 + 8 * i;
+            if (!l4.has(at, 8))
+                return false;
+            m.put(" {"sv);
+            m.put(ipv4_text(l4.data + at).view());
+            m.put(' ');
+            m.dec(l4.u32(at + 4));
+            m.put('}');
+        }
+        return true;
+    }
+    case 11:
+        if (!inner.has(16, 4))
+            return false;
+        if (code < 2) {
+            m.put(code == 0 ? "time exceeded in-transit"sv : "ip reassembly time exceeded"sv);
+        } else {
+            m.put("time exceeded-#"sv);
+            m.dec(code);
+        }
+        return true;
+    case 12:
+        if (code) {
+            m.put("parameter problem - code "sv);
+            m.dec(code);
+            return true;
+        }
+        if (!l4.has(4, 1))
+            return false;
+        m.put("parameter problem - octet "sv);
+        m.dec(l4.u8(4));
+        return true;
+    case 13:
+        if (!l4.has(4, 4))
+            return false;
+        m.put("time stamp query id "sv);
+        m.dec(l4.u16(4));
+        m.put(" seq "sv);
+        m.dec(l4.u16(6));
+        return true;
+    case 14:
+        if (!l4.has(4, 16))
+            return false;
+        m.put("time stamp reply id "sv);
+        m.dec(l4.u16(4));
+        m.put(" seq "sv);
+        m.dec(l4.u16(6));
+        m.put(": org "sv);
+        put_icmp_time(m, l4.u32(8));
+        m.put(", recv "sv);
+        put_icmp_time(m, l4.u32(12));
+        m.put(", xmit "sv);
+        put_icmp_time(m, l4.u32(16));
+        return true;
+    case 18:
+        if (!l4.has(8, 4))
+            return false;
+        m.put("address mask is 0x"sv);
+        m.hex(l4.u32(8), 8);
+        return true;
+    case 4:
+        m.put("source quench"sv);
+        return true;
+    case 10:
+        m.put("router solicitation"sv);
+        return true;
+    case 15:
+        m.put("information request"sv);
+        return true;
+    case 16:
+        m.put("information reply"sv);
+        return true;
+    case 17:
+        m.put("address mask request"sv);
+        return true;
+    default:
+        m.put("type-#"sv);
+        m.dec(type);
+        return true;
+    }
+}
+
+// The upper-layer header an ICMPv6 error quotes, found as tcpdump finds it:
+// through hop-by-hop, destination, routing, first-fragment and AH headers to
+// TCP or UDP; false where the chain leaves the capture or leads elsewhere.
+bool quoted_transport(const Bytes& ip6, uint8_t& protocol, size_t& at) noexcept
+{
+    if (!ip6.has(6, 1))
+        return false;
+    protocol = ip6.u8(6);
+    at = 40;
+    for (int headers = 0; headers < 64 && at < ip6.size; ++headers) {
+        switch (protocol) {
+        case kProtoTcp:
+        case kProtoUdp:
+            return ip6.has(at + 2, 2);
+        case 0:  // hop-by-hop
+        case 60: // destination options
+        case 43: // routing
+            if (!ip6.has(at + 1, 1))
+                return false;
+            protocol = ip6.u8(at);
+            at += (size_t{ip6.u8(at + 1)} + 1) * 8;
+            break;
+        case 44: // fragment: only the first one carries the header
+            if (!ip6.has(at + 2, 2) || (ip6.u16(at + 2) & 0xfff8) != 0)
+                return false;
+            protocol = ip6.u8(at);
+            at += 8;
+            break;
+        case 51: // AH
+            if (!ip6.has(at + 1, 1))
+                return false;
+            protocol = ip6.u8(at);
+            at += (size_t{ip6.u8(at + 1)} + 2) * 4;
+            break;
+        default:
+            return false;
+        }
+    }
+    return false;
+}
+
+// MLD's fields as tcpdump 4.99 prints them (straight after the type name).
+void put_mld(Writer& w, const Bytes& l4) noexcept
+{
+    if (!l4.has(0, 24))
+        return;
+    w.put("max resp delay: "sv);
+    w.dec(l4.u16(4));
+    w.put(" addr: "sv);
+    w.put(ipv6_text(l4.data + 8).view());
+}
+
+// Returns false where tcpdump's printer runs out of captured bytes: the
+// caller ends the line with " [|icmp6]".
+bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length) noexcept
+{
+    if (!l4.has(1, 1))
+        return false;
+    const uint8_t code = l4.u8(1);
+    const Bytes quoted = l4.from(8); // the IPv6 packet an error quotes
+    // `prefix` and the address, or (not captured) nothing: tcpdump reads
+    // a field before it prints the words around it.
+    const auto put_address = [&](std::string_view prefix, const Bytes& b, size_t at) {
+        if (!b.has(at, 16))
+            return false;
+        w.put(prefix);
+        w.put(ipv6_text(b.data + at).view());
+        return true;
+    };
+    switch (type) {
+    case 1:
+        switch (code) {
+        case 0:
+        case 1:
+        case 3:
+            w.put(code == 0 ? ", unreachable route"sv : code == 1 ? ",  unreachable prohibited"sv
+                                                                   : ", unreachable address"sv);
+            return put_address(" "sv, quoted, 24);
+        case 2:
+            w.put(", beyond scope"sv);
+            if (!quoted.has(8, 32))
+                return false;
+            put_address(" "sv, quoted, 24);
+            return put_address(", source address "sv, quoted, 8);
+        case 4: {
+            w.put(", unreachable port"sv);
+            uint8_t protocol = 0;
+            size_t at = 0;
+            if (!quoted_transport(quoted, protocol, at) || !put_address(", "sv, quoted, 24))
+                return false;
+            w.put(protocol == kProtoTcp ? " tcp port "sv : " udp port "sv);
+            w.dec(quoted.u16(at + 2));
+            return true;
+        }
+        default:
+            w.put(", unknown unreach code ("sv);
+            w.dec(code);
+            w.put(')');
+            put_unknown_data(w, l4, length);
+            return true;
+        }
+    case 2:
+        if (!l4.has(4, 4))
+            return false;
+        w.put(", mtu "sv);
+        w.dec(l4.u32(4));
+        return true;
+    case 3:
+        if (code == 0)
+            return put_address(" for "sv, quoted, 24);
+        if (code == 1) {
+            w.put(" (reassembly)"sv);
+        } else {
+            w.put(", unknown code ("sv);
+            w.dec(code);
+            w.put(')');
+        }
+        return true;
+    case 4: {
+        if (!quoted.has(24, 16))
+            return false;
+        constexpr std::string_view kWhat[] = {", erroneous - octet "sv, ", next header - octet "sv,
+                                              ", option - octet "sv, ", incomplete header chain - octet "sv};
+        if (code >= std::size(kWhat)) {
+            w.put(", code-#"sv);
+            w.dec(code);
+            return true;
+        }
+        if (!l4.has(4, 4))
+            return false;
+        w.put(kWhat[code]);
+        w.dec(l4.u32(4));
+        return true;
+    }
+    case 128:
+    case 129:
+        if (!l4.has(4, 4))
+            return false;
+        w.put(", id "sv);
+        w.dec(l4.u16(4));
+        w.put(", seq "sv);
+        w.dec(l4.u16(6));
+        return true;
+    case 130:
+        if (length == 24) {
+            put_mld(w, l4);
+        } else if (length >= 28) {
+            w.put(" v2"sv);
+            if (!l4.has(4, 2) || !put_address(" [gaddr "sv, l4, 8) || !l4.has(26, 2))
+                return false;
+            if (const uint16_t sources = l4.u16(26)) {
+                if (length < 28 + size_t{sources} * 16) {
+                    w.put(" [invalid number of sources]"sv);
+                } else {
+                    w.put(", "sv);
+                    w.dec(sources);
+                    w.put(" source(s)"sv);
+                }
+            }
+            w.put(']');
+        } else {
+            w.put(" unknown-version (len "sv);
+            w.dec(length);
+            w.put(") "sv);
+        }
+        return true;
+    case 131:
+    case 132:
+        put_mld(w, l4);
+        return true;
+    case 135:
+    case 136:
+        return put_address(type == 135 ? ", who has "sv : ", tgt is "sv, l4, 8);
+    case 137:
+        return put_address(", "sv, l4, 24) && put_address(" to "sv, l4, 8); // destination, then target
+    case 143:
+        if (length < 8) {
+            w.put(" [invalid len "sv);
+            w.dec(length);
+            w.put(']');
+            return true;
+        }
+        if (!l4.has(6, 2))
+            return false;
+        w.put(", "sv);
+        w.dec(l4.u16(6));
+        w.put(" group record(s)"sv);
+        return true;
+    case 144:
+    case 146:
+        if (!l4.has(4, 2))
+            return false;
+        w.put(", id 0x"sv);
+        w.hex(l4.u16(4), 4);
+        return true;
+    case 133:
+    case 134:
+    case 141:
+    case 142:
+    case 145:
+    case 147:
+        return true;
+    default:
+        return true;
+    }
+}
+
+const char* icmp6_type_name(uint8_t type) noexcept
+{
+    switch (type) {
+    case 1: return "destination unreachable";
+    case 2: return "packet too big";
+    case 3: return "time exceeded in-transit";
+    case 4: return "parameter problem";
+    case 128: return "echo request";
+    case 129: return "echo reply";
+    case 130: return "multicast listener query";
+    case 131: return "multicast listener report";
+    case 132: return "multicast listener done";
+    case 133: return "router solicitation";
+    case 134: return "router advertisement";
+    case 135: return "neighbor solicitation";
+    case 136: return "neighbor advertisement";
+    case 137: return "redirect";
+    case 138: return "router renumbering";
+    case 139: return "node information query";
+    case 140: return "node information reply";
+    case 141: return "inverse neighbor solicitation";
+    case 142: return "inverse neighbor advertisement";
+    case 143: return "multicast listener report v2";
+    case 144: return "ha discovery request";
+    case 145: return "ha discovery reply";
+    case 146: return "mobile router solicitation";
+    case 147: return "mobile router advertisement";
+    case 200: return "mtrace response";
+    case 201: return "mtrace message";
+    case 155: return "RPL";
+    default: return nullptr;
+    }
+}
+
+} // namespace
+
+void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+{
+    put_endpoints(w, e, l4, false);
+    char text[256];
+    Writer message(text, sizeof text);
+    if (!icmp_message(message, l4)) {
+        put_truncated(w, "icmp"sv);
+        return;
+    }
+    w.put("ICMP "sv);
+    w.put(message.view());
+    w.put(", length "sv);
+    w.dec(length);
+}
+
+// tcpdump 4.99's ICMPv6 line, without -v: printed as it goes, so a cut
+// leaves what was printed before " [|icmp6]". Types whose bodies tcpdump
+// decodes in depth (router renumbering, node information, RPL) are named
+// only; a type it does not know is dumped in hex, as tcpdump dumps it.
+void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+{
+    put_endpoints(w, e, l4, false);
+    if (!l4.has(0, 1)) {
+        put_truncated(w, "icmp6"sv);
+        return;
+    }
+    const uint8_t type = l4.u8(0);
+    w.put("ICMP6, "sv);
+    if (const char* name = icmp6_type_name(type)) {
+        w.put(std::string_view(name));
+    } else {
+        w.put("unknown icmp6 type ("sv);
+        w.dec(type);
+        w.put(')');
+        if (!l4.has(1, 1)) {
+            put_truncated(w, "icmp6"sv);
+            return;
+        }
+        w.put(", length "sv);
+        w.dec(length);
+        put_unknown_data(w, l4, length);
+        return;
+    }
+    if (!icmp6_body(w, type, l4, length)) {
+        put_truncated(w, "icmp6"sv);
+        return;
+    }
+    // An unknown unreachable code ends with its dump, without the length.
+    if (type == 1 && l4.u8(1) > 4)
+        return;
+    w.put(", length "sv);
+    w.dec(length);
+}
+
+} // namespace xdpcap::text::detail

@@ -1,0 +1,427 @@
+// TCP and UDP as tcpdump 4.99 prints them.
+#include "text/layers.hpp"
+
+#include <cstring>
+
+#include "text/application.hpp"
+#include "text/tcp_flows.hpp"
+
+namespace xdpcap::text::detail {
+
+using namespace std::string_view_literals;
+
+namespace {
+
+// TCP options as tcpdump prints them: the names, values and checks of its
+// print-tcp.c. `opts` is what was captured of the `room` option bytes the
+// header length promises; `whole_segment`: the payload was captured too.
+// Returns false where tcpdump ends the packet's
+// line early (a malformed option, or the capture ending inside one).
+bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, TcpFlows::Base base,
+                     bool whole_segment) noexcept
+{
+    enum : uint8_t {
+        kEol = 0, kNop = 1, kMss = 2, kWscale = 3, kSackOk = 4, kSack = 5, kEcho = 6, kEchoReply = 7,
+        kTimestamp = 8, kCc = 11, kCcNew = 12, kCcEcho = 13, kMd5 = 19, kScps = 20, kUto = 28, kAo = 29,
+        kMptcp = 30, kFastOpen = 34, kExperiment = 254,
+    };
+    w.put(", options ["sv);
+    bool listed = false;
+    size_t at = 0;
+    const auto truncated = [&] {
+        w.put(" [|tcp]"sv);
+        if (listed)
+            w.put('>');
+        return false;
+    };
+    const auto bad = [&] {
+        w.put("[bad opt]"sv);
+        if (listed)
+            w.put(']');
+        return false;
+    };
+    const auto fastopen = [&](size_t from, size_t n) {
+        if (n == 0) {
+            w.put(" cookiereq"sv);
+        } else if (n % 2 != 0 || n < 4 || n > 16) {
+            w.put(" (invalid)"sv);
+        } else {
+            w.put(" cookie "sv);
+            for (size_t i = 0; i < n; ++i)
+                w.hex_byte(opts.u8(from + i));
+        }
+    };
+    while (room > 0) {
+        if (listed)
+            w.put(',');
+        // Past the capture before the kind or length: tcpdump's whole-line cut.
+        if (!opts.has(at, 1)) {
+            w.put(" [|tcp]"sv);
+            return false;
+        }
+        const uint8_t kind = opts.u8(at++);
+        size_t length = 1;
+        if (kind != kEol && kind != kNop) {
+            if (!opts.has(at, 1)) {
+                w.put(" [|tcp]"sv);
+                return false;
+            }
+            length = opts.u8(at++);
+            if (length < 2 || length > room)
+                return bad();
+            --room;
+        }
+        --room;
+        // The option's data: `need` bytes must be within the header and captured.
+        const auto check = [&](size_t need) { return need > room ? 0 : opts.has(at, need) ? 1 : 2; };
+        size_t data = 0;
+        switch (kind) {
+        case kEol: w.put("eol"sv); break;
+        case kNop: w.put("nop"sv); break;
+        case kMss: w.put("mss"sv); break;
+        case kWscale: w.put("wscale"sv); break;
+        case kSackOk: w.put("sackOK"sv); break;
+        case kSack: w.put("sack"sv); break;
+        case kEcho: w.put("echo"sv); break;
+        case kEchoReply: w.put("echoreply"sv); break;
+        case kTimestamp: w.put("TS"sv); break;
+        case kCc: w.put("cc"sv); break;
+        case kCcNew: w.put("ccnew"sv); break;
+        case kCcEcho: break; // tcpdump's table names it ""
+        case kMd5: w.put("md5"sv); break;
+        case kScps: w.put("scps"sv); break;
+        case kUto: w.put("uto"sv); break;
+        case kAo: w.put("tcp-ao"sv); break;
+        case kMptcp: w.put("mptcp"sv); break;
+        case kFastOpen: w.put("tfo"sv); break;
+        case kExperiment: w.put("exp"sv); break;
+        default:
+            w.put("unknown-"sv);
+            w.dec(kind);
+            break;
+        }
+        switch (kind) {
+        case kMss:
+        case kWscale:
+        case kEcho:
+        case kEchoReply:
+        case kCc:
+        case kCcNew:
+        case kCcEcho:
+        case kScps:
+        case kUto:
+        case kTimestamp:
+        case kMd5: {
+            data = kind == kWscale ? 1 : kind == kMss || kind == kScps || kind == kUto ? 2 : kind == kTimestamp ? 8
+                : kind == kMd5 ? 16 : 4;
+            if (const int c = check(data); c != 1)
+                return c == 0 ? bad() : truncated();
+            if (kind == kMss) {
+                w.put(' ');
+                w.dec(opts.u16(at));
+            } else if (kind == kWscale) {
+                w.put(' ');
+                w.dec(opts.u8(at));
+            } else if (kind == kScps) {
+                w.put(" cap "sv);
+                w.hex(opts.u8(at), 2);
+                w.put(" id "sv);
+                w.dec(opts.u8(at + 1));
+            } else if (kind == kUto) {
+                const uint16_t value = opts.u16(at);
+                w.put(" 0x"sv);
+                w.hex(value);
+                w.put(' ');
+                // The low bit says minutes (1) or seconds (0).
+                w.dec(value & 1 ? (value >> 1) * 60u : value >> 1);
+            } else if (kind == kTimestamp) {
+                w.put(" val "sv);
+                w.dec(opts.u32(at));
+                w.put(" ecr "sv);
+                w.dec(opts.u32(at + 4));
+            } else if (kind == kMd5) {
+                // tcpdump cannot check it without the whole segment and
+                // the shared secret (-M).
+                w.put(whole_segment ? " shared secret not supplied with -M, can't check - "sv
+                                    : " snaplen too short, can't check - "sv);
+                for (size_t i = 0; i < 16; ++i)
+                    w.hex_byte(opts.u8(at + i));
+            } else {
+                w.put(' ');
+                w.dec(opts.u32(at));
+            }
+            break;
+        }
+        case kSack:
+            data = length - 2;
+            if (data % 8 != 0) {
+                w.put(" invalid sack"sv);
+                break;
+            }
+            w.put(' ');
+            w.dec(data / 8);
+            w.put(' ');
+            for (size_t i = 0; i < data; i += 8) {
+                if (const int c = check(i + 4); c != 1)
+                    return c == 0 ? bad() : truncated();
+                if (const int c = check(i + 8); c != 1)
+                    return c == 0 ? bad() : truncated();
+                const uint32_t relative_to = reverse ? base.seq : base.ack;
+                w.put('{');
+                w.dec(static_cast<uint32_t>(opts.u32(at + i) - relative_to));
+                w.put(':');
+                w.dec(static_cast<uint32_t>(opts.u32(at + i + 4) - relative_to));
+                w.put('}');
+            }
+            break;
+        case kAo:
+            data = length - 2;
+            if (data < 2) {
+                w.put(" (invalid)"sv);
+                break;
+            }
+            for (size_t i = 0; i < data; ++i) {
+                if (const int c = check(i + 1); c != 1)
+                    return c == 0 ? bad() : truncated();
+                if (i == 0) {
+                    w.put(" keyid "sv);
+                    w.dec(opts.u8(at));
+                } else if (i == 1) {
+                    w.put(" rnextkeyid "sv);
+                    w.dec(opts.u8(at + 1));
+                } else {
+                    if (i == 2)
+                        w.put(" mac 0x"sv);
+                    w.hex_byte(opts.u8(at + i));
+                }
+            }
+            break;
+        case kEol:
+        case kNop:
+        case kSackOk:
+            break;
+        case kFastOpen:
+            data = length - 2;
+            if (const int c = check(data); c != 1)
+                return c == 0 ? bad() : truncated();
+            w.put(' ');
+            fastopen(at, data);
+            break;
+        case kExperiment:
+            data = length - 2;
+            if (const int c = check(data); c != 1)
+                return c == 0 ? bad() : truncated();
+            if (data < 2)
+                return bad();
+            w.put('-');
+            if (opts.u16(at) == 0xf989) { // TCP Fast Open, RFC 7413
+                w.put("tfo"sv);
+                fastopen(at + 2, data - 2);
+            } else {
+                w.hex(opts.u16(at), 4);
+            }
+            break;
+        case kMptcp:
+            // tcpdump decodes MPTCP's subtypes; here the bytes stand as for
+            // an option it does not know.
+        default:
+            data = length - 2;
+            if (data)
+                w.put(" 0x"sv);
+            for (size_t i = 0; i < data; ++i) {
+                if (const int c = check(i + 1); c != 1)
+                    return c == 0 ? bad() : truncated();
+                w.hex_byte(opts.u8(at + i));
+            }
+            break;
+        }
+        at += data;
+        room -= data;
+        if (data + (kind == kEol || kind == kNop ? 1 : 2) != length) {
+            w.put("[len "sv);
+            w.dec(length);
+            w.put(']');
+        }
+        listed = true;
+        if (kind == kEol)
+            break;
+    }
+    w.put(']');
+    return true;
+}
+
+// The connection's first sequence numbers, found or recorded as tcpdump does
+// on every segment with ACK; seq and ack become relative to them.
+TcpFlows::Base relative_sequence(TcpFlows& flows, const Endpoints& e, uint16_t sport, uint16_t dport, bool syn,
+                                 uint32_t& seq, uint32_t& ack, bool& reverse) noexcept
+{
+    const size_t n = e.address_size;
+    reverse = sport > dport || (sport == dport && std::memcmp(e.src_raw, e.dst_raw, n) > 0);
+    TcpFlows::Key key;
+    key.family = n == 16 ? 6 : 4;
+    std::memcpy(key.src, reverse ? e.dst_raw : e.src_raw, n);
+    std::memcpy(key.dst, reverse ? e.src_raw : e.dst_raw, n);
+    key.ports = reverse ? uint32_t{dport} << 16 | sport : uint32_t{sport} << 16 | dport;
+    TcpFlows::Base* base = flows.find(key);
+    if (!base || syn) {
+        base = &flows.insert(key);
+        if (reverse) {
+            base->ack = seq;
+            base->seq = ack - 1;
+        } else {
+            base->seq = seq;
+            base->ack = ack - 1;
+        }
+    } else if (reverse) {
+        seq -= base->ack;
+        ack -= base->seq;
+    } else {
+        seq -= base->seq;
+        ack -= base->ack;
+    }
+    return *base;
+}
+
+} // namespace
+
+// `length`: the segment's length by the IP header (captured or not).
+void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
+{
+    if (!l4.has(0, 4)) {
+        // Without its ports tcpdump writes the mark without a space.
+        put_endpoints(w, e, l4, false);
+        w.put("[|tcp]"sv);
+        return;
+    }
+    put_endpoints(w, e, l4, true);
+    if (!l4.has(0, 20)) {
+        put_truncated(w, "tcp"sv);
+        return;
+    }
+    const auto segment = static_cast<uint32_t>(length);
+    const uint32_t header = uint32_t{l4.u8(12)} >> 4 << 2;
+    if (header < 20) {
+        w.put(" tcp "sv);
+        w.dec(static_cast<uint32_t>(segment - header));
+        w.put(" [bad hdr length "sv);
+        w.dec(header);
+        w.put(" - too short, < 20]"sv);
+        return;
+    }
+    if (o.quick) {
+        w.put("tcp "sv);
+        w.dec(static_cast<uint32_t>(segment - header));
+        if (header > segment) {
+            w.put(" [bad hdr length "sv);
+            w.dec(header);
+            w.put(" - too long, > "sv);
+            w.dec(segment);
+            w.put(']');
+        }
+        return;
+    }
+    const uint8_t flags = l4.u8(13);
+    enum : uint8_t { FIN = 1, SYN = 2, RST = 4, PSH = 8, ACK = 16, URG = 32, ECE = 64, CWR = 128 };
+    w.put("Flags ["sv);
+    if (flags == 0)
+        w.put("none"sv);
+    // tcpdump's letters and order.
+    constexpr struct {
+        uint8_t bit;
+        char letter;
+    } kLetters[] = {{FIN, 'F'}, {SYN, 'S'}, {RST, 'R'}, {PSH, 'P'}, {ACK, '.'}, {URG, 'U'}, {ECE, 'E'}, {CWR, 'W'}};
+    for (const auto& l : kLetters) {
+        if (flags & l.bit)
+            w.put(l.letter);
+    }
+    w.put(']');
+    uint32_t seq = l4.u32(4);
+    uint32_t ack = l4.u32(8);
+    bool reverse = false;
+    TcpFlows::Base base;
+    if (o.tcp_flows && (flags & ACK) && e.address_size)
+        base = relative_sequence(*o.tcp_flows, e, l4.u16(0), l4.u16(2), (flags & SYN) != 0, seq, ack, reverse);
+    if (header > segment) {
+        w.put(" [bad hdr length "sv);
+        w.dec(header);
+        w.put(" - too long, > "sv);
+        w.dec(segment);
+        w.put(']');
+        return;
+    }
+    const uint32_t data = segment - header;
+    if (data > 0 || (flags & (SYN | FIN | RST))) {
+        w.put(", seq "sv);
+        w.dec(seq);
+        if (data > 0) {
+            w.put(':');
+            w.dec(static_cast<uint32_t>(seq + data));
+        }
+    }
+    if (flags & ACK) {
+        w.put(", ack "sv);
+        w.dec(ack);
+    }
+    w.put(", win "sv);
+    w.dec(l4.u16(14));
+    if (flags & URG) {
+        w.put(", urg "sv);
+        w.dec(l4.u16(18));
+    }
+    if (header > 20 && !put_tcp_options(w, l4.first(header).from(20), header - 20, reverse, base, l4.has(0, segment)))
+        return;
+    w.put(", length "sv);
+    w.dec(data);
+    // A reset's data is not decoded (tcpdump prints it with -v only).
+    if (data > 0 && !(flags & RST)) {
+        const Bytes payload = l4.from(header);
+        print_tcp_application(w, l4.u16(0), l4.u16(2), payload.data, payload.size, data);
+    }
+}
+
+// `length`: the datagram's length by the IP header; `fragmented`: more
+// fragments follow, so a UDP length beyond this one is no error.
+void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented) noexcept
+{
+    if (!l4.has(0, 4)) {
+        put_endpoints(w, e, l4, false);
+        put_truncated(w, "udp"sv);
+        return;
+    }
+    put_endpoints(w, e, l4, true);
+    // tcpdump's checks, in its order and words.
+    if (length < 8) {
+        w.put("truncated-udp "sv);
+        w.dec(length);
+        return;
+    }
+    if (!l4.has(0, 6)) {
+        put_truncated(w, "udp"sv);
+        return;
+    }
+    size_t udp_length = l4.u16(4);
+    if (udp_length == 0 && length > 65535)
+        udp_length = length; // an IPv6 jumbogram
+    if (udp_length < 8) {
+        w.put("truncated-udplength "sv);
+        w.dec(udp_length);
+        return;
+    }
+    if (!l4.has(0, 8)) {
+        put_truncated(w, "udp"sv);
+        return;
+    }
+    udp_length -= 8;
+    const size_t room = length - 8;
+    if (udp_length > room && !fragmented) {
+        w.put("UDP, bad length "sv);
+        w.dec(udp_length);
+        w.put(" > "sv);
+        w.dec(room);
+        return;
+    }
+    w.put("UDP, length "sv);
+    w.dec(udp_length);
+}
+
+} // namespace xdpcap::text::detail
