@@ -81,8 +81,9 @@ int read_capture_file(const Config& config, const std::string& filter)
         lines->set_drop_labels(&labels);
 
     uint64_t kept = 0;
-    // tcpdump's line on standard error, once the first interface is known.
-    bool announced = config.quiet;
+    // tcpdump's line on standard error, once the first interface is known
+    // (with -q too, as tcpdump prints it).
+    bool announced = false;
     const auto announce = [&] {
         if (announced || file.interfaces().empty())
             return;

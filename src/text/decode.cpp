@@ -1,3 +1,6 @@
+// The entry of the text decoder: the Ethernet header and its VLAN tags, as
+// tcpdump 4.99's ether_print() reads them, for the captured frame and for
+// the frames that VXLAN, Geneve and GRE carry.
 #include "text/decode.hpp"
 
 #include "text/layers.hpp"
@@ -5,38 +8,84 @@
 namespace xdpcap::text {
 
 using namespace std::string_view_literals;
-using namespace detail;
 
-size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t origlen,
-                    const DecodeOptions& o) noexcept
+namespace detail {
+
+namespace {
+
+bool is_vlan(uint16_t type) noexcept
 {
-    const Bytes frame{data, caplen};
+    return type == kEtherVlan || type == kEtherQinQ || type == kEtherQinQOld || type == kEtherQinQ9200;
+}
+
+bool decodes_ethertype(uint16_t type) noexcept
+{
+    return type == kEtherIPv4 || type == kEtherIPv6 || type == kEtherArp || type == kEtherRarp ||
+        type == kEtherMpls || type == kEtherMplsMulticast || type == kEtherLldp;
+}
+
+} // namespace
+
+bool print_ethertype_payload(Writer& w, uint16_t type, const Bytes& payload, size_t length,
+                             const DecodeOptions& o) noexcept
+{
+    switch (type) {
+    case kEtherIPv4:
+        print_ipv4(w, payload, length, o);
+        return true;
+    case kEtherIPv6:
+        print_ipv6(w, payload, length, o);
+        return true;
+    case kEtherArp:
+    case kEtherRarp:
+        print_arp(w, payload, length, o);
+        return true;
+    case kEtherMpls:
+    case kEtherMplsMulticast:
+        print_mpls(w, payload, length, o);
+        return true;
+    case kEtherLldp:
+        print_lldp(w, payload, length);
+        return true;
+    default:
+        return false;
+    }
+}
+
+size_t print_ethernet(Writer& w, const Bytes& frame, size_t frame_length, const DecodeOptions& o) noexcept
+{
+    // An encapsulated frame whose enclosing header says it is shorter than
+    // the bytes that follow: tcpdump's words.
+    if (frame_length < frame.size) {
+        w.put("[length "sv);
+        w.dec(frame_length);
+        w.put(" < caplen "sv);
+        w.dec(frame.size);
+        w.put("] (invalid)"sv);
+        return frame_length;
+    }
     if (!frame.has(0, kEtherHeader)) {
         put_truncated(w, "ether"sv);
-        return caplen;
+        return frame.size;
     }
     uint16_t type = frame.u16(12);
     if (o.link_header) {
-        put_mac(w, data + 6);
+        put_mac(w, frame.data + 6);
         w.put(" > "sv);
-        put_mac(w, data);
+        put_mac(w, frame.data);
         w.put(", "sv);
         // A tag cut short: tcpdump says no more of the link header.
-        if ((type == kEtherVlan || type == kEtherQinQ || type == kEtherQinQOld) && !frame.has(kEtherHeader, 4)) {
+        if (is_vlan(type) && !frame.has(kEtherHeader, 4)) {
             put_truncated(w, "vlan"sv);
-            return caplen;
+            return frame.size;
         }
-        if (type < 0x0600) {
+        if (type <= 1500)
             w.put("802.3"sv);
-        } else if (o.quick) {
-            put_ethertype(w, type, false);
-        } else {
-            w.put("ethertype "sv);
-            put_ethertype(w, type, true);
-        }
+        else
+            put_link_ethertype(w, type, o.quick);
         // An 802.3 frame's length is its length field, as tcpdump gives it.
         w.put(", length "sv);
-        w.dec(type <= 1500 ? type : origlen);
+        w.dec(type <= 1500 ? type : frame_length);
     }
     size_t offset = kEtherHeader;
     bool separator = o.link_header; // ": " still owed after the link header
@@ -45,12 +94,11 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
             w.put(": "sv);
         separator = false;
     };
-    for (int tag = 0; tag < kMaxVlanTags && (type == kEtherVlan || type == kEtherQinQ || type == kEtherQinQOld);
-         ++tag) {
+    for (int tag = 0; tag < kMaxVlanTags && is_vlan(type); ++tag) {
         begin_payload();
-        if (!frame.has(offset, 4)) {
+        if (!frame.has(offset, 4) || frame_length < offset + 4) {
             put_truncated(w, "vlan"sv);
-            return caplen;
+            return frame.size;
         }
         const uint16_t tci = frame.u16(offset);
         type = frame.u16(offset + 2);
@@ -60,58 +108,70 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
         w.dec(tci >> 13);
         if (tci & 0x1000)
             w.put(", DEI"sv);
-        w.put(", ethertype "sv);
-        put_ethertype(w, type, o.link_header);
+        w.put(", "sv);
+        if (o.link_header) {
+            put_link_ethertype(w, type, o.quick);
+        } else {
+            w.put("ethertype "sv);
+            put_ethertype(w, type, false);
+        }
         w.put(", "sv);
         offset += 4;
     }
     const Bytes payload = frame.from(offset);
-    const size_t length = origlen > offset ? origlen - offset : 0;
-    switch (type) {
-    case kEtherIPv4:
+    const size_t length = frame_length > offset ? frame_length - offset : 0;
+    if (decodes_ethertype(type)) {
         begin_payload();
-        print_ipv4(w, payload, length, o);
-        break;
-    case kEtherIPv6:
-        begin_payload();
-        print_ipv6(w, payload, length, o);
-        break;
-    case kEtherArp:
-    case kEtherRarp:
-        begin_payload();
-        print_arp(w, payload, length, o);
-        break;
-    default:
-        // 802.3: the length field bounds the LLC data (padding is not part of it).
-        if (type <= 1500) {
-            const size_t llc_length = length < type ? length : type;
-            const Bytes llc = payload.first(llc_length);
-            if (llc.has(0, 3) && llc_length >= 3) {
-                const bool known = (llc.u8(0) == 0xaa && llc.u8(1) == 0xaa && llc.u8(2) == 0x03) ||
-                    (llc.u8(0) == 0x42 && llc.u8(1) == 0x42 && llc.u8(2) == 0x03) ||
-                    (llc.u8(0) == 0x06 && llc.u8(1) == 0x06 && llc.u8(2) == 0x03);
-                if (known) {
-                    begin_payload();
-                    print_llc(w, llc, llc_length, o);
-                    break;
-                }
+        print_ethertype_payload(w, type, payload, length, o);
+        return offset;
+    }
+    // 802.3: the length field bounds the LLC data (padding is not part of it).
+    if (type <= 1500) {
+        const size_t llc_length = length < type ? length : type;
+        const Bytes llc = payload.first(llc_length);
+        if (llc.has(0, 3) && llc_length >= 3) {
+            const bool known = (llc.u8(0) == 0xaa && llc.u8(1) == 0xaa && llc.u8(2) == 0x03) ||
+                (llc.u8(0) == 0x42 && llc.u8(1) == 0x42 && llc.u8(2) == 0x03) ||
+                (llc.u8(0) == 0x06 && llc.u8(1) == 0x06 && llc.u8(2) == 0x03);
+            if (known) {
+                begin_payload();
+                print_llc(w, llc, llc_length, o);
+                // tcpdump counts the LLC header (and SNAP's) as link level.
+                return offset + (llc.u8(0) == 0xaa ? 8 : 3);
             }
         }
         // Not decoded: with -e the link header already said what it is.
-        if (separator)
-            break;
-        if (type < 0x0600) {
-            w.put("802.3"sv);
-        } else {
-            w.put("ethertype "sv);
-            put_ethertype(w, type, true);
+        if (!separator) {
+            w.put("802.3, length "sv);
+            w.dec(frame_length);
         }
-        // The frame's length, as tcpdump's link-level header gives it.
-        w.put(", length "sv);
-        w.dec(origlen);
-        break;
+        return offset;
     }
+    // A type not decoded: without -e, tcpdump names the addresses and the
+    // type here; then the data in hex and ASCII.
+    if (separator) {
+        begin_payload();
+    } else {
+        put_mac(w, frame.data + 6);
+        w.put(" > "sv);
+        put_mac(w, frame.data);
+        w.put(", "sv);
+        put_link_ethertype(w, type, o.quick);
+        w.put(", length "sv);
+        w.dec(frame_length);
+        w.put(": "sv);
+    }
+    if (default_data_wanted(o))
+        put_default_data(w, payload, payload.size, "ether"sv);
     return offset;
+}
+
+} // namespace detail
+
+size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t origlen,
+                    const DecodeOptions& o) noexcept
+{
+    return detail::print_ethernet(w, detail::Bytes{data, caplen}, origlen < caplen ? caplen : origlen, o);
 }
 
 void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_length, const DecodeOptions& o) noexcept
@@ -139,7 +199,7 @@ void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_len
         }
         return;
     }
-    put_hex_lines(w, bytes, n, o.hex_ascii != 0);
+    detail::put_hex_lines(w, bytes, n, o.hex_ascii != 0);
 }
 
 } // namespace xdpcap::text

@@ -24,11 +24,16 @@ struct DecodeOptions {
     // The connections seen, for relative TCP sequence numbers (tcpdump's
     // default); nullptr: absolute ones (-S). The decode updates it.
     TcpFlows* tcp_flows = nullptr;
+    // Set by the decoder: how many encapsulations (GRE, IP in IP, VXLAN,
+    // Geneve, MPLS) enclose the packet being decoded.
+    uint8_t depth = 0;
 };
 
-// Most bytes decode_frame() writes apart from the hex dump of a message it
-// does not know (ICMP, ICMPv6, ARP), which tcpdump puts in the line itself.
-inline constexpr size_t kMaxDecodeLength = 2048;
+// Most bytes decode_frame() writes apart from the hex dump of data it does
+// not decode (an unknown ethertype, ICMP or ICMPv6 type, ARP operation or
+// MPLS payload), which tcpdump puts in the line itself. Each of up to eight
+// nested encapsulations may print a full set of headers.
+inline constexpr size_t kMaxDecodeLength = 32768;
 
 // Room dump_frame() may need for a frame of `caplen` bytes.
 constexpr size_t dump_length_bound(uint32_t caplen) noexcept
@@ -36,8 +41,8 @@ constexpr size_t dump_length_bound(uint32_t caplen) noexcept
     return (static_cast<size_t>(caplen) / 16 + 1) * 80 + caplen + 16;
 }
 
-// Room decode_frame() may need: the fixed part and at most one in-line dump
-// of the frame's bytes.
+// Room decode_frame() may need: the headers and at most one in-line dump of
+// the frame's bytes (the innermost packet's).
 constexpr size_t decode_length_bound(uint32_t caplen) noexcept
 {
     return kMaxDecodeLength + dump_length_bound(caplen);

@@ -90,44 +90,65 @@ void put_link_address(Writer& w, const uint8_t* a, size_t n) noexcept
     }
 }
 
-// tcpdump's names for the ethertypes it knows; nullptr for others.
+// tcpdump 4.99's names for ethertypes (its ethertype_values); nullptr for
+// others.
 const char* ethertype_name(uint16_t type) noexcept
 {
     switch (type) {
-    case kEtherIPv4:
-        return "IPv4";
-    case kEtherArp:
-        return "ARP";
-    case kEtherIPv6:
-        return "IPv6";
-    case kEtherVlan:
-        return "802.1Q";
-    case kEtherQinQ:
-        return "802.1Q-QinQ";
-    case kEtherQinQOld:
-        return "802.1Q-9100";
-    case 0x8035:
-        return "Reverse ARP";
-    case 0x8847:
-        return "MPLS unicast";
-    case 0x8848:
-        return "MPLS multicast";
-    case 0x8863:
-        return "PPPoE D";
-    case 0x8864:
-        return "PPPoE S";
-    case 0x888e:
-        return "EAPOL";
-    case 0x88cc:
-        return "LLDP";
-    case 0x88f7:
-        return "PTP";
-    case 0x8809:
-        return "Slow Protocols";
-    case 0x9000:
-        return "Loopback";
-    default:
-        return nullptr;
+    case 0x0800: return "IPv4";
+    case 0x8847: return "MPLS unicast";
+    case 0x8848: return "MPLS multicast";
+    case 0x86dd: return "IPv6";
+    case 0x8100: return "802.1Q";
+    case 0x9100: return "802.1Q-9100";
+    case 0x88a8: return "802.1Q-QinQ";
+    case 0x9200: return "802.1Q-9200";
+    case 0x88e5: return "802.1AE MACsec";
+    case 0x0200: return "PUP";
+    case 0x0806: return "ARP";
+    case 0x8035: return "Reverse ARP";
+    case 0x0600: return "NS";
+    case 0x0500: return "Sprite";
+    case 0x1000: return "Trail";
+    case 0x6001: return "MOP DL";
+    case 0x6002: return "MOP RC";
+    case 0x6003: return "DN";
+    case 0x6004: return "LAT";
+    case 0x6007: return "SCA";
+    case 0x6558: return "TEB";
+    case 0x8038: return "Lanbridge";
+    case 0x803c: return "DEC DNS";
+    case 0x803e: return "DEC DTS";
+    case 0x805b: return "VEXP";
+    case 0x805c: return "VPROD";
+    case 0x809b: return "Appletalk";
+    case 0x80f3: return "Appletalk ARP";
+    case 0x8137: return "IPX";
+    case 0x880b: return "PPP";
+    case 0x8808: return "MPCP";
+    case 0x8809: return "Slow Protocols";
+    case 0x8863: return "PPPoE D";
+    case 0x8864: return "PPPoE S";
+    case 0x888e: return "EAPOL";
+    case 0x8899: return "Realtek protocols";
+    case 0x886f: return "MS NLB heartbeat";
+    case 0x8870: return "Jumbo";
+    case 0x894f: return "NSH";
+    case 0x9000: return "Loopback";
+    case 0xfefe: return "OSI";
+    case 0x00fe: return "GRE-OSI";
+    case 0xabcd: return "CFM (old)";
+    case 0x8902: return "CFM";
+    case 0x893a: return "IEEE1905.1";
+    case 0x88cc: return "LLDP";
+    case 0x88ca: return "TIPC";
+    case 0x0707: return "GeoNet (old)";
+    case 0x8947: return "GeoNet";
+    case 0x1111: return "CALM FAST";
+    case 0x88a2: return "AoE";
+    case 0x88f7: return "PTP";
+    case 0xd28b: return "Arista Vendor Specific Protocol";
+    default: return nullptr;
     }
 }
 
@@ -139,6 +160,23 @@ void put_ethertype(Writer& w, uint16_t type, bool with_number) noexcept
     w.put(name ? std::string_view(name) : "Unknown"sv);
     if (with_number || !name) {
         w.put(" (0x"sv);
+        w.hex(type, 4);
+        w.put(')');
+    }
+}
+
+// The link header's type as tcpdump's ether_type_print() writes it:
+// "ethertype IPv4 (0x0800)", with -q "IPv4" or "Unknown Ethertype (0x88b5)".
+void put_link_ethertype(Writer& w, uint16_t type, bool quick) noexcept
+{
+    const char* name = ethertype_name(type);
+    if (!quick) {
+        w.put("ethertype "sv);
+        put_ethertype(w, type, true);
+    } else if (name) {
+        w.put(std::string_view(name));
+    } else {
+        w.put("Unknown Ethertype (0x"sv);
         w.hex(type, 4);
         w.put(')');
     }
@@ -258,6 +296,13 @@ void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii) noexce
 void put_unknown_data(Writer& w, const Bytes& data, size_t length) noexcept
 {
     put_hex_lines(w, data.data, length < data.size ? length : data.size, false);
+}
+
+void put_default_data(Writer& w, const Bytes& data, size_t length, std::string_view what) noexcept
+{
+    put_hex_lines(w, data.data, length < data.size ? length : data.size, true);
+    if (length > data.size)
+        put_truncated(w, what);
 }
 
 } // namespace xdpcap::text::detail

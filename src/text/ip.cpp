@@ -73,23 +73,11 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
     if (offset == 0) {
         print_transport(w, protocol, e, payload, length, more, o);
     } else {
-        // A later fragment carries no transport header.
+        // A later fragment carries no transport header: tcpdump (-n) gives
+        // the protocol's number alone.
         put_endpoints(w, e, payload, false);
-        put_protocol(w, protocol);
-        w.put(", length "sv);
-        w.dec(length);
-    }
-    if (offset != 0 || more) {
-        // tcpdump -v's notation: (frag id:length@offset, + if more follow)
-        w.put(" (frag "sv);
-        w.dec(ip.u16(4));
-        w.put(':');
-        w.dec(length);
-        w.put('@');
-        w.dec(offset);
-        if (more)
-            w.put('+');
-        w.put(')');
+        w.put("ip-proto-"sv);
+        w.dec(protocol);
     }
 }
 
@@ -192,24 +180,56 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
 void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Bytes& l4, size_t length,
                      bool fragmented, const DecodeOptions& o) noexcept
 {
+    const bool ipv6 = e.address_size == 16;
     switch (protocol) {
     case kProtoTcp:
         print_tcp(w, e, l4, length, o);
         return;
     case kProtoUdp:
-        print_udp(w, e, l4, length, fragmented);
+        print_udp(w, e, l4, length, fragmented, o);
         return;
     case kProtoIcmp:
-        print_icmp(w, e, l4, length);
-        return;
     case kProtoIcmp6:
-        print_icmp6(w, e, l4, length);
+        if ((protocol == kProtoIcmp6) != ipv6) {
+            put_endpoints(w, e, l4, false);
+            w.put(ipv6 ? "[ICMP requires IPv4] (invalid)"sv : "[ICMPv6 requires IPv6] (invalid)"sv);
+        } else if (ipv6) {
+            print_icmp6(w, e, l4, length);
+        } else {
+            print_icmp(w, e, l4, length);
+        }
         return;
+    case kProtoIpip:
+    case kProtoIpv6:
+    case kProtoGre: {
+        put_endpoints(w, e, l4, false);
+        if (protocol == kProtoGre) {
+            print_gre(w, l4, length, o);
+            return;
+        }
+        DecodeOptions inner;
+        if (!nest(o, inner))
+            return;
+        if (protocol == kProtoIpip)
+            print_ipv4(w, l4, length, inner);
+        else
+            print_ipv6(w, l4, length, inner);
+        return;
+    }
     default:
         put_endpoints(w, e, l4, false);
-        put_protocol(w, protocol);
-        w.put(", length "sv);
-        w.dec(length);
+        // Protocols tcpdump decodes are named with their length; for the
+        // others tcpdump has its own words, two spaces included.
+        if (ip_protocol_name(protocol)) {
+            put_protocol(w, protocol);
+            w.put(", length "sv);
+            w.dec(length);
+        } else {
+            w.put(" ip-proto-"sv);
+            w.dec(protocol);
+            w.put(' ');
+            w.dec(length);
+        }
         return;
     }
 }

@@ -1,7 +1,8 @@
 // The text decoder's layers and what they share. decode.cpp reads the
 // Ethernet header and its VLAN tags and hands the payload on: ARP, LLC and
 // STP (link.cpp), IPv4 and IPv6 (ip.cpp), TCP and UDP (transport.cpp), ICMP
-// and ICMPv6 (icmp.cpp), and what tcpdump recognises by port
+// and ICMPv6 (icmp.cpp), GRE, VXLAN, Geneve and MPLS (encapsulation.cpp),
+// which lead back to Ethernet or IP, and what tcpdump recognises by port
 // (application.cpp). Each layer prints what tcpdump prints for its header
 // and calls the next; every read is checked against the captured bytes.
 #pragma once
@@ -22,15 +23,27 @@ constexpr uint16_t kEtherIPv6 = 0x86dd;
 constexpr uint16_t kEtherVlan = 0x8100;
 constexpr uint16_t kEtherQinQ = 0x88a8;
 constexpr uint16_t kEtherQinQOld = 0x9100;
+constexpr uint16_t kEtherQinQ9200 = 0x9200;
+constexpr uint16_t kEtherMpls = 0x8847;
+constexpr uint16_t kEtherMplsMulticast = 0x8848;
+constexpr uint16_t kEtherLldp = 0x88cc;
+constexpr uint16_t kEtherTeb = 0x6558; // transparent Ethernet bridging: a whole frame
 constexpr size_t kEtherHeader = 14;
 // Deeper stacks of tags or IPv6 extension headers are not walked.
 constexpr int kMaxVlanTags = 8;
 constexpr int kMaxExtensionHeaders = 16;
+// Deeper nesting of encapsulations (routing entries of GRE count as one
+// each) and longer MPLS label stacks end the line: they bound its length.
+constexpr uint8_t kMaxEncapsulationDepth = 8;
+constexpr int kMaxMplsLabels = 16;
 
 constexpr uint8_t kProtoIcmp = 1;
 constexpr uint8_t kProtoTcp = 6;
 constexpr uint8_t kProtoUdp = 17;
 constexpr uint8_t kProtoIcmp6 = 58;
+constexpr uint8_t kProtoIpip = 4;
+constexpr uint8_t kProtoIpv6 = 41;
+constexpr uint8_t kProtoGre = 47;
 
 // A captured span: reads are checked against `size`, never past it.
 struct Bytes {
@@ -81,17 +94,30 @@ void put_mac(Writer& w, const uint8_t* m) noexcept;
 void put_link_address(Writer& w, const uint8_t* a, size_t n) noexcept;
 const char* ethertype_name(uint16_t type) noexcept;
 void put_ethertype(Writer& w, uint16_t type, bool with_number) noexcept;
+void put_link_ethertype(Writer& w, uint16_t type, bool quick) noexcept;
 const char* ip_protocol_name(uint8_t protocol) noexcept;
 void put_protocol(Writer& w, uint8_t protocol) noexcept;
 void put_truncated(Writer& w, std::string_view what) noexcept;
 void put_endpoints(Writer& w, const Endpoints& e, const Bytes& l4, bool with_ports) noexcept;
 void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii) noexcept;
 void put_unknown_data(Writer& w, const Bytes& data, size_t length) noexcept;
+// tcpdump's default print of data it does not decode: hex and ASCII lines
+// of what was captured of `length` bytes, and " [|what]" if that was not all.
+void put_default_data(Writer& w, const Bytes& data, size_t length, std::string_view what) noexcept;
+// tcpdump prints no default dump with -q, -x or -X.
+inline bool default_data_wanted(const DecodeOptions& o) noexcept { return !o.quick && !o.hex && !o.hex_ascii; }
 
-// Link layer (link.cpp): `length` is what the frame held from the header
-// on, captured or not.
+// Link layer (decode.cpp, link.cpp): `length` is what the frame held from
+// the header on, captured or not. print_ethernet() returns the length of the
+// link-level header as far as it was captured.
+size_t print_ethernet(Writer& w, const Bytes& frame, size_t length, const DecodeOptions& o) noexcept;
+// The payloads of the ethertypes decoded (IPv4, IPv6, ARP, RARP, MPLS, LLDP);
+// false, with nothing written, for others.
+bool print_ethertype_payload(Writer& w, uint16_t type, const Bytes& payload, size_t length,
+                             const DecodeOptions& o) noexcept;
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept;
 bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& o) noexcept;
+void print_lldp(Writer& w, const Bytes& lldp, size_t length) noexcept;
 
 // IP layer (ip.cpp).
 void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept;
@@ -101,8 +127,29 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
 
 // Transport layer (transport.cpp, icmp.cpp): `length` by the IP header.
 void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept;
-void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented) noexcept;
+void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
+               const DecodeOptions& o) noexcept;
 void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept;
 void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept;
+
+// Encapsulations (encapsulation.cpp): `length` is the header's and its
+// payload's by the enclosing header. Each decodes its payload one level
+// deeper, and prints nothing past kMaxEncapsulationDepth.
+void print_gre(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o) noexcept;
+void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptions& o) noexcept;
+void print_otv(Writer& w, const Bytes& otv, size_t length, const DecodeOptions& o) noexcept;
+void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOptions& o) noexcept;
+void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions& o) noexcept;
+
+// The options for a payload one encapsulation deeper; false when that is
+// deeper than kMaxEncapsulationDepth.
+inline bool nest(const DecodeOptions& o, DecodeOptions& inner) noexcept
+{
+    if (o.depth >= kMaxEncapsulationDepth)
+        return false;
+    inner = o;
+    ++inner.depth;
+    return true;
+}
 
 } // namespace xdpcap::text::detail

@@ -281,13 +281,7 @@ bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& 
         w.put(": "sv);
     }
     const Bytes inner = data.from(5);
-    if (oui == 0 && ethertype == kEtherIPv4)
-        print_ipv4(w, inner, rest - 5, o);
-    else if (oui == 0 && ethertype == kEtherIPv6)
-        print_ipv6(w, inner, rest - 5, o);
-    else if (oui == 0 && (ethertype == kEtherArp || ethertype == kEtherRarp))
-        print_arp(w, inner, rest - 5, o);
-    else {
+    if (oui != 0 || !print_ethertype_payload(w, ethertype, inner, rest - 5, o)) {
         w.put("SNAP, oui 0x"sv);
         w.hex(oui, 6);
         w.put(", type 0x"sv);
@@ -296,6 +290,34 @@ bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& 
         w.dec(rest);
     }
     return true;
+}
+
+// LLDP as tcpdump prints it without -v: its length, and a mark where a TLV
+// leaves the capture or the frame.
+void print_lldp(Writer& w, const Bytes& lldp, size_t length) noexcept
+{
+    w.put("LLDP, length "sv);
+    w.dec(length);
+    size_t at = 0;
+    size_t left = length;
+    while (left >= 2) {
+        if (!lldp.has(at, 2)) {
+            put_truncated(w, "lldp"sv);
+            return;
+        }
+        const size_t type = lldp.u16(at) >> 9;
+        const size_t tlv_length = lldp.u16(at) & 0x1ffu;
+        at += 2;
+        left -= 2;
+        if (type == 0 || tlv_length == 0)
+            return;
+        if (!lldp.has(at, tlv_length) || left < tlv_length) {
+            put_truncated(w, "lldp"sv);
+            return;
+        }
+        at += tlv_length;
+        left -= tlv_length;
+    }
 }
 
 } // namespace xdpcap::text::detail

@@ -12,6 +12,11 @@ using namespace std::string_view_literals;
 
 namespace {
 
+constexpr uint16_t kPortVxlan = 4789;
+constexpr uint16_t kPortOtv = 8472; // also Linux's VXLAN default: tcpdump 4.99.3 reads OTV
+constexpr uint16_t kPortGeneve = 6081;
+constexpr uint16_t kPortMpls = 6635; // MPLS in UDP (RFC 7510)
+
 // TCP options as tcpdump prints them: the names, values and checks of its
 // print-tcp.c. `opts` is what was captured of the `room` option bytes the
 // header length promises; `whole_segment`: the payload was captured too.
@@ -381,7 +386,8 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, co
 
 // `length`: the datagram's length by the IP header; `fragmented`: more
 // fragments follow, so a UDP length beyond this one is no error.
-void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented) noexcept
+void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
+               const DecodeOptions& o) noexcept
 {
     if (!l4.has(0, 4)) {
         put_endpoints(w, e, l4, false);
@@ -413,6 +419,30 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     }
     udp_length -= 8;
     const size_t room = length - 8;
+    // The ports tcpdump 4.99.3 recognises a payload by (without -q), in its order.
+    if (!o.quick) {
+        const uint16_t source = l4.u16(0);
+        const uint16_t destination = l4.u16(2);
+        const auto either = [&](uint16_t port) { return source == port || destination == port; };
+        const Bytes payload = l4.from(8);
+        const size_t payload_length = udp_length < room ? udp_length : room;
+        if (either(kPortOtv)) {
+            print_otv(w, payload, payload_length, o);
+            return;
+        }
+        if (either(kPortVxlan)) {
+            print_vxlan(w, payload, payload_length, o);
+            return;
+        }
+        if (either(kPortGeneve)) {
+            print_geneve(w, payload, payload_length, o);
+            return;
+        }
+        if (either(kPortMpls)) {
+            print_mpls(w, payload, payload_length, o);
+            return;
+        }
+    }
     if (udp_length > room && !fragmented) {
         w.put("UDP, bad length "sv);
         w.dec(udp_length);

@@ -204,6 +204,107 @@ def llc_frames():
     return frames
 
 
+def encapsulation_frames():
+    """(frame, cut) pairs: what XDP load balancers and overlays carry. GRE
+    (key, sequence, checksum, source routes, IPv4, IPv6, MPLS, Ethernet
+    inside, unknown payload, version 1, a bad version), IPv4 and IPv6 in
+    IPv4 and IPv6, VXLAN on both its ports, Geneve (options, flags,
+    Ethernet and IPv4 inside, bad versions and lengths), MPLS over Ethernet,
+    GRE and UDP (null labels, a stack, a guess by the first byte, an unknown
+    payload dumped), an unknown ethertype and IP protocol, later fragments,
+    and the nesting cut at every length."""
+    m1, m2 = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
+    o1, o2 = bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])
+    i1, i2 = bytes([198, 19, 0, 1]), bytes([198, 19, 0, 2])
+    a6, b6 = bytes.fromhex("20010db8000000000000000000000001"), bytes.fromhex("20010db8000000000000000000000002")
+
+    def ip4(src, dst, proto, payload, frag=0x4000, ident=1):
+        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident, frag, 64, proto, 0, src, dst)
+        return h[:10] + struct.pack("!H", T.checksum(h)) + h[12:] + payload
+
+    def ip6(src, dst, nh, payload):
+        return struct.pack("!IHBB16s16s", 0x60000000, len(payload), nh, 64, src, dst) + payload
+
+    def eth(ethertype, payload, dst=m2, src=m1):
+        return dst + src + struct.pack("!H", ethertype) + payload
+
+    def udp(sport, dport, payload, length=None):
+        return struct.pack("!HHHH", sport, dport, 8 + len(payload) if length is None else length, 0) + payload
+
+    echo = ip4(i1, i2, 1, bytes.fromhex("0800f7fe00010001") + b"ping")
+    echo6 = ip6(a6, b6, 58, bytes.fromhex("8000000000010001") + b"ping")
+    syn = ip4(i1, i2, 6, T.tcp(41000, 80, 0x02, 1000, opts=T.SYN_OPTS))
+    inner_frame = eth(0x0800, echo, dst=bytes.fromhex("020000000004"), src=bytes.fromhex("020000000003"))
+    inner_arp = eth(0x0806, struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + m1 + i1 + bytes(6) + i2, dst=b"\xff" * 6)
+
+    def gre(flags, proto, payload, fields=b""):
+        return struct.pack("!HH", flags, proto) + fields + payload
+
+    def outer4(proto, payload):
+        return eth(0x0800, ip4(o1, o2, proto, payload))
+
+    frames = [
+        outer4(47, gre(0, 0x0800, echo)),
+        outer4(47, gre(0x2000, 0x0800, syn, struct.pack("!I", 0x1234abcd))),
+        outer4(47, gre(0x3000, 0x86dd, echo6, struct.pack("!II", 7, 42))),
+        outer4(47, gre(0x8000, 0x0800, echo, struct.pack("!HH", 0xbeef, 0))),
+        outer4(47, gre(0x4000, 0x0800, echo, struct.pack("!HH", 0, 4) + struct.pack("!HBB", 0x0800, 4, 8) + o1 + o2
+                       + struct.pack("!HBB", 0xfffe, 2, 4) + b"\x00\x01\xfd\xe8" + struct.pack("!HBB", 0x0800, 3, 4)
+                       + o1 + struct.pack("!HBB", 0x1234, 0, 0) + struct.pack("!HBB", 0, 0, 0))),
+        outer4(47, gre(0, 0x6558, inner_frame)),
+        outer4(47, gre(0, 0x6558, inner_arp)),
+        outer4(47, gre(0, 0x8847, struct.pack("!I", (300 << 12) | 0x100 | 63) + echo)),
+        outer4(47, gre(0, 0x88b5, b"data")),
+        outer4(47, gre(0x3081, 0x880b, b"\xff\x03\x00\x21" + echo, struct.pack("!HHII", 20, 5, 9, 8))),
+        outer4(47, gre(0x2001, 0x880b, b"", struct.pack("!HH", 0, 7))),
+        outer4(47, gre(0x0005, 0x0800, echo)),
+        outer4(47, b"\x00"),
+        outer4(4, echo),
+        outer4(41, echo6),
+        eth(0x86dd, ip6(a6, b6, 4, echo)),
+        eth(0x86dd, ip6(a6, b6, 41, echo6)),
+        eth(0x86dd, ip6(a6, b6, 47, gre(0, 0x0800, echo))),
+        outer4(17, udp(45149, 4789, bytes.fromhex("0800000000006400") + inner_frame)),
+        outer4(17, udp(4789, 45150, bytes.fromhex("0800000000006400") + inner_arp)),
+        outer4(17, udp(45151, 8472, bytes.fromhex("00000000000001ff") + inner_frame)),
+        outer4(17, udp(45152, 4789, bytes.fromhex("08000000"))),
+        outer4(17, udp(45153, 4789, bytes.fromhex("0800000000006400") + inner_frame, length=30)),
+        outer4(17, udp(50525, 6081, struct.pack("!BBHI", 0, 0, 0x0800, 0x0b << 8) + echo)),
+        outer4(17, udp(50526, 6081, struct.pack("!BBHI", 2, 0xc0, 0x6558, (0x123456 << 8) | 7) + bytes(8) + inner_frame)),
+        outer4(17, udp(50527, 6081, struct.pack("!BBHI", 0, 0, 0x86dd, 5 << 8) + echo6)),
+        outer4(17, udp(50528, 6081, struct.pack("!BBHI", 0, 0x20, 0x9999, 5 << 8) + b"xyz")),
+        outer4(17, udp(50529, 6081, struct.pack("!BBHI", 0x40, 0, 0x0800, 5 << 8) + echo)),
+        outer4(17, udp(50530, 6081, struct.pack("!BBHI", 4, 0, 0x0800, 5 << 8) + b"abcd")),
+        outer4(17, udp(50531, 6081, b"\x00\x00\x08")),
+        outer4(17, udp(6081, 50532, struct.pack("!BBHI", 0, 0, 0x0800, 5 << 8) + echo)),
+        outer4(17, udp(58699, 6635, struct.pack("!I", (21 << 12) | 0x100 | 63) + echo)),
+        outer4(17, udp(6635, 58700, struct.pack("!I", (22 << 12) | 0x100 | 63) + echo6)),
+        eth(0x8847, struct.pack("!I", (100704 << 12) | 0x100 | 1) + echo),
+        eth(0x8847, struct.pack("!II", (16 << 12) | (5 << 9) | 64, (0 << 12) | 0x100 | 64) + echo),
+        eth(0x8847, struct.pack("!I", (2 << 12) | 0x100 | 64) + echo6),
+        eth(0x8848, struct.pack("!I", (3 << 12) | 0x100 | 9) + echo),
+        eth(0x8847, struct.pack("!I", (21 << 12) | 0x100 | 64) + b"\x99" * 20),
+        eth(0x8847, struct.pack("!I", (21 << 12) | 64) + b"\x00\x01"),
+        eth(0x8847, struct.pack("!I", (21 << 12) | 0x100 | 64)),
+        eth(0x88b5, b"hello world, some payload!!"),
+        eth(0x88cc, bytes(30)),
+        outer4(253, b"x" * 20),
+        eth(0x86dd, ip6(a6, b6, 253, b"x" * 20)),
+        eth(0x86dd, ip6(a6, b6, 1, bytes.fromhex("0800f7fe00010001"))),
+        outer4(58, bytes.fromhex("8000000000010001")),
+        eth(0x0800, ip4(o1, o2, 17, b"x" * 24, frag=0x0010, ident=0x1234)),
+        eth(0x0800, ip4(o1, o2, 47, b"x" * 24, frag=0x2010, ident=0x1234)),
+        eth(0x0800, ip4(o1, o2, 17, udp(1000, 2000, b"x" * 16), frag=0x2000, ident=0x1234)),
+    ]
+    cases = [(f, None) for f in frames]
+    nested = outer4(17, udp(45149, 4789, bytes.fromhex("0800000000006400") + eth(0x0800, ip4(i1, i2, 47, gre(
+        0x2000, 0x8847, struct.pack("!II", 16 << 12, (17 << 12) | 0x100 | 9) + echo, struct.pack("!I", 5))))))
+    cases += [(nested, cut) for cut in range(10, len(nested))]
+    geneve = outer4(17, udp(50526, 6081, struct.pack("!BBHI", 1, 0, 0x6558, 7 << 8) + bytes(4) + inner_frame))
+    cases += [(geneve, cut) for cut in range(40, 60)]
+    return cases
+
+
 def header_cuts():
     """A TCP SYN with options over IPv4 and IPv6, and a UDP datagram, cut at
     every length: every truncation mark and its spacing."""
@@ -228,8 +329,8 @@ def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
-    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + header_cuts())
-    for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"], ["-e"]):
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + encapsulation_frames() + header_cuts())
+    for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"], ["-e"], ["-e", "-q"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))
     N.expect(err.startswith(f"reading from file {path}, link-type EN10MB (Ethernet), snapshot length 262144"),

@@ -77,7 +77,7 @@ def test(binary):
         N.expect(x.wait(20) == 0, "fragment: exits 0 after -c 1", x.err_lines[-3:])
         line = bytes(x.out).decode("utf-8", "replace")
         theirs = N.run(["tcpdump", "-n", "-r", fragment]).stdout
-        N.expect("UDP, length 84 (frag 18194:12@0+)" in line and "UDP, length 84\n" in theirs,
+        N.expect(line.endswith("UDP, length 84\n") and theirs.endswith("UDP, length 84\n"),
                  "a first fragment: 'UDP, length 84', no bad length, as tcpdump", (line, theirs))
 
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "decode_helpers.hpp"
 #include "text/decode.hpp"
 #include "text/tcp_flows.hpp"
 #include "text/timestamp.hpp"
@@ -19,28 +20,8 @@ namespace {
 
 using xdpcap::text::DecodeOptions;
 using xdpcap::text::Writer;
-
-std::vector<uint8_t> from_hex(const char* hex)
-{
-    std::vector<uint8_t> bytes;
-    for (const char* p = hex; p[0] && p[1]; p += 2)
-        bytes.push_back(static_cast<uint8_t>(std::stoi(std::string(p, 2), nullptr, 16)));
-    return bytes;
-}
-
-// The frame cut to `caplen` bytes in a buffer of exactly that size, so
-// that a read past it is a heap overflow under the sanitizers.
-std::string decode(const std::vector<uint8_t>& frame, size_t caplen, const DecodeOptions& options = {})
-{
-    std::unique_ptr<uint8_t[]> captured(new uint8_t[caplen ? caplen : 1]);
-    std::copy(frame.begin(), frame.begin() + static_cast<long>(caplen), captured.get());
-    std::string out(xdpcap::text::decode_length_bound(static_cast<uint32_t>(caplen)) +
-                        xdpcap::text::dump_length_bound(static_cast<uint32_t>(caplen)), '\0');
-    Writer w(out.data(), out.size());
-    xdpcap::text::format_frame(w, captured.get(), static_cast<uint32_t>(caplen), static_cast<uint32_t>(frame.size()), options);
-    out.resize(w.size());
-    return out;
-}
+using xdpcap::test::decode;
+using xdpcap::test::from_hex;
 
 struct Golden {
     const char* name;
@@ -190,22 +171,28 @@ const Golden kGoldens[] = {
      false, true, "vlan 200, p 3, ethertype 802.1Q, vlan 100, p 0, ethertype IPv4, IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8"},
     // ethertype 0x88b5
     {"UnknownEthertype", "02000000000202000000000188b500000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
-     false, false, "ethertype Unknown (0x88b5), length 60"},
+     false, false, "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype Unknown (0x88b5), length 60: "
+     "\n\t0x0000:  0000 0000 0000 0000 0000 0000 0000 0000  ................"
+     "\n\t0x0010:  0000 0000 0000 0000 0000 0000 0000 0000  ................"
+     "\n\t0x0020:  0000 0000 0000 0000 0000 0000 0000       .............."},
     // ethertype 0x88b5 (-e)
     {"UnknownEthertypeLink", "02000000000202000000000188b500000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
-     true, false, "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype Unknown (0x88b5), length 60"},
+     true, false, "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype Unknown (0x88b5), length 60: "
+     "\n\t0x0000:  0000 0000 0000 0000 0000 0000 0000 0000  ................"
+     "\n\t0x0010:  0000 0000 0000 0000 0000 0000 0000 0000  ................"
+     "\n\t0x0020:  0000 0000 0000 0000 0000 0000 0000       .............."},
     // ethertype 0x88b5 (-q)
     {"UnknownEthertypeQuick", "02000000000202000000000188b500000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
-     false, true, "ethertype Unknown (0x88b5), length 60"},
+     false, true, "02:00:00:00:00:01 > 02:00:00:00:00:02, Unknown Ethertype (0x88b5), length 60: "},
     // IP protocol 200
     {"UnknownIpProtocol", "0200000000020200000000010800450000280001000040c8ede5c6120001c61200020000000000000000000000000000000000000000",
-     false, false, "IP 198.18.0.1 > 198.18.0.2: ip-proto-200, length 20"},
+     false, false, "IP 198.18.0.1 > 198.18.0.2:  ip-proto-200 20"},
     // IPv4 first fragment (more follow)
-    {"Ipv4FirstFragment", "020000000002020000000001080045000024004d20004011ce54c6120001c612000213881b580010b3306162636465666768",
-     false, false, "IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8 (frag 77:16@0+)"},
+    {"Ipv4FirstFragment", "020000000002020000000001080045000024004d20004011ce54c6120001c612000213881bbc0010b3306162636465666768",
+     false, false, "IP 198.18.0.1.5000 > 198.18.0.2.7100: UDP, length 8"},
     // IPv4 later fragment
     {"Ipv4LaterFragment", "02000000000202000000000108004500001c004d00644011edf8c6120001c61200026162636465666768",
-     false, false, "IP 198.18.0.1 > 198.18.0.2: UDP, length 8 (frag 77:8@800)"},
+     false, false, "IP 198.18.0.1 > 198.18.0.2: ip-proto-17"},
 };
 
 const char* frame_hex(const char* name)
@@ -358,7 +345,7 @@ TEST(TextDecode, LongestDecodeFits)
 }
 
 // A message tcpdump does not decode is dumped in the line itself: the room
-// decode_frame() needs grows with the frame, beyond kMaxDecodeLength.
+// decode_frame() needs grows with the frame.
 TEST(TextDecode, UnknownMessageDumpFitsItsBound)
 {
     std::vector<uint8_t> f = from_hex("020000000002020000000001" "86dd"
@@ -371,7 +358,7 @@ TEST(TextDecode, UnknownMessageDumpFitsItsBound)
     Writer w(out.data(), out.size() - 1);
     xdpcap::text::decode_frame(w, f.data(), caplen, caplen, DecodeOptions{});
     EXPECT_FALSE(w.full());
-    EXPECT_GT(w.size(), xdpcap::text::kMaxDecodeLength);
+    EXPECT_GT(w.size(), 4000u);
     EXPECT_EQ(out.back(), '\x5a');
     const std::string line(out.data(), w.size());
     EXPECT_EQ(line.rfind("IP6 2001:db8::1 > 2001:db8::2: ICMP6, unknown icmp6 type (79), length 1480\n\t0x0000:  4f4f", 0), 0u)

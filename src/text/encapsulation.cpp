@@ -1,0 +1,521 @@
+// The encapsulations of XDP load balancers and overlays, as tcpdump 4.99
+// prints them without -v: GRE (versions 0 and 1, with PPTP's PPP), VXLAN,
+// OTV, Geneve and MPLS, each followed by the packet it carries.
+#include "text/layers.hpp"
+
+namespace xdpcap::text::detail {
+
+using namespace std::string_view_literals;
+
+namespace {
+
+constexpr uint16_t kGreChecksum = 0x8000;
+constexpr uint16_t kGreRouting = 0x4000;
+constexpr uint16_t kGreKey = 0x2000;
+constexpr uint16_t kGreSequence = 0x1000;
+constexpr uint16_t kGreAck = 0x0080;
+constexpr uint16_t kEtherPpp = 0x880b;
+
+// ", proto IPv4 (0x0800)": the payload type that GRE and Geneve give with -e.
+void put_payload_type(Writer& w, uint16_t type) noexcept
+{
+    w.put(", proto "sv);
+    const char* name = ethertype_name(type);
+    w.put(name ? std::string_view(name) : "unknown"sv);
+    w.put(" (0x"sv);
+    w.hex(type, 4);
+    w.put(')');
+}
+
+// A GRE header read field by field, as tcpdump checks it: each field must
+// be both captured and within the length the IP header gives.
+struct GreReader {
+    const Bytes& gre;
+    size_t at;
+    size_t left; // by the length
+
+    bool take(size_t n) const noexcept { return gre.has(at, n) && left >= n; }
+    void skip(size_t n) noexcept
+    {
+        at += n;
+        left -= n;
+    }
+};
+
+// One source route entry (RFC 1701) of IPv4 addresses or AS numbers, the
+// current one starred. False where tcpdump runs out of bytes.
+bool put_gre_route(Writer& w, uint16_t family, uint8_t offset, uint8_t length, const GreReader& r) noexcept
+{
+    if (family != 0x0800 && family != 0xfffe) {
+        w.put(", (rtaf=0x"sv);
+        w.hex(family);
+        w.put(')');
+        return true;
+    }
+    const bool ip = family == 0x0800;
+    const size_t unit = ip ? 4 : 2;
+    w.put(ip ? ", (rtaf=ip"sv : ", (rtaf=asn"sv);
+    bool whole = true;
+    if (offset % unit != 0) {
+        w.put(", badoffset="sv);
+        w.dec(offset);
+    } else if (length % unit != 0) {
+        w.put(", badlength="sv);
+        w.dec(length);
+    } else if (offset >= length) {
+        w.put(", badoff/len="sv);
+        w.dec(offset);
+        w.put('/');
+        w.dec(length);
+    } else {
+        for (size_t i = 0; i < length; i += unit) {
+            if (!r.gre.has(r.at + i, unit) || r.left < i + unit) {
+                whole = false;
+                break;
+            }
+            w.put(i == offset ? " *"sv : " "sv);
+            if (ip)
+                w.put(ipv4_text(r.gre.data + r.at + i).view());
+            else
+                w.hex(r.gre.u16(r.at + i));
+        }
+    }
+    w.put(')');
+    return whole;
+}
+
+void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o, DecodeOptions& inner) noexcept
+{
+    const uint16_t flags = gre.u16(0);
+    GreReader r{gre, 2, length - 2};
+    const auto truncated = [&] { put_truncated(w, "gre"sv); };
+    if (!r.take(2))
+        return truncated();
+    const uint16_t type = gre.u16(r.at);
+    r.skip(2);
+    if (flags & (kGreChecksum | kGreRouting)) {
+        if (!r.take(2))
+            return truncated();
+        r.skip(2); // the checksum: -v only
+        if (!r.take(2))
+            return truncated();
+        w.put(", off 0x"sv);
+        w.hex(gre.u16(r.at));
+        r.skip(2);
+    }
+    if (flags & kGreKey) {
+        if (!r.take(4))
+            return truncated();
+        w.put(", key=0x"sv);
+        w.hex(gre.u32(r.at));
+        r.skip(4);
+    }
+    if (flags & kGreSequence) {
+        if (!r.take(4))
+            return truncated();
+        w.put(", seq "sv);
+        w.dec(gre.u32(r.at));
+        r.skip(4);
+    }
+    if (flags & kGreRouting) {
+        for (;;) {
+            if (!r.take(4))
+                return truncated();
+            const uint16_t family = gre.u16(r.at);
+            const uint8_t offset = gre.u8(r.at + 2);
+            const uint8_t route_length = gre.u8(r.at + 3);
+            r.skip(4);
+            if (family == 0 && route_length == 0)
+                break;
+            // Each entry is a level of nesting: it bounds the line.
+            if (inner.depth >= kMaxEncapsulationDepth)
+                return;
+            ++inner.depth;
+            if (!put_gre_route(w, family, offset, route_length, r) || r.left < route_length)
+                return truncated();
+            r.skip(route_length);
+        }
+    }
+    if (o.link_header)
+        put_payload_type(w, type);
+    w.put(", length "sv);
+    w.dec(length);
+    w.put(": "sv);
+    const Bytes payload = gre.from(r.at);
+    switch (type) {
+    case kEtherIPv4:
+        print_ipv4(w, payload, r.left, inner);
+        break;
+    case kEtherIPv6:
+        print_ipv6(w, payload, r.left, inner);
+        break;
+    case kEtherMpls:
+        print_mpls(w, payload, r.left, inner);
+        break;
+    case kEtherTeb:
+        print_ethernet(w, payload, r.left, inner);
+        break;
+    default:
+        w.put("gre-proto-0x"sv);
+        w.hex(type);
+        break;
+    }
+}
+
+// A PPP frame in PPTP's GRE: the network protocols IP, IPv6 and MPLS are
+// decoded; PPP's own control protocols are not.
+void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& o) noexcept
+{
+    if (length < 2 || !ppp.has(0, 2)) {
+        put_truncated(w, "ppp"sv);
+        return;
+    }
+    size_t at = 0;
+    switch (ppp.u16(0)) {
+    case 0x0003: // pppd's direction marks
+    case 0x0103:
+        if (o.link_header)
+            w.put(ppp.u8(0) == 0 ? "In  "sv : "Out "sv);
+        at = 2;
+        break;
+    case 0xff03: // address and control
+        at = 2;
+        break;
+    default:
+        break;
+    }
+    if (length - at < 2 || !ppp.has(at, 1)) {
+        put_truncated(w, "ppp"sv);
+        return;
+    }
+    uint16_t protocol = ppp.u8(at);
+    if (protocol % 2 == 1) { // a compressed protocol field
+        at += 1;
+    } else if (ppp.has(at, 2)) {
+        protocol = ppp.u16(at);
+        at += 2;
+    } else {
+        put_truncated(w, "ppp"sv);
+        return;
+    }
+    const bool ipv4 = protocol == 0x0021 || protocol == kEtherIPv4;
+    const bool ipv6 = protocol == 0x0057 || protocol == kEtherIPv6;
+    const bool mpls = protocol == 0x0281 || protocol == 0x0283;
+    if (o.link_header) {
+        w.put(ipv4 ? "IP"sv : ipv6 ? "IP6"sv : mpls ? "MPLS"sv : "unknown"sv);
+        w.put(" (0x"sv);
+        w.hex(protocol, 4);
+        w.put("), length "sv);
+        w.dec(length);
+        if (!ipv4 && !ipv6 && !mpls)
+            return;
+        w.put(": "sv);
+    }
+    const Bytes payload = ppp.from(at);
+    if (ipv4)
+        print_ipv4(w, payload, length - at, o);
+    else if (ipv6)
+        print_ipv6(w, payload, length - at, o);
+    else if (mpls)
+        print_mpls(w, payload, length - at, o);
+}
+
+// Version 1: PPTP's enhanced GRE, a call with PPP inside.
+void print_gre_v1(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o,
+                  const DecodeOptions& inner) noexcept
+{
+    const uint16_t flags = gre.u16(0);
+    GreReader r{gre, 2, length - 2};
+    const auto truncated = [&] { put_truncated(w, "gre"sv); };
+    if (!r.take(2))
+        return truncated();
+    const uint16_t type = gre.u16(r.at);
+    r.skip(2);
+    if (flags & kGreKey) {
+        if (!r.take(4))
+            return truncated();
+        w.put(", call "sv);
+        w.dec(gre.u32(r.at) & 0xffff);
+        r.skip(4);
+    }
+    if (flags & kGreSequence) {
+        if (!r.take(4))
+            return truncated();
+        w.put(", seq "sv);
+        w.dec(gre.u32(r.at));
+        r.skip(4);
+    }
+    if (flags & kGreAck) {
+        if (!r.take(4))
+            return truncated();
+        w.put(", ack "sv);
+        w.dec(gre.u32(r.at));
+        r.skip(4);
+    }
+    if (!(flags & kGreSequence))
+        w.put(", no-payload"sv);
+    if (o.link_header)
+        put_payload_type(w, type);
+    w.put(", length "sv);
+    w.dec(length);
+    if (!(flags & kGreSequence))
+        return;
+    w.put(": "sv);
+    if (type == kEtherPpp) {
+        print_ppp(w, gre.from(r.at), r.left, inner);
+        return;
+    }
+    w.put("gre-proto-0x"sv);
+    w.hex(type);
+}
+
+} // namespace
+
+void print_gre(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o) noexcept
+{
+    DecodeOptions inner;
+    if (!nest(o, inner))
+        return;
+    if (!gre.has(0, 2) || length < 2) {
+        put_truncated(w, "gre"sv);
+        return;
+    }
+    const unsigned version = gre.u16(0) & 7u;
+    w.put("GREv"sv);
+    w.dec(version);
+    if (version == 0)
+        print_gre_v0(w, gre, length, o, inner);
+    else if (version == 1)
+        print_gre_v1(w, gre, length, o, inner);
+    else
+        w.put(" ERROR: unknown-version"sv);
+}
+
+void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptions& o) noexcept
+{
+    DecodeOptions inner;
+    if (!nest(o, inner))
+        return;
+    w.put("VXLAN"sv);
+    if (length < 8) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    if (!vxlan.has(0, 1)) {
+        put_truncated(w, "vxlan"sv);
+        return;
+    }
+    const uint8_t flags = vxlan.u8(0);
+    w.put(", flags ["sv);
+    w.put(flags & 0x08 ? "I"sv : "invalid"sv);
+    w.put("] (0x"sv);
+    w.hex(flags, 2);
+    w.put("), "sv);
+    if (!vxlan.has(4, 3)) {
+        put_truncated(w, "vxlan"sv);
+        return;
+    }
+    w.put("vni "sv);
+    w.dec(vxlan.u32(3) & 0xffffffu);
+    // tcpdump starts the carried frame on a line of its own.
+    w.put('\n');
+    if (!vxlan.has(7, 1)) {
+        put_truncated(w, "vxlan"sv);
+        return;
+    }
+    print_ethernet(w, vxlan.from(8), length - 8, inner);
+}
+
+void print_otv(Writer& w, const Bytes& otv, size_t length, const DecodeOptions& o) noexcept
+{
+    DecodeOptions inner;
+    if (!nest(o, inner))
+        return;
+    w.put("OTV, "sv);
+    if (length < 8) {
+        w.put("[length "sv);
+        w.dec(length);
+        w.put(" < 8] (invalid)"sv);
+        if (!otv.has(0, length))
+            put_truncated(w, "otv"sv);
+        return;
+    }
+    if (!otv.has(0, 1)) {
+        put_truncated(w, "otv"sv);
+        return;
+    }
+    const uint8_t flags = otv.u8(0);
+    w.put("flags ["sv);
+    w.put(flags & 0x08 ? "I"sv : "."sv);
+    w.put("] (0x"sv);
+    w.hex(flags, 2);
+    w.put("), "sv);
+    if (!otv.has(1, 3)) {
+        put_truncated(w, "otv"sv);
+        return;
+    }
+    w.put("overlay "sv);
+    w.dec(otv.u32(0) & 0xffffffu);
+    w.put(", "sv);
+    if (!otv.has(4, 3)) {
+        put_truncated(w, "otv"sv);
+        return;
+    }
+    w.put("instance "sv);
+    w.dec(otv.u32(3) & 0xffffffu);
+    w.put('\n');
+    if (!otv.has(7, 1)) {
+        put_truncated(w, "otv"sv);
+        return;
+    }
+    print_ethernet(w, otv.from(8), length - 8, inner);
+}
+
+void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOptions& o) noexcept
+{
+    DecodeOptions inner;
+    if (!nest(o, inner))
+        return;
+    w.put("Geneve"sv);
+    if (length < 8) {
+        w.put(" [length "sv);
+        w.dec(length);
+        w.put(" < 8] (invalid)"sv);
+        return;
+    }
+    if (!geneve.has(0, 8)) {
+        put_truncated(w, "geneve"sv);
+        return;
+    }
+    const uint8_t version_options = geneve.u8(0);
+    if (version_options >> 6 != 0) {
+        w.put(" ERROR: unknown-version "sv);
+        w.dec(version_options >> 6);
+        return;
+    }
+    const uint8_t flags = geneve.u8(1);
+    const uint16_t type = geneve.u16(2);
+    w.put(", Flags ["sv);
+    static constexpr std::string_view kFlags[8] = {"O"sv, "C"sv, "R1"sv, "R2"sv, "R3"sv, "R4"sv, "R5"sv, "R6"sv};
+    for (int bit = 0; bit < 8; ++bit) {
+        if (flags & (0x80 >> bit))
+            w.put(kFlags[bit]);
+    }
+    if (flags == 0)
+        w.put("none"sv);
+    w.put("], vni 0x"sv);
+    w.hex(geneve.u32(3) & 0xffffffu);
+    if (const uint8_t reserved = geneve.u8(7)) {
+        w.put(", rsvd 0x"sv);
+        w.hex(reserved);
+    }
+    if (o.link_header)
+        put_payload_type(w, type);
+    const size_t options = size_t{version_options & 0x3fu} * 4;
+    const size_t left = length - 8;
+    if (left < options) {
+        w.put(" truncated-geneve - "sv);
+        w.dec(options - left);
+        w.put(" bytes missing"sv);
+        return;
+    }
+    if (!geneve.has(8, options)) {
+        put_truncated(w, "geneve"sv);
+        return;
+    }
+    if (options > 0) {
+        w.put(", options ["sv);
+        w.dec(options);
+        w.put(" bytes]"sv);
+    }
+    w.put(": "sv);
+    const Bytes payload = geneve.from(8 + options);
+    if (print_ethertype_payload(w, type, payload, left - options, inner))
+        return;
+    if (type == kEtherTeb) {
+        print_ethernet(w, payload, left - options, inner);
+        return;
+    }
+    w.put("geneve-proto-0x"sv);
+    w.hex(type);
+}
+
+void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions& o) noexcept
+{
+    DecodeOptions inner;
+    if (!nest(o, inner))
+        return;
+    w.put("MPLS"sv);
+    size_t at = 0;
+    size_t left = length;
+    uint32_t entry = 0;
+    for (int labels = 0;; ++labels) {
+        if (left < 4) {
+            w.put(" (invalid)"sv);
+            if (!mpls.has(at, left))
+                put_truncated(w, "mpls"sv);
+            return;
+        }
+        if (!mpls.has(at, 4)) {
+            put_truncated(w, "mpls"sv);
+            return;
+        }
+        if (labels == kMaxMplsLabels)
+            return;
+        entry = mpls.u32(at);
+        w.put(" (label "sv);
+        w.dec(entry >> 12);
+        w.put(", tc "sv);
+        w.dec((entry >> 9) & 7u);
+        if (entry & 0x100)
+            w.put(", [S]"sv);
+        w.put(", ttl "sv);
+        w.dec(entry & 0xffu);
+        w.put(')');
+        at += 4;
+        left -= 4;
+        if (entry & 0x100)
+            break;
+    }
+    // The bottom label says what follows only when it is one of the
+    // reserved null labels; otherwise the first byte is taken as a guess.
+    const Bytes payload = mpls.from(at);
+    enum class Payload { Unknown, IPv4, IPv6 } kind = Payload::Unknown;
+    switch (entry >> 12) {
+    case 0:
+    case 3:
+        kind = Payload::IPv4;
+        break;
+    case 2:
+        kind = Payload::IPv6;
+        break;
+    default:
+        if (left < 1)
+            return;
+        if (!payload.has(0, 1)) {
+            put_truncated(w, "mpls"sv);
+            return;
+        }
+        if (payload.u8(0) >= 0x45 && payload.u8(0) <= 0x4f)
+            kind = Payload::IPv4;
+        else if (payload.u8(0) >= 0x60 && payload.u8(0) <= 0x6f)
+            kind = Payload::IPv6;
+        break;
+    }
+    switch (kind) {
+    case Payload::IPv4:
+        w.put(' ');
+        print_ipv4(w, payload, left, inner);
+        break;
+    case Payload::IPv6:
+        w.put(' ');
+        print_ipv6(w, payload, left, inner);
+        break;
+    case Payload::Unknown:
+        if (default_data_wanted(o))
+            put_default_data(w, payload, left, "mpls"sv);
+        break;
+    }
+}
+
+} // namespace xdpcap::text::detail
