@@ -3,6 +3,8 @@
 #include <array>
 #include <string_view>
 
+#include "text/layers.hpp"
+
 namespace xdpcap::text {
 
 namespace {
@@ -11,7 +13,7 @@ using namespace std::string_view_literals;
 
 // tcpdump's choice by port, in its order: the first protocol whose port
 // either end uses decides, also when xdpcap does not decode it.
-enum class TcpApplication { None, Other, Ssh, Http };
+enum class TcpApplication { None, Other, Ssh, Http, Dns };
 
 TcpApplication application_of(uint16_t source, uint16_t destination) noexcept
 {
@@ -19,26 +21,27 @@ TcpApplication application_of(uint16_t source, uint16_t destination) noexcept
         uint16_t port;
         TcpApplication what;
     } kPorts[] = {
-        {21, TcpApplication::Other},  // FTP
+        {23, TcpApplication::Other},    // Telnet
+        {25, TcpApplication::Other},    // SMTP
+        {43, TcpApplication::Other},    // whois
+        {179, TcpApplication::Other},   // BGP
+        {1723, TcpApplication::Other},  // PPTP
+        {6379, TcpApplication::Other},  // Redis
         {22, TcpApplication::Ssh},
-        {23, TcpApplication::Other},  // Telnet
-        {25, TcpApplication::Other},  // SMTP
-        {43, TcpApplication::Other},  // whois
-        {53, TcpApplication::Other},  // DNS
-        {80, TcpApplication::Http},
-        {139, TcpApplication::Other}, // NetBIOS
-        {179, TcpApplication::Other}, // BGP
-        {323, TcpApplication::Other}, // RPKI-RTR
-        {445, TcpApplication::Other}, // SMB
-        {554, TcpApplication::Other}, // RTSP
-        {639, TcpApplication::Other}, // MSDP
-        {646, TcpApplication::Other}, // LDP
-        {1723, TcpApplication::Other}, // PPTP
-        {6379, TcpApplication::Other}, // Redis
+        {139, TcpApplication::Other},   // NetBIOS
+        {445, TcpApplication::Other},   // SMB
         {10288, TcpApplication::Other}, // BEEP
-        {976, TcpApplication::Other}, // OpenFlow (old)
-        {6653, TcpApplication::Other}, // OpenFlow
+        {976, TcpApplication::Other},   // OpenFlow (old)
+        {6653, TcpApplication::Other},  // OpenFlow
+        {21, TcpApplication::Other},    // FTP
+        {80, TcpApplication::Http},
         {8080, TcpApplication::Http},
+        {554, TcpApplication::Other},   // RTSP
+        {8554, TcpApplication::Other},  // RTSP
+        {53, TcpApplication::Dns},
+        {639, TcpApplication::Other},   // MSDP
+        {323, TcpApplication::Other},   // RPKI-RTR
+        {646, TcpApplication::Other},   // LDP
     };
     for (const auto& p : kPorts) {
         if (source == p.port || destination == p.port)
@@ -202,6 +205,9 @@ void print_tcp_application(Writer& w, uint16_t source_port, uint16_t destination
         return;
     case TcpApplication::Ssh:
         print_ssh(w, text);
+        return;
+    case TcpApplication::Dns:
+        detail::print_dns(w, detail::Bytes{payload, captured}, length, true, false);
         return;
     case TcpApplication::None:
     case TcpApplication::Other:

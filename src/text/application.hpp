@@ -1,6 +1,6 @@
 // The text view's application layer: what tcpdump prints after a TCP
-// segment's length for the protocols it recognises by port. So far the
-// first line of HTTP (ports 80 and 8080) and the SSH version banner (22).
+// segment's length for the protocols it recognises by port: the first line
+// of HTTP (ports 80 and 8080), the SSH version banner (22) and DNS (53).
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,7 @@
 // STP (link.cpp), IPv4 and IPv6 (ip.cpp), TCP and UDP (transport.cpp), ICMP
 // and ICMPv6 (icmp.cpp), GRE, VXLAN, Geneve and MPLS (encapsulation.cpp),
 // which lead back to Ethernet or IP, and what tcpdump recognises by port
-// (application.cpp). Each layer prints what tcpdump prints for its header
+// (application.cpp, dns.cpp). Each layer prints what tcpdump prints for its header
 // and calls the next; every read is checked against the captured bytes.
 #pragma once
 
@@ -131,6 +131,11 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
                const DecodeOptions& o) noexcept;
 void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept;
 void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept;
+
+// Application layer (dns.cpp): a DNS message of `length` bytes (by the
+// UDP or TCP header; over TCP with its 2-byte length prefix), mDNS's class
+// bits when `mdns`.
+void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns) noexcept;
 
 // Encapsulations (encapsulation.cpp): `length` is the header's and its
 // payload's by the enclosing header. Each decodes its payload one level

@@ -12,6 +12,8 @@ using namespace std::string_view_literals;
 
 namespace {
 
+constexpr uint16_t kPortDns = 53;
+constexpr uint16_t kPortMdns = 5353;
 constexpr uint16_t kPortVxlan = 4789;
 constexpr uint16_t kPortOtv = 8472; // also Linux's VXLAN default: tcpdump 4.99.3 reads OTV
 constexpr uint16_t kPortGeneve = 6081;
@@ -426,6 +428,10 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
         const auto either = [&](uint16_t port) { return source == port || destination == port; };
         const Bytes payload = l4.from(8);
         const size_t payload_length = udp_length < room ? udp_length : room;
+        if (either(kPortDns) || either(kPortMdns)) {
+            print_dns(w, payload, payload_length, false, !either(kPortDns));
+            return;
+        }
         if (either(kPortOtv)) {
             print_otv(w, payload, payload_length, o);
             return;

@@ -305,6 +305,106 @@ def encapsulation_frames():
     return cases
 
 
+def dns_frames():
+    """(frame, cut) pairs: DNS over UDP (port 53 either way, mDNS on 5353) and
+    TCP: queries with flags, opcodes and odd counts; responses with every
+    record type tcpdump prints data for (A, AAAA, CNAME, NS, PTR, DNAME, MX,
+    TXT, SRV, A6, URI, UNSPECA, OPT with each EDNS option), compression,
+    rcodes (extended by OPT), EDNS bit labels, bad pointers and label types,
+    names over 255 characters, a TCP length prefix that lies, messages too
+    short, and one response cut at every length."""
+    c, s = bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])
+
+    def name(*labels):
+        return b"".join(bytes([len(l)]) + l for l in labels) + b"\0"
+
+    def header(ident, flags, qd=1, an=0, ns=0, ar=0):
+        return struct.pack("!HHHHHH", ident, flags, qd, an, ns, ar)
+
+    def question(qname, qtype=1, qclass=1):
+        return qname + struct.pack("!HH", qtype, qclass)
+
+    def rr(owner, rtype, data, rclass=1, ttl=300):
+        return owner + struct.pack("!HHIH", rtype, rclass, ttl, len(data)) + data
+
+    def udp_frame(payload, sport=41053, dport=53, src=c, dst=s):
+        u = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(u), 1, 0x4000, 64, 17, 0, src, dst)
+        return T.MAC_B + T.MAC_A + b"\x08\x00" + h[:10] + struct.pack("!H", T.checksum(h)) + h[12:] + u
+
+    example = name(b"www", b"example", b"com")
+    ptr = b"\xc0\x0c"
+    opt = lambda options=b"", flags=0, ext=0, size=1232: b"\0" + struct.pack("!HHBBHH", 41, size, ext, 0, flags,
+                                                                              len(options)) + options
+    eopt = lambda code, data: struct.pack("!HH", code, len(data)) + data
+    answer = header(0x1234, 0x8180, 1, 2) + question(example) + rr(ptr, 1, bytes([198, 51, 100, 7])) + \
+        rr(ptr, 28, bytes.fromhex("20010db8000000000000000000000007"))
+    messages = [
+        header(0x1234, 0x0100) + question(example),
+        header(0x1235, 0x0100, ar=1) + question(example, 28) + opt(),
+        header(0x1236, 0x0110) + question(example, 255, 3),
+        header(0x1237, 0x0000, 2) + question(example, 15) + question(name(b"example", b"org"), 16),
+        header(0x1238, 0x0900, 1, 1, 1) + question(example),
+        header(0x1239, 0x2100) + question(example, 6),
+        header(0x123a, 0x0100, 0) ,
+        header(0x123b, 0x0100) + question(example, 300),
+        answer,
+        header(0x1240, 0x8583, 1, 0, 1) + question(example) + rr(name(b"com"), 6, bytes(30)),
+        header(0x1241, 0x8180, 1, 3) + question(example, 5) + rr(ptr, 5, name(b"web", b"example", b"net"))
+        + rr(b"\xc0\x2d", 5, b"\x03cdn\xc0\x31") + rr(b"\xc0\x3f", 1, bytes([198, 51, 100, 9])),
+        header(0x1242, 0x8180, 1, 4) + question(example, 15) + rr(ptr, 15, struct.pack("!H", 10) + name(b"mx", b"example", b"com"))
+        + rr(ptr, 16, b"\x05hello\x00\x06wor\x01d\xff") + rr(ptr, 33, struct.pack("!HHH", 1, 2, 5060) + name(b"sip"))
+        + rr(ptr, 2, ptr),
+        header(0x1243, 0x8180, 1, 4) + question(example, 38) + rr(ptr, 38, b"\x40" + bytes(8) + name(b"a6"))
+        + rr(ptr, 38, b"\x00" + bytes(16)) + rr(ptr, 38, b"\x81") + rr(ptr, 256, struct.pack("!HH", 1, 2) + b"http://x/"),
+        header(0x1244, 0x8180, 1, 2) + question(example, 12) + rr(ptr, 12, ptr) + rr(ptr, 39, ptr),
+        header(0x1245, 0x8180, 1, 1) + question(example, 104) + rr(ptr, 104, b"raw\x01text"),
+        header(0x1246, 0x8180, 1, 1, 0, 1) + question(example) + rr(ptr, 1, bytes([198, 51, 100, 7]))
+        + opt(eopt(8, b"\x00\x01\x18\x00\xc6\x33\x64") + eopt(10, bytes(range(8))) + eopt(11, b"\x00\x96")
+              + eopt(9, b"\x00\x00\x0e\x10") + eopt(12, bytes(5)) + eopt(5, b"\x08\x0d\x63") + eopt(6, b"\x01\x09")
+              + eopt(7, b"\x01") + eopt(3, b"ns1") + eopt(13, name(b"a")) + eopt(99, b"\xab"), flags=0x8000),
+        header(0x1247, 0x8180, 1, 0, 0, 1) + question(example) + opt(eopt(8, b"\x00\x03\x00\x00") + eopt(10, bytes(9))
+                                                                    + eopt(11, b"\x01")),
+        header(0x1248, 0x8181, 1, 0, 0, 1) + question(example) + opt(ext=1),
+        header(0x1249, 0x8187, 1, 0, 0, 1) + question(example) + opt(ext=0x10),
+        header(0x124a, 0xfdbf, 1, 0),
+        header(0x124b, 0x8180, 1, 1) + question(name(b"\x01\x7f\xe9ok", b"a b")) + rr(ptr, 1, bytes(4)),
+        header(0x124c, 0x8180, 1, 1) + question(b"\x41\x08\xab\x00") + rr(ptr, 1, bytes(4)),
+        header(0x124d, 0x0100) + question(b"\x42\x08\x00"),
+        header(0x124e, 0x0100) + question(b"\x03abc\x80"),
+        header(0x124f, 0x0100) + question(b"\x03abc\xc0\x20"),
+        header(0x1250, 0x0100) + question(name(*[b"x" * 63] * 5)),
+        header(0x1251, 0x8180, 1, 2) + question(example) + rr(ptr, 1, bytes([1, 2])) + rr(ptr, 1, bytes(4)),
+        header(0x1252, 0x8180, 1, 1) + question(example) + rr(ptr, 1, bytes(4))[:-2],
+        b"\x12\x53\x01",
+        # OPT records in the answer section: tcpdump prints their options there.
+        header(0x1254, 0x8180, 1, 3) + question(example)
+        + opt(eopt(8, b"\x00\x01\x18\x00\xc6\x33\x64") + eopt(10, bytes(range(8))) + eopt(11, b"\x00\x96")
+              + eopt(9, b"\x00\x00\x0e\x10") + eopt(12, bytes(5)) + eopt(5, b"\x08\x0d\x63\x00") + eopt(6, b"\x01\x09")
+              + eopt(7, b"\x01\x02") + eopt(3, b"ns1") + eopt(13, name(b"a")) + eopt(99, b"\xab") + eopt(4, b""),
+              flags=0x8000)
+        + opt(eopt(8, b"\x00\x03\x00\x00") + eopt(8, b"\x00\x02\x40\x00" + bytes(8)) + eopt(10, bytes(9))
+              + eopt(10, bytes(24)) + eopt(11, b"\x01") + eopt(9, b"\x01"))
+        + opt(eopt(8, b"\x00\x02\x40\x00\x20\x01\x0d\xb8\x00\x00\x00\x00")),
+        header(0x1255, 0x8180, 1, 1) + question(example) + opt(eopt(3, b"abcdef")[:-2]),
+    ]
+    frames = [(udp_frame(m), None) for m in messages]
+    frames.append((udp_frame(answer, 53, 41053, s, c), None))
+    frames.append((udp_frame(header(0, 0x0000, 1) + question(name(b"host", b"local"), 1, 0x8001), 5353, 5353), None))
+    frames.append((udp_frame(header(0, 0x8400, 0, 1) + rr(name(b"host", b"local"), 1, bytes([198, 18, 0, 1]), 0x8001),
+                             5353, 5353), None))
+
+    def tcp_frame(payload, prefix=None):
+        seg = struct.pack("!H", len(payload) if prefix is None else prefix) + payload
+        return T.ipv4(c, s, T.tcp(41054, 53, 0x18, 1000, 2000, payload=seg))
+
+    frames += [(tcp_frame(messages[0]), None), (tcp_frame(answer), None), (tcp_frame(answer, 7), None),
+               (T.ipv4(c, s, T.tcp(41054, 53, 0x18, 1000, 2000, payload=b"\x00")), None)]
+    cut = udp_frame(messages[15])
+    frames += [(cut, n) for n in range(40, len(cut))]
+    return frames
+
+
 def header_cuts():
     """A TCP SYN with options over IPv4 and IPv6, and a UDP datagram, cut at
     every length: every truncation mark and its spacing."""
@@ -329,7 +429,7 @@ def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
-    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + encapsulation_frames() + header_cuts())
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + encapsulation_frames() + dns_frames() + header_cuts())
     for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"], ["-e"], ["-e", "-q"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))

@@ -1,0 +1,849 @@
+// DNS as tcpdump 4.99.3 prints it without -v: a query as
+// "ID+ [1au] A? example.com. (40)", a response as
+// "ID*- 2/0/1 A 93.184.216.34, RRSIG (227)", with its names, record data,
+// EDNS options and malformations in tcpdump's words. Used for UDP and TCP
+// port 53 and mDNS (UDP 5353).
+#include "text/layers.hpp"
+
+#include <iterator>
+
+namespace xdpcap::text::detail {
+
+using namespace std::string_view_literals;
+
+namespace {
+
+// Offsets into the message; kNone where tcpdump's printer returns NULL.
+constexpr size_t kNone = static_cast<size_t>(-1);
+constexpr size_t kMaxNameChars = 255;
+// Past this much DNS text the line ends as cut: tcpdump prints every record
+// however many there are; the line must stay within its bound.
+constexpr size_t kMaxDnsText = 4096;
+
+enum : uint16_t {
+    kTypeA = 1, kTypeNs = 2, kTypeCname = 5, kTypeSoa = 6, kTypePtr = 12, kTypeMx = 15, kTypeTxt = 16,
+    kTypeAaaa = 28, kTypeSrv = 33, kTypeA6 = 38, kTypeDname = 39, kTypeOpt = 41, kTypeUnspecA = 104,
+    kTypeTsig = 250, kTypeUri = 256,
+};
+constexpr uint16_t kClassIn = 1;
+
+const char* type_name(uint16_t type) noexcept
+{
+    switch (type) {
+    case 1: return "A";
+    case 2: return "NS";
+    case 3: return "MD";
+    case 4: return "MF";
+    case 5: return "CNAME";
+    case 6: return "SOA";
+    case 7: return "MB";
+    case 8: return "MG";
+    case 9: return "MR";
+    case 10: return "NULL";
+    case 11: return "WKS";
+    case 12: return "PTR";
+    case 13: return "HINFO";
+    case 14: return "MINFO";
+    case 15: return "MX";
+    case 16: return "TXT";
+    case 17: return "RP";
+    case 18: return "AFSDB";
+    case 19: return "X25";
+    case 20: return "ISDN";
+    case 21: return "RT";
+    case 22: return "NSAP";
+    case 23: return "NSAP_PTR";
+    case 24: return "SIG";
+    case 25: return "KEY";
+    case 26: return "PX";
+    case 27: return "GPOS";
+    case 28: return "AAAA";
+    case 29: return "LOC";
+    case 30: return "NXT";
+    case 31: return "EID";
+    case 32: return "NIMLOC";
+    case 33: return "SRV";
+    case 34: return "ATMA";
+    case 35: return "NAPTR";
+    case 36: return "KX";
+    case 37: return "CERT";
+    case 38: return "A6";
+    case 39: return "DNAME";
+    case 40: return "SINK";
+    case 41: return "OPT";
+    case 42: return "APL";
+    case 43: return "DS";
+    case 44: return "SSHFP";
+    case 45: return "IPSECKEY";
+    case 46: return "RRSIG";
+    case 47: return "NSEC";
+    case 48: return "DNSKEY";
+    case 99: return "SPF";
+    case 100: return "UINFO";
+    case 101: return "UID";
+    case 102: return "GID";
+    case 103: return "UNSPEC";
+    case 104: return "UNSPECA";
+    case 249: return "TKEY";
+    case 250: return "TSIG";
+    case 251: return "IXFR";
+    case 252: return "AXFR";
+    case 253: return "MAILB";
+    case 254: return "MAILA";
+    case 255: return "ANY";
+    case 256: return "URI";
+    default: return nullptr;
+    }
+}
+
+void put_type(Writer& w, uint16_t type) noexcept
+{
+    w.put(' ');
+    if (const char* name = type_name(type)) {
+        w.put(std::string_view(name));
+    } else {
+        w.put("Type"sv);
+        w.dec(type);
+    }
+}
+
+void put_class(Writer& w, uint16_t cls) noexcept
+{
+    w.put(' ');
+    switch (cls) {
+    case 1: w.put("IN"sv); return;
+    case 3: w.put("CHAOS"sv); return;
+    case 4: w.put("HS"sv); return;
+    case 255: w.put("ANY"sv); return;
+    default:
+        w.put("(Class "sv);
+        w.dec(cls);
+        w.put(')');
+        return;
+    }
+}
+
+// tcpdump's rendering of a byte in names and strings: M- for the high
+// bit, ^ for control characters.
+void put_char(Writer& w, uint8_t c) noexcept
+{
+    if (c >= 0x80) {
+        c &= 0x7f;
+        w.put("M-"sv);
+    }
+    if (c < 0x20 || c == 0x7f) {
+        c ^= 0x40;
+        w.put('^');
+    }
+    w.put(static_cast<char>(c));
+}
+
+// Up to `n` bytes from `at`, stopping at the end of the capture: false if
+// that came first.
+bool put_chars(Writer& w, const Bytes& m, size_t at, size_t n) noexcept
+{
+    for (; n > 0 && at < m.size; --n, ++at)
+        put_char(w, m.u8(at));
+    return n == 0;
+}
+
+// Past a name (tcpdump's ns_nskip): where the next field starts.
+size_t skip_name(const Bytes& m, size_t at) noexcept
+{
+    if (!m.has(at, 1))
+        return kNone;
+    uint8_t i = m.u8(at++);
+    while (i) {
+        switch (i & 0xc0) {
+        case 0xc0:
+            return at + 1;
+        case 0x40: {
+            if ((i & 0x3f) != 1 || !m.has(at, 1))
+                return kNone;
+            const size_t bits = m.u8(at) ? m.u8(at) : 256;
+            at += 1 + (bits + 7) / 8;
+            break;
+        }
+        case 0x80:
+            return kNone;
+        default:
+            at += i;
+            break;
+        }
+        if (!m.has(at, 1))
+            return kNone;
+        i = m.u8(at++);
+    }
+    return at;
+}
+
+// The length tcpdump gives the label at `at` (its labellen); -1 where it
+// is unusable, with its words for why.
+long label_length(Writer& w, const Bytes& m, size_t at) noexcept
+{
+    if (!m.has(at, 1))
+        return -1;
+    const uint8_t i = m.u8(at);
+    switch (i & 0xc0) {
+    case 0x40: {
+        if ((i & 0x3f) != 1) {
+            w.put("<ELT "sv);
+            w.dec(i & 0x3f);
+            w.put('>');
+            return -1;
+        }
+        if (!m.has(at + 1, 1))
+            return -1;
+        const long bits = m.u8(at + 1) ? m.u8(at + 1) : 256;
+        return (bits + 7) / 8 + 1;
+    }
+    case 0x80:
+        w.put("<BAD LABEL TYPE>"sv);
+        return -1;
+    default:
+        return i;
+    }
+}
+
+// An EDNS0 bit-string label: "\[x0a1b/16]". False where tcpdump's reads
+// leave the capture.
+bool put_bit_label(Writer& w, const Bytes& m, size_t at) noexcept
+{
+    if (!m.has(at, 1))
+        return false;
+    const size_t bits = m.u8(at) ? m.u8(at) : 256;
+    const size_t end = at + 1 + (bits + 3) / 4;
+    w.put("\\[x"sv);
+    size_t p = at + 1;
+    size_t left = bits;
+    for (; p < end && left > 7; left -= 8, ++p) {
+        if (!m.has(p, 1))
+            return false;
+        w.hex_byte(m.u8(p));
+    }
+    if (left > 4) {
+        if (!m.has(p, 1))
+            return false;
+        w.hex_byte(static_cast<uint8_t>(m.u8(p) & (0xff << (8 - left))));
+    } else if (left > 0) {
+        if (!m.has(p, 1))
+            return false;
+        w.hex(((m.u8(p) >> 4) & 0x0fu) & (0x0fu << (4 - left)));
+    }
+    w.put('/');
+    w.dec(bits);
+    w.put(']');
+    return true;
+}
+
+// A name as tcpdump's fqdn_print writes it, compression pointers followed
+// (backwards only). `base`: where pointers count from. Returns the offset
+// after the name where it was written, or kNone.
+size_t put_name(Writer& w, const Bytes& m, size_t at, size_t base) noexcept
+{
+    long l = label_length(w, m, at);
+    if (l < 0 || !m.has(at, 1))
+        return kNone;
+    // tcpdump keeps this as an unsigned difference: a base after the name
+    // (EDNS CHAIN) lets any pointer through.
+    uint32_t max_offset = static_cast<uint32_t>(at - base);
+    uint8_t i = m.u8(at++);
+    size_t after = kNone;
+    bool compressed = false;
+    if ((i & 0xc0) != 0xc0)
+        after = at + static_cast<size_t>(l);
+    if (i == 0) {
+        w.put('.');
+        return after;
+    }
+    size_t name_chars = 0;
+    while (i && at < m.size) {
+        switch (i & 0xc0) {
+        case 0xc0: {
+            if (!compressed) {
+                after = at + 1;
+                compressed = true;
+            }
+            if (!m.has(at, 1))
+                return kNone;
+            const uint32_t offset = ((uint32_t{i} << 8) | m.u8(at)) & 0x3fffu;
+            if (offset >= max_offset) {
+                w.put("<BAD PTR>"sv);
+                return kNone;
+            }
+            max_offset = offset;
+            at = base + offset;
+            if (!m.has(at, 1))
+                return kNone;
+            i = m.u8(at);
+            l = label_length(w, m, at);
+            if (l < 0)
+                return kNone;
+            ++at;
+            continue;
+        }
+        case 0x40:
+            if ((i & 0x3f) != 1) {
+                w.put("<ELT "sv);
+                w.dec(i & 0x3f);
+                w.put('>');
+                return kNone;
+            }
+            if (!put_bit_label(w, m, at))
+                return kNone;
+            break;
+        case 0x80:
+            w.put("<BAD LABEL TYPE>"sv);
+            return kNone;
+        default:
+            if (name_chars + static_cast<size_t>(l) <= kMaxNameChars) {
+                if (!put_chars(w, m, at, static_cast<size_t>(l)))
+                    return kNone;
+            } else if (name_chars < kMaxNameChars) {
+                if (!put_chars(w, m, at, kMaxNameChars - name_chars))
+                    return kNone;
+            }
+            name_chars += static_cast<size_t>(l);
+            break;
+        }
+        at += static_cast<size_t>(l);
+        if (name_chars <= kMaxNameChars)
+            w.put('.');
+        ++name_chars;
+        if (!m.has(at, 1))
+            return kNone;
+        i = m.u8(at);
+        l = label_length(w, m, at);
+        if (l < 0)
+            return kNone;
+        ++at;
+        if (!compressed)
+            after += static_cast<size_t>(l) + 1;
+    }
+    if (name_chars > kMaxNameChars)
+        w.put("<DOMAIN NAME TOO LONG>"sv);
+    return after;
+}
+
+const char* algorithm_name(uint16_t option, uint8_t algorithm) noexcept
+{
+    if (option == 5) { // DAU
+        switch (algorithm) {
+        case 0: return "DELETE";
+        case 1: return "RSAMD5";
+        case 2: return "DH";
+        case 3: return "DS";
+        case 5: return "RSASHA1";
+        case 6: return "DSA-NSEC3-SHA1";
+        case 7: return "RSASHA1-NSEC3-SHA1";
+        case 8: return "RSASHA256";
+        case 10: return "RSASHA512";
+        case 12: return "ECC-GOST";
+        case 13: return "ECDSAP256SHA256";
+        case 14: return "ECDSAP384SHA384";
+        case 15: return "ED25519";
+        case 16: return "ED448";
+        case 252: return "INDIRECT";
+        case 253: return "PRIVATEDNS";
+        case 254: return "PRIVATEOID";
+        default: return nullptr;
+        }
+    }
+    if (option == 6) { // DHU
+        switch (algorithm) {
+        case 1: return "SHA-1";
+        case 2: return "SHA-256";
+        case 3: return "GOST_R_34.11-94";
+        case 4: return "SHA-384";
+        default: return nullptr;
+        }
+    }
+    return algorithm == 1 ? "SHA-1" : nullptr; // N3U
+}
+
+const char* option_name(uint16_t option) noexcept
+{
+    switch (option) {
+    case 1: return "LLQ";
+    case 2: return "UL";
+    case 3: return "NSID";
+    case 5: return "DAU";
+    case 6: return "DHU";
+    case 7: return "N3U";
+    case 8: return "ECS";
+    case 9: return "EXPIRE";
+    case 10: return "COOKIE";
+    case 11: return "KEEPALIVE";
+    case 12: return "PADDING";
+    case 13: return "CHAIN";
+    case 14: return "KEY-TAG";
+    case 16: return "CLIENT-TAG";
+    case 17: return "SERVER-TAG";
+    default: return nullptr;
+    }
+}
+
+void put_client_subnet(Writer& w, const Bytes& m, size_t at, size_t length) noexcept
+{
+    if (length < 4) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    const uint16_t family = m.u16(at);
+    const size_t source = m.u8(at + 2);
+    const size_t scope = m.u8(at + 3);
+    const size_t bits = family == 1 ? 32 : family == 2 ? 128 : 0;
+    if (bits == 0 || length - 4 > bits / 8 || source > bits || scope > bits || (source + 7) / 8 != length - 4) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    uint8_t address[16] = {};
+    for (size_t i = 0; i < length - 4; ++i)
+        address[i] = m.u8(at + 4 + i);
+    w.put(family == 1 ? ipv4_text(address).view() : ipv6_text(address).view());
+    w.put('/');
+    w.dec(source);
+    w.put('/');
+    w.dec(scope);
+}
+
+// One EDNS option (tcpdump's eopt_print); the offset after it, or kNone.
+size_t put_option(Writer& w, const Bytes& m, size_t at) noexcept
+{
+    if (!m.has(at, 2))
+        return kNone;
+    const uint16_t option = m.u16(at);
+    at += 2;
+    if (const char* name = option_name(option)) {
+        w.put(std::string_view(name));
+    } else {
+        w.put("Opt"sv);
+        w.dec(option);
+    }
+    if (!m.has(at, 2))
+        return kNone;
+    const size_t length = m.u16(at);
+    at += 2;
+    if (!m.has(at, length))
+        return kNone;
+    if (length == 0)
+        return at;
+    w.put(' ');
+    switch (option) {
+    case 8:
+        put_client_subnet(w, m, at, length);
+        break;
+    case 10:
+        if (length < 8 || (length > 8 && length < 16) || length > 40) {
+            w.put(" (invalid)"sv);
+            break;
+        }
+        for (size_t i = 0; i < length; ++i) {
+            if (i == 8)
+                w.put(' ');
+            w.hex_byte(m.u8(at + i));
+        }
+        break;
+    case 11:
+        if (length != 2) {
+            w.put(" (invalid)"sv);
+            break;
+        }
+        // Units of 100 ms, in seconds with one decimal.
+        w.dec(m.u16(at) / 10u);
+        w.put('.');
+        w.dec(m.u16(at) % 10u);
+        w.put(" sec"sv);
+        break;
+    case 9:
+        if (length != 4) {
+            w.put(" (invalid)"sv);
+            break;
+        }
+        w.dec(m.u32(at));
+        w.put(" sec"sv);
+        break;
+    case 12:
+        w.put('(');
+        w.dec(length);
+        w.put(')');
+        break;
+    case 5:
+    case 6:
+    case 7:
+        for (size_t i = 0; i < length; ++i) {
+            if (i > 0)
+                w.put(' ');
+            if (const char* name = algorithm_name(option, m.u8(at + i))) {
+                w.put(std::string_view(name));
+            } else {
+                w.put("Alg_"sv);
+                w.dec(m.u8(at + i));
+            }
+        }
+        break;
+    case 13:
+        put_name(w, m, at, at + length);
+        break;
+    default:
+        for (size_t i = 0; i < length; ++i)
+            w.hex_byte(m.u8(at + i));
+        break;
+    }
+    return at + length;
+}
+
+// A question (tcpdump's ns_qprint): " A? example.com.".
+size_t put_question(Writer& w, const Bytes& m, size_t at, bool mdns) noexcept
+{
+    const size_t name = at;
+    at = skip_name(m, at);
+    if (at == kNone || !m.has(at, 4))
+        return kNone;
+    put_type(w, m.u16(at));
+    const uint16_t raw_class = m.u16(at + 2);
+    const uint16_t cls = mdns ? raw_class & 0x7fff : raw_class;
+    if (cls != kClassIn)
+        put_class(w, cls);
+    if (mdns)
+        w.put(raw_class & 0x8000 ? " (QU)"sv : " (QM)"sv);
+    w.put("? "sv);
+    const size_t after = put_name(w, m, name, 0);
+    return after == kNone ? kNone : after + 4;
+}
+
+// A record (tcpdump's ns_rprint without -v): its type and data. Returns
+// the offset after it, m.size where the record's fixed part was not
+// captured (the caller stops quietly), or kNone.
+// Past `limit` (bytes of the line) the record is abandoned as cut.
+size_t put_record(Writer& w, const Bytes& m, size_t at, bool mdns, size_t limit) noexcept
+{
+    at = skip_name(m, at);
+    if (at == kNone || !m.has(at, 10))
+        return m.size;
+    const uint16_t type = m.u16(at);
+    const uint16_t raw_class = m.u16(at + 2);
+    const uint16_t cls = mdns ? raw_class & 0x7fff : raw_class;
+    if (cls != kClassIn && type != kTypeOpt)
+        put_class(w, cls);
+    if (mdns && (raw_class & 0x8000))
+        w.put(" (Cache flush)"sv);
+    const uint16_t opt_flags = m.u16(at + 6);
+    const size_t length = m.u16(at + 8);
+    at += 10;
+    const size_t end = at + length;
+    put_type(w, type);
+    if (end > m.size)
+        return kNone;
+    switch (type) {
+    case kTypeA:
+        if (!m.has(at, 4))
+            return kNone;
+        w.put(' ');
+        w.put(ipv4_text(m.data + at).view());
+        break;
+    case kTypeNs:
+    case kTypeCname:
+    case kTypePtr:
+    case kTypeDname:
+        w.put(' ');
+        if (put_name(w, m, at, 0) == kNone)
+            return kNone;
+        break;
+    case kTypeMx:
+        w.put(' ');
+        if (!m.has(at, 2) || put_name(w, m, at + 2, 0) == kNone)
+            return kNone;
+        w.put(' ');
+        w.dec(m.u16(at));
+        break;
+    case kTypeTxt:
+        while (at < end) {
+            if (w.size() > limit)
+                return kNone;
+            w.put(" \""sv);
+            if (!m.has(at, 1))
+                return kNone;
+            const size_t n = m.u8(at);
+            if (!put_chars(w, m, at + 1, n))
+                return kNone;
+            at += 1 + n;
+            w.put('"');
+        }
+        break;
+    case kTypeSrv:
+        w.put(' ');
+        if (!m.has(at, 6) || put_name(w, m, at + 6, 0) == kNone)
+            return kNone;
+        w.put(':');
+        w.dec(m.u16(at + 4));
+        w.put(' ');
+        w.dec(m.u16(at));
+        w.put(' ');
+        w.dec(m.u16(at + 2));
+        break;
+    case kTypeAaaa:
+        if (!m.has(at, 16))
+            return kNone;
+        w.put(' ');
+        w.put(ipv6_text(m.data + at).view());
+        break;
+    case kTypeA6: {
+        if (!m.has(at, 1))
+            return kNone;
+        const size_t prefix = m.u8(at);
+        const size_t skip = (prefix & ~size_t{7}) / 8;
+        if (prefix > 128) {
+            w.put(' ');
+            w.dec(prefix);
+            w.put("(bad plen)"sv);
+            break;
+        }
+        if (prefix < 128) {
+            if (!m.has(at + 1, 16 - skip))
+                return kNone;
+            uint8_t address[16] = {};
+            for (size_t i = skip; i < 16; ++i)
+                address[i] = m.u8(at + 1 + i - skip);
+            w.put(' ');
+            w.dec(prefix);
+            w.put(' ');
+            w.put(ipv6_text(address).view());
+        }
+        if (prefix > 0) {
+            w.put(' ');
+            if (put_name(w, m, at + 1 + 16 - skip, 0) == kNone)
+                return kNone;
+        }
+        break;
+    }
+    case kTypeUri:
+        if (!m.has(at, length) || !m.has(at, 4))
+            return kNone;
+        w.put(' ');
+        w.dec(m.u16(at));
+        w.put(' ');
+        w.dec(m.u16(at + 2));
+        w.put(' ');
+        // A length under 4 wraps around in tcpdump: all that was captured.
+        if (!put_chars(w, m, at + 4, length >= 4 ? length - 4 : m.size))
+            return kNone;
+        break;
+    case kTypeOpt:
+        w.put(" UDPsize="sv);
+        w.dec(cls);
+        if (opt_flags & 0x8000)
+            w.put(" DO"sv);
+        if (at < end) {
+            w.put(" ["sv);
+            while (at < end) {
+                if (w.size() > limit)
+                    return kNone;
+                at = put_option(w, m, at);
+                if (at == kNone)
+                    return kNone;
+                if (at < end)
+                    w.put(',');
+            }
+            w.put(']');
+        }
+        break;
+    case kTypeUnspecA:
+        if (!m.has(at, length) || !put_chars(w, m, at, length))
+            return kNone;
+        break;
+    default: // SOA and TSIG show their data with -v only
+        break;
+    }
+    return end;
+}
+
+} // namespace
+
+void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns) noexcept
+{
+    const size_t start = w.size();
+    const auto truncated = [&] { put_truncated(w, "domain"sv); };
+    Bytes m = payload;
+    if (over_tcp) {
+        if (length < 2) {
+            w.put(" [DNS over TCP: length "sv);
+            w.dec(length);
+            w.put(" < 2] (invalid)"sv);
+            return;
+        }
+        length -= 2;
+        if (!m.has(0, 2))
+            return truncated();
+        if (m.u16(0) != length) {
+            w.put(" [prefix length("sv);
+            w.dec(m.u16(0));
+            w.put(") != length("sv);
+            w.dec(length);
+            w.put(")] (invalid)"sv);
+            return;
+        }
+        m = m.from(2);
+        w.put(' ');
+    }
+    if (length < 12) {
+        w.put("domain [length "sv);
+        w.dec(length);
+        w.put(" < 12] (invalid)"sv);
+        return;
+    }
+    if (!m.has(0, 12))
+        return truncated();
+    const uint16_t flags = m.u16(2);
+    size_t questions = m.u16(4);
+    size_t answers = m.u16(6);
+    const size_t authorities = m.u16(8);
+    const size_t additionals = m.u16(10);
+
+    // The OPT record's extended response code, found as tcpdump finds it.
+    unsigned rcode = flags & 0xfu;
+    size_t at = 12;
+    bool scanning = true;
+    for (size_t i = 0; scanning && i < questions; ++i) {
+        at = skip_name(m, at);
+        if (at == kNone || (at += 4) >= m.size)
+            scanning = false;
+    }
+    for (size_t i = 0; scanning && i < answers + authorities; ++i) {
+        at = skip_name(m, at);
+        if (at == kNone || (at += 8) + 2 > m.size) {
+            scanning = false;
+            break;
+        }
+        at += 2 + m.u16(at);
+        if (at >= m.size)
+            scanning = false;
+    }
+    for (size_t i = 0; scanning && i < additionals; ++i) {
+        at = skip_name(m, at);
+        if (at == kNone || at + 2 > m.size)
+            break;
+        const uint16_t type = m.u16(at);
+        at += 4;
+        if (at + 1 > m.size)
+            break;
+        if (type == kTypeOpt) {
+            rcode |= unsigned{m.u8(at)} << 4;
+            break;
+        }
+        at += 4;
+        if (at + 2 > m.size)
+            break;
+        at += 2 + m.u16(at);
+        if (at >= m.size)
+            break;
+    }
+
+    static constexpr std::string_view kOpcodes[16] = {
+        ""sv, " inv_q"sv, " stat"sv, " op3"sv, " notify"sv, " update"sv, " op6"sv, " op7"sv,
+        " op8"sv, " updateA"sv, " updateD"sv, " updateDA"sv, " updateM"sv, " updateMA"sv, " zoneInit"sv, " zoneRef"sv,
+    };
+    const unsigned opcode = (flags >> 11) & 0xfu;
+    w.dec(m.u16(0));
+    w.put(kOpcodes[opcode]);
+    at = 12;
+    if (flags & 0x8000) {
+        static constexpr std::string_view kResponses[24] = {
+            ""sv, " FormErr"sv, " ServFail"sv, " NXDomain"sv, " NotImp"sv, " Refused"sv, " YXDomain"sv,
+            " YXRRSet"sv, " NXRRSet"sv, " NotAuth"sv, " NotZone"sv, " Resp11"sv, " Resp12"sv, " Resp13"sv,
+            " Resp14"sv, " NoChange"sv, " BadVers"sv, "Resp17"sv, " Resp18"sv, " Resp19"sv, " Resp20"sv,
+            "Resp21"sv, " Resp22"sv, " BadCookie"sv,
+        };
+        if (rcode < std::size(kResponses)) {
+            w.put(kResponses[rcode]);
+        } else {
+            w.put(" Resp"sv);
+            w.dec(rcode & 0xfffu);
+        }
+        if (flags & 0x0400)
+            w.put('*');
+        if (!(flags & 0x0080))
+            w.put('-');
+        if (flags & 0x0200)
+            w.put('|');
+        if (flags & 0x0020)
+            w.put('$');
+        if (questions != 1) {
+            w.put(" ["sv);
+            w.dec(questions);
+            w.put("q]"sv);
+        }
+        for (size_t i = 0; i < questions; ++i) {
+            if (i != 0)
+                w.put(',');
+            at = skip_name(m, at);
+            if (at == kNone)
+                return truncated();
+            at += 4;
+        }
+        w.put(' ');
+        w.dec(answers);
+        w.put('/');
+        w.dec(authorities);
+        w.put('/');
+        w.dec(additionals);
+        for (bool first = true; answers > 0 && (first || at < m.size); first = false) {
+            if (w.size() - start > kMaxDnsText)
+                return truncated();
+            if (!first)
+                w.put(',');
+            at = put_record(w, m, at, mdns, start + kMaxDnsText);
+            if (at == kNone)
+                return truncated();
+            --answers;
+        }
+        if (answers > 0)
+            return truncated();
+    } else {
+        if (flags & 0x0100)
+            w.put('+');
+        if (flags & 0x0010)
+            w.put('%');
+        if (flags & 0x6cf) {
+            w.put(" [b2&3=0x"sv);
+            w.hex(flags);
+            w.put(']');
+        }
+        const auto bracket = [&](size_t n, std::string_view what) {
+            w.put(" ["sv);
+            w.dec(n);
+            w.put(what);
+            w.put(']');
+        };
+        if (opcode == 1) { // an inverse query
+            if (questions)
+                bracket(questions, "q"sv);
+            if (answers != 1)
+                bracket(answers, "a"sv);
+        } else {
+            if (answers)
+                bracket(answers, "a"sv);
+            if (questions != 1)
+                bracket(questions, "q"sv);
+        }
+        if (authorities)
+            bracket(authorities, "n"sv);
+        if (additionals)
+            bracket(additionals, "au"sv);
+        for (bool first = true; questions > 0 && (first || at < m.size); first = false) {
+            if (w.size() - start > kMaxDnsText)
+                return truncated();
+            at = put_question(w, m, at, mdns);
+            if (at == kNone)
+                return truncated();
+            --questions;
+        }
+        if (questions > 0)
+            return truncated();
+    }
+    w.put(" ("sv);
+    w.dec(length);
+    w.put(')');
+}
+
+} // namespace xdpcap::text::detail
