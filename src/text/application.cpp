@@ -113,20 +113,27 @@ constexpr std::string_view kHttpMethods[] = {
 // (LF or CR LF) or runs to the end of the data in printable text, then
 // marked as cut short (as tcpdump 4.99 does); nothing for a CR without LF
 // or a byte that is no text. False: the line runs past what was captured.
-bool print_first_line(Writer& w, std::string_view prefix, const Text& t) noexcept
+// `capture_ended`: false returned because the capture ended (tcpdump then
+// abandons the packet) rather than the segment.
+bool print_first_line(Writer& w, std::string_view prefix, const Text& t, bool& capture_ended) noexcept
 {
+    capture_ended = false;
     size_t end = 0;
     for (; end < t.length; ++end) {
-        if (end >= t.captured)
+        if (end >= t.captured) {
+            capture_ended = true;
             return false;
+        }
         const uint8_t c = t.data[end];
         if (c == '\n')
             break;
         if (c == '\r') {
             if (end + 1 >= t.length)
                 return true;
-            if (end + 1 >= t.captured)
+            if (end + 1 >= t.captured) {
+                capture_ended = true;
                 return false;
+            }
             if (t.data[end + 1] == '\n')
                 break;
             return true;
@@ -139,7 +146,7 @@ bool print_first_line(Writer& w, std::string_view prefix, const Text& t) noexcep
     return end < t.length;
 }
 
-void print_http(Writer& w, const Text& t) noexcept
+void print_http(Writer& w, const Text& t, const DecodeOptions& o) noexcept
 {
     std::array<char, 128> token;
     size_t token_length = 0;
@@ -156,16 +163,23 @@ void print_http(Writer& w, const Text& t) noexcept
             recognised = true;
     }
     w.put("HTTP"sv);
-    if (recognised && !print_first_line(w, ": "sv, t))
-        w.put(" [|http]"sv);
+    bool capture_ended = false;
+    if (recognised && !print_first_line(w, ": "sv, t, capture_ended)) {
+        if (capture_ended)
+            detail::put_abandoned(w, "http"sv, o);
+        else
+            w.put(" [|http]"sv);
+    }
 }
 
-void print_ssh(Writer& w, const Text& t) noexcept
+// Every cut of the banner is a read past the capture: tcpdump abandons the
+// packet (DecodeOptions::abandoned).
+void print_ssh(Writer& w, const Text& t, const DecodeOptions& o) noexcept
 {
     constexpr std::string_view kBanner = "SSH-";
     for (size_t i = 0; i < kBanner.size(); ++i) {
         if (i >= t.captured) {
-            w.put(" [|ssh]"sv);
+            detail::put_abandoned(w, "ssh"sv, o);
             return;
         }
         if (t.data[i] != kBanner[i])
@@ -174,7 +188,7 @@ void print_ssh(Writer& w, const Text& t) noexcept
     // The banner line, printed only when it ends within the segment.
     for (size_t end = kBanner.size(); end < t.length; ++end) {
         if (end >= t.captured) {
-            w.put(" [|ssh]"sv);
+            detail::put_abandoned(w, "ssh"sv, o);
             return;
         }
         const uint8_t c = t.data[end];
@@ -184,7 +198,7 @@ void print_ssh(Writer& w, const Text& t) noexcept
             return;
         }
         if (c == '\r' && end + 1 < t.length && end + 1 >= t.captured) {
-            w.put(" [|ssh]"sv);
+            detail::put_abandoned(w, "ssh"sv, o);
             return;
         }
         if (!printable(c))
@@ -195,16 +209,16 @@ void print_ssh(Writer& w, const Text& t) noexcept
 } // namespace
 
 void print_tcp_application(Writer& w, uint16_t source_port, uint16_t destination_port, const uint8_t* payload,
-                           size_t captured, uint32_t length) noexcept
+                           size_t captured, uint32_t length, const DecodeOptions& o) noexcept
 {
     const Text text{payload, captured, length};
     switch (application_of(source_port, destination_port)) {
     case TcpApplication::Http:
         w.put(": "sv);
-        print_http(w, text);
+        print_http(w, text, o);
         return;
     case TcpApplication::Ssh:
-        print_ssh(w, text);
+        print_ssh(w, text, o);
         return;
     case TcpApplication::Dns:
         detail::print_dns(w, detail::Bytes{payload, captured}, length, true, false);

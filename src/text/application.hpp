@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "text/decode.hpp"
 #include "text/writer.hpp"
 
 namespace xdpcap::text {
@@ -14,6 +15,6 @@ namespace xdpcap::text {
 // by the headers (captured or not). Prints nothing for other ports, and
 // what tcpdump prints for a cut payload (" [|http]").
 void print_tcp_application(Writer& w, uint16_t source_port, uint16_t destination_port, const uint8_t* payload,
-                           size_t captured, uint32_t length) noexcept;
+                           size_t captured, uint32_t length, const DecodeOptions& o) noexcept;
 
 } // namespace xdpcap::text

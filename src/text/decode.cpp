@@ -171,7 +171,12 @@ size_t print_ethernet(Writer& w, const Bytes& frame, size_t frame_length, const 
 size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t origlen,
                     const DecodeOptions& o) noexcept
 {
-    return detail::print_ethernet(w, detail::Bytes{data, caplen}, origlen < caplen ? caplen : origlen, o);
+    bool abandoned = false;
+    DecodeOptions options = o;
+    options.abandoned = &abandoned;
+    const size_t link_length =
+        detail::print_ethernet(w, detail::Bytes{data, caplen}, origlen < caplen ? caplen : origlen, options);
+    return abandoned ? 0 : link_length;
 }
 
 void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_length, const DecodeOptions& o) noexcept
@@ -183,13 +188,14 @@ void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_len
     const uint8_t* bytes = data + start;
     const size_t n = caplen - start;
     if (!o.hex_ascii && !o.hex) {
-        // ASCII: line breaks kept (a CR before LF dropped), other
-        // unprintable bytes as '.'.
+        // ASCII: line breaks kept, other unprintable bytes as '.'. A CR is
+        // a '.' only with two bytes or more after it, the next not a LF
+        // (tcpdump's rule, which drops CRs near the end).
         w.put('\n');
         for (size_t i = 0; i < n; ++i) {
             const uint8_t c = bytes[i];
             if (c == '\r') {
-                if (i + 1 == n || bytes[i + 1] != '\n')
+                if (n - i - 1 > 1 && bytes[i + 1] != '\n')
                     w.put('.');
             } else if ((c >= 0x21 && c <= 0x7e) || c == ' ' || c == '\t' || c == '\n') {
                 w.put(static_cast<char>(c));

@@ -27,6 +27,10 @@ struct DecodeOptions {
     // Set by the decoder: how many encapsulations (GRE, IP in IP, VXLAN,
     // Geneve, MPLS) enclose the packet being decoded.
     uint8_t depth = 0;
+    // Set by the decoder where tcpdump's printer abandons the whole packet
+    // (its longjmp out of a read past the capture) rather than printing its
+    // own mark: tcpdump's -x/-X then dump the frame from its first byte.
+    bool* abandoned = nullptr;
 };
 
 // Most bytes decode_frame() writes apart from the hex dump of data it does

@@ -1,6 +1,8 @@
 // The encapsulations of XDP load balancers and overlays, as tcpdump 4.99
 // prints them without -v: GRE (versions 0 and 1, with PPTP's PPP), VXLAN,
-// OTV, Geneve and MPLS, each followed by the packet it carries.
+// OTV, Geneve and MPLS, each followed by the packet it carries. tcpdump's
+// VXLAN, OTV and MPLS printers abandon a cut packet (put_abandoned); its
+// GRE and Geneve printers check and mark the cut themselves.
 #include "text/layers.hpp"
 
 namespace xdpcap::text::detail {
@@ -166,8 +168,12 @@ void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOption
 // decoded; PPP's own control protocols are not.
 void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& o) noexcept
 {
-    if (length < 2 || !ppp.has(0, 2)) {
+    if (length < 2) {
         put_truncated(w, "ppp"sv);
+        return;
+    }
+    if (!ppp.has(0, 2)) {
+        put_abandoned(w, "ppp"sv, o);
         return;
     }
     size_t at = 0;
@@ -184,8 +190,12 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
     default:
         break;
     }
-    if (length - at < 2 || !ppp.has(at, 1)) {
+    if (length - at < 2) {
         put_truncated(w, "ppp"sv);
+        return;
+    }
+    if (!ppp.has(at, 1)) {
+        put_abandoned(w, "ppp"sv, o);
         return;
     }
     uint16_t protocol = ppp.u8(at);
@@ -195,7 +205,7 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
         protocol = ppp.u16(at);
         at += 2;
     } else {
-        put_truncated(w, "ppp"sv);
+        put_abandoned(w, "ppp"sv, o);
         return;
     }
     const bool ipv4 = protocol == 0x0021 || protocol == kEtherIPv4;
@@ -302,7 +312,7 @@ void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptio
         return;
     }
     if (!vxlan.has(0, 1)) {
-        put_truncated(w, "vxlan"sv);
+        put_abandoned(w, "vxlan"sv, o);
         return;
     }
     const uint8_t flags = vxlan.u8(0);
@@ -312,7 +322,7 @@ void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptio
     w.hex(flags, 2);
     w.put("), "sv);
     if (!vxlan.has(4, 3)) {
-        put_truncated(w, "vxlan"sv);
+        put_abandoned(w, "vxlan"sv, o);
         return;
     }
     w.put("vni "sv);
@@ -320,7 +330,7 @@ void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptio
     // tcpdump starts the carried frame on a line of its own.
     w.put('\n');
     if (!vxlan.has(7, 1)) {
-        put_truncated(w, "vxlan"sv);
+        put_abandoned(w, "vxlan"sv, o);
         return;
     }
     print_ethernet(w, vxlan.from(8), length - 8, inner);
@@ -337,11 +347,11 @@ void print_otv(Writer& w, const Bytes& otv, size_t length, const DecodeOptions& 
         w.dec(length);
         w.put(" < 8] (invalid)"sv);
         if (!otv.has(0, length))
-            put_truncated(w, "otv"sv);
+            put_abandoned(w, "otv"sv, o);
         return;
     }
     if (!otv.has(0, 1)) {
-        put_truncated(w, "otv"sv);
+        put_abandoned(w, "otv"sv, o);
         return;
     }
     const uint8_t flags = otv.u8(0);
@@ -351,21 +361,21 @@ void print_otv(Writer& w, const Bytes& otv, size_t length, const DecodeOptions& 
     w.hex(flags, 2);
     w.put("), "sv);
     if (!otv.has(1, 3)) {
-        put_truncated(w, "otv"sv);
+        put_abandoned(w, "otv"sv, o);
         return;
     }
     w.put("overlay "sv);
     w.dec(otv.u32(0) & 0xffffffu);
     w.put(", "sv);
     if (!otv.has(4, 3)) {
-        put_truncated(w, "otv"sv);
+        put_abandoned(w, "otv"sv, o);
         return;
     }
     w.put("instance "sv);
     w.dec(otv.u32(3) & 0xffffffu);
     w.put('\n');
     if (!otv.has(7, 1)) {
-        put_truncated(w, "otv"sv);
+        put_abandoned(w, "otv"sv, o);
         return;
     }
     print_ethernet(w, otv.from(8), length - 8, inner);
@@ -453,11 +463,11 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
         if (left < 4) {
             w.put(" (invalid)"sv);
             if (!mpls.has(at, left))
-                put_truncated(w, "mpls"sv);
+                put_abandoned(w, "mpls"sv, o);
             return;
         }
         if (!mpls.has(at, 4)) {
-            put_truncated(w, "mpls"sv);
+            put_abandoned(w, "mpls"sv, o);
             return;
         }
         if (labels == kMaxMplsLabels)
@@ -493,7 +503,7 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
         if (left < 1)
             return;
         if (!payload.has(0, 1)) {
-            put_truncated(w, "mpls"sv);
+            put_abandoned(w, "mpls"sv, o);
             return;
         }
         if (payload.u8(0) >= 0x45 && payload.u8(0) <= 0x4f)

@@ -305,4 +305,11 @@ void put_default_data(Writer& w, const Bytes& data, size_t length, std::string_v
         put_truncated(w, what);
 }
 
+void put_abandoned(Writer& w, std::string_view what, const DecodeOptions& o) noexcept
+{
+    put_truncated(w, what);
+    if (o.abandoned)
+        *o.abandoned = true;
+}
+
 } // namespace xdpcap::text::detail

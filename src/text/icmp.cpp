@@ -499,15 +499,47 @@ const char* icmp6_type_name(uint8_t type) noexcept
     }
 }
 
+// Where tcpdump's ICMP printer checks a field and prints its own mark
+// rather than abandoning the packet (DecodeOptions::abandoned): the quoted
+// protocol of a port unreachable, a router advertisement, a time exceeded's
+// quoted destination, a timestamp reply's transmit time.
+bool icmp_cut_is_checked(const Bytes& l4) noexcept
+{
+    if (!l4.has(0, 2))
+        return false;
+    switch (l4.u8(0)) {
+    case 3:
+        return l4.u8(1) == 3 && !l4.has(17, 1);
+    case 9:
+    case 11:
+    case 14:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// The same for ICMPv6: a port unreachable's quoted headers, a parameter
+// problem's quoted destination.
+bool icmp6_cut_is_checked(const Bytes& l4) noexcept
+{
+    if (!l4.has(0, 2))
+        return false;
+    return (l4.u8(0) == 1 && l4.u8(1) == 4) || (l4.u8(0) == 4 && !l4.has(32, 16));
+}
+
 } // namespace
 
-void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
 {
     put_endpoints(w, e, l4, false);
     char text[256];
     Writer message(text, sizeof text);
     if (!icmp_message(message, l4)) {
-        put_truncated(w, "icmp"sv);
+        if (icmp_cut_is_checked(l4))
+            put_truncated(w, "icmp"sv);
+        else
+            put_abandoned(w, "icmp"sv, o);
         return;
     }
     w.put("ICMP "sv);
@@ -520,11 +552,11 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) n
 // leaves what was printed before " [|icmp6]". Types whose bodies tcpdump
 // decodes in depth (router renumbering, node information, RPL) are named
 // only; a type it does not know is dumped in hex, as tcpdump dumps it.
-void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept
+void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
 {
     put_endpoints(w, e, l4, false);
     if (!l4.has(0, 1)) {
-        put_truncated(w, "icmp6"sv);
+        put_abandoned(w, "icmp6"sv, o);
         return;
     }
     const uint8_t type = l4.u8(0);
@@ -536,7 +568,7 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) 
         w.dec(type);
         w.put(')');
         if (!l4.has(1, 1)) {
-            put_truncated(w, "icmp6"sv);
+            put_abandoned(w, "icmp6"sv, o);
             return;
         }
         w.put(", length "sv);
@@ -545,7 +577,10 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) 
         return;
     }
     if (!icmp6_body(w, type, l4, length)) {
-        put_truncated(w, "icmp6"sv);
+        if (icmp6_cut_is_checked(l4))
+            put_truncated(w, "icmp6"sv);
+        else
+            put_abandoned(w, "icmp6"sv, o);
         return;
     }
     // An unknown unreachable code ends with its dump, without the length.

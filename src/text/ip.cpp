@@ -22,7 +22,7 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
     }
     // Nothing of the header captured: tcpdump's mark alone.
     if (!ip.has(0, 1)) {
-        put_truncated(w, "ip"sv);
+        put_abandoned(w, "ip"sv, o);
         return;
     }
     if (!o.link_header)
@@ -194,9 +194,9 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
             put_endpoints(w, e, l4, false);
             w.put(ipv6 ? "[ICMP requires IPv4] (invalid)"sv : "[ICMPv6 requires IPv6] (invalid)"sv);
         } else if (ipv6) {
-            print_icmp6(w, e, l4, length);
+            print_icmp6(w, e, l4, length, o);
         } else {
-            print_icmp(w, e, l4, length);
+            print_icmp(w, e, l4, length, o);
         }
         return;
     case kProtoIpip:

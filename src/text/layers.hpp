@@ -98,6 +98,8 @@ void put_link_ethertype(Writer& w, uint16_t type, bool quick) noexcept;
 const char* ip_protocol_name(uint8_t protocol) noexcept;
 void put_protocol(Writer& w, uint8_t protocol) noexcept;
 void put_truncated(Writer& w, std::string_view what) noexcept;
+// The same mark where tcpdump abandons the packet: see DecodeOptions::abandoned.
+void put_abandoned(Writer& w, std::string_view what, const DecodeOptions& o) noexcept;
 void put_endpoints(Writer& w, const Endpoints& e, const Bytes& l4, bool with_ports) noexcept;
 void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii) noexcept;
 void put_unknown_data(Writer& w, const Bytes& data, size_t length) noexcept;
@@ -129,8 +131,8 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
 void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept;
 void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
                const DecodeOptions& o) noexcept;
-void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept;
-void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length) noexcept;
+void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept;
+void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept;
 
 // Application layer (dns.cpp): a DNS message of `length` bytes (by the
 // UDP or TCP header; over TCP with its 2-byte length prefix), mDNS's class

@@ -26,14 +26,15 @@ const char* arp_hardware_name(uint16_t hardware) noexcept
 
 // STP BPDUs as tcpdump 4.99 prints them without -v: the protocol, the BPDU
 // type, the flags and the sender's bridge and port.
-void print_stp(Writer& w, const Bytes& bpdu, size_t length) noexcept
+// tcpdump abandons the packet at every cut of a BPDU (DecodeOptions::abandoned).
+void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions& o) noexcept
 {
     if (length < 4) {
         w.put(" (invalid)"sv);
         return;
     }
     if (!bpdu.has(0, 3)) {
-        w.put(" [|stp]"sv);
+        put_abandoned(w, "stp"sv, o);
         return;
     }
     if (bpdu.u16(0) != 0) {
@@ -55,7 +56,7 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length) noexcept
         return;
     }
     if (!bpdu.has(3, 1)) {
-        w.put(" [|stp]"sv);
+        put_abandoned(w, "stp"sv, o);
         return;
     }
     const uint8_t type = bpdu.u8(3);
@@ -74,7 +75,10 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length) noexcept
     if (rapid && version != 2 && version != 0) {
         // MSTP and SPB: the CIST flags only, without -v.
         if (length < 102 || !bpdu.has(4, 1)) {
-            w.put(length < 102 ? " (invalid)"sv : " [|stp]"sv);
+            if (length < 102)
+                w.put(" (invalid)"sv);
+            else
+                put_abandoned(w, "stp"sv, o);
             return;
         }
     } else if (length < (rapid ? 36u : 35u)) {
@@ -82,7 +86,7 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length) noexcept
         return;
     }
     if (!bpdu.has(4, 1)) {
-        w.put(" [|stp]"sv);
+        put_abandoned(w, "stp"sv, o);
         return;
     }
     const uint8_t flags = bpdu.u8(4);
@@ -109,7 +113,7 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length) noexcept
         return;
     }
     if (!bpdu.has(17, 10)) {
-        w.put(" [|stp]"sv);
+        put_abandoned(w, "stp"sv, o);
         return;
     }
     w.put(", bridge-id "sv);
@@ -131,7 +135,7 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length) noexcept
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept
 {
     if (!arp.has(0, 8)) {
-        put_truncated(w, "arp"sv);
+        put_abandoned(w, "arp"sv, o);
         return;
     }
     const uint16_t hardware = arp.u16(0);
@@ -141,7 +145,7 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
     const uint16_t op = arp.u16(6);
     const size_t sha = 8, spa = sha + hln, tha = spa + pln, tpa = tha + hln;
     if (!arp.has(0, tpa + pln)) {
-        put_truncated(w, "arp"sv);
+        put_abandoned(w, "arp"sv, o);
         return;
     }
     if (!o.link_header)
@@ -250,7 +254,7 @@ bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& 
     const Bytes data = llc.from(3);
     const size_t rest = length - 3;
     if (dsap == 0x42) {
-        print_stp(w, data, rest);
+        print_stp(w, data, rest, o);
         return true;
     }
     if (dsap == 0x06) {

@@ -25,7 +25,7 @@ constexpr uint16_t kPortMpls = 6635; // MPLS in UDP (RFC 7510)
 // Returns false where tcpdump ends the packet's
 // line early (a malformed option, or the capture ending inside one).
 bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, TcpFlows::Base base,
-                     bool whole_segment) noexcept
+                     bool whole_segment, const DecodeOptions& o) noexcept
 {
     enum : uint8_t {
         kEol = 0, kNop = 1, kMss = 2, kWscale = 3, kSackOk = 4, kSack = 5, kEcho = 6, kEchoReply = 7,
@@ -61,16 +61,16 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
     while (room > 0) {
         if (listed)
             w.put(',');
-        // Past the capture before the kind or length: tcpdump's whole-line cut.
+        // Past the capture before the kind or length: tcpdump abandons the packet.
         if (!opts.has(at, 1)) {
-            w.put(" [|tcp]"sv);
+            put_abandoned(w, "tcp"sv, o);
             return false;
         }
         const uint8_t kind = opts.u8(at++);
         size_t length = 1;
         if (kind != kEol && kind != kNop) {
             if (!opts.has(at, 1)) {
-                w.put(" [|tcp]"sv);
+                put_abandoned(w, "tcp"sv, o);
                 return false;
             }
             length = opts.u8(at++);
@@ -375,14 +375,14 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, co
         w.put(", urg "sv);
         w.dec(l4.u16(18));
     }
-    if (header > 20 && !put_tcp_options(w, l4.first(header).from(20), header - 20, reverse, base, l4.has(0, segment)))
+    if (header > 20 && !put_tcp_options(w, l4.first(header).from(20), header - 20, reverse, base, l4.has(0, segment), o))
         return;
     w.put(", length "sv);
     w.dec(data);
     // A reset's data is not decoded (tcpdump prints it with -v only).
     if (data > 0 && !(flags & RST)) {
         const Bytes payload = l4.from(header);
-        print_tcp_application(w, l4.u16(0), l4.u16(2), payload.data, payload.size, data);
+        print_tcp_application(w, l4.u16(0), l4.u16(2), payload.data, payload.size, data, o);
     }
 }
 

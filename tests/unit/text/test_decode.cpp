@@ -366,6 +366,34 @@ TEST(TextDecode, UnknownMessageDumpFitsItsBound)
     EXPECT_TRUE(line.ends_with("\n\t0x05c0:  4f4f 4f4f 4f4f 4f4f")) << line.substr(line.size() - 80);
 }
 
+// Where tcpdump abandons a cut packet (a read past the capture), its -x
+// dump starts at the frame's first byte; where it checks and marks the cut
+// itself, after the link header. decode_frame() says which by the link
+// length it returns.
+TEST(TextDecode, AbandonedPacketsDumpFromTheFirstByte)
+{
+    const auto echo = from_hex("020000000002020000000001080045000024000140004001ae6ac6120001c6120002"
+                               "0800f7fe0001000170696e67");
+    char out[4096];
+    const auto link_length = [&](size_t caplen) {
+        Writer w(out, sizeof out);
+        return xdpcap::text::decode_frame(w, echo.data(), static_cast<uint32_t>(caplen),
+                                          static_cast<uint32_t>(echo.size()), DecodeOptions{});
+    };
+    EXPECT_EQ(link_length(echo.size()), 14u);
+    EXPECT_EQ(link_length(14 + 20 + 1), 0u);  // ICMP's code not captured: abandoned
+    EXPECT_EQ(link_length(14), 0u);           // nothing of IPv4: abandoned
+    EXPECT_EQ(link_length(14 + 10), 14u);     // "IP  [|ip]": tcpdump's own check
+    DecodeOptions a;
+    a.ascii = 1;
+    // tcpdump's -A: a CR is a '.' only with two bytes or more after it.
+    auto text = echo;
+    text.insert(text.end(), {'a', '\r', 'b', 'c', '\r', 'd'});
+    text[17] = static_cast<uint8_t>(text.size() - 14);
+    const std::string dump = decode(text, text.size(), a);
+    EXPECT_TRUE(dump.ends_with("pinga.bcd")) << dump;
+}
+
 // A buffer too small for the line: cut, never overrun.
 TEST(TextDecode, SmallBufferIsNeverOverrun)
 {
