@@ -87,7 +87,8 @@ void RingToPcapng(benchmark::State& state)
 }
 
 // Text lines (the decode of an IPv4 TCP frame, as without -w) into
-// /dev/null: the per-packet cost of the text view.
+// /dev/null: the per-packet cost of the text view, plain, with -X and with
+// -vv (the IP header's fields and both checksums).
 void TcpFrameToTextLine(benchmark::State& state)
 {
     // 198.18.0.1.1234 > 198.18.0.2.8080 TCP PSH-ACK with 13 bytes of data.
@@ -98,7 +99,8 @@ void TcpFrameToTextLine(benchmark::State& state)
         0x02, 0x00, 0x55, 0xa2, 0x00, 0x00, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x20, 0x77, 0x6f, 0x72, 0x6c,
         0x64, 0x0d, 0x0a};
     xdpcap::text::TextOptions options;
-    options.decode.hex_ascii = static_cast<uint8_t>(state.range(0));
+    options.decode.hex_ascii = state.range(0) == 1 ? 1 : 0;
+    options.decode.verbose = state.range(0) == 2 ? 2 : 0;
     xdpcap::PacketOutput output(xdpcap::Sink::open_file("/dev/null"), xdpcap::PacketOutput::Format::Text, false,
                                 {"bench@cpu0"}, options);
     const xdpcap::Sample sample{1, 0, sizeof frame, sizeof frame, 0, 0, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP, 0, 0,
@@ -183,6 +185,6 @@ BENCHMARK(MergedRingsToPcapng)
     ->Args({64, 64})
     ->Args({16, 1500})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(TcpFrameToTextLine)->Arg(0)->Arg(1); // 1: with -X
+BENCHMARK(TcpFrameToTextLine)->Arg(0)->Arg(1)->Arg(2); // 1: with -X, 2: with -vv
 BENCHMARK(MemcpyBaseline)->Arg(64)->Arg(1500)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -21,8 +21,10 @@ namespace {
 constexpr std::string_view kDropPrefix = "drop reason ";
 
 // What a record of xdpcap's own files says beyond the bytes, as a live
-// capture's sample: the direction, a trace-mode verdict, a drop's reason.
-Sample sample_of(const CaptureFile::Packet& p, DropLabels& labels)
+// capture's sample: the direction, a trace-mode verdict, a drop's reason,
+// the checksum offload. Another program's record is shown as tcpdump
+// shows it: by its bytes alone.
+Sample sample_of(const CaptureFile::Packet& p, bool written_by_xdpcap, DropLabels& labels)
 {
     Sample s{};
     s.orig_len = p.orig_len;
@@ -30,11 +32,17 @@ Sample sample_of(const CaptureFile::Packet& p, DropLabels& labels)
     s.data = p.data;
     s.rx_queue = p.queue.value_or(0);
     s.drops_before = static_cast<uint32_t>(p.drop_count);
+    s.hook = XDPCAP_HOOK_XDP;
+    if (!written_by_xdpcap)
+        return s;
     const uint32_t direction = p.flags & 3;
     s.direction = direction == pcapng::kDirectionOutbound ? XDPCAP_DIR_EGRESS
         : direction == pcapng::kDirectionInbound          ? XDPCAP_DIR_INGRESS
                                                           : 0;
-    s.hook = XDPCAP_HOOK_XDP;
+    if (p.flags & pcapng::kFlagChecksumNotReady)
+        s.flags |= XDPCAP_FLAG_CSUM_PARTIAL;
+    if (p.flags & pcapng::kFlagSegmentationOffload)
+        s.flags |= XDPCAP_FLAG_GSO;
     if (p.xdp_verdict) {
         s.hook = XDPCAP_HOOK_FEXIT;
         s.verdict = static_cast<uint32_t>(*p.xdp_verdict);
@@ -121,8 +129,10 @@ int read_capture_file(const Config& config, const std::string& filter)
             case CaptureFile::Record::Kind::InterfaceDescription:
                 require_ethernet(file, static_cast<uint32_t>(file.interfaces().size() - 1));
                 announce();
-                if (lines)
-                    lines->add_interface(file.interfaces().back().name);
+                if (lines) {
+                    const CaptureFile::Interface& iface = file.interfaces().back();
+                    lines->add_interface(iface.written_by_xdpcap ? iface.name : std::string());
+                }
                 [[fallthrough]];
             case CaptureFile::Record::Kind::SectionHeader:
             case CaptureFile::Record::Kind::Other:
@@ -157,7 +167,9 @@ int read_capture_file(const Config& config, const std::string& filter)
                     copy->flush();
             }
             if (lines)
-                lines->write(p.interface_id, sample_of(p, labels), p.timestamp_ns);
+                lines->write(p.interface_id,
+                             sample_of(p, file.interfaces().at(p.interface_id).written_by_xdpcap, labels),
+                             p.timestamp_ns);
         }
         start_classic(); // a file without packets is copied as one too
         if (copy)

@@ -328,7 +328,8 @@ cxxopts::Options make_options()
         ("F,filter-file", "Read the filter expression from FILE", cxxopts::value<std::string>(), "FILE")
         ("d,dump-filter", "Print the compiled filter (classic BPF and the eBPF run in the kernel) and exit")
         ("D,list-interfaces", "List the interfaces and the XDP programs attached to them, and exit")
-        ("v,verbose", "Print per-CPU statistics")
+        ("v,verbose", "More detail: IP header fields and checksums on packet lines (-v, -vv, -vvv, as tcpdump), "
+                      "per-CPU statistics")
         ("q,quiet", "Quick output: less protocol detail per packet line (tcpdump's -q); no start line")
         ("e", "Print the link-level header (MAC addresses, ethertype, length) on each packet line")
         ("x", "Print each packet's data in hex, without (-x) or with (-xx) its link-level header")
@@ -404,6 +405,7 @@ text::TextOptions parse_text_options(const cxxopts::ParseResult& result)
     const auto level = [&](const char* name) { return static_cast<uint8_t>(std::min<size_t>(result.count(name), 2)); };
     text.decode.quick = result.count("quiet") > 0;
     text.decode.link_header = result.count("e") > 0;
+    text.decode.verbose = static_cast<uint8_t>(std::min<size_t>(result.count("verbose"), 3));
     text.decode.hex = level("x");
     text.decode.hex_ascii = level("X");
     text.decode.ascii = level("A");

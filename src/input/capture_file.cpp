@@ -180,7 +180,13 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcap()
     h = buffer_.data() + begin_;
     Record r{Record::Kind::Packet, {}, {}};
     r.packet.timestamp_ns = uint64_t{u32(h)} * 1'000'000'000 + uint64_t{u32(h + 4)} * (nanoseconds_ ? 1 : 1000);
-    r.packet.cap_len = cap_len;
+    // As libpcap: bytes beyond the file's snapshot length (262144 where the
+    // header gives none or more) are not handed out.
+    constexpr uint32_t kMaxEthernetSnaplen = 262144;
+    uint32_t snaplen = interfaces_.empty() ? 0 : static_cast<uint32_t>(interfaces_.front().snaplen);
+    if (snaplen == 0 || snaplen > kMaxEthernetSnaplen)
+        snaplen = kMaxEthernetSnaplen;
+    r.packet.cap_len = std::min(cap_len, snaplen);
     r.packet.orig_len = std::max(u32(h + 12), cap_len);
     r.packet.data = h + 16;
     consumed_ = 16 + size_t{cap_len};
@@ -196,13 +202,26 @@ void CaptureFile::section_header(std::span<const uint8_t> block)
     // A new section: its interfaces are numbered from 0 again.
     section_base_ = interfaces_.size();
     ticks_per_second_.clear();
+    section_by_xdpcap_ = false;
+    constexpr uint16_t kShbUserApplication = 4;
+    constexpr std::string_view kXdpcap = "xdpcap ";
+    for (size_t at = 24; at + 4 <= block.size() - 4;) {
+        const uint16_t code = u16(block.data() + at);
+        const uint16_t length = u16(block.data() + at + 2);
+        if (code == kOptEnd || at + 4 + length > block.size() - 4)
+            break;
+        if (code == kShbUserApplication)
+            section_by_xdpcap_ = std::string_view(reinterpret_cast<const char*>(block.data() + at + 4), length)
+                                     .starts_with(kXdpcap);
+        at += 4 + pad4(length);
+    }
 }
 
 void CaptureFile::interface_description(std::span<const uint8_t> body)
 {
     if (body.size() < 8)
         malformed("an interface description block too short");
-    Interface iface{"", u16(body.data()), u32(body.data() + 4)};
+    Interface iface{"", u16(body.data()), u32(body.data() + 4), section_by_xdpcap_};
     uint64_t per_second = 1'000'000;
     for (size_t at = 8; at + 4 <= body.size();) {
         const uint16_t code = u16(body.data() + at);

@@ -29,6 +29,9 @@ public:
         std::string name; // if_name; empty when the file has none
         uint16_t link_type = 0;
         uint32_t snaplen = 0;
+        // Described in a section xdpcap wrote (its shb_userappl): the name
+        // is a CPU interface's, directions and verdicts are xdpcap's.
+        bool written_by_xdpcap = false;
     };
 
     struct Packet {
@@ -90,6 +93,7 @@ private:
     // pcapng: the current section's interfaces start here in interfaces_,
     // each with its timestamp resolution in ticks per second.
     size_t section_base_ = 0;
+    bool section_by_xdpcap_ = false; // the current section's shb_userappl names xdpcap
     std::vector<uint64_t> ticks_per_second_;
     std::vector<Interface> interfaces_;
     size_t consumed_ = 0; // bytes of the last record, released by the next call

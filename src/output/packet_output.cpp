@@ -266,6 +266,7 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
         }
         out.put(' ');
     }
+    text_.decode.checksum_not_ready = (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL) != 0;
     text::format_frame(out, sample.data, sample.cap_len, sample.orig_len, text_.decode);
     start[out.size()] = '\n';
     sink.commit(out.size() + 1);

@@ -109,41 +109,40 @@ constexpr std::string_view kHttpMethods[] = {
     "UNCHECKOUT", "MKACTIVITY", "MKWORKSPACE", "UNSUBSCRIBE", "RPC_CONNECT", "VERSION-CONTROL",
     "BASELINE-CONTROL"};
 
-// The first line, less its line end, after `prefix`: printed when it ends
-// (LF or CR LF) or runs to the end of the data in printable text, then
-// marked as cut short (as tcpdump 4.99 does); nothing for a CR without LF
-// or a byte that is no text. False: the line runs past what was captured.
-// `capture_ended`: false returned because the capture ended (tcpdump then
-// abandons the packet) rather than the segment.
-bool print_first_line(Writer& w, std::string_view prefix, const Text& t, bool& capture_ended) noexcept
+// How a line of text ends for tcpdump's print_txt_line: with its line end
+// (LF or CR LF, printed without it), at a CR without LF or a byte that is
+// no text (nothing printed), at the end of the data (printed, then marked
+// as cut short), or where the capture ends (tcpdump abandons the packet).
+enum class LineEnd { Ended, NotText, EndOfData, EndOfCapture };
+
+// The line from `start` after `prefix`; `next` gets where the next starts.
+LineEnd print_text_line(Writer& w, std::string_view prefix, const Text& t, size_t start, size_t& next) noexcept
 {
-    capture_ended = false;
-    size_t end = 0;
+    size_t end = start;
     for (; end < t.length; ++end) {
-        if (end >= t.captured) {
-            capture_ended = true;
-            return false;
-        }
+        if (end >= t.captured)
+            return LineEnd::EndOfCapture;
         const uint8_t c = t.data[end];
-        if (c == '\n')
+        if (c == '\n') {
+            next = end + 1;
             break;
+        }
         if (c == '\r') {
             if (end + 1 >= t.length)
-                return true;
-            if (end + 1 >= t.captured) {
-                capture_ended = true;
-                return false;
-            }
-            if (t.data[end + 1] == '\n')
-                break;
-            return true;
+                return LineEnd::NotText;
+            if (end + 1 >= t.captured)
+                return LineEnd::EndOfCapture;
+            if (t.data[end + 1] != '\n')
+                return LineEnd::NotText;
+            next = end + 2;
+            break;
         }
         if (!printable(c) && c != '\t')
-            return true;
+            return LineEnd::NotText;
     }
     w.put(prefix);
-    w.put(std::string_view(reinterpret_cast<const char*>(t.data), end));
-    return end < t.length;
+    w.put(std::string_view(reinterpret_cast<const char*>(t.data + start), end - start));
+    return end < t.length ? LineEnd::Ended : LineEnd::EndOfData;
 }
 
 void print_http(Writer& w, const Text& t, const DecodeOptions& o) noexcept
@@ -163,12 +162,31 @@ void print_http(Writer& w, const Text& t, const DecodeOptions& o) noexcept
             recognised = true;
     }
     w.put("HTTP"sv);
-    bool capture_ended = false;
-    if (recognised && !print_first_line(w, ": "sv, t, capture_ended)) {
-        if (capture_ended)
-            detail::put_abandoned(w, "http"sv, o);
-        else
+    if (!recognised)
+        return;
+    // The first line; with -v the length and every line of text.
+    if (o.verbose) {
+        w.put(", length: "sv);
+        w.dec(t.length);
+    }
+    size_t line = 0;
+    for (;;) {
+        size_t next = 0;
+        switch (print_text_line(w, o.verbose ? "\n\t"sv : ": "sv, t, line, next)) {
+        case LineEnd::Ended:
+            if (!o.verbose || next >= t.length)
+                return;
+            line = next;
+            continue;
+        case LineEnd::NotText:
+            return;
+        case LineEnd::EndOfData:
             w.put(" [|http]"sv);
+            return;
+        case LineEnd::EndOfCapture:
+            detail::put_abandoned(w, "http"sv, o);
+            return;
+        }
     }
 }
 
@@ -221,7 +239,7 @@ void print_tcp_application(Writer& w, uint16_t source_port, uint16_t destination
         print_ssh(w, text, o);
         return;
     case TcpApplication::Dns:
-        detail::print_dns(w, detail::Bytes{payload, captured}, length, true, false);
+        detail::print_dns(w, detail::Bytes{payload, captured}, length, true, false, o.verbose);
         return;
     case TcpApplication::None:
     case TcpApplication::Other:

@@ -17,6 +17,12 @@ class TcpFlows;
 struct DecodeOptions {
     bool quick = false;      // -q: less protocol detail
     bool link_header = false; // -e: MAC addresses, ethertype and frame length
+    // -v, -vv, -vvv: 0 to 3. IP header fields and options, checksums, and
+    // what else tcpdump adds at each level for the protocols decoded.
+    uint8_t verbose = 0;
+    // This packet was sent with its transport checksum left for the NIC to
+    // fill in (pcapng's "checksum not ready"): a wrong sum is no error.
+    bool checksum_not_ready = false;
     // -x/-xx, -X/-XX, -A/-AA: 0 off, 1 without the link-level header, 2 with it.
     uint8_t hex = 0;
     uint8_t hex_ascii = 0;

@@ -1,4 +1,4 @@
-// DNS as tcpdump 4.99.3 prints it without -v: a query as
+// DNS as tcpdump 4.99.3 prints it, with -v and without: a query as
 // "ID+ [1au] A? example.com. (40)", a response as
 // "ID*- 2/0/1 A 93.184.216.34, RRSIG (227)", with its names, record data,
 // EDNS options and malformations in tcpdump's words. Used for UDP and TCP
@@ -485,12 +485,43 @@ size_t put_option(Writer& w, const Bytes& m, size_t at) noexcept
     case 13:
         put_name(w, m, at, at + length);
         break;
+    case 14: // key tags, 16 bits each
+        if (length % 2 != 0) {
+            w.put(" (invalid)"sv);
+            break;
+        }
+        for (size_t i = 0; i < length; i += 2) {
+            if (i > 0)
+                w.put(' ');
+            w.dec(m.u16(at + i));
+        }
+        break;
     default:
         for (size_t i = 0; i < length; ++i)
             w.hex_byte(m.u8(at + i));
         break;
     }
     return at + length;
+}
+
+// A TTL as tcpdump writes it with -vvv: "1d2h3m4s", "0s".
+void put_duration(Writer& w, uint32_t seconds) noexcept
+{
+    if (seconds == 0) {
+        w.put("0s"sv);
+        return;
+    }
+    constexpr struct {
+        uint32_t seconds;
+        char unit;
+    } kUnits[] = {{31536000, 'y'}, {604800, 'w'}, {86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
+    for (const auto& u : kUnits) {
+        if (seconds >= u.seconds) {
+            w.dec(seconds / u.seconds);
+            w.put(u.unit);
+            seconds %= u.seconds;
+        }
+    }
 }
 
 // A question (tcpdump's ns_qprint): " A? example.com.".
@@ -516,9 +547,16 @@ size_t put_question(Writer& w, const Bytes& m, size_t at, bool mdns) noexcept
 // the offset after it, m.size where the record's fixed part was not
 // captured (the caller stops quietly), or kNone.
 // Past `limit` (bytes of the line) the record is abandoned as cut.
-size_t put_record(Writer& w, const Bytes& m, size_t at, bool mdns, size_t limit) noexcept
+size_t put_record(Writer& w, const Bytes& m, size_t at, bool mdns, size_t limit, uint8_t verbose) noexcept
 {
-    at = skip_name(m, at);
+    if (verbose) {
+        w.put(' ');
+        at = put_name(w, m, at, 0);
+        if (at == kNone)
+            return kNone;
+    } else {
+        at = skip_name(m, at);
+    }
     if (at == kNone || !m.has(at, 10))
         return m.size;
     const uint16_t type = m.u16(at);
@@ -528,6 +566,11 @@ size_t put_record(Writer& w, const Bytes& m, size_t at, bool mdns, size_t limit)
         put_class(w, cls);
     if (mdns && (raw_class & 0x8000))
         w.put(" (Cache flush)"sv);
+    if (verbose > 2 && type != kTypeOpt) {
+        w.put(" ["sv);
+        put_duration(w, m.u32(at + 4));
+        w.put(']');
+    }
     const uint16_t opt_flags = m.u16(at + 6);
     const size_t length = m.u16(at + 8);
     at += 10;
@@ -652,15 +695,74 @@ size_t put_record(Writer& w, const Bytes& m, size_t at, bool mdns, size_t limit)
         if (!m.has(at, length) || !put_chars(w, m, at, length))
             return kNone;
         break;
-    default: // SOA and TSIG show their data with -v only
+    case kTypeSoa:
+        if (!verbose)
+            break;
+        w.put(' ');
+        at = put_name(w, m, at, 0);
+        if (at == kNone)
+            return kNone;
+        w.put(' ');
+        at = put_name(w, m, at, 0);
+        if (at == kNone)
+            return kNone;
+        // Serial, refresh, retry, expire and minimum.
+        if (!m.has(at, 20))
+            return kNone;
+        for (size_t i = 0; i < 20; i += 4) {
+            w.put(' ');
+            w.dec(m.u32(at + i));
+        }
+        break;
+    case kTypeTsig: {
+        if (!verbose)
+            break;
+        w.put(' ');
+        at = put_name(w, m, at, 0);
+        if (at == kNone)
+            return kNone;
+        at += 6;
+        constexpr std::string_view kFields[] = {" fudge="sv, " maclen="sv, " origid="sv, " error="sv,
+                                                " otherlen="sv};
+        for (const std::string_view field : kFields) {
+            if (!m.has(at, 2))
+                return kNone;
+            w.put(field);
+            w.dec(m.u16(at));
+            at += field == " maclen="sv ? 2 + size_t{m.u16(at)} : 2;
+        }
+        break;
+    }
+    default:
         break;
     }
     return end;
 }
 
+// A section of records after `label` (" ns:", " ar:"), -vv: false where
+// the line ends as cut.
+bool put_section(Writer& w, const Bytes& m, size_t& at, size_t count, std::string_view label, bool mdns,
+                 size_t start, uint8_t verbose) noexcept
+{
+    if (at < m.size && count > 0) {
+        w.put(label);
+        for (bool first = true; count > 0 && (first || at < m.size); first = false) {
+            if (w.size() - start > kMaxDnsText)
+                return false;
+            if (!first)
+                w.put(',');
+            at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
+            if (at == kNone)
+                return false;
+            --count;
+        }
+    }
+    return count == 0;
+}
+
 } // namespace
 
-void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns) noexcept
+void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns, uint8_t verbose) noexcept
 {
     const size_t start = w.size();
     const auto truncated = [&] { put_truncated(w, "domain"sv); };
@@ -776,6 +878,13 @@ void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bo
         for (size_t i = 0; i < questions; ++i) {
             if (i != 0)
                 w.put(',');
+            if (verbose > 1) {
+                w.put(" q:"sv);
+                at = put_question(w, m, at, mdns);
+                if (at == kNone)
+                    return truncated();
+                continue;
+            }
             at = skip_name(m, at);
             if (at == kNone)
                 return truncated();
@@ -792,12 +901,15 @@ void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bo
                 return truncated();
             if (!first)
                 w.put(',');
-            at = put_record(w, m, at, mdns, start + kMaxDnsText);
+            at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
             if (at == kNone)
                 return truncated();
             --answers;
         }
         if (answers > 0)
+            return truncated();
+        if (verbose > 1 && (!put_section(w, m, at, authorities, " ns:"sv, mdns, start, verbose) ||
+                            !put_section(w, m, at, additionals, " ar:"sv, mdns, start, verbose)))
             return truncated();
     } else {
         if (flags & 0x0100)
@@ -840,10 +952,32 @@ void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bo
         }
         if (questions > 0)
             return truncated();
+        // -vv: the answers (without a label), then the other sections.
+        if (verbose > 1) {
+            for (bool first = true; answers > 0 && (first || at < m.size); first = false) {
+                if (w.size() - start > kMaxDnsText)
+                    return truncated();
+                if (!first)
+                    w.put(',');
+                at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
+                if (at == kNone)
+                    return truncated();
+                --answers;
+            }
+            if (answers > 0 || !put_section(w, m, at, authorities, " ns:"sv, mdns, start, verbose) ||
+                !put_section(w, m, at, additionals, " ar:"sv, mdns, start, verbose))
+                return truncated();
+        }
     }
     w.put(" ("sv);
     w.dec(length);
     w.put(')');
+}
+
+size_t put_domain_name(Writer& w, const Bytes& m, size_t at, size_t base) noexcept
+{
+    const size_t after = put_name(w, m, at, base);
+    return after == kNone ? kNoName : after;
 }
 
 } // namespace xdpcap::text::detail

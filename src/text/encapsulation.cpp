@@ -5,6 +5,8 @@
 // GRE and Geneve printers check and mark the cut themselves.
 #include "text/layers.hpp"
 
+#include <utility>
+
 namespace xdpcap::text::detail {
 
 using namespace std::string_view_literals;
@@ -27,6 +29,32 @@ void put_payload_type(Writer& w, uint16_t type) noexcept
     w.put(" (0x"sv);
     w.hex(type, 4);
     w.put(')');
+}
+
+// ", Flags [key present, sequence# present]": GRE's flags as -v names them.
+void put_gre_flags(Writer& w, uint16_t flags) noexcept
+{
+    w.put(", Flags ["sv);
+    bool any = false;
+    for (const auto& [bit, name] : {std::pair{kGreChecksum, "checksum present"sv}, std::pair{kGreRouting, "routing present"sv},
+                                    std::pair{kGreKey, "key present"sv}, std::pair{kGreSequence, "sequence# present"sv},
+                                    std::pair{uint16_t{0x0800}, "source routing present"sv},
+                                    std::pair{kGreAck, "ack present"sv}}) {
+        if (flags & bit) {
+            if (any)
+                w.put(", "sv);
+            w.put(name);
+            any = true;
+        }
+    }
+    w.put(any ? "]"sv : "none]"sv);
+}
+
+// Where the GRE header ends and its payload starts: ": ", or with -v a new
+// line.
+void put_gre_separator(Writer& w, const DecodeOptions& o) noexcept
+{
+    w.put(o.verbose ? "\n\t"sv : ": "sv);
 }
 
 // A GRE header read field by field, as tcpdump checks it: each field must
@@ -89,6 +117,8 @@ bool put_gre_route(Writer& w, uint16_t family, uint8_t offset, uint8_t length, c
 void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o, DecodeOptions& inner) noexcept
 {
     const uint16_t flags = gre.u16(0);
+    if (o.verbose)
+        put_gre_flags(w, flags);
     GreReader r{gre, 2, length - 2};
     const auto truncated = [&] { put_truncated(w, "gre"sv); };
     if (!r.take(2))
@@ -98,7 +128,11 @@ void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOption
     if (flags & (kGreChecksum | kGreRouting)) {
         if (!r.take(2))
             return truncated();
-        r.skip(2); // the checksum: -v only
+        if (o.verbose) {
+            w.put(", sum 0x"sv);
+            w.hex(gre.u16(r.at));
+        }
+        r.skip(2);
         if (!r.take(2))
             return truncated();
         w.put(", off 0x"sv);
@@ -142,7 +176,7 @@ void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOption
         put_payload_type(w, type);
     w.put(", length "sv);
     w.dec(length);
-    w.put(": "sv);
+    put_gre_separator(w, o);
     const Bytes payload = gre.from(r.at);
     switch (type) {
     case kEtherIPv4:
@@ -235,6 +269,8 @@ void print_gre_v1(Writer& w, const Bytes& gre, size_t length, const DecodeOption
                   const DecodeOptions& inner) noexcept
 {
     const uint16_t flags = gre.u16(0);
+    if (o.verbose)
+        put_gre_flags(w, flags);
     GreReader r{gre, 2, length - 2};
     const auto truncated = [&] { put_truncated(w, "gre"sv); };
     if (!r.take(2))
@@ -270,13 +306,68 @@ void print_gre_v1(Writer& w, const Bytes& gre, size_t length, const DecodeOption
     w.dec(length);
     if (!(flags & kGreSequence))
         return;
-    w.put(": "sv);
+    put_gre_separator(w, o);
     if (type == kEtherPpp) {
         print_ppp(w, gre.from(r.at), r.left, inner);
         return;
     }
     w.put("gre-proto-0x"sv);
     w.hex(type);
+}
+
+std::string_view geneve_option_class(uint16_t option_class) noexcept
+{
+    switch (option_class) {
+    case 0x0100: return "Linux"sv;
+    case 0x0101: return "Open vSwitch"sv;
+    case 0x0102: return "Open Virtual Networking (OVN)"sv;
+    case 0x0103: return "In-band Network Telemetry (INT)"sv;
+    case 0x0104: return "VMware"sv;
+    default:
+        return option_class <= 0x00ff ? "Standard"sv : option_class >= 0xfff0 ? "Experimental"sv : "Unknown"sv;
+    }
+}
+
+// Geneve's options as -v lists them (their data words from -vv on). False
+// where the capture ends inside them: tcpdump abandons the packet.
+bool put_geneve_options(Writer& w, const Bytes& opts, size_t length, const DecodeOptions& o) noexcept
+{
+    size_t at = 0;
+    while (length > 0) {
+        if (at > 0)
+            w.put(", "sv);
+        if (!opts.has(at, 4)) {
+            put_abandoned(w, "geneve"sv, o);
+            return false;
+        }
+        const uint16_t option_class = opts.u16(at);
+        const uint8_t type = opts.u8(at + 2);
+        const size_t option_length = 4 + size_t{opts.u8(at + 3) & 0x1fu} * 4;
+        w.put("class "sv);
+        w.put(geneve_option_class(option_class));
+        w.put(" (0x"sv);
+        w.hex(option_class);
+        w.put(") type 0x"sv);
+        w.hex(type);
+        if (type & 0x80)
+            w.put("(C)"sv);
+        w.put(" len "sv);
+        w.dec(option_length);
+        if (option_length > length) {
+            w.put(" [bad length]"sv);
+            return true;
+        }
+        if (o.verbose > 1 && option_length > 4) {
+            w.put(" data"sv);
+            for (size_t i = 4; i < option_length; i += 4) {
+                w.put(' ');
+                w.hex(opts.u32(at + i), 8);
+            }
+        }
+        at += option_length;
+        length -= option_length;
+    }
+    return true;
 }
 
 } // namespace
@@ -435,10 +526,16 @@ void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOpt
     }
     if (options > 0) {
         w.put(", options ["sv);
-        w.dec(options);
-        w.put(" bytes]"sv);
+        if (o.verbose) {
+            if (!put_geneve_options(w, geneve.from(8), options, o))
+                return;
+        } else {
+            w.dec(options);
+            w.put(" bytes"sv);
+        }
+        w.put(']');
     }
-    w.put(": "sv);
+    w.put(o.verbose ? "\n\t"sv : ": "sv);
     const Bytes payload = geneve.from(8 + options);
     if (print_ethertype_payload(w, type, payload, left - options, inner))
         return;
@@ -473,8 +570,17 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
         if (labels == kMaxMplsLabels)
             return;
         entry = mpls.u32(at);
-        w.put(" (label "sv);
+        // With -v each label after the first on a line of its own, the
+        // reserved ones (0 to 15) named.
+        w.put(labels > 0 && o.verbose ? "\n\t(label "sv : " (label "sv);
         w.dec(entry >> 12);
+        if (o.verbose && (entry >> 12) < 16) {
+            constexpr std::string_view kReserved[4] = {"IPv4 explicit NULL"sv, "router alert"sv,
+                                                       "IPv6 explicit NULL"sv, "implicit NULL"sv};
+            w.put(" ("sv);
+            w.put((entry >> 12) < 4 ? kReserved[entry >> 12] : "rsvd"sv);
+            w.put(')');
+        }
         w.put(", tc "sv);
         w.dec((entry >> 9) & 7u);
         if (entry & 0x100)
@@ -514,11 +620,11 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
     }
     switch (kind) {
     case Payload::IPv4:
-        w.put(' ');
+        w.put(o.verbose ? "\n\t"sv : " "sv);
         print_ipv4(w, payload, left, inner);
         break;
     case Payload::IPv6:
-        w.put(' ');
+        w.put(o.verbose ? "\n\t"sv : " "sv);
         print_ipv6(w, payload, left, inner);
         break;
     case Payload::Unknown:

@@ -79,6 +79,10 @@ void put_mac(Writer& w, const uint8_t* m) noexcept
 // colon-separated hex bytes.
 void put_link_address(Writer& w, const uint8_t* a, size_t n) noexcept
 {
+    if (n == 0) {
+        w.put("<empty>"sv);
+        return;
+    }
     if (n == 6) {
         put_mac(w, a);
         return;
@@ -220,6 +224,113 @@ const char* ip_protocol_name(uint8_t protocol) noexcept
     }
 }
 
+const char* ip_protocol_verbose_name(uint8_t protocol) noexcept
+{
+    switch (protocol) {
+    case 0: return "Options";
+    case kProtoIcmp: return "ICMP";
+    case 2: return "IGMP";
+    case kProtoIpip: return "IPIP";
+    case kProtoTcp: return "TCP";
+    case 8: return "EGP";
+    case 9: return "IGRP";
+    case kProtoUdp: return "UDP";
+    case 33: return "DCCP";
+    case kProtoIpv6: return "IPv6";
+    case 43: return "Routing";
+    case 44: return "Fragment";
+    case 46: return "RSVP";
+    case kProtoGre: return "GRE";
+    case 50: return "ESP";
+    case 51: return "AH";
+    case 55: return "Mobile IP";
+    case kProtoIcmp6: return "ICMPv6";
+    case 62: return "Mobile IP (old)";
+    case 88: return "EIGRP";
+    case 89: return "OSPF";
+    case 103: return "PIM";
+    case 108: return "Compressed IP";
+    case 112: return "VRRP";
+    case 113: return "PGM";
+    case 132: return "SCTP";
+    case 135: return "Mobility";
+    case 143: return "Ethernet";
+    default: return nullptr;
+    }
+}
+
+void InternetChecksum::add(const uint8_t* bytes, size_t n) noexcept
+{
+    size_t i = 0;
+    if (odd_ && n > 0) {
+        sum_ += bytes[0];
+        odd_ = false;
+        i = 1;
+    }
+    for (; i + 1 < n; i += 2)
+        sum_ += static_cast<uint32_t>(bytes[i] << 8 | bytes[i + 1]);
+    if (i < n) {
+        sum_ += static_cast<uint32_t>(bytes[i] << 8);
+        odd_ = true;
+    }
+}
+
+uint16_t InternetChecksum::value() const noexcept
+{
+    uint64_t sum = sum_;
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(~sum & 0xffff);
+}
+
+uint16_t checksum_should_be(uint16_t field, uint16_t computed) noexcept
+{
+    uint32_t sum = uint32_t{field} + computed;
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(sum);
+}
+
+uint16_t transport_checksum(const Endpoints& e, uint8_t protocol, const Bytes& l4, size_t length) noexcept
+{
+    InternetChecksum sum;
+    sum.add(e.src_raw, e.address_size);
+    sum.add(e.checksum_dst ? e.checksum_dst : e.dst_raw, e.address_size);
+    sum.add16(static_cast<uint16_t>(length >> 16));
+    sum.add16(static_cast<uint16_t>(length));
+    sum.add16(protocol);
+    sum.add(l4.data, length);
+    return sum.value();
+}
+
+ChecksumCheck check_transport(const Endpoints& e, uint8_t protocol, const Bytes& l4, size_t length,
+                              const DecodeOptions& o, uint16_t& should_be) noexcept
+{
+    if (!e.address_size || !l4.has(0, length))
+        return ChecksumCheck::NotChecked;
+    const uint16_t computed = transport_checksum(e, protocol, l4, length);
+    if (computed == 0)
+        return ChecksumCheck::Correct;
+    should_be = checksum_should_be(l4.u16(protocol == kProtoUdp ? 6 : protocol == kProtoTcp ? 16 : 2), computed);
+    return o.checksum_not_ready ? ChecksumCheck::Offloaded : ChecksumCheck::Incorrect;
+}
+
+void put_escaped(Writer& w, const uint8_t* bytes, size_t n) noexcept
+{
+    for (size_t i = 0; i < n; ++i) {
+        uint8_t c = bytes[i];
+        if (c >= 0x80) {
+            c &= 0x7f;
+            w.put("M-"sv);
+        }
+        if (c < 0x20 || c == 0x7f) {
+            c ^= 0x40;
+            w.put('^');
+        }
+        w.put(static_cast<char>(c));
+    }
+}
+
 void put_protocol(Writer& w, uint8_t protocol) noexcept
 {
     if (const char* name = ip_protocol_name(protocol)) {
@@ -263,11 +374,12 @@ void put_endpoints(Writer& w, const Endpoints& e, const Bytes& l4, bool with_por
 
 // tcpdump's hex lines ("\n\t0x0010:  0001 0200 ..."), sixteen bytes a line,
 // with the ASCII column of -X when `ascii`.
-void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii) noexcept
+void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii, std::string_view indent) noexcept
 {
     for (size_t line = 0; line < n; line += 16) {
         const size_t count = n - line < 16 ? n - line : 16;
-        w.put("\n\t0x"sv);
+        w.put(indent);
+        w.put("0x"sv);
         w.hex(line, 4);
         w.put(": "sv);
         size_t width = 0;
@@ -293,9 +405,9 @@ void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii) noexce
 
 // tcpdump's hex lines for data it does not decode: "\n\t0x0000:  0105 ...",
 // eight 16-bit groups a line, over what was captured.
-void put_unknown_data(Writer& w, const Bytes& data, size_t length) noexcept
+void put_unknown_data(Writer& w, const Bytes& data, size_t length, std::string_view indent) noexcept
 {
-    put_hex_lines(w, data.data, length < data.size ? length : data.size, false);
+    put_hex_lines(w, data.data, length < data.size ? length : data.size, false, indent);
 }
 
 void put_default_data(Writer& w, const Bytes& data, size_t length, std::string_view what) noexcept

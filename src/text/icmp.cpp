@@ -1,7 +1,9 @@
-// ICMP and ICMPv6 as tcpdump 4.99 prints them without -v.
+// ICMP and ICMPv6 as tcpdump 4.99 prints them, with -v and without.
 #include "text/layers.hpp"
 
+#include <initializer_list>
 #include <iterator>
+#include <utility>
 
 namespace xdpcap::text::detail {
 
@@ -310,10 +312,194 @@ void put_mld(Writer& w, const Bytes& l4) noexcept
     w.put(ipv6_text(l4.data + 8).view());
 }
 
-// Returns false where tcpdump's printer runs out of captured bytes: the
-// caller ends the line with " [|icmp6]".
-bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length) noexcept
+void put_lifetime(Writer& w, uint32_t seconds) noexcept
 {
+    if (seconds == 0xffffffff) {
+        w.put("infinity"sv);
+    } else {
+        w.dec(seconds);
+        w.put('s');
+    }
+}
+
+std::string_view router_preference(uint8_t flags) noexcept
+{
+    constexpr std::string_view kNames[] = {"medium"sv, "high"sv, "rsv"sv, "low"sv};
+    return kNames[(flags >> 3) & 3];
+}
+
+// tcpdump's bittok2str: the names of the bits set, ", " between, or "none".
+void put_flag_names(Writer& w, uint32_t value, std::initializer_list<std::pair<uint32_t, std::string_view>> names) noexcept
+{
+    bool any = false;
+    for (const auto& [bit, name] : names) {
+        if (value & bit) {
+            if (any)
+                w.put(", "sv);
+            w.put(name);
+            any = true;
+        }
+    }
+    if (!any)
+        w.put("none"sv);
+}
+
+// How a list ends where tcpdump's printer ends it: with all of it, with its
+// own mark for a cut, or abandoning the packet.
+enum class ListEnd { Complete, Cut, Abandoned };
+
+// Neighbour discovery options from `start` (tcpdump's icmp6_opt_print, -v).
+ListEnd put_nd_options(Writer& w, const Bytes& l4, size_t start, size_t length, const DecodeOptions& o) noexcept
+{
+    enum : uint8_t {
+        kSourceLinkAddress = 1, kTargetLinkAddress = 2, kPrefixInformation = 3, kRedirectedHeader = 4, kMtu = 5,
+        kAdvertisementInterval = 7, kHomeAgentInformation = 8, kRouteInformation = 24, kRdnss = 25, kDnssl = 31,
+    };
+    // tcpdump's count of what is left is signed.
+    long rest = static_cast<long>(length) - static_cast<long>(start);
+    size_t at = start;
+    while (at < l4.size) {
+        if (!l4.has(at + 1, 1))
+            return ListEnd::Cut;
+        if (rest <= 0)
+            return ListEnd::Complete;
+        const uint8_t type = l4.u8(at);
+        const size_t units = l4.u8(at + 1);
+        if (units == 0 || !l4.has(at, units * 8))
+            return ListEnd::Cut;
+        const Bytes option = l4.from(at);
+        const size_t size = units * 8;
+        w.put("\n\t  "sv);
+        switch (type) {
+        case kSourceLinkAddress: w.put("source link-address"sv); break;
+        case kTargetLinkAddress: w.put("destination link-address"sv); break;
+        case kPrefixInformation: w.put("prefix info"sv); break;
+        case kRedirectedHeader: w.put("redirected header"sv); break;
+        case kMtu: w.put("mtu"sv); break;
+        case kRdnss: w.put("rdnss"sv); break;
+        case kDnssl: w.put("dnssl"sv); break;
+        case kAdvertisementInterval: w.put("advertisement interval"sv); break;
+        case kHomeAgentInformation: w.put("homeagent information"sv); break;
+        case kRouteInformation: w.put("route info"sv); break;
+        default: w.put("unknown"sv); break;
+        }
+        w.put(" option ("sv);
+        w.dec(type);
+        w.put("), length "sv);
+        w.dec(size);
+        w.put(" ("sv);
+        w.dec(units);
+        w.put("): "sv);
+        switch (type) {
+        case kSourceLinkAddress:
+        case kTargetLinkAddress:
+            for (size_t i = 2; i < size; ++i) {
+                if (i > 2)
+                    w.put(':');
+                w.hex_byte(option.u8(i));
+            }
+            break;
+        case kPrefixInformation:
+            if (!option.has(0, 32))
+                return ListEnd::Abandoned;
+            w.put(ipv6_text(option.data + 16).view());
+            w.put('/');
+            w.dec(option.u8(2));
+            if (units != 4)
+                w.put("badlen"sv);
+            w.put(", Flags ["sv);
+            put_flag_names(w, option.u8(3), {{0x80, "onlink"sv}, {0x40, "auto"sv}, {0x20, "router"sv}});
+            w.put("], valid time "sv);
+            put_lifetime(w, option.u32(4));
+            w.put(", pref. time "sv);
+            put_lifetime(w, option.u32(8));
+            break;
+        case kRedirectedHeader:
+            // tcpdump dumps from the first option on, this one's length.
+            put_unknown_data(w, l4.from(start), size, "\n\t    "sv);
+            break;
+        case kMtu:
+            w.put(' ');
+            w.dec(option.u32(4));
+            if (units != 1)
+                w.put("bad option length"sv);
+            break;
+        case kRdnss:
+            w.put(" lifetime "sv);
+            w.dec(option.u32(4));
+            w.put("s,"sv);
+            for (size_t i = 0; i < (units - 1) / 2; ++i) {
+                w.put(" addr: "sv);
+                w.put(ipv6_text(option.data + 8 + 16 * i).view());
+            }
+            break;
+        case kDnssl: {
+            w.put(" lifetime "sv);
+            w.dec(option.u32(4));
+            w.put("s, domain(s):"sv);
+            size_t name = 8;
+            while (name < size && option.u8(name) != 0) {
+                w.put(' ');
+                name = put_domain_name(w, l4, at + name, start);
+                if (name == kNoName)
+                    return ListEnd::Cut;
+                name -= at;
+            }
+            break;
+        }
+        case kAdvertisementInterval:
+            w.put(' ');
+            w.dec(option.u32(4));
+            w.put("ms"sv);
+            break;
+        case kHomeAgentInformation:
+            w.put(" preference "sv);
+            w.dec(option.u16(4));
+            w.put(", lifetime "sv);
+            w.dec(option.u16(6));
+            break;
+        case kRouteInformation: {
+            if (units > 3)
+                return ListEnd::Cut;
+            uint8_t prefix[16] = {};
+            for (size_t i = 0; i < (units - 1) * 8; ++i)
+                prefix[i] = option.u8(8 + i);
+            w.put(' ');
+            w.put(ipv6_text(prefix).view());
+            w.put('/');
+            w.dec(option.u8(2));
+            w.put(", pref="sv);
+            w.put(router_preference(option.u8(3)));
+            w.put(", lifetime="sv);
+            put_lifetime(w, option.u32(4));
+            break;
+        }
+        default:
+            if (o.verbose <= 1) {
+                put_unknown_data(w, option.from(2), size - 2, "\n\t  "sv);
+                return ListEnd::Complete;
+            }
+            break;
+        }
+        if (o.verbose > 1)
+            put_unknown_data(w, option.from(2), size - 2, "\n\t    "sv);
+        at += size;
+        rest -= static_cast<long>(size);
+    }
+    return ListEnd::Complete;
+}
+
+// Returns false where tcpdump's printer runs out of captured bytes: the
+// caller ends the line with " [|icmp6]", as tcpdump's own mark where
+// `checked_cut` is set.
+bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length, const DecodeOptions& o,
+                bool& checked_cut) noexcept
+{
+    const auto options = [&](size_t start) {
+        const ListEnd end = put_nd_options(w, l4, start, length, o);
+        checked_cut = end == ListEnd::Cut;
+        return end == ListEnd::Complete;
+    };
     if (!l4.has(1, 1))
         return false;
     const uint8_t code = l4.u8(1);
@@ -356,7 +542,8 @@ bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length) noexcep
             w.put(", unknown unreach code ("sv);
             w.dec(code);
             w.put(')');
-            put_unknown_data(w, l4, length);
+            if (o.verbose <= 1)
+                put_unknown_data(w, l4, length);
             return true;
         }
     case 2:
@@ -406,11 +593,43 @@ bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length) noexcep
             put_mld(w, l4);
         } else if (length >= 28) {
             w.put(" v2"sv);
-            if (!l4.has(4, 2) || !put_address(" [gaddr "sv, l4, 8) || !l4.has(26, 2))
+            if (!l4.has(4, 2))
+                return false;
+            if (o.verbose) {
+                // The maximum response code, in its floating-point form above 32767.
+                const uint32_t code = l4.u16(4);
+                w.put(" [max resp delay="sv);
+                w.dec(code < 32768 ? code : ((code & 0x0fff) | 0x1000) << (((code & 0x7000) >> 12) + 3));
+                w.put(']');
+            }
+            if (!put_address(" [gaddr "sv, l4, 8))
+                return false;
+            if (o.verbose) {
+                if (!l4.has(24, 2))
+                    return false;
+                const uint8_t flags = l4.u8(24);
+                if (flags & 0x08)
+                    w.put(" sflag"sv);
+                if (flags & 0x07) {
+                    w.put(" robustness="sv);
+                    w.dec(flags & 0x07);
+                }
+                const uint32_t qqic = l4.u8(25);
+                w.put(" qqi="sv);
+                w.dec(qqic < 128 ? qqic : ((qqic & 0x0f) | 0x10) << (((qqic & 0x70) >> 4) + 3));
+            }
+            if (!l4.has(26, 2))
                 return false;
             if (const uint16_t sources = l4.u16(26)) {
                 if (length < 28 + size_t{sources} * 16) {
                     w.put(" [invalid number of sources]"sv);
+                } else if (o.verbose > 1) {
+                    w.put(" {"sv);
+                    for (size_t i = 0; i < sources; ++i) {
+                        if (!put_address(" "sv, l4, 28 + 16 * i))
+                            return false;
+                    }
+                    w.put(" }"sv);
                 } else {
                     w.put(", "sv);
                     w.dec(sources);
@@ -430,9 +649,72 @@ bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length) noexcep
         return true;
     case 135:
     case 136:
-        return put_address(type == 135 ? ", who has "sv : ", tgt is "sv, l4, 8);
+        if (!put_address(type == 135 ? ", who has "sv : ", tgt is "sv, l4, 8))
+            return false;
+        if (!o.verbose)
+            return true;
+        if (type == 136) {
+            w.put(", Flags ["sv);
+            put_flag_names(w, l4.u32(4), {{0x80000000, "router"sv}, {0x40000000, "solicited"sv},
+                                          {0x20000000, "override"sv}});
+            w.put(']');
+        }
+        return options(24);
     case 137:
-        return put_address(", "sv, l4, 24) && put_address(" to "sv, l4, 8); // destination, then target
+        // The destination, then the target.
+        if (!put_address(", "sv, l4, 24) || !put_address(" to "sv, l4, 8))
+            return false;
+        return !o.verbose || options(40);
+    case 133:
+        return !o.verbose || options(8);
+    case 134:
+        if (!o.verbose)
+            return true;
+        if (!l4.has(0, 16))
+            return false;
+        w.put("\n\thop limit "sv);
+        w.dec(l4.u8(4));
+        w.put(", Flags ["sv);
+        put_flag_names(w, l4.u8(5), {{0x80, "managed"sv}, {0x40, "other stateful"sv}, {0x20, "home agent"sv},
+                                     {0x02, "ipv6 only"sv}});
+        w.put("], pref "sv);
+        w.put(router_preference(l4.u8(5)));
+        w.put(", router lifetime "sv);
+        w.dec(l4.u16(6));
+        w.put("s, reachable time "sv);
+        w.dec(l4.u32(8));
+        w.put("ms, retrans timer "sv);
+        w.dec(l4.u32(12));
+        w.put("ms"sv);
+        return options(16);
+    case 145:
+        if (!o.verbose)
+            return true;
+        if (!l4.has(4, 2))
+            return false;
+        w.put(", id 0x"sv);
+        w.hex(l4.u16(4), 4);
+        for (size_t at = 8; at < length; at += 16) {
+            if (!put_address(", "sv, l4, at))
+                return false;
+        }
+        return true;
+    case 147: {
+        if (!o.verbose)
+            return true;
+        if (!l4.has(4, 4))
+            return false;
+        w.put(", id 0x"sv);
+        w.hex(l4.u16(4), 4);
+        const uint16_t flags = l4.u16(6);
+        if (flags & 0xc000)
+            w.put(' ');
+        if (flags & 0x8000)
+            w.put('M');
+        if (flags & 0x4000)
+            w.put('O');
+        return options(8);
+    }
     case 143:
         if (length < 8) {
             w.put(" [invalid len "sv);
@@ -445,6 +727,49 @@ bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length) noexcep
         w.put(", "sv);
         w.dec(l4.u16(6));
         w.put(" group record(s)"sv);
+        if (o.verbose) {
+            size_t group = 8;
+            for (size_t i = 0; i < l4.u16(6); ++i) {
+                if (length < group + 20) {
+                    w.put(" [invalid number of groups]"sv);
+                    return true;
+                }
+                if (!put_address(" [gaddr "sv, l4, group + 4))
+                    return false;
+                constexpr std::string_view kRecordTypes[] = {"is_in"sv, "is_ex"sv, "to_in"sv,
+                                                             "to_ex"sv, "allow"sv, "block"sv};
+                const uint8_t record_type = l4.u8(group);
+                w.put(' ');
+                if (record_type >= 1 && record_type <= 6) {
+                    w.put(kRecordTypes[record_type - 1]);
+                } else {
+                    w.put(" [v2-report-#"sv);
+                    w.dec(record_type);
+                    w.put(']');
+                }
+                const size_t sources = l4.u16(group + 2);
+                if (length < group + 20 + sources * 16) {
+                    w.put(" [invalid number of sources "sv);
+                    w.dec(sources);
+                    w.put(']');
+                    return true;
+                }
+                if (o.verbose == 1) {
+                    w.put(", "sv);
+                    w.dec(sources);
+                    w.put(" source(s)"sv);
+                } else {
+                    w.put(" {"sv);
+                    for (size_t j = 0; j < sources; ++j) {
+                        if (!put_address(" "sv, l4, group + 20 + 16 * j))
+                            return false;
+                    }
+                    w.put(" }"sv);
+                }
+                group += 20 + sources * 16;
+                w.put(']');
+            }
+        }
         return true;
     case 144:
     case 146:
@@ -453,12 +778,8 @@ bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length) noexcep
         w.put(", id 0x"sv);
         w.hex(l4.u16(4), 4);
         return true;
-    case 133:
-    case 134:
     case 141:
     case 142:
-    case 145:
-    case 147:
         return true;
     default:
         return true;
@@ -528,9 +849,88 @@ bool icmp6_cut_is_checked(const Bytes& l4) noexcept
     return (l4.u8(0) == 1 && l4.u8(1) == 4) || (l4.u8(0) == 4 && !l4.has(32, 16));
 }
 
+// RFC 4884's extension structure after an error's first 128 quoted bytes:
+// tcpdump prints it with -v where its length field or its checksum says
+// it is there.
+constexpr size_t kIcmpExtensionOffset = 136;
+
+void put_icmp_extensions(Writer& w, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
+{
+    if (!l4.has(0, kIcmpExtensionOffset + 5)) {
+        put_truncated(w, "icmp"sv);
+        return;
+    }
+    size_t rest = length - kIcmpExtensionOffset;
+    const bool whole = l4.has(kIcmpExtensionOffset, rest);
+    InternetChecksum sum;
+    if (whole)
+        sum.add(l4.data + kIcmpExtensionOffset, rest);
+    if (l4.u8(5) == 0 && whole && sum.value() != 0)
+        return;
+    const uint8_t version = l4.u8(kIcmpExtensionOffset) >> 4;
+    w.put("\n\tICMP Multi-Part extension v"sv);
+    w.dec(version);
+    if (version != 2) {
+        w.put(" packet not supported"sv);
+        return;
+    }
+    if (whole) {
+        w.put(", checksum 0x"sv);
+        w.hex(l4.u16(kIcmpExtensionOffset + 2), 4);
+        w.put(sum.value() != 0 ? " (incorrect), length "sv : " (correct), length "sv);
+        w.dec(rest);
+    }
+    rest -= 4;
+    size_t at = kIcmpExtensionOffset + 4;
+    while (rest > 4) {
+        if (!l4.has(at, 4)) {
+            put_truncated(w, "icmp"sv);
+            return;
+        }
+        size_t object_length = l4.u16(at);
+        const uint8_t object_class = l4.u8(at + 2);
+        const uint8_t object_type = l4.u8(at + 3);
+        at += 4;
+        w.put("\n\t  "sv);
+        w.put(object_class == 1 ? "MPLS Stack Entry"sv : object_class == 2 ? "Interface Identification"sv : "unknown"sv);
+        w.put(" Object ("sv);
+        w.dec(object_class);
+        w.put("), Class-Type: "sv);
+        w.dec(object_type);
+        w.put(", length "sv);
+        w.dec(object_length);
+        rest -= 4;
+        if (object_class == 0 || object_length < 4)
+            return;
+        object_length -= 4;
+        if (object_class == 1 && object_type == 1) {
+            if (!l4.has(at, 4)) {
+                put_abandoned(w, "icmp"sv, o);
+                return;
+            }
+            const uint32_t entry = l4.u32(at);
+            w.put("\n\t    label "sv);
+            w.dec(entry >> 12);
+            w.put(", tc "sv);
+            w.dec((entry >> 9) & 7);
+            if (entry & 0x100)
+                w.put(", [S]"sv);
+            w.put(", ttl "sv);
+            w.dec(entry & 0xff);
+        } else {
+            put_unknown_data(w, l4.from(at), object_length, "\n\t    "sv);
+        }
+        if (rest < object_length)
+            break;
+        rest -= object_length;
+        at += object_length;
+    }
+}
+
 } // namespace
 
-void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
+void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
+                const DecodeOptions& o) noexcept
 {
     put_endpoints(w, e, l4, false);
     char text[256];
@@ -546,15 +946,80 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, c
     w.put(message.view());
     w.put(", length "sv);
     w.dec(length);
+    if (!o.verbose)
+        return;
+    if (!fragmented && l4.has(0, length)) {
+        InternetChecksum sum;
+        sum.add(l4.data, length);
+        // A sum the NIC is to fill in is not wrong yet.
+        if (const uint16_t computed = sum.value(); computed != 0 && !o.checksum_not_ready) {
+            if (!l4.has(2, 2)) {
+                put_abandoned(w, "icmp"sv, o);
+                return;
+            }
+            w.put(" (wrong icmp cksum "sv);
+            w.hex(l4.u16(2));
+            w.put(" (->"sv);
+            w.hex(checksum_should_be(l4.u16(2), computed));
+            w.put(")!)"sv);
+        }
+    }
+    // An error's quoted packet, as an IP packet of its own.
+    const uint8_t type = l4.u8(0);
+    if (type == 3 || type == 4 || type == 5 || type == 11 || type == 12) {
+        w.put("\n\t"sv);
+        const Bytes quoted = l4.from(8);
+        if (!quoted.has(2, 2)) {
+            put_abandoned(w, "icmp"sv, o);
+            return;
+        }
+        DecodeOptions inner;
+        if (!nest(o, inner))
+            return;
+        const size_t quoted_length = quoted.u16(2);
+        print_ipv4(w, quoted.first(quoted_length), quoted_length, inner);
+    }
+    if ((type == 3 || type == 11 || type == 12) && length > kIcmpExtensionOffset)
+        put_icmp_extensions(w, l4, length, o);
 }
 
 // tcpdump 4.99's ICMPv6 line, without -v: printed as it goes, so a cut
 // leaves what was printed before " [|icmp6]". Types whose bodies tcpdump
 // decodes in depth (router renumbering, node information, RPL) are named
 // only; a type it does not know is dumped in hex, as tcpdump dumps it.
-void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
+void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
+                 const DecodeOptions& o) noexcept
 {
     put_endpoints(w, e, l4, false);
+    if (length == 0) {
+        w.put("ICMP6, length 0 (invalid)"sv);
+        return;
+    }
+    if (o.verbose && !fragmented && l4.has(0, length)) {
+        // tcpdump reads the checksum field first.
+        if (!l4.has(2, 2)) {
+            put_abandoned(w, "icmp6"sv, o);
+            return;
+        }
+        uint16_t should_be = 0;
+        switch (check_transport(e, kProtoIcmp6, l4, length, o, should_be)) {
+        case ChecksumCheck::NotChecked:
+            break;
+        case ChecksumCheck::Correct:
+            w.put("[icmp6 sum ok] "sv);
+            break;
+        case ChecksumCheck::Incorrect:
+            w.put("[bad icmp6 cksum 0x"sv);
+            w.hex(l4.u16(2), 4);
+            w.put(" -> 0x"sv);
+            w.hex(should_be, 4);
+            w.put("!] "sv);
+            break;
+        case ChecksumCheck::Offloaded:
+            w.put("[icmp6 sum offloaded] "sv);
+            break;
+        }
+    }
     if (!l4.has(0, 1)) {
         put_abandoned(w, "icmp6"sv, o);
         return;
@@ -573,18 +1038,26 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, 
         }
         w.put(", length "sv);
         w.dec(length);
-        put_unknown_data(w, l4, length);
+        if (o.verbose <= 1)
+            put_unknown_data(w, l4, length);
         return;
     }
-    if (!icmp6_body(w, type, l4, length)) {
-        if (icmp6_cut_is_checked(l4))
+    // With -v the length follows the name of the types whose bodies -v
+    // extends, and no other.
+    if (o.verbose && ((type >= 133 && type <= 137) || type == 145 || type == 147)) {
+        w.put(", length "sv);
+        w.dec(length);
+    }
+    bool checked_cut = false;
+    if (!icmp6_body(w, type, l4, length, o, checked_cut)) {
+        if (checked_cut || icmp6_cut_is_checked(l4))
             put_truncated(w, "icmp6"sv);
         else
             put_abandoned(w, "icmp6"sv, o);
         return;
     }
     // An unknown unreachable code ends with its dump, without the length.
-    if (type == 1 && l4.u8(1) > 4)
+    if (o.verbose || (type == 1 && l4.u8(1) > 4))
         return;
     w.put(", length "sv);
     w.dec(length);

@@ -1,10 +1,307 @@
-// IPv4 and IPv6 headers, extension headers and fragments, as tcpdump 4.99
-// prints them without -v.
+// IPv4 and IPv6 headers, IP options, extension headers and fragments, as
+// tcpdump 4.99 prints them, with -v and without.
 #include "text/layers.hpp"
+
+#include <utility>
 
 namespace xdpcap::text::detail {
 
 using namespace std::string_view_literals;
+
+namespace {
+
+enum : uint8_t {
+    kOptEol = 0, kOptNop = 1, kOptRecordRoute = 7, kOptTimestamp = 68, kOptTraceroute = 82,
+    kOptSecurity = 130, kOptLooseRoute = 131, kOptStrictRoute = 137, kOptRouterAlert = 148,
+};
+
+// How an IP option list ends for tcpdump: listed, or cut by the capture
+// inside an option (" [truncated-option]"), or before its type or length
+// (the packet is abandoned).
+enum class OptionsEnd { Listed, Truncated, Abandoned };
+
+// A recorded or source route: its addresses, a comma after each one the
+// pointer has passed. `opt` is the whole option (`length` bytes, captured
+// or not).
+OptionsEnd put_route(Writer& w, const Bytes& opt, size_t length) noexcept
+{
+    if (length < 3) {
+        w.put(" [bad length "sv);
+        w.dec(length);
+        w.put(']');
+        return OptionsEnd::Listed;
+    }
+    if ((length + 1) & 3) {
+        w.put(" [bad length "sv);
+        w.dec(length);
+        w.put(']');
+    }
+    // tcpdump's pointer is unsigned: a zero pointer field wraps.
+    const uint32_t pointer = uint32_t{opt.u8(2)} - 1;
+    if (pointer < 3 || ((pointer + 1) & 3) || pointer > length + 1) {
+        w.put(" [bad ptr "sv);
+        w.dec(opt.u8(2));
+        w.put(']');
+    }
+    for (size_t at = 3; at < length; at += 4) {
+        if (!opt.has(at, 4))
+            return OptionsEnd::Truncated;
+        w.put(' ');
+        w.put(ipv4_text(opt.data + at).view());
+        if (pointer > at)
+            w.put(',');
+    }
+    return OptionsEnd::Listed;
+}
+
+OptionsEnd put_timestamps(Writer& w, const Bytes& opt, size_t length) noexcept
+{
+    if (length < 4) {
+        w.put("[bad length "sv);
+        w.dec(length);
+        w.put(']');
+        return OptionsEnd::Listed;
+    }
+    w.put(" TS{"sv);
+    const uint8_t flags = opt.u8(3);
+    const size_t hop = (flags & 15) != 0 ? 8 : 4;
+    if ((length - 4) & (hop - 1)) {
+        w.put("[bad length "sv);
+        w.dec(length);
+        w.put(']');
+    }
+    // tcpdump's pointer is unsigned: a zero pointer field wraps.
+    const uint32_t pointer = uint32_t{opt.u8(2)} - 1;
+    size_t at = 0;
+    if (pointer < 4 || ((pointer - 4) & (hop - 1)) || pointer > length + 1) {
+        w.put("[bad ptr "sv);
+        w.dec(opt.u8(2));
+        w.put(']');
+    }
+    switch (flags & 15) {
+    case 0: w.put("TSONLY"sv); break;
+    case 1: w.put("TS+ADDR"sv); break;
+    case 3: w.put("PRESPEC"sv); break;
+    default:
+        w.put("[bad ts type "sv);
+        w.dec(flags & 15);
+        w.put(']');
+        break;
+    }
+    if ((flags & 15) == 0 || (flags & 15) == 1 || (flags & 15) == 3) {
+        std::string_view mark = " "sv;
+        for (at = 4; at < length; at += hop) {
+            if (pointer == at)
+                mark = " ^ "sv;
+            if (!opt.has(at, hop))
+                return OptionsEnd::Truncated;
+            w.put(mark);
+            w.dec(opt.u32(at + hop - 4));
+            w.put('@');
+            if (hop == 8)
+                w.put(ipv4_text(opt.data + at).view());
+            mark = " "sv;
+        }
+    }
+    if (pointer == at)
+        w.put(" ^ "sv);
+    if (flags >> 4) {
+        w.put(" ["sv);
+        w.dec(flags >> 4);
+        w.put(" hops not recorded]} "sv);
+    } else {
+        w.put('}');
+    }
+    return OptionsEnd::Listed;
+}
+
+// tcpdump's -v list of IPv4 options: `opts` is what was captured of the
+// `length` option bytes the header length gives.
+OptionsEnd put_ip_options(Writer& w, const Bytes& opts, size_t length) noexcept
+{
+    size_t at = 0;
+    while (length > 0) {
+        if (at > 0)
+            w.put(',');
+        if (!opts.has(at, 1))
+            return OptionsEnd::Abandoned;
+        const uint8_t code = opts.u8(at);
+        switch (code) {
+        case kOptEol: w.put("EOL"sv); break;
+        case kOptNop: w.put("NOP"sv); break;
+        case kOptTimestamp: w.put("timestamp"sv); break;
+        case kOptSecurity: w.put("security"sv); break;
+        case kOptRecordRoute: w.put("RR"sv); break;
+        case kOptStrictRoute: w.put("SSRR"sv); break;
+        case kOptLooseRoute: w.put("LSRR"sv); break;
+        case kOptRouterAlert: w.put("RA"sv); break;
+        case kOptTraceroute: w.put("traceroute"sv); break;
+        default:
+            w.put("unknown "sv);
+            w.dec(code);
+            break;
+        }
+        size_t option_length = 1;
+        if (code != kOptEol && code != kOptNop) {
+            if (!opts.has(at + 1, 1))
+                return OptionsEnd::Abandoned;
+            option_length = opts.u8(at + 1);
+            if (option_length < 2) {
+                w.put(" [bad length "sv);
+                w.dec(option_length);
+                w.put(']');
+                return OptionsEnd::Listed;
+            }
+        }
+        if (option_length > length) {
+            w.put(" [bad length "sv);
+            w.dec(option_length);
+            w.put(']');
+            return OptionsEnd::Listed;
+        }
+        if (!opts.has(at, option_length))
+            return OptionsEnd::Truncated;
+        const Bytes option = opts.from(at);
+        OptionsEnd end = OptionsEnd::Listed;
+        switch (code) {
+        case kOptEol:
+            return OptionsEnd::Listed;
+        case kOptTimestamp:
+            end = put_timestamps(w, option, option_length);
+            break;
+        case kOptRecordRoute:
+        case kOptStrictRoute:
+        case kOptLooseRoute:
+            end = put_route(w, option, option_length);
+            break;
+        case kOptRouterAlert:
+            if (option_length < 4) {
+                w.put(" [bad length "sv);
+                w.dec(option_length);
+                w.put(']');
+            } else if (option.u16(2) != 0) {
+                w.put(" value "sv);
+                w.dec(option.u16(2));
+            }
+            break;
+        default:
+            break;
+        }
+        if (end != OptionsEnd::Listed)
+            return end;
+        at += option_length;
+        length -= option_length;
+    }
+    return OptionsEnd::Listed;
+}
+
+// The destination a TCP or UDP checksum covers: a source route's last
+// address, as tcpdump finds it, else the header's.
+const uint8_t* ipv4_checksum_destination(const Bytes& ip, size_t header) noexcept
+{
+    size_t length = header - 20;
+    size_t at = 20;
+    while (length != 0) {
+        if (!ip.has(at, 1))
+            break;
+        const uint8_t code = ip.u8(at);
+        if (code == kOptEol)
+            break;
+        size_t option_length = 1;
+        if (code != kOptNop) {
+            if (!ip.has(at + 1, 1))
+                break;
+            option_length = ip.u8(at + 1);
+            if (option_length < 2)
+                break;
+        }
+        if (length < option_length || !ip.has(at, option_length))
+            break;
+        if ((code == kOptStrictRoute || code == kOptLooseRoute) && option_length >= 7)
+            return ip.data + at + option_length - 4;
+        at += option_length;
+        length -= option_length;
+    }
+    return ip.data + 16;
+}
+
+// tcpdump's -v header fields: "(tos 0x0, ttl 64, id 1, offset 0, flags
+// [DF], proto TCP (6), length 60)" and a new line. `ip` ends where the
+// header's total length does. False where the line ends here.
+bool put_ipv4_details(Writer& w, const Bytes& ip, size_t header, const DecodeOptions& o) noexcept
+{
+    const uint8_t tos = ip.u8(1);
+    w.put("(tos 0x"sv);
+    w.hex(tos);
+    constexpr std::string_view kEcn[] = {""sv, ",ECT(1)"sv, ",ECT(0)"sv, ",CE"sv};
+    w.put(kEcn[tos & 3]);
+    if (ip.u8(8) >= 1) {
+        w.put(", ttl "sv);
+        w.dec(ip.u8(8));
+    }
+    const uint16_t fragment = ip.u16(6);
+    w.put(", id "sv);
+    w.dec(ip.u16(4));
+    w.put(", offset "sv);
+    w.dec(size_t{fragment & 0x1fffu} * 8);
+    w.put(", flags ["sv);
+    bool flagged = false;
+    for (const auto& [bit, name] : {std::pair{0x2000, "+"sv}, std::pair{0x4000, "DF"sv}, std::pair{0x8000, "rsvd"sv}}) {
+        if (fragment & bit) {
+            if (flagged)
+                w.put(", "sv);
+            w.put(name);
+            flagged = true;
+        }
+    }
+    if (!flagged)
+        w.put("none"sv);
+    const uint8_t protocol = ip.u8(9);
+    w.put("], proto "sv);
+    const char* name = ip_protocol_verbose_name(protocol);
+    w.put(std::string_view(name ? name : "unknown"));
+    w.put(" ("sv);
+    w.dec(protocol);
+    w.put("), length "sv);
+    w.dec(ip.u16(2));
+    bool truncated = false;
+    if (header > 20) {
+        w.put(", options ("sv);
+        const OptionsEnd end = put_ip_options(w, ip.from(20), header - 20);
+        if (end == OptionsEnd::Abandoned) {
+            put_abandoned(w, "ip"sv, o);
+            return false;
+        }
+        if (end == OptionsEnd::Truncated) {
+            w.put(" [truncated-option]"sv);
+            truncated = true;
+        }
+        w.put(')');
+    }
+    if (ip.has(0, header)) {
+        InternetChecksum sum;
+        sum.add(ip.data, header);
+        if (const uint16_t computed = sum.value(); computed != 0) {
+            w.put(", bad cksum "sv);
+            w.hex(ip.u16(10));
+            w.put(" (->"sv);
+            w.hex(checksum_should_be(ip.u16(10), computed));
+            w.put(")!"sv);
+        }
+    }
+    w.put(")\n    "sv);
+    if (truncated) {
+        w.put(ipv4_text(ip.data + 12).view());
+        w.put(" > "sv);
+        w.put(ipv4_text(ip.data + 16).view());
+        w.put(": "sv);
+        put_truncated(w, "ip"sv);
+        return false;
+    }
+    return true;
+}
+
+} // namespace
 
 // `frame_length`: what the frame held from this header on, captured or not.
 void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept
@@ -56,20 +353,32 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         w.dec(total);
         return;
     }
-    if (!ip.has(0, header)) {
-        put_truncated(w, "ip"sv);
+    if (o.verbose && !put_ipv4_details(w, ip.first(total), header, o))
         return;
-    }
     const AddressText src = ipv4_text(ip.data + 12);
     const AddressText dst = ipv4_text(ip.data + 16);
-    const Endpoints e{&src, &dst, true, ip.data + 12, ip.data + 16, 4};
     const uint8_t protocol = ip.u8(9);
     const uint16_t fragment = ip.u16(6);
     const size_t offset = size_t{fragment & 0x1fffu} * 8;
     const bool more = (fragment & 0x2000) != 0;
     // Ethernet padding beyond the IP length is not part of the payload.
-    const Bytes payload = ip.first(total).from(header);
+    const Bytes packet = ip.first(total);
     const size_t length = total - header;
+    if (offset == 0 && !packet.has(0, header)) {
+        // Options cut by the capture: tcpdump says so and abandons the packet.
+        if (protocol != kProtoTcp && protocol != kProtoUdp && protocol != 33 && protocol != 132)
+            put_endpoints(w, Endpoints{&src, &dst, true}, packet, false);
+        w.put(" [remaining caplen("sv);
+        w.dec(packet.size);
+        w.put(") < header length("sv);
+        w.dec(header);
+        w.put(")]"sv);
+        put_abandoned(w, "ip"sv, o);
+        return;
+    }
+    const Endpoints e{&src, &dst, true, ip.data + 12, ip.data + 16, 4,
+                      header > 20 ? ipv4_checksum_destination(ip, header) : nullptr};
+    const Bytes payload = packet.from(header);
     if (offset == 0) {
         print_transport(w, protocol, e, payload, length, more, o);
     } else {
@@ -81,11 +390,257 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
     }
 }
 
+namespace {
+
+enum : uint8_t { kHopByHop = 0, kRouting = 43, kFragment = 44, kAh = 51, kNoNextHeader = 59, kDestination = 60 };
+
+void put_option_length(Writer& w, std::string_view before, unsigned value, std::string_view after) noexcept
+{
+    w.put(before);
+    w.dec(value);
+    w.put(after);
+}
+
+// The sub-options of a home address option (tcpdump's ip6_sopt_print).
+bool put_ipv6_sub_options(Writer& w, const Bytes& b, size_t length) noexcept
+{
+    for (size_t i = 0, n = 0; i < length; i += n) {
+        if (b.u8(i) == 0) {
+            n = 1;
+        } else {
+            if (i + 1 >= length)
+                return false;
+            n = size_t{b.u8(i + 1)} + 2;
+        }
+        if (i + n > length)
+            return false;
+        switch (b.u8(i)) {
+        case 0:
+            w.put(", pad1"sv);
+            break;
+        case 1:
+            if (length - i < 2) {
+                w.put(", padn: trunc"sv);
+                return false;
+            }
+            w.put(", padn"sv);
+            break;
+        default:
+            if (length - i < 2) {
+                put_option_length(w, ", sopt_type "sv, b.u8(i), ": trunc)"sv);
+                return false;
+            }
+            w.put(", sopt_type 0x"sv);
+            w.hex(b.u8(i), 2);
+            put_option_length(w, ": len="sv, b.u8(i + 1), ""sv);
+            break;
+        }
+    }
+    return true;
+}
+
+// Hop-by-hop or destination options, all captured (tcpdump's
+// ip6_opt_process): named with -v, malformed ones always. A valid jumbo
+// payload option of a hop-by-hop header gives the payload's length. False
+// where tcpdump ends the packet.
+bool put_ipv6_options(Writer& w, const Bytes& b, size_t length, bool hop_by_hop, uint32_t& payload_length,
+                      bool& jumbo, bool verbose) noexcept
+{
+    enum : uint8_t { kPad1 = 0, kPadN = 1, kRouterAlert = 5, kJumbo = 0xc2, kHomeAddress = 0xc9 };
+    bool jumbo_seen = false;
+    for (size_t i = 0, n = 0; i < length; i += n) {
+        const uint8_t type = b.u8(i);
+        if (type == kPad1) {
+            n = 1;
+        } else {
+            if (i + 1 >= length)
+                return false;
+            n = size_t{b.u8(i + 1)} + 2;
+        }
+        if (i + n > length)
+            return false;
+        switch (type) {
+        case kPad1:
+            if (verbose)
+                w.put("(pad1)"sv);
+            break;
+        case kPadN:
+            if (length - i < 2) {
+                w.put("(padn: trunc)"sv);
+                return false;
+            }
+            if (verbose)
+                w.put("(padn)"sv);
+            break;
+        case kRouterAlert:
+            if (length - i < 4) {
+                w.put("(rtalert: trunc)"sv);
+                return false;
+            }
+            if (b.u8(i + 1) != 2) {
+                put_option_length(w, "(rtalert: invalid len "sv, b.u8(i + 1), ")"sv);
+                return false;
+            }
+            if (verbose) {
+                w.put("(rtalert: 0x"sv);
+                w.hex(b.u16(i + 2), 4);
+                w.put(") "sv);
+            }
+            break;
+        case kJumbo: {
+            if (length - i < 6) {
+                w.put("(jumbo: trunc)"sv);
+                return false;
+            }
+            if (b.u8(i + 1) != 4) {
+                put_option_length(w, "(jumbo: invalid len "sv, b.u8(i + 1), ")"sv);
+                return false;
+            }
+            const uint32_t value = b.u32(i + 2);
+            std::string_view why = ""sv;
+            if (jumbo_seen) {
+                why = " - already seen"sv;
+            } else {
+                jumbo_seen = true;
+                if (!hop_by_hop) {
+                    why = " - not a hop-by-hop option"sv;
+                } else if (payload_length != 0) {
+                    why = " - payload len != 0"sv;
+                } else if (value < 65536) {
+                    why = " - < 65536"sv;
+                } else {
+                    jumbo = true;
+                    payload_length = value;
+                }
+            }
+            if (verbose) {
+                put_option_length(w, "(jumbo: "sv, value, why);
+                w.put(") "sv);
+            }
+            break;
+        }
+        case kHomeAddress:
+            if (length - i < 18) {
+                w.put("(homeaddr: trunc)"sv);
+                return false;
+            }
+            if (b.u8(i + 1) < 16) {
+                put_option_length(w, "(homeaddr: invalid len "sv, b.u8(i + 1), ")"sv);
+                return false;
+            }
+            if (verbose) {
+                w.put("(homeaddr: "sv);
+                w.put(ipv6_text(b.data + i + 2).view());
+                if (b.u8(i + 1) > 16 && !put_ipv6_sub_options(w, b.from(i + 18), n - 18))
+                    return false;
+                w.put(')');
+            }
+            break;
+        default:
+            if (length - i < 2) {
+                put_option_length(w, "(type "sv, type, ": trunc)"sv);
+                return false;
+            }
+            if (verbose) {
+                w.put("(opt_type 0x"sv);
+                w.hex(type, 2);
+                put_option_length(w, ": len="sv, b.u8(i + 1), ")"sv);
+            }
+            break;
+        }
+    }
+    if (verbose)
+        w.put(' ');
+    return true;
+}
+
+// A routing header (tcpdump's rt6_print) from its first byte, `route`.
+// Returns its length, or 0 where the line ends; `final_destination` gets
+// the address a transport checksum covers.
+size_t put_routing_header(Writer& w, const Bytes& route, const DecodeOptions& o,
+                          const uint8_t*& final_destination) noexcept
+{
+    if (!route.has(0, 1)) {
+        put_truncated(w, "ip6"sv);
+        return 0;
+    }
+    w.put("RT6"sv);
+    if (!route.has(0, 4)) {
+        if (route.has(1, 1)) {
+            put_option_length(w, " (len="sv, route.u8(1), ""sv);
+            if (route.has(2, 1)) {
+                put_option_length(w, ", type="sv, route.u8(2), ""sv);
+                if (route.u8(2) == 0)
+                    w.put(" [Deprecated]"sv);
+            }
+        }
+        put_abandoned(w, "rt6"sv, o);
+        return 0;
+    }
+    const uint8_t units = route.u8(1);
+    const uint8_t type = route.u8(2);
+    put_option_length(w, " (len="sv, units, ""sv);
+    put_option_length(w, ", type="sv, type, ""sv);
+    if (type == 0)
+        w.put(" [Deprecated]"sv);
+    put_option_length(w, ", segleft="sv, route.u8(3), ""sv);
+    if (type != 0 && type != 2 && type != 4) {
+        w.put(" (unknown type) (invalid)"sv);
+        return 0;
+    }
+    if (!route.has(4, 4)) {
+        if (type == 4 && route.has(4, 1))
+            put_option_length(w, ", last-entry="sv, route.u8(4), ""sv);
+        if (type == 4 && route.has(5, 1) && (route.u8(5) || o.verbose)) {
+            w.put(", flags=0x"sv);
+            w.hex(route.u8(5));
+        }
+        put_abandoned(w, "rt6"sv, o);
+        return 0;
+    }
+    if (type == 4) {
+        put_option_length(w, ", last-entry="sv, route.u8(4), ""sv);
+        if (route.u8(5) || o.verbose) {
+            w.put(", flags=0x"sv);
+            w.hex(route.u8(5));
+        }
+        w.put(", tag="sv);
+        w.hex(route.u16(6));
+    } else if (route.u32(4) || o.verbose) {
+        w.put(", rsv=0x"sv);
+        w.hex(route.u32(4));
+    }
+    if (units % 2 == 1) {
+        put_option_length(w, " (invalid length "sv, units, ") (invalid)"sv);
+        return 0;
+    }
+    for (unsigned i = 0; i < units / 2u; ++i) {
+        if (!route.has(8 + 16 * i, 16)) {
+            put_abandoned(w, "rt6"sv, o);
+            return 0;
+        }
+        put_option_length(w, ", ["sv, i, "]"sv);
+        w.put(ipv6_text(route.data + 8 + 16 * i).view());
+        // Type 0 and 2 list the hops in order, segment routing backwards.
+        if (type != 4 || i == 0)
+            final_destination = route.data + 8 + 16 * i;
+    }
+    w.put(") "sv);
+    return (size_t{units} + 1) * 8;
+}
+
+} // namespace
+
 void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept
 {
     // tcpdump reads the whole fixed header before it writes "IP6".
     if (!ip.has(0, 40)) {
         put_truncated(w, "ip6"sv);
+        return;
+    }
+    if (frame_length < 40) {
+        w.put("truncated-ip6 "sv);
+        w.dec(frame_length);
         return;
     }
     if (!o.link_header)
@@ -96,62 +651,123 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         w.put(" != 6"sv);
         return;
     }
-    if (ip.u16(4) != 0 && frame_length < 40u + ip.u16(4)) {
+    uint32_t payload_length = ip.u16(4);
+    if (payload_length != 0 && frame_length < 40u + payload_length) {
         w.put("truncated-ip6 - "sv);
-        w.dec(40u + ip.u16(4) - frame_length);
+        w.dec(40u + payload_length - frame_length);
         w.put(" bytes missing!"sv);
     }
-    // Zero: a jumbogram (BIG TCP); the frame says how long.
-    const size_t payload_length = ip.u16(4) != 0 ? ip.u16(4) : frame_length > 40 ? frame_length - 40 : 0;
-    const Bytes packet = ip.first(40 + payload_length);
+    uint8_t next = ip.u8(6);
+    if (o.verbose) {
+        const uint32_t flow = ip.u32(0);
+        w.put('(');
+        if (flow & 0x0ff00000) {
+            w.put("class 0x"sv);
+            w.hex((flow & 0x0ff00000) >> 20, 2);
+            w.put(", "sv);
+        }
+        if (flow & 0x000fffff) {
+            w.put("flowlabel 0x"sv);
+            w.hex(flow & 0x000fffff, 5);
+            w.put(", "sv);
+        }
+        w.put("hlim "sv);
+        w.dec(ip.u8(7));
+        w.put(", next-header "sv);
+        const char* name = ip_protocol_verbose_name(next);
+        w.put(std::string_view(name ? name : "unknown"));
+        w.put(" ("sv);
+        w.dec(next);
+        w.put(") payload length: "sv);
+        w.dec(payload_length);
+        w.put(") "sv);
+    }
+    // Zero: a jumbogram, whose hop-by-hop option gives the length. tcpdump
+    // walks the extension headers over all the frame has (and 40 more).
+    const size_t total = payload_length != 0 ? 40 + size_t{payload_length} : frame_length + 40;
+    Bytes packet = ip.first(total);
     const AddressText src = ipv6_text(ip.data + 8);
     const AddressText dst = ipv6_text(ip.data + 24);
-    uint8_t next = ip.u8(6);
+    // tcpdump names the addresses first unless TCP or UDP, which print
+    // them with their ports.
+    const bool addresses_first = next != kProtoTcp && next != kProtoUdp && next != 33 && next != 132;
+    if (addresses_first)
+        put_endpoints(w, Endpoints{&src, &dst, true}, packet, false);
+    const bool extensions = next == kHopByHop || next == kDestination || next == kRouting || next == kFragment;
+    const uint8_t* checksum_dst = nullptr;
     size_t offset = 40;
-    bool extensions = false;
     bool fragmented = false;
-    auto start_extensions = [&] {
-        if (!extensions) {
-            put_endpoints(w, Endpoints{&src, &dst, true}, packet, false);
-            extensions = true;
+    bool jumbo = false;
+    bool hop_by_hop_seen = false;
+    // Past a header of `length` bytes to the next; false (the line ended)
+    // where the packet's length does not hold it.
+    const auto advance = [&](size_t length) {
+        if (total - offset < length) {
+            put_truncated(w, "ip6"sv);
+            return false;
         }
+        next = packet.u8(offset);
+        offset += length;
+        return true;
     };
     for (int i = 0; i < kMaxExtensionHeaders; ++i) {
-        if (next == 0 || next == 60 || next == 43 || next == 51) {
-            start_extensions();
-            const std::string_view name = next == 0 ? "HBH"sv : next == 60 ? "DSTOPT"sv : next == 43 ? "RT6"sv : "AH"sv;
-            if (!packet.has(offset, next == 43 ? 4 : 2)) {
-                w.put(name);
-                put_truncated(w, next == 0 ? "hbhopt"sv : next == 60 ? "dstopt"sv : next == 43 ? "rt6"sv : "ah"sv);
+        if (next == kHopByHop || next == kDestination) {
+            const bool hop_by_hop = next == kHopByHop;
+            if (hop_by_hop && hop_by_hop_seen) {
+                w.put("[The Hop-by-Hop Options header was already found] (invalid)"sv);
                 return;
             }
-            w.put(name);
-            if (next == 43) {
-                w.put(" (type="sv);
-                w.dec(packet.u8(offset + 2));
-                w.put(", segleft="sv);
-                w.dec(packet.u8(offset + 3));
-                w.put(')');
+            if (hop_by_hop && i > 0) {
+                w.put("[The Hop-by-Hop Options header don't follow the IPv6 header] (invalid)"sv);
+                return;
             }
-            w.put(' ');
-            // AH counts 4-byte units (minus 2), the others 8-byte units (minus 1).
-            const size_t length = next == 51 ? (size_t{packet.u8(offset + 1)} + 2) * 4
-                                             : (size_t{packet.u8(offset + 1)} + 1) * 8;
-            next = packet.u8(offset);
-            offset += length;
+            hop_by_hop_seen = hop_by_hop_seen || hop_by_hop;
+            const std::string_view mark = hop_by_hop ? "hbhopt"sv : "dstopt"sv;
+            if (!packet.has(offset + 1, 1)) {
+                put_abandoned(w, mark, o);
+                return;
+            }
+            const size_t length = (size_t{packet.u8(offset + 1)} + 1) * 8;
+            bool complete = packet.has(offset, length);
+            if (complete) {
+                w.put(hop_by_hop ? "HBH "sv : "DSTOPT "sv);
+                if (hop_by_hop || o.verbose)
+                    complete = put_ipv6_options(w, packet.from(offset + 2), length - 2, hop_by_hop, payload_length,
+                                                jumbo, o.verbose != 0);
+            }
+            if (!complete)
+                put_truncated(w, mark);
+            if (hop_by_hop && payload_length == 0 && !jumbo) {
+                w.put("[No valid Jumbo Payload Hop-by-Hop option found] (invalid)"sv);
+                return;
+            }
+            if (!complete)
+                return;
+            if (!advance(length))
+                return;
             continue;
         }
-        if (next == 44) {
-            start_extensions();
+        if (next == kRouting) {
+            const size_t length = put_routing_header(w, packet.from(offset), o, checksum_dst);
+            if (length == 0 || !advance(length))
+                return;
+            continue;
+        }
+        if (next == kFragment) {
             fragmented = true;
-            if (!packet.has(offset, 8)) {
-                w.put("frag "sv);
-                put_truncated(w, "frag6"sv);
+            if (!packet.has(offset, 4) || (o.verbose && !packet.has(offset, 8))) {
+                put_abandoned(w, "frag6"sv, o);
                 return;
             }
-            const size_t fragment_offset = size_t{packet.u16(offset + 2) & 0xfff8u};
-            const size_t rest = offset + 8 <= 40 + payload_length ? 40 + payload_length - offset - 8 : 0;
+            const uint16_t fragment_offset = packet.u16(offset + 2) & 0xfff8;
+            // tcpdump's arithmetic, unsigned, from the header's payload length.
+            const uint64_t rest = uint64_t{40} + ip.u16(4) - offset - 8;
             w.put("frag ("sv);
+            if (o.verbose) {
+                w.put("0x"sv);
+                w.hex(packet.u32(offset + 4), 8);
+                w.put(':');
+            }
             w.dec(fragment_offset);
             w.put('|');
             w.dec(rest);
@@ -159,21 +775,115 @@ void print_ipv6(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
             if (fragment_offset != 0)
                 return;
             w.put(' ');
-            next = packet.u8(offset);
-            offset += 8;
+            if (!packet.has(offset + 8, 1) || !advance(8))
+                return;
             continue;
         }
         break;
     }
-    if (next == 59) {
-        start_extensions();
+    size_t end = total;
+    if (jumbo) {
+        end = 40 + size_t{payload_length};
+        if (end < offset) {
+            put_truncated(w, "ip6"sv);
+            return;
+        }
+        if (frame_length < end) {
+            w.put("truncated-ip6 - "sv);
+            w.dec(end - frame_length);
+            w.put(" bytes missing!"sv);
+        }
+        packet = ip.first(end);
+    } else if (ip.u16(4) == 0) {
+        // No length: tcpdump takes the payload as empty, and a header
+        // chain as cut.
+        if (offset > 40) {
+            put_truncated(w, "ip6"sv);
+            return;
+        }
+        end = 40;
+        packet = ip.first(40);
+    }
+    if (next == kNoNextHeader) {
         w.put("no next header"sv);
         return;
     }
-    const size_t length = offset <= 40 + payload_length ? 40 + payload_length - offset : 0;
-    print_transport(w, next, Endpoints{&src, &dst, !extensions, packet.data + 8, packet.data + 24, 16},
-                    packet.from(offset), length, fragmented, o);
+    const size_t length = offset <= end ? end - offset : 0;
+    // Written above, or with the ports of TCP or UDP straight after the
+    // header; after extension headers, ports alone.
+    const Endpoints e{&src, &dst, !addresses_first && !extensions, packet.data + 8, packet.data + 24, 16,
+                      checksum_dst};
+    print_transport(w, next, e, packet.from(offset), length, fragmented, o);
 }
+
+namespace {
+
+// An authentication header (tcpdump's ah_print) and what it protects.
+void print_ah(Writer& w, const Endpoints& e, const Bytes& ah, size_t length, bool fragmented,
+              const DecodeOptions& o) noexcept
+{
+    put_endpoints(w, e, ah, false);
+    if (!ah.has(0, 1)) {
+        put_truncated(w, "ah"sv);
+        return;
+    }
+    w.put("AH"sv);
+    if (!ah.has(1, 1)) {
+        put_abandoned(w, "ah"sv, o);
+        return;
+    }
+    w.put('(');
+    const size_t header = (size_t{ah.u8(1)} + 2) * 4;
+    if (o.verbose) {
+        put_option_length(w, "length="sv, ah.u8(1), "("sv);
+        w.dec(header);
+        w.put("-bytes),"sv);
+    }
+    if (!ah.has(2, 2)) {
+        put_abandoned(w, "ah"sv, o);
+        return;
+    }
+    if (const uint16_t reserved = ah.u16(2)) {
+        w.put("reserved=0x"sv);
+        w.hex(reserved);
+        w.put("[MustBeZero],"sv);
+    }
+    if (!ah.has(4, 4)) {
+        put_abandoned(w, "ah"sv, o);
+        return;
+    }
+    w.put("spi=0x"sv);
+    w.hex(ah.u32(4), 8);
+    w.put(',');
+    if (!ah.has(8, 4)) {
+        put_abandoned(w, "ah"sv, o);
+        return;
+    }
+    w.put("seq=0x"sv);
+    w.hex(ah.u32(8));
+    w.put(",icv=0x"sv);
+    for (size_t at = 12; at < header; ++at) {
+        if (!ah.has(at, 1)) {
+            put_abandoned(w, "ah"sv, o);
+            return;
+        }
+        w.hex_byte(ah.u8(at));
+    }
+    w.put("): "sv);
+    DecodeOptions inner;
+    if (!nest(o, inner))
+        return;
+    // Ports alone: tcpdump's TCP and UDP printers write the addresses only
+    // where the IP header names TCP or UDP.
+    const uint8_t next = ah.u8(0);
+    Endpoints protected_endpoints = e;
+    protected_endpoints.addresses = false;
+    // tcpdump's unsigned length wraps where the header claims more.
+    print_transport(w, next, protected_endpoints, ah.from(header), static_cast<uint32_t>(length - header),
+                    fragmented, inner);
+}
+
+} // namespace
 
 // Transport (or any other protocol) after IPv4 or IPv6. `l4` is what was
 // captured of the payload, `length` its length by the IP header.
@@ -183,7 +893,7 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
     const bool ipv6 = e.address_size == 16;
     switch (protocol) {
     case kProtoTcp:
-        print_tcp(w, e, l4, length, o);
+        print_tcp(w, e, l4, length, fragmented, o);
         return;
     case kProtoUdp:
         print_udp(w, e, l4, length, fragmented, o);
@@ -194,11 +904,25 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
             put_endpoints(w, e, l4, false);
             w.put(ipv6 ? "[ICMP requires IPv4] (invalid)"sv : "[ICMPv6 requires IPv6] (invalid)"sv);
         } else if (ipv6) {
-            print_icmp6(w, e, l4, length, o);
+            print_icmp6(w, e, l4, length, fragmented, o);
         } else {
-            print_icmp(w, e, l4, length, o);
+            print_icmp(w, e, l4, length, fragmented, o);
         }
         return;
+    case kAh:
+        print_ah(w, e, l4, length, fragmented, o);
+        return;
+    case kProtoEthernet: {
+        put_endpoints(w, e, l4, false);
+        if (!ipv6) {
+            w.put("[Ethernet requires IPv6] (invalid)"sv);
+            return;
+        }
+        DecodeOptions inner;
+        if (nest(o, inner))
+            print_ethernet(w, l4, length, inner);
+        return;
+    }
     case kProtoIpip:
     case kProtoIpv6:
     case kProtoGre: {

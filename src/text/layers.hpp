@@ -44,6 +44,7 @@ constexpr uint8_t kProtoIcmp6 = 58;
 constexpr uint8_t kProtoIpip = 4;
 constexpr uint8_t kProtoIpv6 = 41;
 constexpr uint8_t kProtoGre = 47;
+constexpr uint8_t kProtoEthernet = 143;
 
 // A captured span: reads are checked against `size`, never past it.
 struct Bytes {
@@ -85,7 +86,35 @@ struct Endpoints {
     const uint8_t* src_raw = nullptr;
     const uint8_t* dst_raw = nullptr;
     uint8_t address_size = 0;
+    // The destination a transport checksum covers: the last hop of a source
+    // route (IPv4 option, IPv6 routing header); nullptr: dst_raw.
+    const uint8_t* checksum_dst = nullptr;
 };
+
+// The Internet checksum (RFC 1071) over spans added in order.
+class InternetChecksum {
+public:
+    void add(const uint8_t* bytes, size_t n) noexcept;
+    void add16(uint16_t value) noexcept { sum_ += value; }
+    // Zero when the data summed holds its right checksum.
+    uint16_t value() const noexcept;
+
+private:
+    uint64_t sum_ = 0;
+    bool odd_ = false; // the last span ended inside a 16-bit word
+};
+
+// What the checksum field should hold, given what it holds and value().
+uint16_t checksum_should_be(uint16_t field, uint16_t computed) noexcept;
+// value() of a TCP, UDP or ICMPv6 packet of `length` bytes (all captured)
+// with the pseudo-header of its IP header.
+uint16_t transport_checksum(const Endpoints& e, uint8_t protocol, const Bytes& l4, size_t length) noexcept;
+// tcpdump's -v check of a TCP, UDP or ICMPv6 checksum: none unless all
+// `length` bytes were captured. A wrong sum of a packet whose checksum the
+// NIC fills in is no error. `should_be` is set where the sum is wrong.
+enum class ChecksumCheck { NotChecked, Correct, Incorrect, Offloaded };
+ChecksumCheck check_transport(const Endpoints& e, uint8_t protocol, const Bytes& l4, size_t length,
+                              const DecodeOptions& o, uint16_t& should_be) noexcept;
 
 // Fields (fields.cpp).
 AddressText ipv4_text(const uint8_t* a) noexcept;
@@ -96,13 +125,16 @@ const char* ethertype_name(uint16_t type) noexcept;
 void put_ethertype(Writer& w, uint16_t type, bool with_number) noexcept;
 void put_link_ethertype(Writer& w, uint16_t type, bool quick) noexcept;
 const char* ip_protocol_name(uint8_t protocol) noexcept;
+// The longer names of tcpdump's -v ("next-header Routing (43)"); nullptr if none.
+const char* ip_protocol_verbose_name(uint8_t protocol) noexcept;
 void put_protocol(Writer& w, uint8_t protocol) noexcept;
 void put_truncated(Writer& w, std::string_view what) noexcept;
 // The same mark where tcpdump abandons the packet: see DecodeOptions::abandoned.
 void put_abandoned(Writer& w, std::string_view what, const DecodeOptions& o) noexcept;
 void put_endpoints(Writer& w, const Endpoints& e, const Bytes& l4, bool with_ports) noexcept;
-void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii) noexcept;
-void put_unknown_data(Writer& w, const Bytes& data, size_t length) noexcept;
+// `indent` starts each line.
+void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii, std::string_view indent = "\n\t") noexcept;
+void put_unknown_data(Writer& w, const Bytes& data, size_t length, std::string_view indent = "\n\t") noexcept;
 // tcpdump's default print of data it does not decode: hex and ASCII lines
 // of what was captured of `length` bytes, and " [|what]" if that was not all.
 void put_default_data(Writer& w, const Bytes& data, size_t length, std::string_view what) noexcept;
@@ -128,16 +160,27 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
                      bool fragmented, const DecodeOptions& o) noexcept;
 
 // Transport layer (transport.cpp, icmp.cpp): `length` by the IP header.
-void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept;
+// `fragmented`: more fragments follow, so no checksum can be checked.
+void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
+               const DecodeOptions& o) noexcept;
 void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
                const DecodeOptions& o) noexcept;
-void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept;
-void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept;
+void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
+                const DecodeOptions& o) noexcept;
+void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
+                 const DecodeOptions& o) noexcept;
+// tcpdump's nd_printn: printable ASCII as is, others as M- and ^ escapes.
+void put_escaped(Writer& w, const uint8_t* bytes, size_t n) noexcept;
 
 // Application layer (dns.cpp): a DNS message of `length` bytes (by the
 // UDP or TCP header; over TCP with its 2-byte length prefix), mDNS's class
-// bits when `mdns`.
-void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns) noexcept;
+// bits when `mdns`; `verbose` as DecodeOptions::verbose.
+void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns, uint8_t verbose) noexcept;
+// A domain name at `at` of `m` as tcpdump's fqdn_print writes it, pointers
+// counting from `base`. Returns the offset after it, or kNoName where the
+// name is bad or cut.
+constexpr size_t kNoName = static_cast<size_t>(-1);
+size_t put_domain_name(Writer& w, const Bytes& m, size_t at, size_t base) noexcept;
 
 // Encapsulations (encapsulation.cpp): `length` is the header's and its
 // payload's by the enclosing header. Each decodes its payload one level

@@ -24,7 +24,54 @@ const char* arp_hardware_name(uint16_t hardware) noexcept
     }
 }
 
-// STP BPDUs as tcpdump 4.99 prints them without -v: the protocol, the BPDU
+// A bridge ID: priority and MAC, "8000.02:00:00:00:00:01".
+void put_bridge_id(Writer& w, const Bytes& bpdu, size_t at) noexcept
+{
+    w.hex_byte(bpdu.u8(at));
+    w.hex_byte(bpdu.u8(at + 1));
+    w.put('.');
+    put_mac(w, bpdu.data + at + 2);
+}
+
+// An STP timer (1/256 s) as C's "%.2f" prints it: rounded half to even.
+void put_stp_seconds(Writer& w, uint16_t value) noexcept
+{
+    const uint32_t scaled = uint32_t{value} * 100;
+    uint32_t hundredths = scaled / 256;
+    const uint32_t rest = scaled % 256;
+    if (rest > 128 || (rest == 128 && hundredths % 2 == 1))
+        ++hundredths;
+    w.dec(hundredths / 100);
+    w.put('.');
+    w.padded(hundredths % 100, 2);
+    w.put('s');
+}
+
+// -v: a configuration BPDU's timers, root and (802.1w) port role.
+void put_stp_details(Writer& w, const Bytes& bpdu, uint8_t version, uint8_t flags, const DecodeOptions& o) noexcept
+{
+    if (!bpdu.has(0, 35)) {
+        put_abandoned(w, "stp"sv, o);
+        return;
+    }
+    constexpr std::string_view kTimers[] = {"\n\tmessage-age "sv, ", max-age "sv, ", hello-time "sv,
+                                            ", forwarding-delay "sv};
+    for (size_t i = 0; i < std::size(kTimers); ++i) {
+        w.put(kTimers[i]);
+        put_stp_seconds(w, bpdu.u16(27 + 2 * i));
+    }
+    w.put("\n\troot-id "sv);
+    put_bridge_id(w, bpdu, 5);
+    w.put(", root-pathcost "sv);
+    w.dec(bpdu.u32(13));
+    if (version == 2) {
+        constexpr std::string_view kRoles[] = {"Unknown"sv, "Alternate"sv, "Root"sv, "Designated"sv};
+        w.put(", port-role "sv);
+        w.put(kRoles[(flags >> 2) & 3]);
+    }
+}
+
+// STP BPDUs as tcpdump 4.99 prints them: the protocol, the BPDU
 // type, the flags and the sender's bridge and port.
 // tcpdump abandons the packet at every cut of a BPDU (DecodeOptions::abandoned).
 void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions& o) noexcept
@@ -48,7 +95,7 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
     case 0: w.put("802.1d"sv); break;
     case 2: w.put("802.1w"sv); break;
     case 3: w.put("802.1s"sv); break;
-    case 4: w.put("802.1Q/SPB"sv); break;
+    case 4: w.put("802.1aq"sv); break;
     default:
         w.put("Unknown STP protocol (0x"sv);
         w.hex(version, 2);
@@ -117,14 +164,13 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         return;
     }
     w.put(", bridge-id "sv);
-    w.hex_byte(bpdu.u8(17));
-    w.hex_byte(bpdu.u8(18));
-    w.put('.');
-    put_mac(w, bpdu.data + 19);
+    put_bridge_id(w, bpdu, 17);
     w.put('.');
     w.hex(bpdu.u16(25), 4);
     w.put(", length "sv);
     w.dec(length);
+    if (o.verbose)
+        put_stp_details(w, bpdu, version, flags, o);
 }
 
 } // namespace
@@ -151,7 +197,9 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
     if (!o.link_header)
         w.put("ARP, "sv);
     constexpr uint16_t kEtherTrail = 0x1000;
-    if ((protocol != kEtherIPv4 && protocol != kEtherTrail) || pln != 4 || hln == 0) {
+    const bool ip_protocol = protocol == kEtherIPv4 || protocol == kEtherTrail;
+    // With -v always, else where the addresses are not Ethernet's and IPv4's.
+    if (!ip_protocol || pln != 4 || hln == 0 || o.verbose) {
         if (const char* name = arp_hardware_name(hardware)) {
             w.put(std::string_view(name));
         } else {
@@ -171,10 +219,23 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
         }
         w.put(" (len "sv);
         w.dec(pln);
-        w.put("), length "sv);
-        w.dec(length);
-        return;
+        w.put(')');
+        if (!o.verbose) {
+            w.put(", length "sv);
+            w.dec(length);
+            return;
+        }
+        w.put(", "sv);
     }
+    // A protocol address, or tcpdump's words for why it is none.
+    const auto put_ip = [&](size_t at) {
+        if (!ip_protocol)
+            w.put("<wrong proto type>"sv);
+        else if (pln != 4)
+            w.put("<wrong len>"sv);
+        else
+            w.put(ipv4_text(arp.data + at).view());
+    };
     // tcpdump's names; 5 to 7 are none of its.
     constexpr std::string_view kOps[] = {"Request"sv, "Reply"sv, "Reverse Request"sv, "Reverse Reply"sv, ""sv, ""sv,
                                          ""sv, "Inverse Request"sv, "Inverse Reply"sv, "NACK Reply"sv};
@@ -189,7 +250,7 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
     switch (op) {
     case 1: {
         w.put("who-has "sv);
-        w.put(ipv4_text(arp.data + tpa).view());
+        put_ip(tpa);
         bool zero = true;
         for (size_t i = 0; i < hln; ++i)
             zero = zero && arp.u8(tha + i) == 0;
@@ -199,11 +260,11 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
             w.put(')');
         }
         w.put(" tell "sv);
-        w.put(ipv4_text(arp.data + spa).view());
+        put_ip(spa);
         break;
     }
     case 2:
-        w.put(ipv4_text(arp.data + spa).view());
+        put_ip(spa);
         w.put(" is-at "sv);
         put_link_address(w, arp.data + sha, hln);
         break;
@@ -217,12 +278,12 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
     case 4:
         put_link_address(w, arp.data + tha, hln);
         w.put(" at "sv);
-        w.put(ipv4_text(arp.data + tpa).view());
+        put_ip(tpa);
         break;
     case 9:
         put_link_address(w, arp.data + sha, hln);
         w.put(" at "sv);
-        w.put(ipv4_text(arp.data + spa).view());
+        put_ip(spa);
         break;
     default:
         put_hex_lines(w, arp.data, arp.size, true);

@@ -289,10 +289,25 @@ TcpFlows::Base relative_sequence(TcpFlows& flows, const Endpoints& e, uint16_t s
     return *base;
 }
 
+// A reset's data, which tcpdump shows with -v: up to 30 bytes, escaped.
+void put_reset_data(Writer& w, const Bytes& data, size_t length) noexcept
+{
+    constexpr size_t kMaxResetData = 30;
+    w.put(data.has(0, length) ? " [RST"sv : " [!RST"sv);
+    if (length > kMaxResetData) {
+        length = kMaxResetData;
+        w.put('+');
+    }
+    w.put(' ');
+    put_escaped(w, data.data, length < data.size ? length : data.size);
+    w.put(']');
+}
+
 } // namespace
 
 // `length`: the segment's length by the IP header (captured or not).
-void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, const DecodeOptions& o) noexcept
+void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bool fragmented,
+               const DecodeOptions& o) noexcept
 {
     if (!l4.has(0, 4)) {
         // Without its ports tcpdump writes the mark without a space.
@@ -356,8 +371,25 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, co
         w.put(']');
         return;
     }
+    if (o.verbose && !fragmented) {
+        uint16_t should_be = 0;
+        const ChecksumCheck check = check_transport(e, kProtoTcp, l4, segment, o, should_be);
+        if (check != ChecksumCheck::NotChecked) {
+            w.put(", cksum 0x"sv);
+            w.hex(l4.u16(16), 4);
+        }
+        if (check == ChecksumCheck::Correct) {
+            w.put(" (correct)"sv);
+        } else if (check == ChecksumCheck::Incorrect) {
+            w.put(" (incorrect -> 0x"sv);
+            w.hex(should_be, 4);
+            w.put(')');
+        } else if (check == ChecksumCheck::Offloaded) {
+            w.put(" (offloaded)"sv);
+        }
+    }
     const uint32_t data = segment - header;
-    if (data > 0 || (flags & (SYN | FIN | RST))) {
+    if (o.verbose > 1 || data > 0 || (flags & (SYN | FIN | RST))) {
         w.put(", seq "sv);
         w.dec(seq);
         if (data > 0) {
@@ -379,11 +411,25 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, co
         return;
     w.put(", length "sv);
     w.dec(data);
-    // A reset's data is not decoded (tcpdump prints it with -v only).
-    if (data > 0 && !(flags & RST)) {
-        const Bytes payload = l4.from(header);
-        print_tcp_application(w, l4.u16(0), l4.u16(2), payload.data, payload.size, data, o);
+    if (data == 0)
+        return;
+    if (!l4.has(0, header)) {
+        // tcpdump abandons a segment with data whose header was cut.
+        w.put(" [remaining caplen("sv);
+        w.dec(l4.size);
+        w.put(") < header length("sv);
+        w.dec(header);
+        w.put(")]"sv);
+        put_abandoned(w, "tcp"sv, o);
+        return;
     }
+    const Bytes payload = l4.from(header);
+    // With -v a reset's data is shown as it is, not decoded.
+    if ((flags & RST) && o.verbose) {
+        put_reset_data(w, payload, data);
+        return;
+    }
+    print_tcp_application(w, l4.u16(0), l4.u16(2), payload.data, payload.size, data, o);
 }
 
 // `length`: the datagram's length by the IP header; `fragmented`: more
@@ -421,6 +467,33 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     }
     udp_length -= 8;
     const size_t room = length - 8;
+    // tcpdump checks IPv4's optional sum from -vv on, IPv6's from -v.
+    const bool ipv6 = e.address_size == 16;
+    if (!fragmented && (ipv6 ? o.verbose >= 1 : o.verbose >= 2)) {
+        if (!ipv6 && l4.u16(6) == 0) {
+            w.put("[no cksum] "sv);
+        } else {
+            uint16_t should_be = 0;
+            const size_t covered = 8 + (udp_length < room ? udp_length : room);
+            switch (check_transport(e, kProtoUdp, l4, covered, o, should_be)) {
+            case ChecksumCheck::NotChecked:
+                break;
+            case ChecksumCheck::Correct:
+                w.put("[udp sum ok] "sv);
+                break;
+            case ChecksumCheck::Incorrect:
+                w.put("[bad udp cksum 0x"sv);
+                w.hex(l4.u16(6), 4);
+                w.put(" -> 0x"sv);
+                w.hex(should_be, 4);
+                w.put("!] "sv);
+                break;
+            case ChecksumCheck::Offloaded:
+                w.put("[udp sum offloaded] "sv);
+                break;
+            }
+        }
+    }
     // The ports tcpdump 4.99.3 recognises a payload by (without -q), in its order.
     if (!o.quick) {
         const uint16_t source = l4.u16(0);
@@ -429,7 +502,7 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
         const Bytes payload = l4.from(8);
         const size_t payload_length = udp_length < room ? udp_length : room;
         if (either(kPortDns) || either(kPortMdns)) {
-            print_dns(w, payload, payload_length, false, !either(kPortDns));
+            print_dns(w, payload, payload_length, false, !either(kPortDns), o.verbose);
             return;
         }
         if (either(kPortOtv)) {

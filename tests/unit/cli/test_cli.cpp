@@ -332,6 +332,16 @@ TEST(Cli, TextViewOptions)
     EXPECT_EQ(parse_config({"-i", "e", "-n"}).interfaces, std::vector<std::string>{"e"});
     EXPECT_EQ(parse_config({"-nn", "-i", "e", "-#"}).interfaces, std::vector<std::string>{"e"});
     EXPECT_EQ(parse_config({"-i", "e", "-x"}).text.decode.hex, 1);
+    // -v to -vvv, counted wherever the v's are; more are -vvv, as tcpdump
+    // has nothing beyond. Any of them also asks for per-CPU statistics.
+    EXPECT_EQ(plain.text.decode.verbose, 0);
+    EXPECT_FALSE(plain.verbose);
+    EXPECT_EQ(parse_config({"-i", "e", "-v"}).text.decode.verbose, 1);
+    EXPECT_TRUE(parse_config({"-i", "e", "-v"}).verbose);
+    EXPECT_EQ(parse_config({"-i", "e", "-vv"}).text.decode.verbose, 2);
+    EXPECT_EQ(parse_config({"-v", "-i", "e", "-v", "-v"}).text.decode.verbose, 3);
+    EXPECT_EQ(parse_config({"-i", "e", "-vvvv"}).text.decode.verbose, 3);
+    EXPECT_EQ(parse_config({"-i", "e", "-evx"}).text.decode.verbose, 1);
 
     const text::TimeFormat formats[] = {text::TimeFormat::None, text::TimeFormat::Epoch, text::TimeFormat::Delta,
                                         text::TimeFormat::DateClock, text::TimeFormat::SinceFirst};

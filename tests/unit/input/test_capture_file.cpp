@@ -69,9 +69,13 @@ Bytes block(bool big, uint32_t type, const Bytes& body)
     return o.b;
 }
 
-Bytes shb(bool big)
+Bytes shb(bool big, const std::string& application = "")
 {
-    return block(big, 0x0A0D0D0A, Out{big, {}}.u32(0x1A2B3C4D).u16(1).u16(0).u64(~uint64_t{0}).b);
+    Out o{big, {}};
+    o.u32(0x1A2B3C4D).u16(1).u16(0).u64(~uint64_t{0});
+    if (!application.empty())
+        o.option(4, Bytes(application.begin(), application.end())).u16(0).u16(0);
+    return block(big, 0x0A0D0D0A, o.b);
 }
 
 Bytes idb(bool big, const std::string& name, std::optional<uint8_t> tsresol, uint16_t link_type = 1)
@@ -236,4 +240,38 @@ TEST(CaptureFile, MalformedInputIsRefusedInOneLine)
     // Each refusal is one line naming where.
     EXPECT_EQ(refusal(trailer).find('\n'), std::string::npos);
     EXPECT_NE(refusal(trailer).find(" at offset "), std::string::npos);
+}
+
+// libpcap hands out no more of a classic pcap record than the file's
+// snapshot length (262144 where the header gives 0), and neither does -r.
+TEST(CaptureFile, ClassicPcapRecordsAreCutToTheSnapshotLength)
+{
+    for (const uint32_t snaplen : {64u, 0u}) {
+        Out o{false, {}};
+        o.u32(0xa1b2c3d4).u16(2).u16(4).u32(0).u32(0).u32(snaplen).u32(1);
+        const Bytes f = frame(1, 96);
+        o.u32(1).u32(0).u32(96).u32(96).bytes(f);
+        CaptureFile file = CaptureFile::from_bytes(o.b);
+        std::vector<Bytes> datas;
+        const auto got = packets(file, nullptr, &datas);
+        ASSERT_EQ(got.size(), 1u);
+        EXPECT_EQ(got[0].cap_len, snaplen ? snaplen : 96u);
+        EXPECT_EQ(got[0].orig_len, 96u);
+        EXPECT_EQ(datas[0], Bytes(f.begin(), f.begin() + (snaplen ? snaplen : 96)));
+    }
+}
+
+// Sections xdpcap wrote (by their shb_userappl) mark their interfaces so;
+// another program's do not.
+TEST(CaptureFile, SectionsWrittenByXdpcapAreKnown)
+{
+    const Bytes bytes = cat({shb(false, "xdpcap 1.0"), idb(false, "eth0@cpu0", std::nullopt),
+                             shb(false, "Dumpcap (Wireshark) 4.0.17"), idb(false, "eth0", std::nullopt),
+                             shb(false), idb(false, "", std::nullopt)});
+    CaptureFile file = CaptureFile::from_bytes(bytes);
+    packets(file);
+    ASSERT_EQ(file.interfaces().size(), 3u);
+    EXPECT_TRUE(file.interfaces()[0].written_by_xdpcap);
+    EXPECT_FALSE(file.interfaces()[1].written_by_xdpcap);
+    EXPECT_FALSE(file.interfaces()[2].written_by_xdpcap);
 }
