@@ -45,7 +45,7 @@ bool print_ethertype_payload(Writer& w, uint16_t type, const Bytes& payload, siz
         print_mpls(w, payload, length, o);
         return true;
     case kEtherLldp:
-        print_lldp(w, payload, length);
+        print_lldp(w, payload, length, o);
         return true;
     default:
         return false;

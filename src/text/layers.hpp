@@ -1,6 +1,6 @@
 // The text decoder's layers and what they share. decode.cpp reads the
 // Ethernet header and its VLAN tags and hands the payload on: ARP, LLC and
-// STP (link.cpp), IPv4 and IPv6 (ip.cpp), TCP and UDP (transport.cpp), ICMP
+// STP (link.cpp), LLDP (lldp.cpp), IPv4 and IPv6 (ip.cpp), TCP and UDP (transport.cpp), ICMP
 // and ICMPv6 (icmp.cpp), GRE, VXLAN, Geneve and MPLS (encapsulation.cpp),
 // which lead back to Ethernet or IP, and what tcpdump recognises by port
 // (application.cpp, dns.cpp). Each layer prints what tcpdump prints for its header
@@ -151,7 +151,7 @@ bool print_ethertype_payload(Writer& w, uint16_t type, const Bytes& payload, siz
                              const DecodeOptions& o) noexcept;
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept;
 bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& o) noexcept;
-void print_lldp(Writer& w, const Bytes& lldp, size_t length) noexcept;
+void print_lldp(Writer& w, const Bytes& lldp, size_t length, const DecodeOptions& o) noexcept; // lldp.cpp
 
 // IP layer (ip.cpp).
 void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOptions& o) noexcept;

@@ -357,32 +357,4 @@ bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& 
     return true;
 }
 
-// LLDP as tcpdump prints it without -v: its length, and a mark where a TLV
-// leaves the capture or the frame.
-void print_lldp(Writer& w, const Bytes& lldp, size_t length) noexcept
-{
-    w.put("LLDP, length "sv);
-    w.dec(length);
-    size_t at = 0;
-    size_t left = length;
-    while (left >= 2) {
-        if (!lldp.has(at, 2)) {
-            put_truncated(w, "lldp"sv);
-            return;
-        }
-        const size_t type = lldp.u16(at) >> 9;
-        const size_t tlv_length = lldp.u16(at) & 0x1ffu;
-        at += 2;
-        left -= 2;
-        if (type == 0 || tlv_length == 0)
-            return;
-        if (!lldp.has(at, tlv_length) || left < tlv_length) {
-            put_truncated(w, "lldp"sv);
-            return;
-        }
-        at += tlv_length;
-        left -= tlv_length;
-    }
-}
-
 } // namespace xdpcap::text::detail

@@ -217,9 +217,17 @@ def test(binary):
                      ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda i: (-i[1], i[0]))))
         N.expect(stats == [want_line], "the statistics count the drops by reason, most frequent first",
                  (stats, want_line))
-        text = [l for l in bytes(x.out).decode().splitlines() if ":drop " in l]
-        text_reasons = collections.Counter(re.search(r":drop In Drop (\w+) ", l).group(1) for l in text
-                                           if re.search(r":drop In Drop (\w+) IP 198\.18\.74\.2\.41000 > ", l))
+        # With -v a packet's IP header fields come first and its addresses on
+        # an indented line of their own: one packet, two lines.
+        packets = []
+        for line in bytes(x.out).decode().splitlines():
+            if line.startswith(("    ", "\t")) and packets:
+                packets[-1] += " " + line.strip()
+            else:
+                packets.append(line)
+        text = [p for p in packets if ":drop " in p]
+        text_reasons = collections.Counter(re.search(r":drop In Drop (\w+) ", p).group(1) for p in text
+                                           if re.search(r":drop In Drop (\w+) IP \(tos .*\) 198\.18\.74\.2\.41000 > ", p))
         N.expect(len(text) == len(drops) and text_reasons == reasons,
                  "--print shows one 'Drop REASON' line per drop record, after the interface", text[:4])
         for reason, n in reasons.items():

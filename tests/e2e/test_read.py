@@ -6,7 +6,7 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
   * A classic pcap written here (TCP connections with options, malformed
     IPv4/IPv6/UDP frames, HTTP requests and responses and SSH banners, ICMP
     and ICMPv6 messages of every type and error code, ARP and RARP, 802.3
-    frames with STP, SNAP and the IP SAP, and headers cut at every length): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
+    frames with STP, SNAP and the IP SAP, LLDP, and headers cut at every length): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
     timestamps included, plain and with -S, -q, -tt, -c 5 and a filter;
     from standard input (-r -) too.
   * xdpcap's own pcapng from a live capture with --drops and --print: -r
@@ -305,6 +305,50 @@ def encapsulation_frames():
     return cases
 
 
+def lldp_frames():
+    """(frame, cut) pairs: LLDP as switches send it (chassis and port IDs of
+    each kind, TTL, descriptions, system name and capabilities, management
+    addresses, IEEE 802.1 and 802.3 and IANA TLVs, LLDP-MED), malformed
+    TLVs, cuts."""
+    dst, src = bytes.fromhex("0180c200000e"), bytes.fromhex("020000007401")
+
+    def tlv(kind, value):
+        return struct.pack("!H", kind << 9 | len(value)) + value
+
+    def org(oui, subtype, value):
+        return tlv(127, oui + bytes([subtype]) + value)
+
+    ieee1, ieee3, iana, tia = bytes.fromhex("0080c2"), bytes.fromhex("00120f"), bytes.fromhex("00005e"), \
+        bytes.fromhex("0012bb")
+    full = (tlv(1, b"\x04" + src) + tlv(2, b"\x05eth0") + tlv(3, struct.pack("!H", 120)) +
+            tlv(4, b"uplink to core") + tlv(5, b"leaf-07.example") + tlv(6, b"Debian GNU/Linux 12\x00pad") +
+            tlv(7, struct.pack("!HH", 0x14, 0x04)) +
+            tlv(8, bytes([5, 1, 198, 18, 0, 7, 2]) + struct.pack("!I", 3) + b"\x00") +
+            tlv(8, bytes([17, 2]) + bytes.fromhex("20010db8007400000000000000000007") + b"\x03" + struct.pack("!I", 9) +
+                b"\x04\x2b\x06\x01\x02") +
+            org(ieee1, 1, struct.pack("!H", 100)) + org(ieee1, 2, b"\x06" + struct.pack("!H", 200)) +
+            org(ieee1, 3, struct.pack("!H", 100) + b"\x07servers") + org(ieee1, 4, b"\x04\x88\x8e\x01\x00") +
+            org(ieee1, 7, b"\x03" + struct.pack("!I", 42)) +
+            org(ieee3, 1, b"\x03" + struct.pack("!HH", 0x6c01, 30)) + org(ieee3, 2, b"\x0f\x01\x01") +
+            org(ieee3, 3, b"\x01" + struct.pack("!I", 0)) + org(ieee3, 4, struct.pack("!H", 9216)) +
+            org(iana, 1, b"https://example.com/mud") + org(bytes.fromhex("aabbcc"), 1, b"xyz") +
+            tlv(9, b"reserved") + tlv(0, b""))
+    # LLDP-MED and data centre bridging, which -v decodes in tcpdump only.
+    med = tlv(1, b"\x04" + src) + org(tia, 1, b"\x00\x33\x03") + org(ieee1, 11, b"\x08\x00") + tlv(0, b"")
+    frames = [(dst + src + b"\x88\xcc" + full, None), (dst + src + b"\x88\xcc" + med, None)]
+    # Chassis and port IDs of each subtype, a network address chassis ID,
+    # an unknown subtype, and the lengths tcpdump calls cut.
+    for chassis in (b"\x01chassis", b"\x05\x01" + bytes([198, 18, 0, 7]), b"\x05\x02" + bytes(16),
+                    b"\x05\x06" + src, b"\x05\x03abc", b"\x07local", b"\x09?", b"\x04" + src[:3], b"\x05\x01\x01",
+                    b"\x01"):
+        frames.append((dst + src + b"\x88\xcc" + tlv(1, chassis) + tlv(2, b"\x03" + src) + tlv(3, b"\x00") +
+                       tlv(0, b""), None))
+    frames.append((dst + src + b"\x88\xcc" + tlv(5, b"short") + tlv(7, b"\x00\x04") + tlv(0, b""), None))
+    frames.append((dst + src + b"\x88\xcc" + tlv(8, b"\x09\x01\x01"), None))
+    frames += [(dst + src + b"\x88\xcc" + full, cut) for cut in (15, 17, 20, 30, 60, 100)]
+    return frames
+
+
 def dns_frames():
     """(frame, cut) pairs: DNS over UDP (port 53 either way, mDNS on 5353) and
     TCP: queries with flags, opcodes and odd counts; responses with every
@@ -429,7 +473,7 @@ def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
-    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + encapsulation_frames() + dns_frames() + header_cuts())
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + encapsulation_frames() + lldp_frames() + dns_frames() + header_cuts())
     for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"], ["-e"], ["-e", "-q"], ["-x"], ["-X"], ["-XX"], ["-A"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))

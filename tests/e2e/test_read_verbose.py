@@ -14,8 +14,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read_verbose.py PATH/TO/xdpcap
     with their quoted packets and RFC 4884 MPLS extensions; neighbour
     discovery with every option tcpdump decodes; TCP resets with data.
     With the frames of test_read.py (TCP, HTTP, ICMP, ICMPv6, ARP, 802.3,
-    the encapsulations, DNS, header cuts) too, but for the protocols whose
-    -v detail xdpcap does not print (named in VERBOSE_LEFT_OUT below):
+    the encapsulations, LLDP, DNS, header cuts) too, but for the protocols
+    whose -v detail xdpcap does not print (named in VERBOSE_LEFT_OUT below):
     `xdpcap -r F -v` (and -vv, -vvv, with -e, -q, -S) prints tcpdump's lines
     exactly.
   * A pcapng of xdpcap's whose packets carry epb_flags "checksum not ready"
@@ -305,8 +305,9 @@ def quotes_sctp(frame):
 # Frames of test_read.py left out of the -v comparison, and why (their plain
 # lines are compared in test_read.py).
 VERBOSE_LEFT_OUT = {
-    "LLDP: -v lists every TLV, which the text view does not decode": lambda f: f[12:14] == b"\x88\xcc",
     "SCTP quoted by ICMP errors: not decoded": quotes_sctp,
+    "LLDP-MED and 802.1's data centre bridging TLVs: shown in hex": lambda f: f[12:14] == b"\x88\xcc" and (
+        bytes.fromhex("0012bb") in f or bytes.fromhex("0080c20b") in f),
 }
 
 
@@ -314,7 +315,7 @@ def read_frames():
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(R.APPLICATION)]
     frames = [(f, None) for f in T.corpus() + M.frames()] + app + R.icmp_frames() + R.icmp6_frames() + \
-        R.arp_frames() + R.llc_frames() + R.encapsulation_frames() + R.dns_frames() + R.header_cuts()
+        R.arp_frames() + R.llc_frames() + R.encapsulation_frames() + R.lldp_frames() + R.dns_frames() + R.header_cuts()
     return [(f, cut) for f, cut in frames if not any(left_out(f) for left_out in VERBOSE_LEFT_OUT.values())]
 
 

@@ -33,6 +33,8 @@ const char* const kPortUnreachable = "020000007102020000007101080045000040424240
 const char* const kNeighborSolicitation =
     "02000000710202000000710186dd6000000000203a4020010db800730000000000000000000120010db800730000000000000000000287"
     "0078180000000020010db80073000000000000000000030101020000007301";
+const char* const kLldp = "0180c200000e02000000740188cc02070402000000740104050565746830060200780a076c6561662d3037"
+                          "0000";
 const char* const kReset = "020000007102020000007101080045000030424240004006da5dc6124901c6124902a0280050000003e900001389"
                            "5014faf06c0800006e6f20726f757465";
 
@@ -112,12 +114,22 @@ TEST(TextVerbose, ResetData)
               "win 64240, length 8 [RST no route]");
 }
 
+// LLDP: the system name on the plain line, every TLV with -v.
+TEST(TextVerbose, Lldp)
+{
+    EXPECT_EQ(decode_hex(kLldp, verbose(0)), "LLDP, length 31: leaf-07");
+    EXPECT_EQ(decode_hex(kLldp, verbose(1)),
+              "LLDP, length 31\n\tChassis ID TLV (1), length 7\n\t  Subtype MAC address (4): 02:00:00:00:74:01\n"
+              "\tPort ID TLV (2), length 5\n\t  Subtype Interface Name (5): eth0\n\tTime to Live TLV (3), length 2: "
+              "TTL 120s\n\tSystem Name TLV (5), length 7: leaf-07\n\tEnd TLV (0), length 0");
+}
+
 // Every cut of every frame, at every level: the line fits its bound and
 // nothing past the capture is read (the sanitizers watch).
 TEST(TextVerbose, EveryCutIsSafe)
 {
     for (const char* hex : {kRecordRoute, kTimestamps, kPartialSyn, kUdp, kPortUnreachable, kNeighborSolicitation,
-                            kReset}) {
+                            kReset, kLldp}) {
         const auto f = from_hex(hex);
         for (uint8_t level = 1; level <= 3; ++level) {
             for (size_t caplen = 0; caplen <= f.size(); ++caplen)
