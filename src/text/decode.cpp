@@ -129,23 +129,13 @@ size_t print_ethernet(Writer& w, const Bytes& frame, size_t frame_length, const 
     if (type <= 1500) {
         const size_t llc_length = length < type ? length : type;
         const Bytes llc = payload.first(llc_length);
-        if (llc.has(0, 3) && llc_length >= 3) {
-            const bool known = (llc.u8(0) == 0xaa && llc.u8(1) == 0xaa && llc.u8(2) == 0x03) ||
-                (llc.u8(0) == 0x42 && llc.u8(1) == 0x42 && llc.u8(2) == 0x03) ||
-                (llc.u8(0) == 0x06 && llc.u8(1) == 0x06 && llc.u8(2) == 0x03);
-            if (known) {
-                begin_payload();
-                print_llc(w, llc, llc_length, o);
-                // tcpdump counts the LLC header (and SNAP's) as link level.
-                return offset + (llc.u8(0) == 0xaa ? 8 : 3);
-            }
-        }
-        // Not decoded: with -e the link header already said what it is.
-        if (!separator) {
-            w.put("802.3, length "sv);
-            w.dec(frame_length);
-        }
-        return offset;
+        begin_payload();
+        const long header = print_llc(w, llc, llc_length, frame.data, o);
+        // Data not decoded: tcpdump's default dump, from the LLC header on.
+        if (header < 0 && default_data_wanted(o))
+            put_hex_lines(w, llc.data, llc.size, true);
+        // tcpdump counts the LLC header (and SNAP's) as link level.
+        return offset + static_cast<size_t>(header < 0 ? -header : header);
     }
     // A type not decoded: without -e, tcpdump names the addresses and the
     // type here; then the data in hex and ASCII.

@@ -150,7 +150,10 @@ size_t print_ethernet(Writer& w, const Bytes& frame, size_t length, const Decode
 bool print_ethertype_payload(Writer& w, uint16_t type, const Bytes& payload, size_t length,
                              const DecodeOptions& o) noexcept;
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept;
-bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& o) noexcept;
+// The LLC header's length as tcpdump counts it; negative where the data
+// after it was not decoded (the caller dumps it from the LLC header on).
+// `macs`: the frame's destination and source addresses.
+long print_llc(Writer& w, const Bytes& llc, size_t length, const uint8_t* macs, const DecodeOptions& o) noexcept;
 void print_lldp(Writer& w, const Bytes& lldp, size_t length, const DecodeOptions& o) noexcept; // lldp.cpp
 
 // IP layer (ip.cpp).

@@ -2,6 +2,7 @@
 #include "text/layers.hpp"
 
 #include <iterator>
+#include <utility>
 
 namespace xdpcap::text::detail {
 
@@ -293,39 +294,65 @@ void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& 
     w.dec(length);
 }
 
-// An 802.3 frame's LLC header, as far as tcpdump's words for it are
-// decoded: SNAP with an ethertype (decoded on), the spanning tree and IP
-// SAPs. False: another SAP or control field, left to the caller.
-bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& o) noexcept
+namespace {
+
+// tcpdump's names for LLC SAPs; nullptr for others.
+const char* sap_name(uint8_t sap) noexcept
 {
-    const uint8_t dsap = llc.u8(0);
-    const uint8_t ssap = llc.u8(1);
-    if (o.link_header) {
-        const std::string_view name = dsap == 0xaa ? "SNAP"sv : dsap == 0x42 ? "STP"sv : "IP"sv;
-        w.put("LLC, dsap "sv);
-        w.put(name);
-        w.put(" (0x"sv);
-        w.hex(dsap & 0xfe, 2);
-        w.put(dsap & 1 ? ") Group, ssap "sv : ") Individual, ssap "sv);
-        w.put(name);
-        w.put(" (0x"sv);
-        w.hex(ssap & 0xfe, 2);
-        w.put(ssap & 1 ? ") Response, ctrl 0x03: "sv : ") Command, ctrl 0x03: "sv);
+    switch (sap) {
+    case 0x00: return "Null";
+    case 0xff: return "Global";
+    case 0x02: return "802.1B I";
+    case 0x03: return "802.1B G";
+    case 0x06: return "IP";
+    case 0x04: return "SNA";
+    case 0x0e: return "ProWay NM";
+    case 0x42: return "STP";
+    case 0x4e: return "RS511";
+    case 0x7e: return "ISO8208";
+    case 0x8e: return "ProWay";
+    case 0xaa: return "SNAP";
+    case 0xe0: return "IPX";
+    case 0xf0: return "NetBeui";
+    case 0xfe: return "OSI";
+    default: return nullptr;
     }
-    const Bytes data = llc.from(3);
-    const size_t rest = length - 3;
-    if (dsap == 0x42) {
-        print_stp(w, data, rest, o);
-        return true;
+}
+
+// A SAP by name, or tcpdump's words for one it does not know.
+void put_sap(Writer& w, uint8_t sap, std::string_view unknown) noexcept
+{
+    if (const char* name = sap_name(sap)) {
+        w.put(std::string_view(name));
+    } else {
+        w.put(unknown);
+        w.put(" 0x"sv);
+        w.hex(sap, 2);
     }
-    if (dsap == 0x06) {
-        print_ipv4(w, data, rest, o);
-        return true;
+}
+
+// "Command", "Response", "Poll", "Final": the SAP's response bit with the
+// control field's poll/final bit.
+std::string_view llc_flags(uint32_t bits) noexcept
+{
+    switch (bits) {
+    case 0x000: return "Command"sv;
+    case 0x001: return "Response"sv;
+    case 0x010:
+    case 0x100: return "Poll"sv;
+    case 0x011:
+    case 0x101: return "Final"sv;
+    default: return "?"sv;
     }
-    // SNAP: an organisation code and a protocol; code 0 carries an ethertype.
+}
+
+// SNAP after its LLC header: an organisation code and a protocol; code 0
+// carries an ethertype.
+void print_snap(Writer& w, const Bytes& data, size_t rest, const DecodeOptions& o) noexcept
+{
     if (!data.has(0, 5) || rest < 5) {
         w.put(" [|snap]"sv);
-        return true;
+        return;
     }
     const uint32_t oui = uint32_t{data.u8(0)} << 16 | data.u16(1);
     const uint16_t ethertype = data.u16(3);
@@ -354,7 +381,157 @@ bool print_llc(Writer& w, const Bytes& llc, size_t length, const DecodeOptions& 
         w.put(", length "sv);
         w.dec(rest);
     }
-    return true;
+}
+
+} // namespace
+
+// An 802.3 frame's LLC header as tcpdump's llc_print prints it: SNAP with
+// an ethertype, the spanning tree and IP SAPs decoded on; another SAP (or
+// control field) named, with its frame type, sequence numbers and flags.
+long print_llc(Writer& w, const Bytes& llc, size_t length, const uint8_t* macs, const DecodeOptions& o) noexcept
+{
+    constexpr uint8_t kUi = 0x03;
+    // Too short for the header: tcpdump's mark, and the bytes there are
+    // (with -q, -x and -X too).
+    const auto cut = [&](size_t consumed) {
+        put_truncated(w, "llc"sv);
+        put_hex_lines(w, llc.data, llc.size, true);
+        return static_cast<long>(consumed);
+    };
+    if (llc.size < 3)
+        return cut(llc.size);
+    if (length < 3)
+        return cut(length);
+    const uint8_t dsap_field = llc.u8(0);
+    const uint8_t ssap_field = llc.u8(1);
+    uint32_t control = llc.u8(2);
+    // U frames have a one-byte control field, I and S frames two (little-endian).
+    const bool unnumbered = (control & 3) == 3;
+    size_t header = 3;
+    if (!unnumbered) {
+        if (llc.size < 4)
+            return cut(llc.size);
+        if (length < 4)
+            return cut(length);
+        control |= uint32_t{llc.u8(3)} << 8;
+        header = 4;
+    }
+    const uint8_t dsap = dsap_field & 0xfe;
+    const uint8_t ssap = ssap_field & 0xfe;
+    if (o.link_header) {
+        w.put("LLC, dsap "sv);
+        const char* dname = sap_name(dsap);
+        w.put(std::string_view(dname ? dname : "Unknown"));
+        w.put(" (0x"sv);
+        w.hex(dsap, 2);
+        w.put(dsap_field & 1 ? ") Group, ssap "sv : ") Individual, ssap "sv);
+        const char* sname = sap_name(ssap);
+        w.put(std::string_view(sname ? sname : "Unknown"));
+        w.put(" (0x"sv);
+        w.hex(ssap, 2);
+        w.put(ssap_field & 1 ? ") Response, ctrl 0x"sv : ") Command, ctrl 0x"sv);
+        w.hex(control, unnumbered ? 2 : 4);
+        w.put(": "sv);
+    }
+    const Bytes data = llc.from(header);
+    const size_t rest = length - header;
+    if (control == kUi && dsap == ssap) {
+        switch (dsap) {
+        case 0xaa:
+            print_snap(w, data, rest, o);
+            return static_cast<long>(header + 5);
+        case 0x42:
+            print_stp(w, data, rest, o);
+            return static_cast<long>(header);
+        case 0x06:
+            print_ipv4(w, data, rest, o);
+            return static_cast<long>(header);
+        default:
+            break;
+        }
+    }
+    if (!o.link_header) {
+        if (ssap == dsap) {
+            put_mac(w, macs + 6);
+            w.put(" > "sv);
+            put_mac(w, macs);
+            w.put(' ');
+            put_sap(w, dsap, "Unknown DSAP"sv);
+        } else {
+            put_mac(w, macs + 6);
+            w.put(' ');
+            put_sap(w, ssap, "Unknown SSAP"sv);
+            w.put(" > "sv);
+            put_mac(w, macs);
+            w.put(' ');
+            put_sap(w, dsap, "Unknown DSAP"sv);
+        }
+        w.put(' ');
+    }
+    if (unnumbered) {
+        constexpr std::pair<uint8_t, std::string_view> kCommands[] = {
+            {0x03, "ui"sv}, {0xe3, "test"sv}, {0xaf, "xid"sv}, {0x63, "ua"sv},
+            {0x43, "disc"sv}, {0x0f, "dm"sv}, {0x6f, "sabme"sv}, {0x87, "frmr"sv}};
+        const uint8_t command = control & 0xef;
+        w.put("Unnumbered, "sv);
+        bool named = false;
+        for (const auto& [code, name] : kCommands) {
+            if (code == command) {
+                w.put(name);
+                named = true;
+            }
+        }
+        if (!named)
+            w.hex(command, 2);
+        w.put(", Flags ["sv);
+        w.put(llc_flags((ssap_field & 1u) | (control & 0x10u)));
+        w.put("], length "sv);
+        w.dec(length);
+        // An exchange of identification: its format and class, or nothing more.
+        if ((control & ~0x10u) == 0xaf) {
+            if (rest == 0)
+                return static_cast<long>(header);
+            if (data.size < 1) {
+                put_truncated(w, "llc"sv);
+                return static_cast<long>(header);
+            }
+            if (data.u8(0) == 0x81) {
+                if (data.size < 3 || rest < 3) {
+                    put_truncated(w, "llc"sv);
+                    put_hex_lines(w, data.data, data.size, true);
+                } else {
+                    w.put(": "sv);
+                    w.hex_byte(data.u8(1));
+                    w.put(' ');
+                    w.hex_byte(data.u8(2));
+                }
+                return static_cast<long>(header);
+            }
+        }
+        return -static_cast<long>(header);
+    }
+    const uint32_t flags = (ssap_field & 1u) | (control & 0x100u);
+    if (control & 1) {
+        constexpr std::string_view kSupervisory[] = {"Receiver Ready"sv, "Receiver not Ready"sv, "Reject"sv, "?"sv};
+        w.put("Supervisory, "sv);
+        w.put(kSupervisory[(control >> 2) & 3]);
+        w.put(", rcv seq "sv);
+        w.dec((control >> 9) & 0x7f);
+        w.put(", Flags ["sv);
+        w.put(llc_flags(flags));
+        w.put("], length "sv);
+        w.dec(length);
+        return static_cast<long>(header);
+    }
+    w.put("Information, send seq "sv);
+    w.dec((control >> 1) & 0x7f);
+    w.put(", rcv seq "sv);
+    w.dec((control >> 9) & 0x7f);
+    w.put(", Flags ["sv);
+    w.put(llc_flags(flags));
+    w.put("], length "sv);
+    w.dec(length);
+    return -static_cast<long>(header);
 }
 
 } // namespace xdpcap::text::detail

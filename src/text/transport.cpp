@@ -1,7 +1,9 @@
 // TCP and UDP as tcpdump 4.99 prints them.
 #include "text/layers.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "text/application.hpp"
 #include "text/tcp_flows.hpp"
@@ -19,13 +21,195 @@ constexpr uint16_t kPortOtv = 8472; // also Linux's VXLAN default: tcpdump 4.99.
 constexpr uint16_t kPortGeneve = 6081;
 constexpr uint16_t kPortMpls = 6635; // MPLS in UDP (RFC 7510)
 
+// An MPTCP option (RFC 8684) from its kind byte, all `length` bytes
+// captured, as tcpdump's mptcp_print writes it: the length, the subtype
+// and its fields. False where tcpdump finds it malformed ("[bad opt]").
+bool put_mptcp(Writer& w, const Bytes& opt, size_t length, uint8_t tcp_flags) noexcept
+{
+    enum : uint8_t { SYN = 2, ACK = 16 };
+    if (length < 3)
+        return false;
+    constexpr std::string_view kNames[] = {"capable"sv, "join"sv, "dss"sv, "add-addr"sv, "rem-addr"sv,
+                                           "prio"sv, "fail"sv, "fast-close"sv, "unknown"sv};
+    const uint8_t subtype = std::min<uint8_t>(opt.u8(2) >> 4, 8);
+    w.put(' ');
+    w.dec(length);
+    w.put(' ');
+    w.put(kNames[subtype]);
+    const auto hex64 = [&](size_t at) {
+        w.put("0x"sv);
+        w.hex(uint64_t{opt.u32(at)} << 32 | opt.u32(at + 4));
+    };
+    switch (subtype) {
+    case 0: { // MP_CAPABLE
+        if (!((length == 12 || length == 4) && (tcp_flags & SYN)) &&
+            !((length == 20 || length == 22) && (tcp_flags & (SYN | ACK)) == ACK))
+            return false;
+        const uint8_t version = opt.u8(2) & 0xf;
+        if (version > 1) {
+            w.put(" Unknown Version ("sv);
+            w.dec(version);
+            w.put(')');
+            return true;
+        }
+        w.put(" v"sv);
+        w.dec(version);
+        if (opt.u8(3) & 0x80)
+            w.put(" csum"sv);
+        if (length == 12 || length >= 20) {
+            w.put(" {"sv);
+            hex64(4);
+            if (length >= 20) {
+                w.put(',');
+                hex64(12);
+            }
+            w.put('}');
+        }
+        return true;
+    }
+    case 1: // MP_JOIN
+        if (!(length == 12 && (tcp_flags & SYN)) && !(length == 16 && (tcp_flags & (SYN | ACK)) == (SYN | ACK)) &&
+            !(length == 24 && (tcp_flags & ACK)))
+            return false;
+        if (length != 24) {
+            if (opt.u8(2) & 1)
+                w.put(" backup"sv);
+            w.put(" id "sv);
+            w.dec(opt.u8(3));
+        }
+        if (length == 12) {
+            w.put(" token 0x"sv);
+            w.hex(opt.u32(4));
+            w.put(" nonce 0x"sv);
+            w.hex(opt.u32(8));
+        } else if (length == 16) {
+            w.put(" hmac "sv);
+            hex64(4);
+            w.put(" nonce 0x"sv);
+            w.hex(opt.u32(12));
+        } else {
+            w.put(" hmac 0x"sv);
+            for (size_t i = 4; i < 24; ++i)
+                w.hex_byte(opt.u8(i));
+        }
+        return true;
+    case 2: { // DSS
+        if (length < 4 || (tcp_flags & SYN))
+            return false;
+        const uint8_t flags = opt.u8(3);
+        if (flags & 0x10)
+            w.put(" fin"sv);
+        size_t at = 4;
+        // A 4- or 8-byte number, as long as the option holds it.
+        const auto number = [&](bool wide) {
+            const size_t n = wide ? 8 : 4;
+            if (length - at < n)
+                return false;
+            if (wide)
+                w.dec(uint64_t{opt.u32(at)} << 32 | opt.u32(at + 4));
+            else
+                w.dec(opt.u32(at));
+            at += n;
+            return true;
+        };
+        if (flags & 0x01) {
+            w.put(" ack "sv);
+            if (!number(flags & 0x02))
+                return false;
+        }
+        if (flags & 0x04) {
+            w.put(" seq "sv);
+            if (!number(flags & 0x08))
+                return false;
+            if (length - at < 4)
+                return false;
+            w.put(" subseq "sv);
+            number(false);
+            if (length - at < 2)
+                return false;
+            w.put(" len "sv);
+            w.dec(opt.u16(at));
+            at += 2;
+            if (length - at >= 2) {
+                w.put(" csum 0x"sv);
+                w.hex(opt.u16(at));
+                at += 2;
+            }
+        }
+        return at == length;
+    }
+    case 3: { // ADD_ADDR
+        const bool v4 = length == 8 || length == 10 || length == 16 || length == 18;
+        const bool v6 = length == 20 || length == 22 || length == 28 || length == 30;
+        if (!v4 && !v6)
+            return false;
+        constexpr std::pair<uint8_t, std::string_view> kEcho[] = {
+            {6, "v0-ip6"sv}, {4, "v0-ip4"sv}, {1, "v1-echo"sv}, {0, "v1"sv}};
+        std::string_view echo = "[bad version/echo]"sv;
+        for (const auto& [bits, name] : kEcho) {
+            if (bits == (opt.u8(2) & 0xf))
+                echo = name;
+        }
+        w.put(' ');
+        w.put(echo);
+        w.put(" id "sv);
+        w.dec(opt.u8(3));
+        w.put(' ');
+        const size_t address = v4 ? 4 : 16;
+        w.put(v4 ? ipv4_text(opt.data + 4).view() : ipv6_text(opt.data + 4).view());
+        const bool port = length == 10 || length == 18 || length == 22 || length == 30;
+        if (port) {
+            w.put(':');
+            w.dec(opt.u16(4 + address));
+        }
+        if (length == 16 || length == 18 || length == 28 || length == 30) {
+            w.put(" hmac "sv);
+            hex64(4 + address + (port ? 2 : 0));
+        }
+        return true;
+    }
+    case 4: // REMOVE_ADDR
+        if (length < 4)
+            return false;
+        w.put(" id"sv);
+        for (size_t i = 3; i < length; ++i) {
+            w.put(' ');
+            w.dec(opt.u8(i));
+        }
+        return true;
+    case 5: // MP_PRIO
+        if (length != 3 && length != 4)
+            return false;
+        w.put(opt.u8(2) & 1 ? " backup"sv : " non-backup"sv);
+        if (length == 4) {
+            w.put(" id "sv);
+            w.dec(opt.u8(3));
+        }
+        return true;
+    case 6: // MP_FAIL
+    case 7: // MP_FASTCLOSE
+        if (length != 12)
+            return false;
+        if (subtype == 6) {
+            w.put(" seq "sv);
+            w.dec(uint64_t{opt.u32(4)} << 32 | opt.u32(8));
+        } else {
+            w.put(" key "sv);
+            hex64(4);
+        }
+        return true;
+    default:
+        return true;
+    }
+}
+
 // TCP options as tcpdump prints them: the names, values and checks of its
 // print-tcp.c. `opts` is what was captured of the `room` option bytes the
 // header length promises; `whole_segment`: the payload was captured too.
 // Returns false where tcpdump ends the packet's
 // line early (a malformed option, or the capture ending inside one).
 bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, TcpFlows::Base base,
-                     bool whole_segment, const DecodeOptions& o) noexcept
+                     bool whole_segment, uint8_t tcp_flags, const DecodeOptions& o) noexcept
 {
     enum : uint8_t {
         kEol = 0, kNop = 1, kMss = 2, kWscale = 3, kSackOk = 4, kSack = 5, kEcho = 6, kEchoReply = 7,
@@ -229,8 +413,12 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
             }
             break;
         case kMptcp:
-            // tcpdump decodes MPTCP's subtypes; here the bytes stand as for
-            // an option it does not know.
+            data = length - 2;
+            if (const int c = check(data); c != 1)
+                return c == 0 ? bad() : truncated();
+            if (!put_mptcp(w, opts.from(at - 2).first(length), length, tcp_flags))
+                return bad();
+            break;
         default:
             data = length - 2;
             if (data)
@@ -407,7 +595,8 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
         w.put(", urg "sv);
         w.dec(l4.u16(18));
     }
-    if (header > 20 && !put_tcp_options(w, l4.first(header).from(20), header - 20, reverse, base, l4.has(0, segment), o))
+    if (header > 20 && !put_tcp_options(w, l4.first(header).from(20), header - 20, reverse, base, l4.has(0, segment),
+                                        flags, o))
         return;
     w.put(", length "sv);
     w.dec(data);

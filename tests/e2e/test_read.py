@@ -6,7 +6,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
   * A classic pcap written here (TCP connections with options, malformed
     IPv4/IPv6/UDP frames, HTTP requests and responses and SSH banners, ICMP
     and ICMPv6 messages of every type and error code, ARP and RARP, 802.3
-    frames with STP, SNAP and the IP SAP, LLDP, and headers cut at every length): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
+    frames with STP, SNAP, the IP SAP and other SAPs, LLDP, and headers cut at
+    every length): `xdpcap -r F` prints tcpdump -n -r's lines exactly,
     timestamps included, plain and with -S, -q, -tt, -c 5 and a filter;
     from standard input (-r -) too.
   * xdpcap's own pcapng from a live capture with --drops and --print: -r
@@ -201,6 +202,17 @@ def llc_frames():
     frames.append((dot3(stp_dst, stp + struct.pack("!HBB", 0, 0, 0x80), pad=20), None))
     frames += [(dot3(src, b"\xaa\xaa\x03\x00\x00\x00\x08\x00" + ip + udp), cut) for cut in (None, 24)]
     frames.append((dot3(src, b"\x06\x06\x03" + ip + udp), None))
+    # Other SAPs and control fields: unnumbered commands (XID with and
+    # without its format byte, TEST, SABME with poll), supervisory and
+    # information frames, responses, unknown SAPs, cuts in the header.
+    other = bytes.fromhex("0c0000007402")
+    for llc in (b"\xf0\xf0\x03" + b"netbios!", b"\x44\x10\x34\x12payload", b"\x04\x05\xaf\x81\x01\x00",
+                b"\x04\x04\xbf", b"\x04\x04\xaf\x82\x00", b"\x42\x43\xe3test", b"\x12\x12\x7f",
+                b"\x04\x05\x01\x03", b"\x04\x04\x09\x10", b"\x05\x04\x05\x00", b"\x04\x04\x0e\x21data",
+                b"\xaa\xab\x03\x00\x00\x00\x08\x00" + ip + udp, b"\x42\x42\x13" + bytes(20), b"\x04\x04\xaf\x81\x01"):
+        frames.append((dot3(other, llc, pad=max(0, 46 - len(llc))), None))
+    frames += [(dot3(other, b"\x44\x10\x34\x12payload"), cut) for cut in (14, 15, 16, 17, 18)]
+    frames.append((dot3(other, b"\x44\x10"), None))
     return frames
 
 
@@ -303,6 +315,45 @@ def encapsulation_frames():
     geneve = outer4(17, udp(50526, 6081, struct.pack("!BBHI", 1, 0, 0x6558, 7 << 8) + bytes(4) + inner_frame))
     cases += [(geneve, cut) for cut in range(40, 60)]
     return cases
+
+
+def mptcp_frames():
+    """(frame, cut) pairs: TCP segments with MPTCP options of every subtype
+    (RFC 8684 and its version 0), right and malformed, on SYN, SYN-ACK and
+    ACK, as tcpdump decodes them."""
+    key, key2 = bytes.fromhex("9c9eabd1e46a33b2"), bytes.fromhex("0123456789abcdef")
+    a6, b6 = bytes.fromhex("20010db8007400000000000000000001"), bytes.fromhex("20010db8007400000000000000000002")
+
+    def mp(sub_etc, body):
+        return T.opt(30, bytes([sub_etc]) + body)
+
+    def seg(flags, option, ack=0):
+        opts = option + bytes(-len(option) % 4)
+        return (T.ipv4(T.A4, T.B4, T.tcp(41000, 443, flags, 7000, ack, opts=opts)), None)
+
+    S, SA, A = T.SYN, T.SYN | T.ACK, T.ACK
+    cases = [
+        (S, mp(0x00, b"\x81" + key)), (S, mp(0x01, b"\x00")), (A, mp(0x01, b"\x01" + key + key2)),
+        (A, mp(0x01, b"\x00" + key + key2 + b"\x00\x10")), (S, mp(0x05, b"\x00")), (A, mp(0x00, b"\x81" + key)),
+        (S, mp(0x11, b"\x07" + bytes.fromhex("deadbeef0badcafe"))), (SA, mp(0x10, b"\x03" + key + b"\x00\x00\x00\x09")),
+        (A, mp(0x10, b"\x00" + bytes(range(20)))), (A, mp(0x10, b"\x00" + key)),
+        (A, mp(0x20, b"\x01" + struct.pack("!I", 77))), (A, mp(0x20, b"\x03" + key)),
+        (A, mp(0x20, b"\x05" + struct.pack("!IIIH", 1, 2, 3, 100))),
+        (A, mp(0x20, b"\x1d" + key + key2 + struct.pack("!IHH", 9, 1400, 0xbeef))),
+        (A, mp(0x20, b"\x05" + struct.pack("!I", 1))), (S, mp(0x20, b"\x01" + struct.pack("!I", 1))),
+        (A, mp(0x31, b"\x05" + bytes([198, 18, 0, 9]))), (A, mp(0x30, b"\x05" + bytes([198, 18, 0, 9]) + b"\x01\xbb")),
+        (A, mp(0x30, b"\x05" + bytes([198, 18, 0, 9]) + key)),
+        (A, mp(0x30, b"\x05" + bytes([198, 18, 0, 9]) + b"\x01\xbb" + key)), (A, mp(0x36, b"\x02" + a6)),
+        (A, mp(0x30, b"\x02" + b6 + b"\x01\xbb" + key)), (A, mp(0x3f, b"\x02" + a6 + key)),
+        (A, mp(0x30, b"\x05\x00")), (A, mp(0x40, b"\x01\x02\x03")), (A, mp(0x40, b"")), (A, mp(0x51, b"")),
+        (A, mp(0x50, b"\x04")), (A, mp(0x50, b"\x04\x05")), (A, mp(0x60, b"\x00" + key)), (A, mp(0x60, b"\x00")),
+        (A, mp(0x70, b"\x00" + key2)), (A, mp(0x80, b"\x00\x01")), (A, mp(0xf0, b"")), (A, T.opt(30, b"", 2)),
+    ]
+    frames = [seg(flags, option) for flags, option in cases]
+    # Cut inside the option.
+    syn = T.ipv4(T.A4, T.B4, T.tcp(41000, 443, S, 7000, opts=mp(0x00, b"\x81" + key)))
+    frames += [(syn, cut) for cut in (55, 58, 60)]
+    return frames
 
 
 def lldp_frames():
@@ -473,7 +524,7 @@ def classic_file(binary, tmp):
     path = os.path.join(tmp, "frames.pcap")
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
-    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + encapsulation_frames() + lldp_frames() + dns_frames() + header_cuts())
+    write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + encapsulation_frames() + lldp_frames() + mptcp_frames() + dns_frames() + header_cuts())
     for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"], ["-e"], ["-e", "-q"], ["-x"], ["-X"], ["-XX"], ["-A"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))

@@ -315,7 +315,8 @@ def read_frames():
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(R.APPLICATION)]
     frames = [(f, None) for f in T.corpus() + M.frames()] + app + R.icmp_frames() + R.icmp6_frames() + \
-        R.arp_frames() + R.llc_frames() + R.encapsulation_frames() + R.lldp_frames() + R.dns_frames() + R.header_cuts()
+        R.arp_frames() + R.llc_frames() + R.encapsulation_frames() + R.lldp_frames() + R.mptcp_frames() + R.dns_frames() + \
+        R.header_cuts()
     return [(f, cut) for f, cut in frames if not any(left_out(f) for left_out in VERBOSE_LEFT_OUT.values())]
 
 

@@ -150,12 +150,25 @@ TEST(PacketOutput, VanishedReaderLosesEveryPacketOfTheChunk)
 // others are not, whichever interface they came from.
 TEST(PacketOutput, FailedTextWriteCountsEveryLineNotWrittenWhole)
 {
-    // An 802.3 frame without an LLC header xdpcap decodes: one line each, 37
-    // bytes with its newline.
+    // An 802.3 frame with an LLC supervisory frame: one line each, nothing
+    // dumped after it.
     Bytes frame = frame_of(60, 3);
     frame[12] = 0x05;
     frame[13] = 0xdc;
-    for (size_t budget : {size_t{0}, size_t{10}, size_t{36}, size_t{37}, size_t{200}, size_t{100000}}) {
+    frame[14] = frame[15] = 0x04;
+    frame[16] = 0x01;
+    frame[17] = 0x00;
+    size_t line = 0;
+    {
+        MemFile file;
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"a@cpu0"});
+        output.write(0, sample_of(frame, 60), 0);
+        output.flush();
+        const Bytes written = file.contents();
+        ASSERT_EQ(std::count(written.begin(), written.end(), '\n'), 1);
+        line = written.size();
+    }
+    for (size_t budget : {size_t{0}, size_t{10}, line - 1, line, size_t{200}, size_t{100000}}) {
         MemFile file;
         PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"a@cpu0", "b@cpu1"});
         FailAfter faults(budget, ENOSPC);

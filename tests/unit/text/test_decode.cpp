@@ -32,6 +32,21 @@ struct Golden {
 };
 
 const Golden kGoldens[] = {
+    // 802.3 with LLC other than SNAP, STP and IP: the SAPs, the frame type,
+    // and the data in hex where tcpdump dumps it.
+    {"LlcXid", "0c000000740202000000000100060405af81010000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+     false, false, "02:00:00:00:00:01 > 0c:00:00:00:74:02 SNA Unnumbered, xid, Flags [Response], length 6: 01 00"},
+    {"LlcXidE", "0c000000740202000000000100060405af81010000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+     true, false, "02:00:00:00:00:01 > 0c:00:00:00:74:02, 802.3, length 6: LLC, dsap SNA (0x04) Individual, ssap SNA (0x04) Response, ctrl 0xaf: Unnumbered, xid, Flags [Response], length 6: 01 00"},
+    {"LlcSupervisory", "0c0000007402020000000001000404040910000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+     false, false, "02:00:00:00:00:01 > 0c:00:00:00:74:02 SNA Supervisory, Reject, rcv seq 8, Flags [Command], length 4"},
+    {"LlcInformation", "0c0000007402020000000001000b441034127061796c6f61640000000000000000000000000000000000000000000000000000000000000000000000",
+     false, false, "02:00:00:00:00:01 Unknown SSAP 0x10 > 0c:00:00:00:74:02 Unknown DSAP 0x44 Information, send seq 26, rcv seq 9, Flags [Command], length 11\n\t0x0000:  4410 3412 7061 796c 6f61 64              D.4.payload"},
+    // MPTCP options by subtype.
+    {"MptcpCapable", "020000007102020000007101080045000034471140004006d98ac6124701c6124702a02801bb00001b58000000008002faf0000000001e0c00819c9eabd1e46a33b2",
+     false, false, "IP 198.18.71.1.41000 > 198.18.71.2.443: Flags [S], seq 7000, win 64240, options [mptcp 12 capable v0 csum {0x9c9eabd1e46a33b2}], length 0"},
+    {"MptcpAddAddr", "02000000710202000000710108004500003c471140004006d982c6124701c6124702a02801bb00001b5800000000a010faf0000000001e123005c612000901bb9c9eabd1e46a33b20000",
+     false, false, "IP 198.18.71.1.41000 > 198.18.71.2.443: Flags [.], ack 0, win 64240, options [mptcp 18 add-addr v1 id 5 198.18.0.9:443 hmac 0x9c9eabd1e46a33b2,eol], length 0"},
     // TCP options and malformed headers: tcpdump 4.99.3 -n -S's lines of the same frames.
     {"TcpSynOptions", "02000000710202000000710108004500003c471140004006d982c6124701c6124702a410138a0000138800000000a002faf000000000020405b40402080a7422c7ce0000000001030307",
      false, false, "IP 198.18.71.1.42000 > 198.18.71.2.5002: Flags [S], seq 5000, win 64240, options [mss 1460,sackOK,TS val 1948436430 ecr 0,nop,wscale 7], length 0"},
