@@ -72,6 +72,230 @@ void put_stp_details(Writer& w, const Bytes& bpdu, uint8_t version, uint8_t flag
     }
 }
 
+void put_stp_flags(Writer& w, uint8_t flags) noexcept
+{
+    constexpr struct {
+        uint8_t bit;
+        std::string_view name;
+    } kFlags[] = {{0x01, "Topology change"sv}, {0x02, "Proposal"sv}, {0x10, "Learn"sv},
+                  {0x20, "Forward"sv},         {0x40, "Agreement"sv}, {0x80, "Topology change ACK"sv}};
+    bool any = false;
+    for (const auto& f : kFlags) {
+        if (flags & f.bit) {
+            w.put(any ? ", "sv : ""sv);
+            w.put(f.name);
+            any = true;
+        }
+    }
+    if (!any)
+        w.put("none"sv);
+}
+
+constexpr std::string_view kPortRoles[] = {"Unknown"sv, "Alternate"sv, "Root"sv, "Designated"sv};
+
+// Up to `n` characters of a name, to its first NUL (tcpdump's nd_printjnp,
+// which prints as it reads): false where the capture ends first.
+bool put_name_field(Writer& w, const Bytes& b, size_t at, size_t n) noexcept
+{
+    for (size_t i = at; i < at + n; ++i) {
+        if (!b.has(i, 1))
+            return false;
+        if (b.u8(i) == 0)
+            break;
+        put_escaped(w, b.data + i, 1);
+    }
+    return true;
+}
+
+void put_words(Writer& w, const Bytes& b, size_t at, size_t count) noexcept
+{
+    for (size_t i = 0; i < count; ++i)
+        w.hex(b.u32(at + 4 * i), 8);
+}
+
+// -v: an MSTP BPDU's CIST and MSTIs (tcpdump's stp_print_mstp_bpdu), each
+// part written once its bytes were read; false where the capture ends (the
+// packet is abandoned).
+bool put_mstp_details(Writer& w, const Bytes& bpdu, uint8_t flags) noexcept
+{
+    w.put("\n\tport-role "sv);
+    w.put(kPortRoles[(flags >> 2) & 3]);
+    w.put(", "sv);
+    if (!bpdu.has(0, 17))
+        return false;
+    w.put("CIST root-id "sv);
+    put_bridge_id(w, bpdu, 5);
+    w.put(", CIST ext-pathcost "sv);
+    w.dec(bpdu.u32(13));
+    if (!bpdu.has(0, 25))
+        return false;
+    w.put("\n\tCIST regional-root-id "sv);
+    put_bridge_id(w, bpdu, 17);
+    w.put(", "sv);
+    if (!bpdu.has(0, 27))
+        return false;
+    w.put("CIST port-id "sv);
+    w.hex(bpdu.u16(25), 4);
+    w.put(',');
+    if (!bpdu.has(0, 35))
+        return false;
+    constexpr std::string_view kTimers[] = {"\n\tmessage-age "sv, ", max-age "sv, ", hello-time "sv,
+                                            ", forwarding-delay "sv};
+    for (size_t i = 0; i < std::size(kTimers); ++i) {
+        w.put(kTimers[i]);
+        put_stp_seconds(w, bpdu.u16(27 + 2 * i));
+    }
+    if (!bpdu.has(0, 38))
+        return false;
+    w.put("\n\tv3len "sv);
+    w.dec(bpdu.u16(36));
+    w.put(", MCID Name "sv);
+    if (!put_name_field(w, bpdu, 39, 32) || !bpdu.has(0, 89))
+        return false;
+    w.put(", rev "sv);
+    w.dec(bpdu.u16(71));
+    w.put(",\n\t\tdigest "sv);
+    put_words(w, bpdu, 73, 4);
+    w.put(", "sv);
+    if (!bpdu.has(0, 93))
+        return false;
+    w.put("CIST int-root-pathcost "sv);
+    w.dec(bpdu.u32(89));
+    w.put(',');
+    if (!bpdu.has(0, 101))
+        return false;
+    w.put("\n\tCIST bridge-id "sv);
+    put_bridge_id(w, bpdu, 93);
+    w.put(", "sv);
+    if (!bpdu.has(0, 102))
+        return false;
+    w.put("CIST remaining-hops "sv);
+    w.dec(bpdu.u8(101));
+    const size_t v3_length = bpdu.u16(36);
+    if (v3_length > 64) {
+        for (size_t left = v3_length - 64, at = 102; left >= 16; left -= 16, at += 16) {
+            if (!bpdu.has(at, 3))
+                return false;
+            w.put("\n\tMSTI "sv);
+            w.dec(bpdu.u16(at + 1) & 0x0fffu);
+            w.put(", Flags ["sv);
+            put_stp_flags(w, bpdu.u8(at));
+            w.put("], port-role "sv);
+            w.put(kPortRoles[(bpdu.u8(at) >> 2) & 3]);
+            if (!bpdu.has(at, 13))
+                return false;
+            w.put("\n\t\tMSTI regional-root-id "sv);
+            put_bridge_id(w, bpdu, at + 1);
+            w.put(", pathcost "sv);
+            w.dec(bpdu.u32(at + 9));
+            if (!bpdu.has(at, 16))
+                return false;
+            w.put("\n\t\tMSTI bridge-prio "sv);
+            w.dec(bpdu.u8(at + 13) >> 4);
+            w.put(", port-prio "sv);
+            w.dec(bpdu.u8(at + 14) >> 4);
+            w.put(", hops "sv);
+            w.dec(bpdu.u8(at + 15));
+        }
+    }
+    return true;
+}
+
+// -v: SPB's agreement fields after the MSTP part (tcpdump's
+// stp_print_spb_bpdu), from `at`; false where the capture ends.
+bool put_spb_details(Writer& w, const Bytes& bpdu, size_t at) noexcept
+{
+    if (!bpdu.has(at, 2))
+        return false;
+    w.put("\n\tv4len "sv);
+    w.dec(bpdu.u16(at));
+    w.put(", AUXMCID Name "sv);
+    if (!put_name_field(w, bpdu, at + 3, 32) || !bpdu.has(at, 53))
+        return false;
+    w.put(", Rev "sv);
+    w.dec(bpdu.u16(at + 35));
+    w.put(",\n\t\tdigest "sv);
+    put_words(w, bpdu, at + 37, 4);
+    if (!bpdu.has(at, 87))
+        return false;
+    const uint8_t agreement = bpdu.u8(at + 53);
+    const uint8_t format = bpdu.u8(at + 55);
+    const uint8_t convention = bpdu.u8(at + 56);
+    w.put("\n\tAgreement num "sv);
+    w.dec(agreement >> 6);
+    w.put(", Discarded Agreement num "sv);
+    w.dec((agreement >> 4) & 3);
+    w.put(", Agreement valid-flag "sv);
+    w.dec((agreement >> 3) & 1);
+    w.put(",\n\tRestricted role-flag: "sv);
+    w.dec((agreement >> 2) & 1);
+    w.put(", Format id "sv);
+    w.dec(format >> 4);
+    w.put(" cap "sv);
+    w.dec(format);
+    w.put(", Convention id "sv);
+    w.dec(convention >> 4);
+    w.put(" cap "sv);
+    w.dec(convention);
+    w.put(",\n\tEdge count "sv);
+    w.dec(bpdu.u16(at + 57));
+    w.put(", Agreement digest "sv);
+    put_words(w, bpdu, at + 67, 5);
+    return true;
+}
+
+// MSTP (802.1s) and SPB (802.1aq) BPDUs: the CIST flags; with -v the rest.
+void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const DecodeOptions& o) noexcept
+{
+    constexpr size_t kMinimum = 102;
+    constexpr size_t kFixed = 36; // the BPDU's fields up to its version 1 length
+    if (length < kMinimum) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    // The version 1 length must be 0; then the version 3 length holds.
+    if (!bpdu.has(35, 1)) {
+        put_abandoned(w, "stp"sv, o);
+        return;
+    }
+    if (bpdu.u8(35) != 0) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    if (!bpdu.has(36, 2)) {
+        put_abandoned(w, "stp"sv, o);
+        return;
+    }
+    const size_t mstp_length = size_t{bpdu.u16(36)} + 2;
+    if (length < kFixed + mstp_length) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    const uint8_t flags = bpdu.u8(4);
+    w.put(", CIST Flags ["sv);
+    put_stp_flags(w, flags);
+    w.put("], length "sv);
+    w.dec(length);
+    if (o.verbose && !put_mstp_details(w, bpdu, flags)) {
+        put_abandoned(w, "stp"sv, o);
+        return;
+    }
+    if (!spb)
+        return;
+    const size_t at = kFixed + mstp_length;
+    if (!bpdu.has(at, 2)) {
+        put_abandoned(w, "stp"sv, o);
+        return;
+    }
+    const size_t spb_length = size_t{bpdu.u16(at)} + 2;
+    if (length < at + spb_length || spb_length < 87) {
+        w.put(" (invalid)"sv);
+        return;
+    }
+    if (o.verbose && !put_spb_details(w, bpdu, at))
+        put_abandoned(w, "stp"sv, o);
+}
+
 // STP BPDUs as tcpdump 4.99 prints them: the protocol, the BPDU
 // type, the flags and the sender's bridge and port.
 // tcpdump abandons the packet at every cut of a BPDU (DecodeOptions::abandoned).
@@ -120,16 +344,14 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         return;
     }
     const bool rapid = type == 0x02;
-    if (rapid && version != 2 && version != 0) {
-        // MSTP and SPB: the CIST flags only, without -v.
-        if (length < 102 || !bpdu.has(4, 1)) {
-            if (length < 102)
-                w.put(" (invalid)"sv);
-            else
-                put_abandoned(w, "stp"sv, o);
-            return;
-        }
-    } else if (length < (rapid ? 36u : 35u)) {
+    // A rapid BPDU of 802.1d: tcpdump says no more.
+    if (rapid && version == 0)
+        return;
+    if (rapid && version >= 3) {
+        print_mstp(w, bpdu, length, version == 4, o);
+        return;
+    }
+    if (length < (rapid ? 36u : 35u)) {
         w.put(" (invalid)"sv);
         return;
     }
@@ -138,28 +360,9 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         return;
     }
     const uint8_t flags = bpdu.u8(4);
-    w.put(rapid && version >= 3 ? ", CIST Flags ["sv : ", Flags ["sv);
-    constexpr struct {
-        uint8_t bit;
-        std::string_view name;
-    } kFlags[] = {{0x01, "Topology change"sv}, {0x02, "Proposal"sv}, {0x10, "Learn"sv},
-                  {0x20, "Forward"sv},         {0x40, "Agreement"sv}, {0x80, "Topology change ACK"sv}};
-    bool any = false;
-    for (const auto& f : kFlags) {
-        if (flags & f.bit) {
-            w.put(any ? ", "sv : ""sv);
-            w.put(f.name);
-            any = true;
-        }
-    }
-    if (!any)
-        w.put("none"sv);
+    w.put(", Flags ["sv);
+    put_stp_flags(w, flags);
     w.put(']');
-    if (rapid && version >= 3) {
-        w.put(", length "sv);
-        w.dec(length);
-        return;
-    }
     if (!bpdu.has(17, 10)) {
         put_abandoned(w, "stp"sv, o);
         return;

@@ -199,6 +199,24 @@ def llc_frames():
                                                      bpdu(0, 0, 0)[:20], bpdu(7, 0, 0), bpdu(0, 9, 0),
                                                      b"\x00\x01" + bpdu(0, 0, 0)[2:])]
     frames += [(dot3(stp_dst, stp + bpdu(0, 0, 0)), cut) for cut in (20, 22, 30)]
+    # MSTP with two MSTIs, and SPB after it; malformed version lengths; cuts.
+    msti = lambda n, flags: bytes([flags]) + struct.pack("!H", 0x8000 | n) + bytes.fromhex("020000000003") + \
+        struct.pack("!IBBB", 20000, 0x80, 0x90, 19)  # noqa: E731
+    mcid = b"\x00" + b"region-1".ljust(32, b"\x00") + struct.pack("!H", 7) + bytes(range(16))
+    cist = struct.pack("!I", 200) + bytes.fromhex("8000020000000004") + b"\x14"
+    mstis = msti(10, 0x7c) + msti(20, 0x3c)
+    mstp = bpdu(3, 2, 0x7c, b"\x00" + struct.pack("!H", 64 + len(mstis)) + mcid + cist + mstis)
+    spb = bpdu(4, 2, 0x3c, b"\x00" + struct.pack("!H", 64) + mcid + cist) + struct.pack("!H", 85) + \
+        b"\x00" + b"aux".ljust(32, b"\x00") + struct.pack("!H", 3) + bytes(range(16, 32)) + \
+        bytes([0xd4, 0, 0x21, 0x43]) + struct.pack("!H", 2) + bytes(8) + bytes(range(32, 52))
+    frames += [(dot3(stp_dst, stp + b), None) for b in (mstp, spb)]
+    bad_v1 = bytearray(mstp)
+    bad_v1[35] = 1
+    bad_v3 = bytearray(mstp)
+    bad_v3[36:38] = struct.pack("!H", 400)
+    frames += [(dot3(stp_dst, stp + bytes(b)), None) for b in (bad_v1, bad_v3, bpdu(0, 2, 0x3c, b"\x00"))]
+    frames += [(dot3(stp_dst, stp + mstp), cut) for cut in (50, 52, 60, 120, 140)]
+    frames += [(dot3(stp_dst, stp + spb), cut) for cut in (160, 200)]
     frames.append((dot3(stp_dst, stp + struct.pack("!HBB", 0, 0, 0x80), pad=20), None))
     frames += [(dot3(src, b"\xaa\xaa\x03\x00\x00\x00\x08\x00" + ip + udp), cut) for cut in (None, 24)]
     frames.append((dot3(src, b"\x06\x06\x03" + ip + udp), None))
