@@ -123,28 +123,13 @@ void put_class(Writer& w, uint16_t cls) noexcept
     }
 }
 
-// tcpdump's rendering of a byte in names and strings: M- for the high
-// bit, ^ for control characters.
-void put_char(Writer& w, uint8_t c) noexcept
-{
-    if (c >= 0x80) {
-        c &= 0x7f;
-        w.put("M-"sv);
-    }
-    if (c < 0x20 || c == 0x7f) {
-        c ^= 0x40;
-        w.put('^');
-    }
-    w.put(static_cast<char>(c));
-}
-
 // Up to `n` bytes from `at`, stopping at the end of the capture: false if
 // that came first.
 bool put_chars(Writer& w, const Bytes& m, size_t at, size_t n) noexcept
 {
-    for (; n > 0 && at < m.size; --n, ++at)
-        put_char(w, m.u8(at));
-    return n == 0;
+    const size_t captured = at < m.size ? m.size - at : 0;
+    put_escaped(w, m.data + at, n < captured ? n : captured);
+    return n <= captured;
 }
 
 // Past a name (tcpdump's ns_nskip): where the next field starts.

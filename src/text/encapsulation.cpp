@@ -35,19 +35,10 @@ void put_payload_type(Writer& w, uint16_t type) noexcept
 void put_gre_flags(Writer& w, uint16_t flags) noexcept
 {
     w.put(", Flags ["sv);
-    bool any = false;
-    for (const auto& [bit, name] : {std::pair{kGreChecksum, "checksum present"sv}, std::pair{kGreRouting, "routing present"sv},
-                                    std::pair{kGreKey, "key present"sv}, std::pair{kGreSequence, "sequence# present"sv},
-                                    std::pair{uint16_t{0x0800}, "source routing present"sv},
-                                    std::pair{kGreAck, "ack present"sv}}) {
-        if (flags & bit) {
-            if (any)
-                w.put(", "sv);
-            w.put(name);
-            any = true;
-        }
-    }
-    w.put(any ? "]"sv : "none]"sv);
+    put_flag_names(w, flags, {{kGreChecksum, "checksum present"sv}, {kGreRouting, "routing present"sv},
+                              {kGreKey, "key present"sv}, {kGreSequence, "sequence# present"sv},
+                              {0x0800, "source routing present"sv}, {kGreAck, "ack present"sv}});
+    w.put(']');
 }
 
 // Where the GRE header ends and its payload starts: ": ", or with -v a new

@@ -331,6 +331,61 @@ void put_escaped(Writer& w, const uint8_t* bytes, size_t n) noexcept
     }
 }
 
+bool put_nul_padded(Writer& w, const Bytes& b, size_t at, size_t n) noexcept
+{
+    for (size_t i = at; i < at + n; ++i) {
+        if (!b.has(i, 1))
+            return false;
+        if (b.u8(i) == 0)
+            break;
+        put_escaped(w, b.data + i, 1);
+    }
+    return true;
+}
+
+void put_flag_names(Writer& w, uint32_t value, FlagNames names, std::string_view none) noexcept
+{
+    bool any = false;
+    for (const auto& [bit, name] : names) {
+        if (value & bit) {
+            if (any)
+                w.put(", "sv);
+            w.put(name);
+            any = true;
+        }
+    }
+    if (!any)
+        w.put(none);
+}
+
+void put_checksum_verdict(Writer& w, std::string_view protocol, ChecksumCheck check, uint16_t field,
+                          uint16_t should_be) noexcept
+{
+    switch (check) {
+    case ChecksumCheck::NotChecked:
+        return;
+    case ChecksumCheck::Correct:
+        w.put('[');
+        w.put(protocol);
+        w.put(" sum ok] "sv);
+        return;
+    case ChecksumCheck::Incorrect:
+        w.put("[bad "sv);
+        w.put(protocol);
+        w.put(" cksum 0x"sv);
+        w.hex(field, 4);
+        w.put(" -> 0x"sv);
+        w.hex(should_be, 4);
+        w.put("!] "sv);
+        return;
+    case ChecksumCheck::Offloaded:
+        w.put('[');
+        w.put(protocol);
+        w.put(" sum offloaded] "sv);
+        return;
+    }
+}
+
 void put_protocol(Writer& w, uint8_t protocol) noexcept
 {
     if (const char* name = ip_protocol_name(protocol)) {

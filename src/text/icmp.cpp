@@ -328,22 +328,6 @@ std::string_view router_preference(uint8_t flags) noexcept
     return kNames[(flags >> 3) & 3];
 }
 
-// tcpdump's bittok2str: the names of the bits set, ", " between, or "none".
-void put_flag_names(Writer& w, uint32_t value, std::initializer_list<std::pair<uint32_t, std::string_view>> names) noexcept
-{
-    bool any = false;
-    for (const auto& [bit, name] : names) {
-        if (value & bit) {
-            if (any)
-                w.put(", "sv);
-            w.put(name);
-            any = true;
-        }
-    }
-    if (!any)
-        w.put("none"sv);
-}
-
 // How a list ends where tcpdump's printer ends it: with all of it, with its
 // own mark for a cut, or abandoning the packet.
 enum class ListEnd { Complete, Cut, Abandoned };
@@ -1002,23 +986,8 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, 
             return;
         }
         uint16_t should_be = 0;
-        switch (check_transport(e, kProtoIcmp6, l4, length, o, should_be)) {
-        case ChecksumCheck::NotChecked:
-            break;
-        case ChecksumCheck::Correct:
-            w.put("[icmp6 sum ok] "sv);
-            break;
-        case ChecksumCheck::Incorrect:
-            w.put("[bad icmp6 cksum 0x"sv);
-            w.hex(l4.u16(2), 4);
-            w.put(" -> 0x"sv);
-            w.hex(should_be, 4);
-            w.put("!] "sv);
-            break;
-        case ChecksumCheck::Offloaded:
-            w.put("[icmp6 sum offloaded] "sv);
-            break;
-        }
+        const ChecksumCheck check = check_transport(e, kProtoIcmp6, l4, length, o, should_be);
+        put_checksum_verdict(w, "icmp6"sv, check, l4.u16(2), should_be);
     }
     if (!l4.has(0, 1)) {
         put_abandoned(w, "icmp6"sv, o);

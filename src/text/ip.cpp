@@ -245,17 +245,7 @@ bool put_ipv4_details(Writer& w, const Bytes& ip, size_t header, const DecodeOpt
     w.put(", offset "sv);
     w.dec(size_t{fragment & 0x1fffu} * 8);
     w.put(", flags ["sv);
-    bool flagged = false;
-    for (const auto& [bit, name] : {std::pair{0x2000, "+"sv}, std::pair{0x4000, "DF"sv}, std::pair{0x8000, "rsvd"sv}}) {
-        if (fragment & bit) {
-            if (flagged)
-                w.put(", "sv);
-            w.put(name);
-            flagged = true;
-        }
-    }
-    if (!flagged)
-        w.put("none"sv);
+    put_flag_names(w, fragment, {{0x2000, "+"sv}, {0x4000, "DF"sv}, {0x8000, "rsvd"sv}});
     const uint8_t protocol = ip.u8(9);
     w.put("], proto "sv);
     const char* name = ip_protocol_verbose_name(protocol);

@@ -9,7 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
+#include <utility>
 
 #include "text/decode.hpp"
 #include "text/writer.hpp"
@@ -174,6 +176,17 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, 
                  const DecodeOptions& o) noexcept;
 // tcpdump's nd_printn: printable ASCII as is, others as M- and ^ escapes.
 void put_escaped(Writer& w, const uint8_t* bytes, size_t n) noexcept;
+// tcpdump's nd_printjnp: up to `n` bytes from `at`, escaped, to the first
+// NUL; false where the capture ends first.
+bool put_nul_padded(Writer& w, const Bytes& b, size_t at, size_t n) noexcept;
+// tcpdump's bittok2str: the names of the bits set in `value`, ", " between,
+// or `none`.
+using FlagNames = std::initializer_list<std::pair<uint32_t, std::string_view>>;
+void put_flag_names(Writer& w, uint32_t value, FlagNames names, std::string_view none = "none") noexcept;
+// tcpdump's -v verdict on a UDP or ICMPv6 checksum: "[udp sum ok] ",
+// "[bad udp cksum 0x1234 -> 0x5678!] ", "[udp sum offloaded] ", or nothing.
+void put_checksum_verdict(Writer& w, std::string_view protocol, ChecksumCheck check, uint16_t field,
+                          uint16_t should_be) noexcept;
 
 // Application layer (dns.cpp): a DNS message of `length` bytes (by the
 // UDP or TCP header; over TCP with its 2-byte length prefix), mDNS's class

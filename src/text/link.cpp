@@ -48,6 +48,19 @@ void put_stp_seconds(Writer& w, uint16_t value) noexcept
     w.put('s');
 }
 
+constexpr std::string_view kPortRoles[] = {"Unknown"sv, "Alternate"sv, "Root"sv, "Designated"sv};
+
+// "message-age 1.00s, max-age 20.00s, ...": a BPDU's four timers.
+void put_stp_timers(Writer& w, const Bytes& bpdu) noexcept
+{
+    constexpr std::string_view kTimers[] = {"\n\tmessage-age "sv, ", max-age "sv, ", hello-time "sv,
+                                            ", forwarding-delay "sv};
+    for (size_t i = 0; i < std::size(kTimers); ++i) {
+        w.put(kTimers[i]);
+        put_stp_seconds(w, bpdu.u16(27 + 2 * i));
+    }
+}
+
 // -v: a configuration BPDU's timers, root and (802.1w) port role.
 void put_stp_details(Writer& w, const Bytes& bpdu, uint8_t version, uint8_t flags, const DecodeOptions& o) noexcept
 {
@@ -55,56 +68,21 @@ void put_stp_details(Writer& w, const Bytes& bpdu, uint8_t version, uint8_t flag
         put_abandoned(w, "stp"sv, o);
         return;
     }
-    constexpr std::string_view kTimers[] = {"\n\tmessage-age "sv, ", max-age "sv, ", hello-time "sv,
-                                            ", forwarding-delay "sv};
-    for (size_t i = 0; i < std::size(kTimers); ++i) {
-        w.put(kTimers[i]);
-        put_stp_seconds(w, bpdu.u16(27 + 2 * i));
-    }
+    put_stp_timers(w, bpdu);
     w.put("\n\troot-id "sv);
     put_bridge_id(w, bpdu, 5);
     w.put(", root-pathcost "sv);
     w.dec(bpdu.u32(13));
     if (version == 2) {
-        constexpr std::string_view kRoles[] = {"Unknown"sv, "Alternate"sv, "Root"sv, "Designated"sv};
         w.put(", port-role "sv);
-        w.put(kRoles[(flags >> 2) & 3]);
+        w.put(kPortRoles[(flags >> 2) & 3]);
     }
 }
 
 void put_stp_flags(Writer& w, uint8_t flags) noexcept
 {
-    constexpr struct {
-        uint8_t bit;
-        std::string_view name;
-    } kFlags[] = {{0x01, "Topology change"sv}, {0x02, "Proposal"sv}, {0x10, "Learn"sv},
-                  {0x20, "Forward"sv},         {0x40, "Agreement"sv}, {0x80, "Topology change ACK"sv}};
-    bool any = false;
-    for (const auto& f : kFlags) {
-        if (flags & f.bit) {
-            w.put(any ? ", "sv : ""sv);
-            w.put(f.name);
-            any = true;
-        }
-    }
-    if (!any)
-        w.put("none"sv);
-}
-
-constexpr std::string_view kPortRoles[] = {"Unknown"sv, "Alternate"sv, "Root"sv, "Designated"sv};
-
-// Up to `n` characters of a name, to its first NUL (tcpdump's nd_printjnp,
-// which prints as it reads): false where the capture ends first.
-bool put_name_field(Writer& w, const Bytes& b, size_t at, size_t n) noexcept
-{
-    for (size_t i = at; i < at + n; ++i) {
-        if (!b.has(i, 1))
-            return false;
-        if (b.u8(i) == 0)
-            break;
-        put_escaped(w, b.data + i, 1);
-    }
-    return true;
+    put_flag_names(w, flags, {{0x01, "Topology change"sv}, {0x02, "Proposal"sv}, {0x10, "Learn"sv},
+                              {0x20, "Forward"sv}, {0x40, "Agreement"sv}, {0x80, "Topology change ACK"sv}});
 }
 
 void put_words(Writer& w, const Bytes& b, size_t at, size_t count) noexcept
@@ -139,18 +117,13 @@ bool put_mstp_details(Writer& w, const Bytes& bpdu, uint8_t flags) noexcept
     w.put(',');
     if (!bpdu.has(0, 35))
         return false;
-    constexpr std::string_view kTimers[] = {"\n\tmessage-age "sv, ", max-age "sv, ", hello-time "sv,
-                                            ", forwarding-delay "sv};
-    for (size_t i = 0; i < std::size(kTimers); ++i) {
-        w.put(kTimers[i]);
-        put_stp_seconds(w, bpdu.u16(27 + 2 * i));
-    }
+    put_stp_timers(w, bpdu);
     if (!bpdu.has(0, 38))
         return false;
     w.put("\n\tv3len "sv);
     w.dec(bpdu.u16(36));
     w.put(", MCID Name "sv);
-    if (!put_name_field(w, bpdu, 39, 32) || !bpdu.has(0, 89))
+    if (!put_nul_padded(w, bpdu, 39, 32) || !bpdu.has(0, 89))
         return false;
     w.put(", rev "sv);
     w.dec(bpdu.u16(71));
@@ -210,7 +183,7 @@ bool put_spb_details(Writer& w, const Bytes& bpdu, size_t at) noexcept
     w.put("\n\tv4len "sv);
     w.dec(bpdu.u16(at));
     w.put(", AUXMCID Name "sv);
-    if (!put_name_field(w, bpdu, at + 3, 32) || !bpdu.has(at, 53))
+    if (!put_nul_padded(w, bpdu, at + 3, 32) || !bpdu.has(at, 53))
         return false;
     w.put(", Rev "sv);
     w.dec(bpdu.u16(at + 35));

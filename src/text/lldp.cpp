@@ -36,31 +36,6 @@ std::string_view name_of(uint32_t value, Names names, std::string_view otherwise
     return otherwise;
 }
 
-// tcpdump's bittok2str: the names of the bits set, ", " between.
-void put_bits(Writer& w, uint32_t value, Names names, std::string_view none) noexcept
-{
-    bool any = false;
-    for (const auto& [bit, name] : names) {
-        if (value & bit) {
-            if (any)
-                w.put(", "sv);
-            w.put(name);
-            any = true;
-        }
-    }
-    if (!any)
-        w.put(none);
-}
-
-// tcpdump's nd_printjnp: up to `n` characters, to the first NUL.
-void put_text(Writer& w, const Bytes& b, size_t at, size_t n) noexcept
-{
-    size_t end = at;
-    while (end < at + n && b.u8(end) != 0)
-        ++end;
-    put_escaped(w, b.data + at, end - at);
-}
-
 // "AFI IPv4 (1): 198.18.0.1"; false where the address is too short.
 bool put_network_address(Writer& w, const Bytes& b, size_t at, size_t length) noexcept
 {
@@ -127,7 +102,7 @@ bool put_id(Writer& w, const Bytes& t, size_t length, bool chassis, bool& hexdum
     } else if (subtype == network) {
         return put_network_address(w, t, 1, length - 1);
     } else if (subtype >= 1 && subtype <= 7) {
-        put_text(w, t, 1, length - 1);
+        put_nul_padded(w, t, 1, length - 1);
     } else {
         hexdump = true;
     }
@@ -167,7 +142,7 @@ bool put_management_address(Writer& w, const Bytes& t, size_t length) noexcept
         if (oid_length) {
             w.put("\n\t  OID length "sv);
             w.dec(oid_length);
-            put_text(w, t, at + 1, oid_length);
+            put_nul_padded(w, t, at + 1, oid_length);
         }
     }
     return true;
@@ -176,7 +151,7 @@ bool put_management_address(Writer& w, const Bytes& t, size_t length) noexcept
 void put_aggregation(Writer& w, const Bytes& t) noexcept
 {
     w.put("\n\t    aggregation status ["sv);
-    put_bits(w, t.u8(4), {{1, "supported"sv}, {2, "enabled"sv}}, "none"sv);
+    put_flag_names(w, t.u8(4), {{1, "supported"sv}, {2, "enabled"sv}}, "none"sv);
     w.put("], aggregation port ID "sv);
     w.dec(t.u32(5));
 }
@@ -211,7 +186,7 @@ bool put_ieee_8021(Writer& w, const Bytes& t, size_t length) noexcept
             w.put("\n\t    port and protocol vlan id (PPVID): "sv);
             w.dec(t.u16(5));
             w.put(", flags ["sv);
-            put_bits(w, t.u8(4), {{2, "supported"sv}, {4, "enabled"sv}}, "none"sv);
+            put_flag_names(w, t.u8(4), {{2, "supported"sv}, {4, "enabled"sv}}, "none"sv);
             w.put("] (0x"sv);
             w.hex(t.u8(4), 2);
             w.put(')');
@@ -225,14 +200,14 @@ bool put_ieee_8021(Writer& w, const Bytes& t, size_t length) noexcept
         if (length < 7 || length < 7 + size_t{t.u8(6)})
             return false;
         w.put("\n\t    vlan name: "sv);
-        put_text(w, t, 7, t.u8(6));
+        put_nul_padded(w, t, 7, t.u8(6));
         return false;
     }
     case 4:
         if (length < 5 || length < 5 + size_t{t.u8(4)})
             return false;
         w.put("\n\t    protocol identity: "sv);
-        put_text(w, t, 5, t.u8(4));
+        put_nul_padded(w, t, 5, t.u8(4));
         return false;
     case 7:
         if (length >= 9)
@@ -262,11 +237,11 @@ bool put_ieee_8023(Writer& w, const Bytes& t, size_t length) noexcept
         if (length < 9)
             return false;
         w.put("\n\t    autonegotiation ["sv);
-        put_bits(w, t.u8(4), {{1, "supported"sv}, {2, "enabled"sv}}, "none"sv);
+        put_flag_names(w, t.u8(4), {{1, "supported"sv}, {2, "enabled"sv}}, "none"sv);
         w.put("] (0x"sv);
         w.hex(t.u8(4), 2);
         w.put(")\n\t    PMD autoneg capability ["sv);
-        put_bits(w, t.u16(5),
+        put_flag_names(w, t.u16(5),
                  {{1u << 14, "10BASE-T hdx"sv}, {1u << 13, "10BASE-T fdx"sv}, {1u << 12, "100BASE-T4"sv},
                   {1u << 11, "100BASE-TX hdx"sv}, {1u << 10, "100BASE-TX fdx"sv}, {1u << 9, "100BASE-T2 hdx"sv},
                   {1u << 8, "100BASE-T2 fdx"sv}, {1u << 7, "Pause for fdx links"sv},
@@ -298,7 +273,7 @@ bool put_ieee_8023(Writer& w, const Bytes& t, size_t length) noexcept
         if (length < 7)
             return false;
         w.put("\n\t    MDI power support ["sv);
-        put_bits(w, t.u8(4), {{1, "PSE"sv}, {2, "supported"sv}, {4, "enabled"sv}, {8, "can be controlled"sv}},
+        put_flag_names(w, t.u8(4), {{1, "PSE"sv}, {2, "supported"sv}, {4, "enabled"sv}, {8, "can be controlled"sv}},
                  "none"sv);
         w.put("], power pair "sv);
         w.put(name_of(t.u8(5), {{1, "signal"sv}, {2, "spare"sv}}, "unknown"sv));
@@ -398,13 +373,13 @@ void print_lldp(Writer& w, const Bytes& lldp, size_t length, const DecodeOptions
         case kSystemName: // the name also without -v
             if (verbose || type == kSystemName) {
                 w.put(": "sv);
-                put_text(w, t, 0, tlv_length);
+                put_nul_padded(w, t, 0, tlv_length);
             }
             break;
         case kSystemDescription:
             if (verbose) {
                 w.put("\n\t  "sv);
-                put_text(w, t, 0, tlv_length);
+                put_nul_padded(w, t, 0, tlv_length);
             }
             break;
         case kSystemCapabilities:
@@ -415,7 +390,7 @@ void print_lldp(Writer& w, const Bytes& lldp, size_t length, const DecodeOptions
                 for (const auto& [label, offset] : {std::pair{"\n\t  System  Capabilities ["sv, size_t{0}},
                                                     std::pair{"\n\t  Enabled Capabilities ["sv, size_t{2}}}) {
                     w.put(label);
-                    put_bits(w, t.u16(offset),
+                    put_flag_names(w, t.u16(offset),
                              {{1, "Other"sv}, {2, "Repeater"sv}, {4, "Bridge"sv}, {8, "WLAN AP"sv}, {16, "Router"sv},
                               {32, "Telephone"sv}, {64, "Docsis"sv}, {128, "Station Only"sv}},
                              "none"sv);

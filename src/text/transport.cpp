@@ -664,23 +664,8 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
         } else {
             uint16_t should_be = 0;
             const size_t covered = 8 + (udp_length < room ? udp_length : room);
-            switch (check_transport(e, kProtoUdp, l4, covered, o, should_be)) {
-            case ChecksumCheck::NotChecked:
-                break;
-            case ChecksumCheck::Correct:
-                w.put("[udp sum ok] "sv);
-                break;
-            case ChecksumCheck::Incorrect:
-                w.put("[bad udp cksum 0x"sv);
-                w.hex(l4.u16(6), 4);
-                w.put(" -> 0x"sv);
-                w.hex(should_be, 4);
-                w.put("!] "sv);
-                break;
-            case ChecksumCheck::Offloaded:
-                w.put("[udp sum offloaded] "sv);
-                break;
-            }
+            const ChecksumCheck check = check_transport(e, kProtoUdp, l4, covered, o, should_be);
+            put_checksum_verdict(w, "udp"sv, check, l4.u16(6), should_be);
         }
     }
     // The ports tcpdump 4.99.3 recognises a payload by (without -q), in its order.
