@@ -20,11 +20,20 @@ void DropProgram::Deleter::operator()(xdpcap_drops* skel) const noexcept
     xdpcap_drops__destroy(skel);
 }
 
+std::optional<std::string> drop_reasons_refusal(const KernelBtf& btf)
+{
+    if (!btf.loaded)
+        return "--drops needs the kernel's BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF) to name the drop "
+               "reasons; this kernel has none";
+    if (btf.drop_reasons.empty())
+        return "--drops needs the kernel's drop reasons (Linux 5.17 and later); this kernel's skb:kfree_skb has none";
+    return std::nullopt;
+}
+
 void require_drop_reasons()
 {
-    if (kernel_btf().drop_reasons.empty())
-        throw Error("--drops needs the kernel's drop reasons (Linux 5.17 and later); this kernel's skb:kfree_skb "
-                    "has none");
+    if (const auto refusal = drop_reasons_refusal(kernel_btf()))
+        throw Error(*refusal);
 }
 
 DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction direction, uint32_t sample_every,

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 
 #include "cli/config.hpp"
 #include "unique_fd.hpp"
@@ -38,8 +40,12 @@ private:
     UniqueFd filter_;
 };
 
-// Raises the one-line refusal of --drops where skb:kfree_skb has no reason
-// (kernels before 5.17).
+struct KernelBtf;
+
+// The one-line refusal of --drops where the drop reasons cannot be named: no
+// kernel BTF, or no reasons at all (kernels before 5.17).
+std::optional<std::string> drop_reasons_refusal(const KernelBtf& btf);
+// Raises it for the running kernel.
 void require_drop_reasons();
 
 } // namespace xdpcap

@@ -82,6 +82,7 @@ const KernelBtf& kernel_btf()
         btf* vmlinux = btf__load_vmlinux_btf();
         if (libbpf_get_error(vmlinux))
             return k;
+        k.loaded = true;
         k.rx_vlan_kfunc = has_function(vmlinux, "bpf_xdp_metadata_rx_vlan_tag");
         k.rx_hash_kfunc = has_function(vmlinux, "bpf_xdp_metadata_rx_hash");
         k.drop_reasons = enum_values(vmlinux, "skb_drop_reason", "SKB_DROP_REASON_");

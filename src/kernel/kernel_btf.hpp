@@ -19,6 +19,7 @@ struct BitfieldLocation {
 };
 
 struct KernelBtf {
+    bool loaded = false; // /sys/kernel/btf/vmlinux was read
     bool rx_vlan_kfunc = false; // bpf_xdp_metadata_rx_vlan_tag, Linux 6.8
     bool rx_hash_kfunc = false; // bpf_xdp_metadata_rx_hash, Linux 6.3
     std::optional<BitfieldLocation> skb_ip_summed; // struct sk_buff's ip_summed

@@ -21,7 +21,13 @@ cap1, which is not captured, must not appear. Checked:
     cap1's drop interfaces, and datagrams sent from cap0's namespace that
     cap0's qdisc (pfifo, limit 0) drops are outbound drops, byte for byte as
     the egress hook captured them, with a reason the tracefs oracle names;
-  * SIGKILL leaves no program of xdpcap's on the tracepoint.
+  * SIGUSR1's interim line counts the drops so far; each drop interface's
+    description names the tracepoint, and its ISB counts what it saw and
+    delivered (the records written there), none lost;
+  * -Q in keeps only drops of received frames (an nft rule's), -Q out only
+    those of sent ones (a qdisc's);
+  * SIGKILL leaves none of the programs and links the process held (its
+    fdinfo) on the tracepoint.
 """
 
 import collections
@@ -121,16 +127,35 @@ def drop_records(path, tmp):
     return rows, [r for r in rows if r["if_name"].endswith(":drop")]
 
 
-def drop_attachments():
-    """Names of loaded drop programs, and ids of raw tracepoint links on kfree_skb."""
+def held_by(pid):
+    """Program and link ids a process holds, from its fdinfo (other tests may
+    run drop programs of their own at the same time)."""
+    progs, links = set(), set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except OSError:
+            continue
+        if "link_id" in info:
+            links.add(int(info["link_id"]))
+        elif "prog_id" in info:
+            progs.add(int(info["prog_id"]))
+    return progs, links
+
+
+def drop_attachments(prog_ids, link_ids):
+    """Of the given ids: the drop programs still loaded, and the kfree_skb links still there."""
     progs = json.loads(N.run(["bpftool", "-j", "prog", "show"]).stdout or "[]")
     links = json.loads(N.run(["bpftool", "-j", "link", "show"]).stdout or "[]")
-    names = [p.get("name") for p in progs if str(p.get("name", "")).startswith(("xdpcap_drop", "xdpcap_fdrop"))]
-    ids = [l.get("id") for l in links if l.get("type") == "raw_tracepoint" and l.get("tp_name") == "kfree_skb"]
+    names = [p.get("name") for p in progs if p.get("id") in prog_ids and
+             str(p.get("name", "")).startswith(("xdpcap_drop", "xdpcap_fdrop"))]
+    ids = [l.get("id") for l in links if l.get("id") in link_ids and l.get("type") == "raw_tracepoint" and
+           l.get("tp_name") == "kfree_skb"]
     return names, ids
 
 
-def run_capture(lab, binary, tmp, label, extra_args, frames, cap1_frames):
+def run_capture(lab, binary, tmp, label, extra_args, frames, cap1_frames, interim=None):
     path = os.path.join(tmp, label + ".pcapng")
     x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-v", "-w", path, "--print"] + extra_args)
     x.wait_listening()
@@ -141,9 +166,70 @@ def run_capture(lab, binary, tmp, label, extra_args, frames, cap1_frames):
     N.write_frames(pcap1, cap1_frames)
     lab.send(pcap1, 0, gap_us=2000, gen_if=lab.gen_ifs[1])
     time.sleep(N.scaled(0.5))
+    if interim is not None:
+        x.send_signal(signal.SIGUSR1)
+        end = time.monotonic() + N.scaled(3)
+        while not any(l.startswith(N.STATS_INTERIM_PREFIX) for l in x.err_lines) and time.monotonic() < end:
+            time.sleep(0.05)
+        lines = [l for l in x.err_lines if l.startswith(N.STATS_INTERIM_PREFIX)]
+        want = f", {interim} packets dropped by the kernel's stack"
+        N.expect(len(lines) == 1 and want in lines[0],
+                 f"{label}: SIGUSR1's interim line counts the drops so far ({want})", lines)
     rc = x.stop()
     N.check(rc == 0, f"{label}: xdpcap exits 0 on SIGINT", (rc, x.err_lines[-6:]))
     return path, x
+
+
+def check_drop_interfaces(label, path, expected):
+    """The drop interfaces' descriptions name the hook, and their ISBs count the drops:
+    seen and delivered add up to the drops expected, delivered = records written there."""
+    recs = N.pcapng_records(path)
+    idbs = N.pcapng_idbs(path)
+    drop_ids = [i for i, idb in enumerate(idbs) if (idb["name"] or "").endswith(":drop")]
+    N.expect(drop_ids and all("skb:kfree_skb" in (idbs[i]["description"] or "") for i in drop_ids),
+             f"{label}: each drop interface's description names the tracepoint",
+             [idbs[i]["description"] for i in drop_ids][:2])
+    isbs = {isb["if_id"]: isb for isb in recs["isbs"]}
+    written = collections.Counter(e["if_id"] for e in recs["epbs"])
+    got = [(i, isbs.get(i, {}).get("usrdeliv"), written[i]) for i in drop_ids]
+    N.expect(all(i in isbs for i in drop_ids) and all(d == w for _, d, w in got),
+             f"{label}: an ISB per drop interface, isb_usrdeliv = its records", got)
+    seen = sum(isbs.get(i, {}).get("ifrecv", 0) for i in drop_ids)
+    lost = sum(isbs.get(i, {}).get("osdrop", 0) for i in drop_ids)
+    N.expect(seen == expected and lost == 0 and sum(w for _, _, w in got) == expected,
+             f"{label}: the drop ISBs saw and delivered the {expected} drops, none lost",
+             (seen, lost, got))
+
+
+def one_direction(lab, binary, tmp, direction):
+    """-Q in keeps the drops of received frames only, -Q out of sent ones."""
+    path = os.path.join(tmp, f"q{direction}.pcapng")
+    x = lab.xdpcap(binary, ["--drops", "-Q", direction, "-w", path])
+    x.wait_listening()
+    N.run(["tc", "-n", lab.cap_ns, "qdisc", "replace", "dev", lab.cap_if, "root", "pfifo", "limit", "0"])
+    # Received, dropped by the nft rule (no reply); sent, dropped by the qdisc.
+    received = [udp_frame(CAP_MAC, GEN4, CAP4, 7777, b"q%sin%02d" % (direction.encode(), i)) for i in range(3)]
+    pcap = os.path.join(tmp, f"q{direction}.pcap")
+    N.write_frames(pcap, received)
+    lab.send(pcap, 0, gap_us=2000)
+    N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c",
+           "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+           "for i in range(2):\n    s.sendto(b'qout%02d' % i, ('198.18.74.2', 6666))\n"])
+    time.sleep(N.scaled(0.5))
+    rc = x.stop()
+    N.run(["tc", "-n", lab.cap_ns, "qdisc", "del", "dev", lab.cap_if, "root"], check_rc=False)
+    N.check(rc == 0, f"-Q {direction}: xdpcap exits 0 on SIGINT", (rc, x.err_lines[-6:]))
+    _rows, drops = drop_records(path, tmp)
+    got_in = [r for r in drops if r["data"] in received]
+    got_out = [r for r in drops if b"qout" in r["data"]]
+    if direction == "in":
+        N.expect(len(got_in) == 3 and not got_out and len(drops) == 3,
+                 "-Q in: the three received frames the nft rule dropped, none of the sent ones",
+                 [(r["direction"], r["data"][-8:]) for r in drops])
+    else:
+        N.expect(len(got_out) == 2 and not got_in and all(r["direction"] == "0x00000002" for r in drops),
+                 "-Q out: the two sent datagrams the qdisc dropped (outbound), none of the received ones",
+                 [(r["direction"], r["data"][-8:]) for r in drops])
 
 
 def check_drops(label, drops, expected):
@@ -206,13 +292,15 @@ def test(binary):
             TraceInstance() as trace:
         setup_lab(lab)
         frames, cap1 = corpus()
-        path, x = run_capture(lab, binary, tmp, "all", [], [f for f, _ in frames], cap1)
+        path, x = run_capture(lab, binary, tmp, "all", [], [f for f, _ in frames], cap1, interim=len(frames))
         rows, drops = drop_records(path, tmp)
         check_drops("no filter", drops, frames)
+        check_drop_interfaces("no filter", path, len(frames))
         N.expect(not any(b"notcaptured" in r["data"] for r in rows),
                  "drops on cap1, which is not captured, are not recorded")
         reasons = collections.Counter(reason for _, reason in frames)
-        stats = [l for l in x.err_lines if "dropped by the kernel's stack" in l]
+        stats = [l for l in x.err_lines if "dropped by the kernel's stack" in l and
+                 not l.startswith(N.STATS_INTERIM_PREFIX)]
         want_line = (f"{len(frames)} packets dropped by the kernel's stack: " +
                      ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda i: (-i[1], i[0]))))
         N.expect(stats == [want_line], "the statistics count the drops by reason, most frequent first",
@@ -246,19 +334,22 @@ def test(binary):
 
         both_interfaces(lab, binary, tmp, trace, frames, cap1)
 
-        # SIGKILL: the tracepoint's link goes with the process. Only this
-        # test uses --drops: the drop programs are ours.
+        one_direction(lab, binary, tmp, "in")
+        one_direction(lab, binary, tmp, "out")
+
+        # SIGKILL: the tracepoint's link goes with the process.
         x = lab.xdpcap(binary, ["--drops", "-w", os.path.join(tmp, "killed.pcapng")])
         x.wait_listening()
-        before = drop_attachments()
+        prog_ids, link_ids = held_by(x.proc.pid)
+        before = drop_attachments(prog_ids, link_ids)
         N.check(before[0] and before[1], "while capturing, the drop program and its kfree_skb link exist", before)
         x.send_signal(signal.SIGKILL)
         x.wait()
         end = time.monotonic() + N.scaled(3)
-        after = drop_attachments()
+        after = drop_attachments(prog_ids, link_ids)
         while (after[0] or after[1]) and time.monotonic() < end:
             time.sleep(0.1)
-            after = drop_attachments()
+            after = drop_attachments(prog_ids, link_ids)
         N.check(not after[0] and not after[1], "after SIGKILL no drop program and no kfree_skb link remains", after)
 
 

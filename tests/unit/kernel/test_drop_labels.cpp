@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "kernel/drop_labels.hpp"
+#include "kernel/drops.hpp"
+#include "kernel/kernel_btf.hpp"
 
 using namespace xdpcap;
 
@@ -56,4 +58,22 @@ TEST(DropLabels, MostFrequentFirst)
     EXPECT_EQ(list[1], (std::pair<std::string, uint64_t>{"NETFILTER_DROP", 2}));
     EXPECT_EQ(list[2], (std::pair<std::string, uint64_t>{"NOT_SPECIFIED", 1}));
     EXPECT_EQ(list[3], (std::pair<std::string, uint64_t>{"reason 99", 1}));
+}
+
+TEST(DropReasonsRefusal, SaysWhatTheKernelLacks)
+{
+    KernelBtf btf;
+    const auto no_btf = drop_reasons_refusal(btf);
+    ASSERT_TRUE(no_btf);
+    EXPECT_NE(no_btf->find("BTF"), std::string::npos) << *no_btf;
+    EXPECT_EQ(no_btf->find('\n'), std::string::npos);
+
+    btf.loaded = true;
+    const auto no_reasons = drop_reasons_refusal(btf);
+    ASSERT_TRUE(no_reasons);
+    EXPECT_EQ(*no_reasons,
+              "--drops needs the kernel's drop reasons (Linux 5.17 and later); this kernel's skb:kfree_skb has none");
+
+    btf.drop_reasons = {{2, "NO_SOCKET"}};
+    EXPECT_FALSE(drop_reasons_refusal(btf));
 }
