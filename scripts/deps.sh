@@ -12,8 +12,8 @@ packages=(
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
     groff-base man-db iputils-ping util-linux bash-completion zsh strace
-    # a sender at top speed beside a capture on veth (trafgen), the peer's offload features
-    netsniff-ng ethtool
+    # a sender at top speed (trafgen) and at a fixed rate (iperf3) beside a capture on veth, the peer's offload features
+    netsniff-ng ethtool iperf3
     # --drops: a firewall rule that drops (NETFILTER_DROP)
     nftables
     # packages: Debian (built, checked, installed) and rpm (built)

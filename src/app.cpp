@@ -202,7 +202,9 @@ std::string rx_metadata_text(const Session& session)
     if (session.program->restores_rx_vlan())
         text += ", received VLAN tags restored from the NIC's RX metadata";
     else if (const auto why = rx_vlan_missing(session))
-        text += ", received VLAN tags missing (rx-vlan-offload on; " + *why + ")";
+        text += ", received VLAN tags missing (" +
+            std::string(session.iface.driver == "veth" ? "the peer's tx-vlan-offload on" : "rx-vlan-offload on") + "; " +
+            *why + ")";
     if (session.program->reads_rx_hash())
         text += ", RSS hash from the NIC's RX metadata";
     return text;
@@ -426,7 +428,7 @@ std::vector<Session> lookup_sessions(const Config& config)
     std::vector<Session> sessions;
     for (const std::string& argument : config.interfaces) {
         Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}, false};
-        session.rx_vlan_offload = rx_vlan_offload_on(session.iface.name);
+        session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
         session.xdp_mode = veth_in_generic(session, config) ? XdpMode::Generic : config.xdp_mode;
         for (const Session& earlier : sessions) {
             if (earlier.iface.ifindex == session.iface.ifindex)
@@ -612,11 +614,12 @@ int run_capture(const Config& config)
                              "'--xdp-mode native' sees both and changes the traffic (veth's NAPI ring, the peer's "
                              "segmentation offload)\n",
                              session.iface.name.c_str());
-            else if (const auto why = rx_vlan_missing(session))
+            else if (const auto why = rx_vlan_missing(session)) {
+                const RxVlanRemedy remedy = rx_vlan_remedy(session.iface.name, session.iface.driver);
                 std::fprintf(stderr,
-                             "xdpcap: warning: VLAN tags of frames received on %s will be missing: its "
-                             "rx-vlan-offload takes them out and %s; 'ethtool -K %s rxvlan off' keeps them in\n",
-                             session.iface.name.c_str(), why->c_str(), session.iface.name.c_str());
+                             "xdpcap: warning: VLAN tags of frames received on %s will be missing: %s and %s; %s\n",
+                             session.iface.name.c_str(), remedy.cause.c_str(), why->c_str(), remedy.remedy.c_str());
+            }
         }
         if (!config.quiet) {
             for (const XdpProgramInfo& p : first.traced)

@@ -4,6 +4,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/ethtool.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -176,7 +178,9 @@ std::string no_vlan_from_driver(const std::string& driver)
         " does not hand them to XDP programs";
 }
 
-bool rx_vlan_offload_on(const std::string& ifname)
+namespace {
+
+bool ethtool_flag_on(const std::string& ifname, uint32_t flag)
 {
     UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!sock)
@@ -188,7 +192,86 @@ bool rx_vlan_offload_on(const std::string& ifname)
     ifr.ifr_data = reinterpret_cast<char*>(&value);
     if (::ioctl(sock.get(), SIOCETHTOOL, &ifr) != 0)
         return false;
-    return (value.data & ETH_FLAG_RXVLAN) != 0;
+    return (value.data & flag) != 0;
+}
+
+// A veth's peer: its ifindex (0 unknown) and, when it is in this network
+// namespace, its name. rtnetlink says where it is (IFLA_LINK_NETNSID only
+// when the peer is in another namespace, whose ifindexes mean nothing here).
+struct VethPeer {
+    uint32_t ifindex = 0;
+    std::string name;
+};
+
+VethPeer veth_peer(const std::string& ifname)
+{
+    VethPeer peer;
+    const unsigned ifindex = ::if_nametoindex(ifname.c_str());
+    UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+    if (ifindex == 0 || !fd)
+        return peer;
+    struct {
+        nlmsghdr header;
+        ifinfomsg info;
+    } request{};
+    request.header.nlmsg_len = sizeof request;
+    request.header.nlmsg_type = RTM_GETLINK;
+    request.header.nlmsg_flags = NLM_F_REQUEST;
+    request.header.nlmsg_seq = 1;
+    request.info.ifi_family = AF_UNSPEC;
+    request.info.ifi_index = static_cast<int>(ifindex);
+    if (::send(fd.get(), &request, sizeof request, 0) != static_cast<ssize_t>(sizeof request))
+        return peer;
+    std::vector<uint8_t> reply(32 * 1024);
+    const ssize_t got = ::recv(fd.get(), reply.data(), reply.size(), 0);
+    if (got < static_cast<ssize_t>(NLMSG_HDRLEN + sizeof(ifinfomsg)))
+        return peer;
+    nlmsghdr header;
+    std::memcpy(&header, reply.data(), sizeof header);
+    if (header.nlmsg_type != RTM_NEWLINK || header.nlmsg_len > static_cast<size_t>(got))
+        return peer;
+    bool other_namespace = false;
+    size_t offset = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg));
+    while (offset + sizeof(rtattr) <= header.nlmsg_len) {
+        rtattr attr;
+        std::memcpy(&attr, reply.data() + offset, sizeof attr);
+        if (attr.rta_len < sizeof attr || offset + attr.rta_len > header.nlmsg_len)
+            break;
+        const auto type = attr.rta_type & NLA_TYPE_MASK;
+        if (type == IFLA_LINK && attr.rta_len >= RTA_LENGTH(sizeof(uint32_t)))
+            std::memcpy(&peer.ifindex, reply.data() + offset + RTA_LENGTH(0), sizeof(uint32_t));
+        else if (type == IFLA_LINK_NETNSID)
+            other_namespace = true;
+        offset += RTA_ALIGN(attr.rta_len);
+    }
+    char name[IF_NAMESIZE] = {};
+    if (peer.ifindex != 0 && !other_namespace && ::if_indextoname(peer.ifindex, name))
+        peer.name = name;
+    return peer;
+}
+
+} // namespace
+
+bool rx_vlan_tags_outside_frames(const std::string& ifname, const std::string& driver)
+{
+    if (driver != "veth")
+        return ethtool_flag_on(ifname, ETH_FLAG_RXVLAN);
+    const VethPeer peer = veth_peer(ifname);
+    return peer.name.empty() || ethtool_flag_on(peer.name, ETH_FLAG_TXVLAN);
+}
+
+RxVlanRemedy rx_vlan_remedy(const std::string& ifname, const std::string& driver)
+{
+    if (driver != "veth")
+        return {"its rx-vlan-offload takes them out", "'ethtool -K " + ifname + " rxvlan off' keeps them in"};
+    const VethPeer peer = veth_peer(ifname);
+    std::string where =
+        "'ethtool -K " + (peer.name.empty() ? std::string("PEER") : peer.name) + " txvlan off' on its peer";
+    if (peer.name.empty())
+        where += peer.ifindex ? " (ifindex " + std::to_string(peer.ifindex) + " in another network namespace)"
+                              : " (in another network namespace)";
+    return {"a veth receives them as its peer sent them, outside the frame (tx-vlan-offload)",
+            where + " keeps them in"};
 }
 
 } // namespace xdpcap

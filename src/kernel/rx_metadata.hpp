@@ -63,9 +63,21 @@ private:
     bool driver_hash_ = false;
 };
 
-// Whether received VLAN tags reach an XDP program inside the frame: false
-// when the NIC's rx-vlan-offload (ethtool's rxvlan) takes them out.
-bool rx_vlan_offload_on(const std::string& ifname);
+// Whether received VLAN tags can reach an XDP program outside the frame. A
+// NIC's rx-vlan-offload (ethtool's rxvlan) takes them out. A veth ignores its
+// own rxvlan: its frames keep the tags as its peer sent them, outside the
+// frame while the peer's tx-vlan-offload is on (the default; assumed when the
+// peer is in another network namespace).
+bool rx_vlan_tags_outside_frames(const std::string& ifname, const std::string& driver);
+
+// What takes the tags out ("its rx-vlan-offload takes them out") and what
+// keeps them in ("'ethtool -K eth0 rxvlan off' keeps them in"), for the
+// warning line; the veth's names its peer.
+struct RxVlanRemedy {
+    std::string cause;
+    std::string remedy;
+};
+RxVlanRemedy rx_vlan_remedy(const std::string& ifname, const std::string& driver);
 
 // Why a native XDP capture on the interface cannot have the tags the NIC
 // takes out back (the kernel, or the driver, probed with a program bound to

@@ -302,11 +302,12 @@ bool is_veth(const std::string& name)
 // -D's word on received VLAN tags for a capture there in the default mode.
 std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
 {
-    if (!rx_vlan_offload_on(name))
+    const bool veth = is_veth(name);
+    if (!rx_vlan_tags_outside_frames(name, veth ? "veth" : ""))
         return "in the frames";
     const auto why = rx_vlan_missing_reason(ifindex, "");
-    if (is_veth(name))
-        return why ? "missing (rx-vlan-offload on; " + *why + ")"
+    if (veth)
+        return why ? "missing (the peer's tx-vlan-offload on; " + *why + ")"
                    : "missing (generic XDP mode, which leaves a veth's traffic as it was; "
                      "restored with --xdp-mode native)";
     if (why)

@@ -17,8 +17,9 @@ counting the tag, snapshot lengths cutting before, inside and after the tag,
 and filters that see the tag (vlan 100, vlan 200, not vlan, offsets after the
 tag); no warning; the interface description says the tags are restored; and
 --xdp-mode generic warns.  On kernels without it (Debian's 6.1): the one
-warning line naming the interface and the remedy, the frames without their
-outer tag, and nothing else changed.
+warning line naming the interface and the remedy (for a veth, its peer's
+txvlan), the frames without their outer tag, and nothing else changed.  On
+both: with the peer's tx-vlan-offload off, the frames arrive whole.
 """
 
 import os
@@ -56,6 +57,10 @@ def untagged(frame):
 def kernel_has_rx_vlan_kfunc():
     with open("/proc/kallsyms") as f:
         return any(line.rstrip().endswith(" bpf_xdp_metadata_rx_vlan_tag") for line in f)
+
+
+# gen0's peer, cap0, is in the capture namespace: named by its ifindex.
+PEER_REMEDY = "'ethtool -K PEER txvlan off' on its peer (ifindex "
 
 
 def warning_lines(x):
@@ -116,9 +121,9 @@ def test(binary):
             N.check_exact([untagged(f) for f in frames], got,
                           "without the kfunc: the frames as XDP sees them, outer tag missing, nothing else changed")
             lines = warning_lines(x)
-            N.expect(len(lines) == 1 and "ethtool -K gen0 rxvlan off" in lines[0] and "Linux 6.8" in lines[0],
-                     "one warning line names gen0, the reason and the remedy", x.stderr)
-            N.expect(all("received VLAN tags missing (rx-vlan-offload on;" in d for d in descriptions),
+            N.expect(len(lines) == 1 and PEER_REMEDY in lines[0] and "Linux 6.8" in lines[0],
+                     "one warning line names gen0, the reason and the remedy (its peer's txvlan)", x.stderr)
+            N.expect(all("received VLAN tags missing (the peer's tx-vlan-offload on;" in d for d in descriptions),
                      "the interface descriptions say the tags are missing", descriptions)
 
         # Cuts before, inside and just after the tag, and further on.
@@ -149,8 +154,19 @@ def test(binary):
         g.wait_listening()
         N.check(g.stop(signal.SIGINT) == 0, "xdpcap --xdp-mode generic exits 0", g.stderr)
         lines = warning_lines(g)
-        N.expect(len(lines) == 1 and "generic XDP mode" in lines[0] and "ethtool -K gen0 rxvlan off" in lines[0],
+        N.expect(len(lines) == 1 and "generic XDP mode" in lines[0] and PEER_REMEDY in lines[0],
                  "--xdp-mode generic: one warning line with the reason and the remedy", g.stderr)
+
+        # The remedy the line names: with the peer's tx-vlan-offload off, the
+        # peer puts the tag into the frame as it sends (here the frames tc
+        # redirects out of cap0), and gen0 receives them whole.
+        N.run(["ip", "netns", "exec", lab.cap_ns, "ethtool", "-K", lab.cap_if, "txvlan", "off",
+               "tx-vlan-stag-hw-insert", "off"])
+        _x, _o, rows, _ = capture(lab, binary, tmp, "peer_txvlan_off", pcap, [])
+        N.check_exact(frames, [r["data"] for r in rows],
+                      "with the peer's txvlan off, every frame is captured with its tags, on any kernel")
+        N.run(["ip", "netns", "exec", lab.cap_ns, "ethtool", "-K", lab.cap_if, "txvlan", "on",
+               "tx-vlan-stag-hw-insert", "on"])
 
         # The default on a veth is generic mode: one line says what that costs,
         # instead of the VLAN warning, and the frames come untagged.
