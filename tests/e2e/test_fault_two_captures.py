@@ -14,7 +14,9 @@ left; the first program stays attached, the first xdpcap keeps running.  A
 third, in a pid namespace of its own (where the first one's process cannot be
 seen), gets the same line with "(pid unknown)".  Frames are then sent and the
 first captures every one of them; after SIGINT it exits 0 with consistent
-statistics and cap0 is clean.
+statistics and cap0 is clean.  Last, a first xdpcap attached with
+--xdp-mode native (where the kernel has the RX metadata kfuncs, the attached
+program is the device-bound xdpcap_rx_meta in front) is recognised the same.
 """
 
 import os
@@ -101,6 +103,17 @@ def test(binary):
         lab.assert_clean("after stopping the first xdpcap, cap0 is clean")
         cp = N.run(["bpftool", "prog", "show", "id", str(prog[0])], check_rc=False)
         N.expect(cp.returncode != 0, f"program id {prog[0]} is gone", cp.stdout)
+
+        # Natively attached: on kernels with the RX metadata kfuncs the
+        # attached program is the device-bound one in front (xdpcap_rx_meta),
+        # which must be recognised as xdpcap's too.
+        native = lab.xdpcap(binary, ["--xdp-mode", "native", "-w", os.devnull])
+        native.wait_listening()
+        prog = lab.xdp_prog()
+        N.log(f"  info  natively attached: id {prog[0]}, name {prog[1]!r}")
+        refuse(lab, binary, ["-q"], prog, f"pid {native.proc.pid}", "first one native")
+        N.check(native.stop(signal.SIGINT) == 0, "the native xdpcap exits 0", native.stderr)
+        lab.assert_clean("after stopping the native xdpcap, cap0 is clean")
 
 
 if __name__ == "__main__":
