@@ -60,13 +60,15 @@ void TimestampPrinter::put(Writer& out, uint64_t realtime_ns) noexcept
         put_fraction(out, realtime_ns);
         break;
     case TimeFormat::Delta:
-        // Merged rings keep time order; a clock step back shows as zero.
-        put_duration(out, realtime_ns > previous_ns_ ? realtime_ns - previous_ns_ : 0);
+    case TimeFormat::SinceFirst: {
+        // A sign column, as tcpdump's: ' ', or '-' for a packet older than
+        // the reference (a clock step back, a file out of order).
+        const uint64_t reference = format_ == TimeFormat::Delta ? previous_ns_ : first_ns_;
+        out.put(realtime_ns < reference ? '-' : ' ');
+        put_duration(out, realtime_ns < reference ? reference - realtime_ns : realtime_ns - reference);
         previous_ns_ = realtime_ns;
         break;
-    case TimeFormat::SinceFirst:
-        put_duration(out, realtime_ns > first_ns_ ? realtime_ns - first_ns_ : 0);
-        break;
+    }
     case TimeFormat::Clock:
     case TimeFormat::DateClock: {
         const auto second = static_cast<time_t>(realtime_ns / 1'000'000'000ull);

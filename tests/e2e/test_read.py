@@ -543,7 +543,7 @@ def classic_file(binary, tmp):
     app = [(T.ipv4(T.A4, T.B4, T.tcp(s, d, 0x18, 1000 + i, 2000, payload=p)), cut)
            for i, (s, d, p, cut) in enumerate(APPLICATION)]
     write_cut_frames(path, [(f, None) for f in T.corpus() + M.frames()] + app + icmp_frames() + icmp6_frames() + arp_frames() + llc_frames() + encapsulation_frames() + lldp_frames() + mptcp_frames() + dns_frames() + header_cuts())
-    for flags in ([], ["-S"], ["-q"], ["-tt"], ["-c", "5"], ["-e"], ["-e", "-q"], ["-x"], ["-X"], ["-XX"], ["-A"]):
+    for flags in ([], ["-S"], ["-q"], ["-tt"], ["-ttt"], ["-tttt"], ["-ttttt"], ["-c", "5"], ["-e"], ["-e", "-q"], ["-x"], ["-X"], ["-XX"], ["-A"]):
         got, err = ours(binary, ["-r", path] + flags)
         compare(f"-r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))
     N.expect(err.startswith(f"reading from file {path}, link-type EN10MB (Ethernet), snapshot length 262144"),

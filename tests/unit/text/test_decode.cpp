@@ -491,10 +491,10 @@ TEST(TextTimestamp, Formats)
         {0, true, "10:55:26.896062123 ", "11:57:29.896440123 "},
         {1, false, "", ""},
         {2, false, "1795431326.896062 ", "1795435049.896440 "},
-        {3, false, "00:00:00.000000 ", "01:02:03.000378 "},
-        {3, true, "00:00:00.000000000 ", "01:02:03.000378000 "},
+        {3, false, " 00:00:00.000000 ", " 01:02:03.000378 "},
+        {3, true, " 00:00:00.000000000 ", " 01:02:03.000378000 "},
         {4, false, "2026-11-23 10:55:26.896062 ", "2026-11-23 11:57:29.896440 "},
-        {5, false, "00:00:00.000000 ", "01:02:03.000378 "},
+        {5, false, " 00:00:00.000000 ", " 01:02:03.000378 "},
     };
     for (const auto& c : cases) {
         TimestampPrinter printer(xdpcap::text::time_format_for(c.t), c.nano);
@@ -515,10 +515,17 @@ TEST(TextTimestamp, Formats)
         Writer b(buffer + 32, 32);
         since.put(b, t);
         if (t == first + uint64_t{3'000'000}) {
-            EXPECT_EQ(std::string(a.view()), "00:00:00.002000 ");
-            EXPECT_EQ(std::string(b.view()), "00:00:00.003000 ");
+            EXPECT_EQ(std::string(a.view()), " 00:00:00.002000 ");
+            EXPECT_EQ(std::string(b.view()), " 00:00:00.003000 ");
         }
     }
+    // An older packet (a file out of order): a minus sign, as tcpdump's.
+    Writer c(buffer, sizeof buffer);
+    delta.put(c, first + uint64_t{1'000'000});
+    EXPECT_EQ(std::string(c.view()), "-00:00:00.002000 ");
+    Writer d(buffer, sizeof buffer);
+    since.put(d, first - uint64_t{5'000});
+    EXPECT_EQ(std::string(d.view()), "-00:00:00.000005 ");
 }
 
 } // namespace
