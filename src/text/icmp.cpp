@@ -589,7 +589,9 @@ bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length, const D
             if (!put_address(" [gaddr "sv, l4, 8))
                 return false;
             if (o.verbose) {
-                if (!l4.has(24, 2))
+                // Byte by byte, as tcpdump reads them: the flags may print
+                // before the QQIC is found cut.
+                if (!l4.has(24, 1))
                     return false;
                 const uint8_t flags = l4.u8(24);
                 if (flags & 0x08)
@@ -598,6 +600,8 @@ bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length, const D
                     w.put(" robustness="sv);
                     w.dec(flags & 0x07);
                 }
+                if (!l4.has(25, 1))
+                    return false;
                 const uint32_t qqic = l4.u8(25);
                 w.put(" qqi="sv);
                 w.dec(qqic < 128 ? qqic : ((qqic & 0x0f) | 0x10) << (((qqic & 0x70) >> 4) + 3));
@@ -686,10 +690,12 @@ bool icmp6_body(Writer& w, uint8_t type, const Bytes& l4, size_t length, const D
     case 147: {
         if (!o.verbose)
             return true;
-        if (!l4.has(4, 4))
+        if (!l4.has(4, 2))
             return false;
         w.put(", id 0x"sv);
         w.hex(l4.u16(4), 4);
+        if (!l4.has(6, 2))
+            return false;
         const uint16_t flags = l4.u16(6);
         if (flags & 0xc000)
             w.put(' ');

@@ -278,13 +278,17 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         w.put(" (invalid)"sv);
         return;
     }
-    if (!bpdu.has(0, 3)) {
+    if (!bpdu.has(0, 2)) {
         put_abandoned(w, "stp"sv, o);
         return;
     }
     if (bpdu.u16(0) != 0) {
         w.put("unknown STP version, length "sv);
         w.dec(length);
+        return;
+    }
+    if (!bpdu.has(2, 1)) {
+        put_abandoned(w, "stp"sv, o);
         return;
     }
     const uint8_t version = bpdu.u8(2);

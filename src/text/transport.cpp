@@ -219,8 +219,13 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
     w.put(", options ["sv);
     bool listed = false;
     size_t at = 0;
+    // tcpdump's MPTCP printer renames the protocol and leaves it so: a
+    // capture that ends in a later option reports "[|mptcp]".
+    std::string_view protocol = "tcp"sv;
     const auto truncated = [&] {
-        w.put(" [|tcp]"sv);
+        w.put(" [|"sv);
+        w.put(protocol);
+        w.put(']');
         if (listed)
             w.put('>');
         return false;
@@ -247,14 +252,14 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
             w.put(',');
         // Past the capture before the kind or length: tcpdump abandons the packet.
         if (!opts.has(at, 1)) {
-            put_abandoned(w, "tcp"sv, o);
+            put_abandoned(w, protocol, o);
             return false;
         }
         const uint8_t kind = opts.u8(at++);
         size_t length = 1;
         if (kind != kEol && kind != kNop) {
             if (!opts.has(at, 1)) {
-                put_abandoned(w, "tcp"sv, o);
+                put_abandoned(w, protocol, o);
                 return false;
             }
             length = opts.u8(at++);
@@ -372,6 +377,9 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
                 break;
             }
             for (size_t i = 0; i < data; ++i) {
+                // The MAC's prefix comes before its first byte is checked.
+                if (i == 2)
+                    w.put(" mac 0x"sv);
                 if (const int c = check(i + 1); c != 1)
                     return c == 0 ? bad() : truncated();
                 if (i == 0) {
@@ -381,8 +389,6 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
                     w.put(" rnextkeyid "sv);
                     w.dec(opts.u8(at + 1));
                 } else {
-                    if (i == 2)
-                        w.put(" mac 0x"sv);
                     w.hex_byte(opts.u8(at + i));
                 }
             }
@@ -418,6 +424,7 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
                 return c == 0 ? bad() : truncated();
             if (!put_mptcp(w, opts.from(at - 2).first(length), length, tcp_flags))
                 return bad();
+            protocol = "mptcp"sv;
             break;
         default:
             data = length - 2;
@@ -498,8 +505,11 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
                const DecodeOptions& o) noexcept
 {
     if (!l4.has(0, 4)) {
-        // Without its ports tcpdump writes the mark without a space.
-        put_endpoints(w, e, l4, false);
+        // Without its ports tcpdump writes the IP header's addresses, even
+        // where they were written before (after an AH or extension header).
+        Endpoints addresses = e;
+        addresses.addresses = e.src != nullptr && e.dst != nullptr;
+        put_endpoints(w, addresses, l4, false);
         w.put("[|tcp]"sv);
         return;
     }
