@@ -1,5 +1,6 @@
 #include "replay.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string_view>
@@ -157,7 +158,7 @@ int read_capture_file(const Config& config, const std::string& filter)
                     pcapng::EnhancedPacket epb{};
                     epb.timestamp_ns = p.timestamp_ns;
                     epb.cap_len = p.cap_len;
-                    epb.orig_len = p.orig_len;
+                    epb.orig_len = std::max(p.orig_len, p.cap_len);
                     epb.data = p.data;
                     epb.direction = 0;
                     uint8_t* out = copy->reserve(pcapng::enhanced_packet_size(epb));

@@ -187,7 +187,8 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcap()
     if (snaplen == 0 || snaplen > kMaxEthernetSnaplen)
         snaplen = kMaxEthernetSnaplen;
     r.packet.cap_len = std::min(cap_len, snaplen);
-    r.packet.orig_len = std::max(u32(h + 12), cap_len);
+    // As in the file, even when impossible: the text view says so as tcpdump.
+    r.packet.orig_len = u32(h + 12);
     r.packet.data = h + 16;
     consumed_ = 16 + size_t{cap_len};
     return r;
@@ -316,8 +317,6 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
         fixed = 20;
         if (p.cap_len > body.size() - fixed)
             malformed("a packet of " + std::to_string(p.cap_len) + " bytes in a block of " + std::to_string(length));
-        if (p.orig_len < p.cap_len)
-            p.orig_len = p.cap_len;
         if (local_id < ticks_per_second_.size())
             p.timestamp_ns = to_ns(ticks, ticks_per_second_[local_id]);
         if (type == kObsoletePacket)

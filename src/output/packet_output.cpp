@@ -228,6 +228,13 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
         out.dec(number);
         out.put("  ");
     }
+    if (text::put_invalid_header(out, sample.cap_len, sample.orig_len)) [[unlikely]] {
+        start[out.size()] = '\n';
+        sink.commit(out.size() + 1);
+        if (owned)
+            line_owners_.push_back(LineOwner{interface_id, static_cast<uint32_t>(sink.pending())});
+        return;
+    }
     timestamps_.put(out, realtime_ns);
     // A file read with -r may name no interface and no direction: then, as
     // tcpdump, the decode follows the time.

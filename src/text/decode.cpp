@@ -198,4 +198,43 @@ void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_len
     detail::put_hex_lines(w, bytes, n, o.hex_ascii != 0);
 }
 
+// The checks of tcpdump's pretty_print_packet, in its order and words.
+bool put_invalid_header(Writer& out, uint32_t cap_len, uint32_t orig_len) noexcept
+{
+    constexpr uint32_t kMaximumSnaplen = 262144; // tcpdump's MAXIMUM_SNAPLEN
+    bool invalid = false;
+    const auto item = [&](std::string_view what) {
+        out.put(invalid ? "," : "[Invalid header:");
+        invalid = true;
+        out.put(what);
+    };
+    if (cap_len == 0)
+        item(" caplen==0");
+    if (orig_len == 0) {
+        item(" len==0");
+    } else if (orig_len < cap_len) {
+        item(" len(");
+        out.dec(orig_len);
+        out.put(") < caplen(");
+        out.dec(cap_len);
+        out.put(')');
+    }
+    if (cap_len > kMaximumSnaplen) {
+        item(" caplen(");
+        out.dec(cap_len);
+        out.put(") > ");
+        out.dec(kMaximumSnaplen);
+    }
+    if (orig_len > kMaximumSnaplen) {
+        item(" len(");
+        out.dec(orig_len);
+        out.put(") > ");
+        out.dec(kMaximumSnaplen);
+    }
+    if (invalid)
+        out.put(']');
+    return invalid;
+}
+
+
 } // namespace xdpcap::text

@@ -68,6 +68,11 @@ size_t decode_frame(Writer& out, const uint8_t* data, uint32_t caplen, uint32_t 
 void dump_frame(Writer& out, const uint8_t* data, uint32_t caplen, size_t link_length,
                 const DecodeOptions& options) noexcept;
 
+// A record whose lengths cannot be (caplen 0, len below caplen, either
+// beyond 262144): tcpdump's "[Invalid header: ...]" in place of the packet
+// and its time. False, writing nothing, for every other record.
+bool put_invalid_header(Writer& out, uint32_t caplen, uint32_t origlen) noexcept;
+
 // Both, as one packet's text (no timestamp, no final newline).
 inline void format_frame(Writer& out, const uint8_t* data, uint32_t caplen, uint32_t origlen,
                          const DecodeOptions& options) noexcept

@@ -21,6 +21,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
   * -r IN -w OUT FILTER: a pcapng that tshark and tcpdump read, holding the
     packets tcpdump -r IN FILTER holds, each with its interface, direction
     and comment as in IN.
+  * Records whose lengths cannot be (caplen 0, len below caplen, beyond
+    262144): tcpdump's "[Invalid header: ...]" lines, numbered, untimed.
   * Bad input: one line and exit status 1.
 """
 
@@ -649,10 +651,29 @@ def every_cut(binary, tmp):
         compare(f"every cut, -r {' '.join(flags) or '(plain)'}", got, tcpdumps(["-r", path] + flags))
 
 
+def invalid_headers(binary, tmp):
+    """Records whose lengths cannot be: tcpdump's '[Invalid header: ...]' line,
+    numbered, and without a time (the delta of -ttt skips them)."""
+    path = os.path.join(tmp, "invalid.pcap")
+    frame = T.ipv4(T.A4, T.B4, T.tcp(41000, 80, 0x10, 1, 1))
+    records = [(frame, len(frame)), (b"", 0), (b"", 60), (frame, 10), (frame, 0), (frame, 300000),
+               (frame, len(frame))]
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+        for i, (data, orig) in enumerate(records):
+            f.write(struct.pack("<IIII", 1795431326, i * 1000, len(data), orig) + data)
+    for flags in ([], ["-#", "-ttt"], ["-v"]):
+        got, _ = ours(binary, ["-r", path] + flags)
+        want = tcpdumps(["-r", path] + flags)
+        N.expect(sum("[Invalid header:" in l for l in want) == 5, "tcpdump calls five records invalid", want)
+        compare(f"invalid headers, -r {' '.join(flags) or '(plain)'}", got, want)
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp:
         os.chmod(tmp, 0o755)
         classic_file(binary, tmp)
+        invalid_headers(binary, tmp)
         every_cut(binary, tmp)
         bad_input(binary, tmp)
         with N.NetLab(pairs=2) as lab:

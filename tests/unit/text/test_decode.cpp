@@ -472,6 +472,30 @@ TEST(TextDecode, Dumps)
     }
 }
 
+// Records whose lengths cannot be: tcpdump's words, in its order.
+TEST(TextDecode, InvalidHeaders)
+{
+    const struct {
+        uint32_t caplen, origlen;
+        const char* text;
+    } cases[] = {
+        {0, 0, "[Invalid header: caplen==0, len==0]"},
+        {0, 60, "[Invalid header: caplen==0]"},
+        {42, 10, "[Invalid header: len(10) < caplen(42)]"},
+        {42, 0, "[Invalid header: len==0]"},
+        {42, 300000, "[Invalid header: len(300000) > 262144]"},
+        {300000, 300001, "[Invalid header: caplen(300000) > 262144, len(300001) > 262144]"},
+        {42, 42, ""},
+        {40, 262144, ""},
+    };
+    for (const auto& c : cases) {
+        char buffer[128];
+        xdpcap::text::Writer out(buffer, sizeof buffer);
+        EXPECT_EQ(xdpcap::text::put_invalid_header(out, c.caplen, c.origlen), *c.text != '\0');
+        EXPECT_EQ(std::string(out.view()), c.text) << c.caplen << " " << c.origlen;
+    }
+}
+
 // tcpdump's -t formats, micro- and nanoseconds.
 TEST(TextTimestamp, Formats)
 {
