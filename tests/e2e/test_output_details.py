@@ -34,7 +34,8 @@ import netlab as N  # noqa: E402
 
 CPU = N.cpus()[0]
 DESC_RE = re.compile(r"^cap0 \(ifindex \d+\), CPU (\d+), XDP (native|generic) mode and (tcx|clsact) egress, driver veth"
-                     r", received VLAN tags (restored from the NIC's RX metadata|missing \(rx-vlan-offload on; .+\))$")
+                     r", received VLAN tags (restored from the NIC's RX metadata"
+                     r"|missing \(the peer's tx-vlan-offload on; .+\))$")
 
 
 def u32_pair_ns(e, val):
