@@ -212,12 +212,7 @@ def one_direction(lab, binary, tmp, direction):
     pcap = os.path.join(tmp, f"q{direction}.pcap")
     N.write_frames(pcap, received)
     lab.send(pcap, 0, gap_us=2000)
-    N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c",
-           "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-           "for i in range(2):\n    s.sendto(b'qout%02d' % i, ('198.18.74.2', 6666))\n"])
-    time.sleep(N.scaled(0.5))
-    rc = x.stop()
-    N.run(["tc", "-n", lab.cap_ns, "qdisc", "del", "dev", lab.cap_if, "root"], check_rc=False)
+    rc = send_into_the_qdisc_and_stop(lab, x, "qout", 2)
     N.check(rc == 0, f"-Q {direction}: xdpcap exits 0 on SIGINT", (rc, x.err_lines[-6:]))
     _rows, drops = drop_records(path, tmp)
     got_in = [r for r in drops if r["data"] in received]
@@ -246,6 +241,19 @@ def check_drops(label, drops, expected):
              [(r["len"], r["cap_len"]) for r in drops][:4])
 
 
+def send_into_the_qdisc_and_stop(lab, x, prefix, count):
+    """`count` datagrams PREFIXnn sent from cap0's namespace, which its qdisc
+    (pfifo, limit 0, put there by the caller) drops; then xdpcap is stopped
+    and the qdisc removed. Returns xdpcap's exit status."""
+    N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c",
+           "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+           f"for i in range({count}):\n    s.sendto(b'{prefix}%02d' % i, ('198.18.74.2', 6666))\n"])
+    time.sleep(N.scaled(0.5))
+    rc = x.stop()
+    N.run(["tc", "-n", lab.cap_ns, "qdisc", "del", "dev", lab.cap_if, "root"], check_rc=False)
+    return rc
+
+
 def both_interfaces(lab, binary, tmp, trace, frames, cap1):
     path = os.path.join(tmp, "both.pcapng")
     x = lab.xdpcap(binary, ["-i", lab.cap_ifs[1], "--drops", "-w", path])
@@ -258,12 +266,7 @@ def both_interfaces(lab, binary, tmp, trace, frames, cap1):
     pcap1 = os.path.join(tmp, "both-cap1.pcap")
     N.write_frames(pcap1, cap1)
     lab.send(pcap1, 0, gap_us=2000, gen_if=lab.gen_ifs[1])
-    N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c",
-           "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-           "for i in range(3):\n    s.sendto(b'qdiscdrop%02d' % i, ('198.18.74.2', 6666))\n"])
-    time.sleep(N.scaled(0.5))
-    rc = x.stop()
-    N.run(["tc", "-n", lab.cap_ns, "qdisc", "del", "dev", lab.cap_if, "root"], check_rc=False)
+    rc = send_into_the_qdisc_and_stop(lab, x, "qdiscdrop", 3)
     N.check(rc == 0, "two interfaces: xdpcap exits 0 on SIGINT", (rc, x.err_lines[-6:]))
     rows, drops = drop_records(path, tmp)
     on_cap1 = [r for r in drops if r["if_name"].startswith("cap1@") and b"notcaptured" in r["data"]]

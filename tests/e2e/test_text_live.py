@@ -17,7 +17,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
@@ -25,7 +24,6 @@ import test_read as R  # noqa: E402
 import test_read_verbose as V  # noqa: E402
 import test_text_tcp as T  # noqa: E402
 
-CPU = N.cpus()[0]
 TS = r"\d\d:\d\d:\d\d\.\d{6}"
 
 
@@ -62,15 +60,7 @@ def packets(lines, prefix):
 
 def compare(lab, binary, tmp, pcap, count, flags):
     label = " ".join(flags) or "plain"
-    path = os.path.join(tmp, label.replace(" ", "_").replace("-", "") + ".pcapng")
-    x = lab.xdpcap(binary, ["-Q", "in", "-c", str(count), "-w", path, "--print"] + flags)
-    if "-q" in flags:
-        time.sleep(N.scaled(1.5))  # -q prints no start line to wait for
-    else:
-        x.wait_listening()
-    lab.send(pcap, CPU, gap_us=300)
-    rc = x.wait(30)
-    N.expect(rc == 0, f"{label}: exits 0 after -c {count}", (rc, x.err_lines[-3:]))
+    x, path = T.capture_printed(lab, binary, tmp, pcap, count, label, flags)
     ours = packets(bytes(x.out).decode("utf-8", "replace").splitlines(), rf"^{TS} cap0@cpu\d+ In ")
     theirs = packets(N.run(["tcpdump", "-n", "-r", path] + flags).stdout.splitlines(), rf"^{TS} ")
     diff = [(i, o, t) for i, (o, t) in enumerate(zip(ours, theirs)) if o != t]

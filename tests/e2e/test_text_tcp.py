@@ -156,16 +156,23 @@ def tcpdump_lines(path, flags):
     return [l.split(" ", 1)[1] for l in lines if l and not l.startswith("\t")]
 
 
-def compare(lab, binary, tmp, pcap, count, label, xflags, tflags):
-    path = os.path.join(tmp, label.replace(" ", "_") + ".pcapng")
+def capture_printed(lab, binary, tmp, pcap, count, label, xflags):
+    """The frames of `pcap` sent to `xdpcap -c COUNT -w FILE --print XFLAGS`
+    on cap0: (the xdpcap process, FILE)."""
+    path = os.path.join(tmp, re.sub(r"[^\w.]", "_", label) + ".pcapng")
     x = lab.xdpcap(binary, ["-Q", "in", "-c", str(count), "-w", path, "--print"] + xflags)
     if "-q" in xflags:
         time.sleep(N.scaled(1.5))  # -q prints no start line to wait for
     else:
         x.wait_listening()
     lab.send(pcap, CPU, gap_us=300)
-    rc = x.wait(20)
+    rc = x.wait(30)
     N.expect(rc == 0, f"{label}: exits 0 after -c {count}", (rc, x.err_lines[-3:]))
+    return x, path
+
+
+def compare(lab, binary, tmp, pcap, count, label, xflags, tflags):
+    x, path = capture_printed(lab, binary, tmp, pcap, count, label, xflags)
     ours, theirs = our_lines(x), tcpdump_lines(path, tflags)
     diff = [(i, o, t) for i, (o, t) in enumerate(zip(ours, theirs)) if o != t]
     N.expect(len(ours) == count and len(theirs) == count and not diff,
