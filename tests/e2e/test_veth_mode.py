@@ -91,20 +91,26 @@ def iperf3_udp(lab, what):
     rate = int(100_000_000 / float(os.environ.get("XDPCAP_TIME_SCALE", "1") or 1))
     # A receive buffer that outlasts a scheduling delay of the server: what
     # is checked is the path through the veth, not the reader's CPU share.
+    # iperf3 fails where the kernel cannot grant it (net.core.rmem_max).
+    with open("/proc/sys/net/core/rmem_max") as f:
+        window = min(4 << 20, int(f.read()))
     server = lab.popen(lab.cap_ns, ["iperf3", "-s", "-1", "-B", "198.18.90.1", "-p", str(IPERF_PORT), "-J"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(N.scaled(0.5))
     before = tx_counters(lab)
     client = N.run(["ip", "netns", "exec", lab.gen_ns, "iperf3", "-c", "198.18.90.1", "-B", "198.18.90.2", "-p",
-                    str(IPERF_PORT), "-u", "-b", str(rate), "-l", "1000", "-t", "2", "-w", "4M", "-J"],
+                    str(IPERF_PORT), "-u", "-b", str(rate), "-l", "1000", "-t", "2", "-w", str(window), "-J"],
                    timeout=N.scaled(30), check_rc=False)
     after = tx_counters(lab)
     out, _ = server.communicate(timeout=N.scaled(30))
     lab.forget(server)
     N.check(client.returncode == 0 and server.returncode == 0, f"{what}: iperf3 client and server exit 0",
             (client.stdout[-300:], out[-300:]))
-    sent = json.loads(client.stdout)["end"]["sum"]["packets"]
-    lost = json.loads(out)["end"]["sum"]["lost_packets"]
+    client_report, server_report = json.loads(client.stdout), json.loads(out)
+    N.check("sum" in client_report.get("end", {}) and "sum" in server_report.get("end", {}),
+            f"{what}: iperf3 reports its counts", (client_report.get("error"), server_report.get("error")))
+    sent = client_report["end"]["sum"]["packets"]
+    lost = server_report["end"]["sum"]["lost_packets"]
     dropped = after["dropped"] - before["dropped"]
     N.log(f"  info  iperf3 UDP at {rate} bit/s, {what}: {sent} datagrams sent, {lost} lost, TX dropped {dropped}")
     return sent, lost, dropped
