@@ -14,8 +14,9 @@ auxiliary data, is the oracle.
 On kernels with bpf_xdp_metadata_rx_vlan_tag (6.8; veth implements it):
 byte for byte as sent (802.1Q and 802.1ad outer tags), the original length
 counting the tag, snapshot lengths cutting before, inside and after the tag,
-and filters that see the tag (vlan 100, vlan 200, not vlan, offsets after the
-tag); no warning; the interface description says the tags are restored; and
+and filters that see the tag (vlan 100, vlan 200, not vlan, QinQ's outer tag,
+offsets after the tag), each keeping exactly what `tcpdump -r` keeps of the
+oracle's file; no warning; the interface description says the tags are restored; and
 --xdp-mode generic warns.  On kernels without it (Debian's 6.1): the one
 warning line naming the interface and the remedy (for a veth, its peer's
 txvlan), the frames without their outer tag, and nothing else changed.  On
@@ -143,11 +144,17 @@ def test(binary):
                                ("vlan and udp src port 4004", lambda f: f[12:14] == b"\x81\x00" and
                                 f[38:40] == (4004).to_bytes(2, "big"))):
                 _x, _o, rows, _ = capture(lab, binary, tmp, expr.replace(" ", "_"), pcap, [expr])
-                want = [f for f in frames if keep(f)]
+                # The oracle: libpcap's filter over the frames as tcpdump
+                # captured them, tags in place; the predicate says which.
+                kept = os.path.join(tmp, expr.replace(" ", "_") + ".kept.pcap")
+                N.run(["tcpdump", "-r", os.path.join(tmp, "all.oracle.pcap"), "-w", kept, expr])
+                want = [d for _c, _o, d in N.read_pcap(kept)]
+                N.check(sorted(want) == sorted(f for f in frames if keep(f)) and want,
+                        f"tcpdump -r keeps for '{expr}' the frames the test means", len(want))
                 missing, extra, dup = N.multiset_diff(want, [r["data"] for r in rows])
-                N.expect(not missing and not extra and not dup and want,
-                         f"filter '{expr}' sees the received frames as on the wire: exactly {len(want)} kept",
-                         f"got {len(rows)}, missing {len(missing)}, extra {len(extra)}")
+                N.expect(not missing and not extra and not dup,
+                         f"filter '{expr}' sees the received frames as on the wire: exactly the {len(want)} "
+                         "tcpdump -r keeps", f"got {len(rows)}, missing {len(missing)}, extra {len(extra)}")
 
         # Generic mode cannot read the NIC's metadata: it says so at start.
         g = on_gen0(lab, binary, ["-Q", "in", "--xdp-mode", "generic", "-w", os.path.join(tmp, "generic.pcapng")])
