@@ -42,6 +42,7 @@ With it (Debian 12's 6.1, tests/vm):
 
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -262,6 +263,26 @@ def test_filtered(lab, binary, tmp, pid):
     N.expect(traced_by_xdpcap() == ([], []), "and nothing of xdpcap's in the kernel", traced_by_xdpcap())
 
 
+def read_back(binary, tmp, path, rows):
+    """-r shows the hook point and the verdict of each record as live capture
+    does, and -r -w keeps each record's verdict."""
+    cp = N.run([binary, "-r", path])
+    lines = cp.stdout.splitlines()
+    want = []
+    for r in rows:
+        hook = r["if_name"].rsplit(":", 1)[-1]
+        verdict = "" if hook == "entry" else ("XDP_DROP " if port_of(r["data"]) == 7001 else "XDP_PASS ")
+        want.append(f"{r['if_name']} In {verdict}IP ")
+    got = [re.sub(r"^\S+ ", "", l)[:len(w)] for l, w in zip(lines, want)]
+    N.expect(len(lines) == len(rows) and got == want,
+             "-r prints each record's CPU and hook interface, and at exit its verdict by name",
+             [(g, w) for g, w in zip(got, want) if g != w][:4] or (len(lines), len(rows)))
+    copy = os.path.join(tmp, "trace-copy.pcapng")
+    N.run([binary, "-r", path, "-w", copy])
+    N.expect(verdicts(copy) == verdicts(path), "-r -w keeps every record's verdict (epb_verdict)",
+             (verdicts(copy)[:6], verdicts(path)[:6]))
+
+
 def test_traced(lab, binary, tmp, obj, prog):
     pid = prog[0]
     frames = udp_frames(10, 1)
@@ -270,6 +291,7 @@ def test_traced(lab, binary, tmp, obj, prog):
              "the start says which program is traced", err[:3])
     check_entry_exit("ip link", path, rows, frames, pid, err)
     N.check_structure(path)
+    read_back(binary, tmp, path, rows)
     idbs = [i["name"] for i in N.pcapng_records(path)["idbs"]]
     N.expect(all(n.endswith((":entry", ":exit")) or n.rsplit("@cpu", 1)[-1].isdigit() for n in idbs) and
              any(n.endswith(":entry") for n in idbs) and any(n.endswith(":exit") for n in idbs),
