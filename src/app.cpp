@@ -525,7 +525,7 @@ int run_capture(const Config& config)
             program.install_filter(CaptureProgram::Hook::Ingress,
                                    translate_filter(session.classic->instructions(),
                                                     FilterTarget{FilterHook::Xdp, program.multi_buffer(),
-                                                                 program.rx_meta_map_fd()}));
+                                                                 program.rx_vlan_view_map_fd()}));
         if (session.classic && program.captures(CaptureProgram::Hook::Egress))
             program.install_filter(CaptureProgram::Hook::Egress,
                                    translate_filter(session.classic->instructions(), FilterTarget{FilterHook::TcEgress}));

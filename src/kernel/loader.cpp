@@ -406,8 +406,12 @@ const char* CaptureProgram::egress_mechanism() const noexcept
 
 int CaptureProgram::rx_meta_map_fd() const
 {
-    const KernelRxMetadata& kernel = kernel_rx_metadata();
-    return ingress_ && kernel.vlan ? bpf_map__fd(skel_->maps.rx_meta) : -1;
+    return ingress_ && rx_front_build(kernel_rx_metadata()) ? bpf_map__fd(skel_->maps.rx_meta) : -1;
+}
+
+int CaptureProgram::rx_vlan_view_map_fd() const
+{
+    return kernel_rx_metadata().vlan ? rx_meta_map_fd() : -1;
 }
 
 int CaptureProgram::events_map_fd() const
@@ -461,9 +465,8 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
             throw failure("generic", err);
         return;
     }
-    const KernelRxMetadata& kernel = kernel_rx_metadata();
     // The tail call into the capture program needs both to be multi-buffer.
-    if (kernel.vlan && multi_buffer_) {
+    if (rx_front_build(kernel_rx_metadata()) && multi_buffer_) {
         try {
             rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Ingress)));
         } catch (const Error& e) {

@@ -119,9 +119,12 @@ public:
     // --drops: drops the kernel skipped because the drop program was
     // already running on that CPU.
     uint64_t drop_misses() const noexcept { return drops_ ? drops_->missed() : drop_misses_; }
-    // The per-CPU map of xdpcap_rx_meta that an XDP filter reads for the wire
-    // view; -1 where the kernel has no RX metadata kfunc to fill it.
+    // The per-CPU map of xdpcap_rx_meta the front program fills; -1 where
+    // the kernel has no RX metadata kfunc to fill it.
     int rx_meta_map_fd() const;
+    // The same for an XDP filter's wire view: -1 too where no VLAN tag can
+    // be in it (no VLAN kfunc), so the filter reads the frame alone.
+    int rx_vlan_view_map_fd() const;
     // Once attached: received frames carry the VLAN tag the NIC took out /
     // the NIC's RSS hash, as the driver provides them.
     bool restores_rx_vlan() const noexcept { return rx_front_ && rx_front_->driver_vlan(); }

@@ -19,6 +19,7 @@
 #include "error.hpp"
 #include "kernel/kernel_btf.hpp"
 #include "rx_meta.skel.h"
+#include "rx_meta_hash.skel.h"
 #include "xdpcap_abi.h"
 
 namespace xdpcap {
@@ -102,9 +103,54 @@ KfuncCallTargets kfunc_call_targets(std::span<const bpf_insn> xlated, uint64_t c
     return out;
 }
 
+// One of the two builds of the program: with the VLAN kfunc, or without it.
 struct RxMetadataFront::Objects {
-    std::unique_ptr<xdpcap_rx_front, void (*)(xdpcap_rx_front*)> skel{nullptr, xdpcap_rx_front__destroy};
+    std::unique_ptr<xdpcap_rx_front, void (*)(xdpcap_rx_front*)> full{nullptr, xdpcap_rx_front__destroy};
+    std::unique_ptr<xdpcap_rx_front_hash, void (*)(xdpcap_rx_front_hash*)> hash_only{nullptr,
+                                                                                     xdpcap_rx_front_hash__destroy};
+    bpf_program* program = nullptr;
 };
+
+namespace {
+
+// Both skeletons name their maps, program and settings alike.
+template <class Skeleton>
+bpf_program* load_front(Skeleton* skel, int (*load)(Skeleton*), uint32_t ifindex, int rx_meta_map_fd,
+                        int next_prog_fd, bool read_vlan, bool read_hash)
+{
+    skel->rodata->read_vlan = read_vlan;
+    skel->rodata->read_hash = read_hash;
+    if (bpf_map__reuse_fd(skel->maps.rx_meta, rx_meta_map_fd) != 0)
+        throw Error("cannot share the RX metadata map: " + errno_text(errno));
+    bpf_program* prog = skel->progs.xdpcap_rx_meta;
+    bpf_program__set_ifindex(prog, ifindex);
+    bpf_program__set_flags(prog, bpf_program__flags(prog) | kXdpDevBoundOnly);
+    if (const int err = -load(skel))
+        throw Error("the kernel refused a program bound to the device: " + errno_text(err));
+    const uint32_t slot = 0;
+    if (next_prog_fd >= 0 && bpf_map_update_elem(bpf_map__fd(skel->maps.rx_next), &slot, &next_prog_fd, BPF_ANY) != 0)
+        throw Error("cannot link the RX metadata program to the capture program: " + errno_text(errno));
+    return prog;
+}
+
+} // namespace
+
+std::optional<RxFrontBuild> rx_front_build(const KernelRxMetadata& kernel) noexcept
+{
+    if (kernel.vlan)
+        return RxFrontBuild::VlanAndHash;
+    if (kernel.hash)
+        return RxFrontBuild::HashOnly;
+    return std::nullopt;
+}
+
+std::span<const uint8_t> rx_front_object(RxFrontBuild build) noexcept
+{
+    size_t size = 0;
+    const void* bytes = build == RxFrontBuild::VlanAndHash ? xdpcap_rx_front__elf_bytes(&size)
+                                                           : xdpcap_rx_front_hash__elf_bytes(&size);
+    return {static_cast<const uint8_t*>(bytes), size};
+}
 
 RxMetadataFront::RxMetadataFront(std::unique_ptr<Objects> objects) : objects_(std::move(objects)) {}
 RxMetadataFront::RxMetadataFront(RxMetadataFront&&) noexcept = default;
@@ -113,34 +159,35 @@ RxMetadataFront::~RxMetadataFront() = default;
 
 int RxMetadataFront::program_fd() const
 {
-    return bpf_program__fd(objects_->skel->progs.xdpcap_rx_meta);
+    return bpf_program__fd(objects_->program);
 }
 
 RxMetadataFront RxMetadataFront::load(uint32_t ifindex, int rx_meta_map_fd, int next_prog_fd)
 {
     const KernelRxMetadata& kernel = kernel_rx_metadata();
-    auto objects = std::make_unique<Objects>();
-    objects->skel.reset(xdpcap_rx_front__open());
-    if (!objects->skel)
-        throw Error("cannot open the RX metadata program: " + errno_text(errno));
-    xdpcap_rx_front* skel = objects->skel.get();
-    skel->rodata->read_vlan = kernel.vlan;
+    const std::optional<RxFrontBuild> build = rx_front_build(kernel);
+    if (!build)
+        throw Error("this kernel has no XDP RX metadata kfunc");
+    const bool read_vlan = *build == RxFrontBuild::VlanAndHash;
     const bool read_hash = kernel.hash;
-    skel->rodata->read_hash = read_hash;
-    if (bpf_map__reuse_fd(skel->maps.rx_meta, rx_meta_map_fd) != 0)
-        throw Error("cannot share the RX metadata map: " + errno_text(errno));
-    bpf_program* prog = skel->progs.xdpcap_rx_meta;
-    bpf_program__set_ifindex(prog, ifindex);
-    bpf_program__set_flags(prog, bpf_program__flags(prog) | kXdpDevBoundOnly);
-    if (const int err = -xdpcap_rx_front__load(skel))
-        throw Error("the kernel refused a program bound to the device: " + errno_text(err));
-    const uint32_t slot = 0;
-    if (next_prog_fd >= 0 && bpf_map_update_elem(bpf_map__fd(skel->maps.rx_next), &slot, &next_prog_fd, BPF_ANY) != 0)
-        throw Error("cannot link the RX metadata program to the capture program: " + errno_text(errno));
+    auto objects = std::make_unique<Objects>();
+    if (read_vlan) {
+        objects->full.reset(xdpcap_rx_front__open());
+        if (!objects->full)
+            throw Error("cannot open the RX metadata program: " + errno_text(errno));
+        objects->program = load_front(objects->full.get(), xdpcap_rx_front__load, ifindex, rx_meta_map_fd,
+                                      next_prog_fd, read_vlan, read_hash);
+    } else {
+        objects->hash_only.reset(xdpcap_rx_front_hash__open());
+        if (!objects->hash_only)
+            throw Error("cannot open the RX metadata program: " + errno_text(errno));
+        objects->program = load_front(objects->hash_only.get(), xdpcap_rx_front_hash__load, ifindex,
+                                      rx_meta_map_fd, next_prog_fd, read_vlan, read_hash);
+    }
 
     RxMetadataFront front(std::move(objects));
     std::vector<const char*> names{"__bpf_call_base"};
-    if (kernel.vlan)
+    if (read_vlan)
         names.push_back("bpf_xdp_metadata_rx_vlan_tag");
     if (read_hash)
         names.push_back("bpf_xdp_metadata_rx_hash");
@@ -148,7 +195,7 @@ RxMetadataFront RxMetadataFront::load(uint32_t ifindex, int rx_meta_map_fd, int 
     const KfuncCallTargets targets = kfunc_call_targets(translated_instructions(front.program_fd()), addresses[0],
                                                         std::span<const uint64_t>(addresses).subspan(1));
     size_t call = 0;
-    if (kernel.vlan)
+    if (read_vlan)
         front.driver_vlan_ = !targets.known || targets.driver[call++];
     if (read_hash)
         front.driver_hash_ = !targets.known || targets.driver[call++];

@@ -24,6 +24,14 @@ struct KernelRxMetadata {
 };
 const KernelRxMetadata& kernel_rx_metadata();
 
+// The build of the front program a kernel can load: with the VLAN kfunc
+// (6.8), or with the hash kfunc alone (6.3 to 6.7; libbpf 1.1 cannot load an
+// object that names a kfunc the kernel lacks); none without either.
+enum class RxFrontBuild { VlanAndHash, HashOnly };
+std::optional<RxFrontBuild> rx_front_build(const KernelRxMetadata& kernel) noexcept;
+// The BPF object of a build, as embedded (for tests).
+std::span<const uint8_t> rx_front_object(RxFrontBuild build) noexcept;
+
 // Which of the kfunc calls in a loaded program's translated instructions go
 // to a driver's implementation rather than to the kernel's default (which
 // answers -EOPNOTSUPP): `default_addresses` are the defaults' addresses, in

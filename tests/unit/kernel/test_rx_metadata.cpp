@@ -4,6 +4,8 @@
 
 #include <linux/bpf.h>
 
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "filter/ebpf_insn.hpp"
@@ -63,4 +65,30 @@ TEST(KfuncCallTargets, TheDefaultMeansTheDriverLacksIt)
 }
 
 } // namespace
+} // namespace xdpcap
+
+namespace xdpcap {
+
+TEST(RxFrontBuild, TheKernelsKfuncsChooseIt)
+{
+    EXPECT_EQ(rx_front_build(KernelRxMetadata{true, true}), RxFrontBuild::VlanAndHash);
+    EXPECT_EQ(rx_front_build(KernelRxMetadata{false, true}), RxFrontBuild::HashOnly); // 6.3 to 6.7
+    EXPECT_EQ(rx_front_build(KernelRxMetadata{false, false}), std::nullopt);          // 6.1
+}
+
+// libbpf 1.1 refuses an object naming a kfunc the kernel lacks: the build
+// for 6.3 to 6.7 must not name the VLAN one at all.
+TEST(RxFrontBuild, TheHashOnlyObjectNamesNoVlanKfunc)
+{
+    const auto names = [](RxFrontBuild build, std::string_view kfunc) {
+        const std::span<const uint8_t> object = rx_front_object(build);
+        const std::string_view text(reinterpret_cast<const char*>(object.data()), object.size());
+        return text.find(kfunc) != std::string_view::npos;
+    };
+    EXPECT_TRUE(names(RxFrontBuild::VlanAndHash, "bpf_xdp_metadata_rx_vlan_tag"));
+    EXPECT_TRUE(names(RxFrontBuild::VlanAndHash, "bpf_xdp_metadata_rx_hash"));
+    EXPECT_FALSE(names(RxFrontBuild::HashOnly, "bpf_xdp_metadata_rx_vlan_tag"));
+    EXPECT_TRUE(names(RxFrontBuild::HashOnly, "bpf_xdp_metadata_rx_hash"));
+}
+
 } // namespace xdpcap
