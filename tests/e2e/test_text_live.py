@@ -7,7 +7,7 @@ The frames test_read.py and test_read_verbose.py compare through -r (ICMP and
 ICMPv6 messages, ARP and RARP, 802.3 with LLC and STP, LLDP, GRE, IP in IP,
 VXLAN, Geneve, MPLS, MPTCP, DNS, HTTP and SSH, IP options and extension
 headers) are sent over the veth pair to a live `xdpcap --print -w FILE`, plain
-and with -v, -e and -q. Each packet's text, less the interface and direction
+and with -v, -vv, -e, -q and -S. Each packet's text, less the interface and direction
 columns and with -v's continuation lines, must be what `tcpdump -n -r FILE`
 prints for it. The frames the man page names as printed differently (SCTP
 quoted in ICMP, LLDP-MED with -v) are left out, as in test_read.py.
@@ -76,7 +76,7 @@ def test(binary):
         pcap = os.path.join(tmp, "corpus.pcap")
         N.write_frames(pcap, frames)
         N.log(f"  info  {len(frames)} frames")
-        for flags in ([], ["-v"], ["-e"], ["-q"]):
+        for flags in ([], ["-v"], ["-vv"], ["-e"], ["-q"], ["-S"]):
             compare(lab, binary, tmp, pcap, len(frames), flags)
 
 
