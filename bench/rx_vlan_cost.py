@@ -24,7 +24,6 @@ import os
 import secrets
 import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -33,24 +32,20 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHM = "/dev/shm"
 
+sys.path.insert(0, HERE)
+from e2e_bench import udp_frame  # noqa: E402
+
 
 def run(*argv, check=True):
     return subprocess.run(argv, check=check, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def frame(tagged):
-    """A 64-byte UDP frame for gen0 (with a 4-byte 802.1Q tag, VLAN 100, when `tagged`)."""
-    ip_len = 64 - 14 - (4 if tagged else 0)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0x4000, 64, 17, 0,
-                     bytes([198, 18, 93, 2]), bytes([198, 18, 93, 1]))
-    words = sum(struct.unpack("!10H", ip))
-    words = (words & 0xFFFF) + (words >> 16)
-    ip = ip[:10] + struct.pack("!H", ~((words & 0xFFFF) + (words >> 16)) & 0xFFFF) + ip[12:]
-    udp = struct.pack("!HHHH", 9, 9, ip_len - 20, 0)
-    eth = bytes.fromhex("020000000001" "020000000002")
-    eth += bytes.fromhex("81000064") if tagged else b""
-    body = eth + b"\x08\x00" + ip + udp
-    return body + bytes(64 - len(body))
+    """A 64-byte UDP frame for gen0, the last 4 of its bytes an 802.1Q tag (VLAN 100) when `tagged`."""
+    if not tagged:
+        return udp_frame(64)
+    inner = udp_frame(60)
+    return inner[:12] + bytes.fromhex("81000064") + inner[12:]
 
 
 class Lab:

@@ -202,9 +202,8 @@ std::string rx_metadata_text(const Session& session)
     if (session.program->restores_rx_vlan())
         text += ", received VLAN tags restored from the NIC's RX metadata";
     else if (const auto why = rx_vlan_missing(session))
-        text += ", received VLAN tags missing (" +
-            std::string(session.iface.driver == "veth" ? "the peer's tx-vlan-offload on" : "rx-vlan-offload on") + "; " +
-            *why + ")";
+        text += ", received VLAN tags missing (" + rx_vlan_remedy(session.iface.name, session.iface.driver).setting +
+            "; " + *why + ")";
     if (session.program->reads_rx_hash())
         text += ", RSS hash from the NIC's RX metadata";
     return text;

@@ -290,28 +290,27 @@ std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const s
 
 namespace {
 
-bool is_veth(const std::string& name)
+// The interface's driver, empty when it cannot be told.
+std::string driver_of(const std::string& name)
 {
     try {
-        return lookup_interface(name).driver == "veth";
+        return lookup_interface(name).driver;
     } catch (const Error&) {
-        return false;
+        return {};
     }
 }
 
 // -D's word on received VLAN tags for a capture there in the default mode.
 std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
 {
-    const bool veth = is_veth(name);
-    if (!rx_vlan_tags_outside_frames(name, veth ? "veth" : ""))
+    const std::string driver = driver_of(name);
+    if (!rx_vlan_tags_outside_frames(name, driver))
         return "in the frames";
     const auto why = rx_vlan_missing_reason(ifindex, "");
-    if (veth)
-        return why ? "missing (the peer's tx-vlan-offload on; " + *why + ")"
-                   : "missing (generic XDP mode, which leaves a veth's traffic as it was; "
-                     "restored with --xdp-mode native)";
     if (why)
-        return "missing (rx-vlan-offload on; " + *why + ")";
+        return "missing (" + rx_vlan_remedy(name, driver).setting + "; " + *why + ")";
+    if (driver == "veth")
+        return "missing (generic XDP mode, which leaves a veth's traffic as it was; restored with --xdp-mode native)";
     return "restored from the NIC's RX metadata (native mode)";
 }
 

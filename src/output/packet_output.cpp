@@ -209,32 +209,11 @@ const char* xdp_action_name(uint32_t action) noexcept
 // 198.18.0.1.5000 > ...\n": the packet number (-#), the timestamp, the
 // interface, the direction, the verdict of trace-mode exit records, with -e
 // the hash, then the decode and any dump.
-void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+// The time, interface, direction, verdict or drop reason, hash and decode
+// of one packet's line.
+void PacketOutput::put_packet_text(text::Writer& out, const std::string& name, const Sample& sample,
+                                   uint64_t realtime_ns)
 {
-    const std::string& name = interface_names_[interface_id];
-    const size_t room = 96 + name.size() + text::decode_length_bound(sample.cap_len) + text::dump_length_bound(sample.cap_len);
-    char* const start = reinterpret_cast<char*>(sink.reserve(room));
-    const bool owned = &sink == &sink_;
-    // After reserve(), which may have flushed: this line belongs to the next chunk.
-    if (owned && sink.flushes() != owners_since_flush_) {
-        line_owners_.clear();
-        owners_since_flush_ = sink.flushes();
-    }
-    text::Writer out(start, room - 1);
-    if (text_.number) {
-        const uint64_t number = ++printed_;
-        for (uint64_t width = 10000; width > 1 && number < width; width /= 10)
-            out.put(' ');
-        out.dec(number);
-        out.put("  ");
-    }
-    if (text::put_invalid_header(out, sample.cap_len, sample.orig_len)) [[unlikely]] {
-        start[out.size()] = '\n';
-        sink.commit(out.size() + 1);
-        if (owned)
-            line_owners_.push_back(LineOwner{interface_id, static_cast<uint32_t>(sink.pending())});
-        return;
-    }
     timestamps_.put(out, realtime_ns);
     // A file read with -r may name no interface and no direction: then, as
     // tcpdump, the decode follows the time.
@@ -275,6 +254,30 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
     }
     text_.decode.checksum_not_ready = (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL) != 0;
     text::format_frame(out, sample.data, sample.cap_len, sample.orig_len, text_.decode);
+}
+
+void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+{
+    const std::string& name = interface_names_[interface_id];
+    const size_t room = 96 + name.size() + text::decode_length_bound(sample.cap_len) + text::dump_length_bound(sample.cap_len);
+    char* const start = reinterpret_cast<char*>(sink.reserve(room));
+    const bool owned = &sink == &sink_;
+    // After reserve(), which may have flushed: this line belongs to the next chunk.
+    if (owned && sink.flushes() != owners_since_flush_) {
+        line_owners_.clear();
+        owners_since_flush_ = sink.flushes();
+    }
+    text::Writer out(start, room - 1);
+    if (text_.number) {
+        const uint64_t number = ++printed_;
+        for (uint64_t width = 10000; width > 1 && number < width; width /= 10)
+            out.put(' ');
+        out.dec(number);
+        out.put("  ");
+    }
+    // A record whose lengths cannot be takes tcpdump's line instead.
+    if (!text::put_invalid_header(out, sample.cap_len, sample.orig_len)) [[likely]]
+        put_packet_text(out, name, sample, realtime_ns);
     start[out.size()] = '\n';
     sink.commit(out.size() + 1);
     if (owned)

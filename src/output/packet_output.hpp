@@ -130,6 +130,7 @@ private:
     pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    void put_packet_text(text::Writer& out, const std::string& name, const Sample& sample, uint64_t realtime_ns);
     // --print's lines are a side show: when they cannot be written the
     // capture into the file goes on without them.
     void print_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
