@@ -48,21 +48,12 @@ struct {
 #define ETH_ADDRS_LEN 12
 #define VLAN_TAG_LEN 4
 
-/* Packet bytes from `offset`, through the helper of the hook's program type
- * (`xdp` is a constant once inlined). */
-static __always_inline long load_bytes(void *ctx, const int xdp, __u32 offset, void *to, __u32 len)
-{
-	if (xdp)
-		return bpf_xdp_load_bytes(ctx, offset, to, len);
-	return bpf_skb_load_bytes(ctx, offset, to, len);
-}
-
 /*
  * The frame with a VLAN tag the NIC (received) or the stack (sent) holds in
  * metadata put back after the MAC addresses, as on the wire: copied into the
  * CPU's scratch entry and output from there. `frame_len` is without the tag.
  */
-static __always_inline void output_tagged(void *ctx, const int xdp, __u64 frame_len, struct xdpcap_counters *c,
+static __always_inline void output_tagged(void *ctx, const int from, __u64 frame_len, struct xdpcap_counters *c,
 					  struct xdpcap_meta *meta, __u16 proto_be, __u16 tci)
 {
 	__u32 key = bpf_get_smp_processor_id();
@@ -72,7 +63,7 @@ static __always_inline void output_tagged(void *ctx, const int xdp, __u64 frame_
 		return;
 	}
 	w->meta = *meta;
-	if (load_bytes(ctx, xdp, 0, w->frame, ETH_ADDRS_LEN)) {
+	if (load_frame_bytes(ctx, from, 0, 0, w->frame, ETH_ADDRS_LEN)) {
 		account_output(c, -EFAULT);
 		return;
 	}
@@ -80,10 +71,10 @@ static __always_inline void output_tagged(void *ctx, const int xdp, __u64 frame_
 	__builtin_memcpy(w->frame + ETH_ADDRS_LEN, &proto_be, 2);
 	__builtin_memcpy(w->frame + ETH_ADDRS_LEN + 2, &tci_be, 2);
 
-	/* cap_len <= snaplen already. 64-bit arithmetic and the clamps between
+	/* The first record's bytes; cap_len <= snaplen already. 64-bit arithmetic and the clamps between
 	 * compiler barriers let the verifier see the bounds on the very
 	 * registers it checks. */
-	__u64 cap_len = meta->cap_len;
+	__u64 cap_len = first_record_length(meta->cap_len);
 	__u64 limit = snaplen;
 	if (limit > XDPCAP_MAX_SAMPLE_SIZE)
 		limit = XDPCAP_MAX_SAMPLE_SIZE;
@@ -105,14 +96,18 @@ static __always_inline void output_tagged(void *ctx, const int xdp, __u64 frame_
 			return account_output(c, -EFAULT);
 		if (rest_less_one >= room)
 			return account_output(c, -EFAULT);
-		if (load_bytes(ctx, xdp, ETH_ADDRS_LEN, w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest_less_one + 1))
+		if (load_frame_bytes(ctx, from, 0, ETH_ADDRS_LEN, w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN,
+				     rest_less_one + 1))
 			return account_output(c, -EFAULT);
 	}
 	__u64 size = sizeof(w->meta) + cap_len;
 	asm volatile("" : "+r"(size));
 	if (size > sizeof(w->meta) + XDPCAP_MAX_SAMPLE_SIZE || size > sizeof(w->meta) + limit)
 		return account_output(c, -EFAULT);
-	account_output(c, bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, w, size));
+	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, w, size);
+	if (!err)
+		err = output_parts(ctx, from, 0, meta, VLAN_TAG_LEN);
+	account_output(c, err);
 }
 
 static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
@@ -126,17 +121,19 @@ static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 	const int tagged = (rx_flags & XDPCAP_FLAG_VLAN_RESTORED) != 0;
 	const __u64 wire_len = frame_len + (tagged ? VLAN_TAG_LEN : 0);
 	struct xdpcap_meta meta;
-	fill_meta(&meta, c, ctx->rx_queue_index, wire_len, sample_length(wire_len), XDPCAP_DIR_INGRESS,
-		  XDPCAP_HOOK_XDP);
+	__u32 cap_len = sample_length(wire_len);
+	if (cap_len > XDPCAP_XDP_MAX_CAPTURE)
+		cap_len = XDPCAP_XDP_MAX_CAPTURE;
+	fill_meta(&meta, c, ctx->rx_queue_index, wire_len, cap_len, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_XDP);
 	if (rx && (rx_flags & XDPCAP_FLAG_HASH)) {
 		meta.hash = rx->hash;
 		meta.hash_type = rx->hash_type;
 	}
 	meta.flags = rx_flags;
 	if (rx && tagged)
-		output_tagged(ctx, 1, frame_len, c, &meta, rx->vlan_proto, rx->vlan_tci);
+		output_tagged(ctx, XDPCAP_FROM_XDP, frame_len, c, &meta, rx->vlan_proto, rx->vlan_tci);
 	else
-		output_sample(ctx, c, &meta);
+		output_sample(ctx, XDPCAP_FROM_XDP, c, &meta);
 	return XDP_PASS;
 }
 
@@ -195,9 +192,9 @@ int xdpcap_egress(struct __sk_buff *skb)
 		meta.flags |= XDPCAP_FLAG_CSUM_PARTIAL;
 	if (skb->vlan_present) {
 		meta.flags |= XDPCAP_FLAG_VLAN_RESTORED;
-		output_tagged(skb, 0, skb->len, c, &meta, (__u16)skb->vlan_proto, (__u16)skb->vlan_tci);
+		output_tagged(skb, XDPCAP_FROM_SKB, skb->len, c, &meta, (__u16)skb->vlan_proto, (__u16)skb->vlan_tci);
 	} else {
-		output_sample(skb, c, &meta);
+		output_sample(skb, XDPCAP_FROM_SKB, c, &meta);
 	}
 	/* Same value as TCX_NEXT: the next program, or the default, decides. */
 	return TC_ACT_UNSPEC;

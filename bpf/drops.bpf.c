@@ -142,18 +142,22 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	if (limit > XDPCAP_MAX_SAMPLE_SIZE)
 		limit = XDPCAP_MAX_SAMPLE_SIZE;
 	/* Only the linear bytes are in reach; a paged rest is counted in the
-	 * original length, as a snapshot length cut would be. */
+	 * original length, as a snapshot length cut would be. The first
+	 * record's bytes are copied here, the rest go out as parts. */
 	const __u64 linear = v->data_end > v->data ? v->data_end - v->data : 0;
-	__u64 want = w->meta.cap_len;
+	const __u64 want = w->meta.cap_len;
+	__u64 first = want < XDPCAP_MAX_SAMPLE_SIZE ? want : XDPCAP_MAX_SAMPLE_SIZE;
+	__u64 captured;
+	__u32 shift = 0;
 	long copied;
-	if (tagged && want >= ETH_ADDRS_LEN + VLAN_TAG_LEN && linear >= ETH_ADDRS_LEN &&
+	if (tagged && first >= ETH_ADDRS_LEN + VLAN_TAG_LEN && linear >= ETH_ADDRS_LEN &&
 	    limit >= ETH_ADDRS_LEN + VLAN_TAG_LEN) {
 		if (copy_frame(w->frame, ETH_ADDRS_LEN, ETH_ADDRS_LEN, v->data) < 0)
 			return account_output(c, -EFAULT);
 		__be16 tci_be = bpf_htons(v->vlan_tci);
 		__builtin_memcpy(w->frame + ETH_ADDRS_LEN, &v->vlan_proto, 2);
 		__builtin_memcpy(w->frame + ETH_ADDRS_LEN + 2, &tci_be, 2);
-		__u64 rest = want - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
+		__u64 rest = first - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
 		if (rest > linear - ETH_ADDRS_LEN)
 			rest = linear - ETH_ADDRS_LEN;
 		copied = copy_frame(w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest,
@@ -161,19 +165,26 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 		if (copied < 0)
 			return account_output(c, -EFAULT);
 		copied += ETH_ADDRS_LEN + VLAN_TAG_LEN;
+		shift = VLAN_TAG_LEN;
+		captured = want < linear + VLAN_TAG_LEN ? want : linear + VLAN_TAG_LEN;
 	} else {
 		if (tagged)
 			w->meta.flags &= ~XDPCAP_FLAG_VLAN_RESTORED;
-		copied = copy_frame(w->frame, want < linear ? want : linear, limit, v->data);
+		copied = copy_frame(w->frame, first < linear ? first : linear, limit, v->data);
 		if (copied < 0)
 			return account_output(c, -EFAULT);
+		captured = want < linear ? want : linear;
 	}
-	w->meta.cap_len = (__u32)copied;
+	/* Equal to `copied` unless the first record is full and parts follow. */
+	w->meta.cap_len = (__u32)captured;
 	__u64 size = sizeof(w->meta) + (__u64)copied;
 	asm volatile("" : "+r"(size));
 	if (size > sizeof(w->meta) + XDPCAP_MAX_SAMPLE_SIZE || size > sizeof(w->meta) + limit)
 		return account_output(c, -EFAULT);
-	account_output(c, bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, w, size));
+	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, w, size);
+	if (!err)
+		err = output_parts(ctx, XDPCAP_FROM_KERNEL, v->data, &w->meta, shift);
+	account_output(c, err);
 }
 
 /* The tracepoint's arguments: skb, location, reason (and more on newer

@@ -37,6 +37,23 @@ struct {
 } counters SEC(".maps");
 
 /*
+ * Per CPU (indexed by CPU id; userspace sizes it), room for one part of a
+ * frame longer than a record: parts are read with a load helper, never
+ * appended by the output helper, which copies from the frame's start only.
+ */
+struct xdpcap_part_buffer {
+	struct xdpcap_part part;
+	__u8 bytes[XDPCAP_MAX_SAMPLE_SIZE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdpcap_part_buffer);
+} part_scratch SEC(".maps");
+
+/*
  * Per hook, the packets offered to sampling so far, over all CPUs. One atomic
  * counter rather than per-CPU ones, so that exactly one packet in N is kept
  * however the traffic spreads over the CPUs.
@@ -83,6 +100,12 @@ static __always_inline __u32 sample_length(__u64 frame_len)
 	return frame_len < snaplen ? (__u32)frame_len : snaplen;
 }
 
+/* Bytes of a frame captured in `cap_len` bytes that its first record carries. */
+static __always_inline __u32 first_record_length(__u32 cap_len)
+{
+	return cap_len < XDPCAP_MAX_SAMPLE_SIZE ? cap_len : XDPCAP_MAX_SAMPLE_SIZE;
+}
+
 static __always_inline void fill_meta(struct xdpcap_meta *meta, const struct xdpcap_counters *c, __u32 queue,
 				      __u64 frame_len, __u32 cap_len, __u8 direction, __u8 hook)
 {
@@ -103,6 +126,7 @@ static __always_inline void fill_meta(struct xdpcap_meta *meta, const struct xdp
 	meta->location = 0;
 }
 
+/* Once per frame, with the first error of its records (0: all written). */
 static __always_inline void account_output(struct xdpcap_counters *c, long err)
 {
 	if (err) {
@@ -116,15 +140,76 @@ static __always_inline void account_output(struct xdpcap_counters *c, long err)
 	}
 }
 
+/* Where a hook's frame bytes are read from. */
+#define XDPCAP_FROM_XDP 0    /* ctx is an xdp_md: bpf_xdp_load_bytes */
+#define XDPCAP_FROM_SKB 1    /* ctx is a __sk_buff: bpf_skb_load_bytes */
+#define XDPCAP_FROM_KERNEL 2 /* linear bytes at a kernel address: bpf_probe_read_kernel */
+
+static __always_inline long load_frame_bytes(void *ctx, const int from, __u64 kernel_data, __u32 offset, void *to,
+					     __u32 len)
+{
+	if (from == XDPCAP_FROM_XDP)
+		return bpf_xdp_load_bytes(ctx, offset, to, len);
+	if (from == XDPCAP_FROM_SKB)
+		return bpf_skb_load_bytes(ctx, offset, to, len);
+	return bpf_probe_read_kernel(to, len, (const void *)(kernel_data + offset));
+}
+
+/*
+ * The parts of a frame whose first record is out: wire bytes from
+ * XDPCAP_MAX_SAMPLE_SIZE to meta->cap_len, one record each at most
+ * XDPCAP_MAX_SAMPLE_SIZE long. `shift` is the bytes the wire has before the
+ * frame's own (a tag put back: wire offset o is frame offset o - shift).
+ * Returns 0, or the first error: a missing part loses the whole frame.
+ */
+static __always_inline long output_parts(void *ctx, const int from, __u64 kernel_data, const struct xdpcap_meta *meta,
+					 __u32 shift)
+{
+	if (meta->cap_len <= XDPCAP_MAX_SAMPLE_SIZE)
+		return 0;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct xdpcap_part_buffer *b = bpf_map_lookup_elem(&part_scratch, &cpu);
+	if (!b)
+		return -EFAULT;
+	b->part.tag = XDPCAP_PART_TAG;
+	b->part.tstamp_ns = meta->tstamp_ns;
+	const __u64 cap_len = meta->cap_len;
+#pragma unroll
+	for (__u32 i = 1; i <= XDPCAP_MAX_PARTS; i++) {
+		const __u64 offset = (__u64)i * XDPCAP_MAX_SAMPLE_SIZE;
+		if (offset >= cap_len)
+			break;
+		__u64 len = cap_len - offset;
+		/* The bound checked on the very register the helpers get. */
+		asm volatile("" : "+r"(len));
+		if (len > XDPCAP_MAX_SAMPLE_SIZE)
+			len = XDPCAP_MAX_SAMPLE_SIZE;
+		if (len < 1)
+			break;
+		b->part.offset = (__u32)offset;
+		long err = load_frame_bytes(ctx, from, kernel_data, (__u32)(offset - shift), b->bytes, len);
+		if (err)
+			return err;
+		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, b, sizeof(b->part) + len);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /*
  * `ctx` is the hook's context (xdp_md or __sk_buff); the kernel's variant of
- * the helper for that program type appends `cap_len` bytes of the packet,
- * from every fragment, after `meta`.
+ * the helper for that program type appends the first record's packet bytes,
+ * from every fragment, after `meta`; the parts follow.
  */
-static __always_inline void output_sample(void *ctx, struct xdpcap_counters *c, struct xdpcap_meta *meta)
+static __always_inline void output_sample(void *ctx, const int from, struct xdpcap_counters *c,
+					  struct xdpcap_meta *meta)
 {
-	__u64 flags = BPF_F_CURRENT_CPU | ((__u64)meta->cap_len << 32);
-	account_output(c, bpf_perf_event_output(ctx, &events, flags, meta, sizeof(*meta)));
+	__u64 flags = BPF_F_CURRENT_CPU | ((__u64)first_record_length(meta->cap_len) << 32);
+	long err = bpf_perf_event_output(ctx, &events, flags, meta, sizeof(*meta));
+	if (!err)
+		err = output_parts(ctx, from, 0, meta, 0);
+	account_output(c, err);
 }
 
 #endif /* XDPCAP_SAMPLE_H */

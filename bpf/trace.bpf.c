@@ -34,7 +34,10 @@ static __always_inline void sample_trace(struct xdp_buff *xdp, __u32 key, __u8 h
 	/* Tracing programs get the helper variant that takes the xdp_buff. */
 	__u64 frame_len = bpf_xdp_get_buff_len((struct xdp_md *)xdp);
 	struct xdpcap_meta meta;
-	fill_meta(&meta, c, xdp->rxq->queue_index, frame_len, sample_length(frame_len), XDPCAP_DIR_INGRESS, hook);
+	/* One record: beyond it the frame is in fragments that only the XDP
+	 * program's own load helper reaches, and XDP frames are at most the MTU. */
+	fill_meta(&meta, c, xdp->rxq->queue_index, frame_len, first_record_length(sample_length(frame_len)),
+		  XDPCAP_DIR_INGRESS, hook);
 	meta.program = program_index;
 	meta.verdict = verdict;
 	__u64 flags = BPF_F_CURRENT_CPU | ((__u64)meta.cap_len << 32);

@@ -14,22 +14,51 @@
 
 /* 'XDPC' in the high 24 bits, ABI version in the low byte. */
 #define XDPCAP_META_MAGIC 0x58445000u
-#define XDPCAP_ABI_VERSION 6u
+#define XDPCAP_ABI_VERSION 7u
 #define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
 
 /*
- * Largest number of packet bytes copied per sample. A perf record's size is a
- * u16: perf header (8) + raw size (4) + metadata + sample, rounded up to 8,
- * must stay below 64 KiB.
+ * Largest number of packet bytes one perf record carries. A perf record's
+ * size is a u16: perf header (8) + raw size (4) + metadata + sample, rounded
+ * up to 8, must stay below 64 KiB.
  */
 #define XDPCAP_MAX_SAMPLE_SIZE 65024u
+
+/*
+ * Largest frame kept whole: tcpdump's default snapshot length, and the largest
+ * Wireshark reads for Ethernet. Segmentation-offload and GRO super-frames
+ * exceed one record; such a frame travels as its first record (xdpcap_meta
+ * and the first XDPCAP_MAX_SAMPLE_SIZE bytes) followed, in the same CPU's
+ * ring, by parts: each an xdpcap_part and the next XDPCAP_MAX_SAMPLE_SIZE
+ * bytes (fewer in the last). cap_len in the first record counts them all.
+ */
+#define XDPCAP_MAX_SNAPLEN 262144u
+#define XDPCAP_MAX_PARTS ((XDPCAP_MAX_SNAPLEN + XDPCAP_MAX_SAMPLE_SIZE - 1u) / XDPCAP_MAX_SAMPLE_SIZE - 1u)
+
+/*
+ * The most of a frame an XDP program reaches: bpf_xdp_load_bytes() takes no
+ * offset above 0xffff, so one part at XDPCAP_MAX_SAMPLE_SIZE is the last.
+ * Only generic XDP sees frames this long (GRO and GSO super-frames).
+ */
+#define XDPCAP_XDP_MAX_CAPTURE (2u * XDPCAP_MAX_SAMPLE_SIZE)
+
+/* 'XDP' and 'r' (the rest of a frame), ABI version in the low byte. */
+#define XDPCAP_PART_MAGIC 0x58447200u
+#define XDPCAP_PART_TAG (XDPCAP_PART_MAGIC | XDPCAP_ABI_VERSION)
+
+struct xdpcap_part {
+	__u32 tag;       /* XDPCAP_PART_TAG */
+	__u32 offset;    /* where this part's bytes start in the frame: a multiple of XDPCAP_MAX_SAMPLE_SIZE */
+	__u64 tstamp_ns; /* the first record's tstamp_ns: whose part it is */
+};
 
 struct xdpcap_meta {
 	__u32 tag;          /* XDPCAP_META_TAG */
 	__u32 ifindex;      /* ingress interface */
 	__u32 rx_queue;     /* RX queue index */
 	__u32 orig_len;     /* full frame length, all fragments */
-	__u32 cap_len;      /* bytes of frame that follow this header */
+	__u32 cap_len;      /* bytes of frame captured: the first XDPCAP_MAX_SAMPLE_SIZE of them follow
+	                     * this header, the rest follow in parts */
 	__u32 drops_before; /* samples this CPU failed to output since its previous sample */
 	__u64 tstamp_ns;    /* CLOCK_MONOTONIC */
 	__u8 direction;     /* XDPCAP_DIR_*: the pcapng epb_flags direction value */
@@ -91,10 +120,10 @@ struct xdpcap_rx_meta {
 struct xdpcap_counters {
 	__u64 seen;          /* packets the program ran on */
 	__u64 matched;       /* of which the filter kept; counted only with a filter */
-	__u64 sampled;       /* samples written into the ring */
-	__u64 output_failed; /* bpf_perf_event_output errors, all causes */
+	__u64 sampled;       /* frames written into the ring, every record of them */
+	__u64 output_failed; /* frames not written whole: bpf_perf_event_output errors, all causes */
 	__u64 ring_full;     /* of which -ENOSPC: the CPU's ring was full */
-	__u64 pending_drops; /* failures since the last successful sample */
+	__u64 pending_drops; /* failures since the last frame written whole */
 	__u64 sample_skipped; /* of `matched`, left out by --sample (one in N kept) */
 	__u64 no_link_header; /* drops: frames dropped before they had an Ethernet header */
 };
@@ -145,6 +174,11 @@ static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program i
 static_assert(offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
 static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 56u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
+static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
+static_assert(offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
+static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");
+static_assert(XDPCAP_MAX_SAMPLE_SIZE % 8u == 0, "parts start 8-byte aligned in the frame");
+static_assert(XDPCAP_XDP_MAX_CAPTURE - XDPCAP_MAX_SAMPLE_SIZE <= 0xffffu, "an XDP part starts below 64 KiB");
 #else
 _Static_assert(sizeof(struct xdpcap_meta) == 56, "xdpcap_meta ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_meta, location) == 48, "xdpcap_meta ABI layout");
@@ -162,6 +196,9 @@ _Static_assert(__builtin_offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_
 _Static_assert(sizeof(struct xdpcap_counters) == 64, "xdpcap_counters ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_counters, seen) == 0, "xdpcap_counters ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
+_Static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
+_Static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");
 #endif
 
 #endif /* XDPCAP_ABI_H */

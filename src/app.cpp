@@ -51,6 +51,13 @@ bool ring_fits_records(uint32_t pages, uint32_t snaplen)
     return ring_bytes(pages) > record_size_for(snaplen);
 }
 
+// Two of the longest frames, each all its records: the size the default
+// keeps when the locked-memory limit makes it shrink.
+bool ring_fits_frames(uint32_t pages, uint32_t snaplen)
+{
+    return ring_bytes(pages) > 2 * records_size_for(snaplen);
+}
+
 void check_ring_fits_records(const Config& config)
 {
     if (config.ring_pages && !ring_fits_records(*config.ring_pages, config.snaplen))
@@ -62,7 +69,8 @@ void check_ring_fits_records(const Config& config)
 }
 
 // The size asked for, or the default; a default the locked-memory limit
-// refuses is halved until it fits, as long as two records still do.
+// refuses is halved until it fits, as long as two of the longest frames
+// still do.
 // The default budget is shared by the rings of every interface captured.
 PerfRings create_rings(int events_map_fd, const Config& config, size_t interfaces)
 {
@@ -73,7 +81,7 @@ PerfRings create_rings(int events_map_fd, const Config& config, size_t interface
         try {
             return PerfRings(events_map_fd, RingSettings{pages, wakeup_bytes_for(ring_bytes(pages))});
         } catch (const RingMemoryError&) {
-            if (pages == 1 || !ring_fits_records(pages / 2, config.snaplen))
+            if (pages == 1 || !ring_fits_frames(pages / 2, config.snaplen))
                 throw;
             pages /= 2;
         }
@@ -583,7 +591,8 @@ int run_capture(const Config& config)
     CaptureLoop loop(std::move(sources), std::move(links), output, signals, clock,
                      CaptureLoop::Options{config.count, config.verbose, filtering,
                                           config.direction == Direction::InOut, 50, interfaces,
-                                          config.sample_every, drop_labels ? &*drop_labels : nullptr});
+                                          config.sample_every, drop_labels ? &*drop_labels : nullptr,
+                                          config.snaplen});
     PerFileStatistics file_statistics(start_ns);
     if (rotation) {
         output.rotate(std::move(*rotation), config.postrotate_command
@@ -606,6 +615,12 @@ int run_capture(const Config& config)
             if (!session.iface.up)
                 std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
                              session.iface.name.c_str());
+            // Every interface's rings are the same size: said once.
+            if (&session == &sessions.front() && session.rings->bytes_per_ring() <= records_size_for(config.snaplen))
+                std::fprintf(stderr,
+                             "xdpcap: warning: rings of %zu KiB cannot hold a %u-byte frame (%zu bytes of records): "
+                             "such frames are lost and counted\n",
+                             session.rings->bytes_per_ring() / 1024, config.snaplen, records_size_for(config.snaplen));
             if (session.xdp_mode != config.xdp_mode && session.program->captures(CaptureProgram::Hook::Ingress))
                 std::fprintf(stderr,
                              "xdpcap: warning: %s is a veth: generic XDP mode leaves its traffic as it was, but "
@@ -675,7 +690,8 @@ int run_capture(const Config& config)
                                                    .drops = config.drops,
                                                    .drop_reasons = drop_labels ? drop_labels->by_frequency()
                                                                                : std::vector<std::pair<std::string, uint64_t>>{},
-                                                   .drop_misses = loop.drop_misses()})
+                                                   .drop_misses = loop.drop_misses(),
+                                                   .largest_snaplen = config.snaplen == kMaxSnaplen})
                        .c_str(),
                    stderr);
     return failure.empty() ? kExitOk : kExitRuntime;

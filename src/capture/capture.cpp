@@ -48,7 +48,8 @@ CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, P
                          StopSignals& signals, ClockOffset clock, Options options)
     : sources_(std::move(sources)), links_(std::move(links)), readers_(all_readers(sources_)), output_(output),
       signals_(signals), clock_(clock), options_(options),
-      merger_(readers_, output, clock, RingMerger::Options{options.count, kHoldBackNs, options.interfaces})
+      merger_(readers_, output, clock,
+              RingMerger::Options{options.count, kHoldBackNs, options.interfaces, options.snaplen})
 {
     for (uint32_t s = 0; s < sources_.size(); ++s) {
         ifindexes_.push_back(sources_[s].ifindex);
@@ -301,6 +302,7 @@ void CaptureLoop::print_stats() const
                                                                    ? options_.drop_labels->by_frequency()
                                                                    : std::vector<std::pair<std::string, uint64_t>>{},
                                                                .drop_misses = drop_misses(),
+                                                               .largest_snaplen = options_.snaplen == XDPCAP_MAX_SNAPLEN,
                                                                .interim = true});
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);

@@ -46,6 +46,7 @@ public:
         InterfaceMap interfaces{};
         uint32_t sample_every = 1;
         DropLabels* drop_labels = nullptr; // --drops
+        uint32_t snaplen = XDPCAP_MAX_SNAPLEN;
     };
 
     // `links`: opened before the sources were attached.

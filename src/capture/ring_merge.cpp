@@ -1,5 +1,7 @@
 #include "capture/ring_merge.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 #include <new>
 
@@ -8,7 +10,8 @@ namespace xdpcap {
 RingMerger::RingMerger(std::span<PerfRingReader> rings, PacketOutput& output, ClockOffset clock, Options options)
     : rings_(rings), output_(output), clock_(clock), options_(options), heads_(rings.size()),
       queued_(rings.size(), 0), scratch_(std::make_unique_for_overwrite<uint8_t[]>(rings.size() * kMaxRecordSize)),
-      tallies_(rings.size()), written_by_interface_(options_.interfaces.count(static_cast<uint32_t>(rings.size())), 0)
+      frames_(std::make_unique_for_overwrite<uint8_t[]>(rings.size() * XDPCAP_MAX_SNAPLEN)),
+      assemblies_(rings.size()), tallies_(rings.size()), written_by_interface_(options_.interfaces.count(static_cast<uint32_t>(rings.size())), 0)
 {
     heap_.reserve(rings.size()); // never grows on the hot path
 }
@@ -94,6 +97,15 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
     output_.release_references();
 }
 
+void RingMerger::drain_everything()
+{
+    merge(0, true);
+    for (uint32_t ring = 0; ring < assemblies_.size(); ++ring) {
+        if (assemblies_[ring].active)
+            abandon(ring);
+    }
+}
+
 // Forced inline (both helpers below): once per packet, from two call sites
 // each, which GCC would otherwise leave as calls.
 [[gnu::always_inline]] inline bool RingMerger::read_head(uint32_t ring)
@@ -108,17 +120,79 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
         // of the returned record would stall on store forwarding per packet.
         ::new (&head.decoded) DecodedRecord(decode_record(record.data, record.size));
         const DecodedRecord& decoded = head.decoded;
-        if (decoded.kind == RecordKind::Sample) {
+        if (decoded.kind == RecordKind::Sample && decoded.sample.cap_len <= XDPCAP_MAX_SAMPLE_SIZE) [[likely]] {
+            if (assemblies_[ring].active) [[unlikely]]
+                abandon(ring);
             head.record = record;
             return true;
         }
-        // Not packets: nothing to order them with, so counted when met.
+        // Not a packet of one record: consumed here, its bytes copied.
         reader.advance(record);
-        if (decoded.kind == RecordKind::Lost)
+        switch (decoded.kind) {
+        case RecordKind::Sample:
+        case RecordKind::Part:
+            if (assemble(ring, decoded)) {
+                const Assembly& done = assemblies_[ring];
+                head.decoded.kind = RecordKind::Sample;
+                head.decoded.sample = done.sample;
+                head.record = {};
+                return true;
+            }
+            break;
+        case RecordKind::Lost:
             tallies_[ring].lost_records += decoded.lost;
-        else if (decoded.kind == RecordKind::Invalid)
+            break;
+        case RecordKind::Invalid:
             ++tallies_[ring].invalid;
+            break;
+        case RecordKind::Other:
+            break;
+        }
     }
+}
+
+bool RingMerger::assemble(uint32_t ring, const DecodedRecord& decoded)
+{
+    Assembly& assembly = assemblies_[ring];
+    uint8_t* frame = frame_buffer(ring);
+    if (decoded.kind == RecordKind::Sample) {
+        if (assembly.active)
+            abandon(ring);
+        assembly.active = true;
+        assembly.sample = decoded.sample;
+        assembly.sample.data = frame;
+        assembly.next_offset = XDPCAP_MAX_SAMPLE_SIZE;
+        std::memcpy(frame, decoded.sample.data, XDPCAP_MAX_SAMPLE_SIZE);
+        return false;
+    }
+    const FramePart& part = decoded.part;
+    // The records of one frame follow each other in their CPU's ring; a part
+    // out of that order belongs to a frame that was not written whole.
+    if (!assembly.active || part.tstamp_ns != assembly.sample.tstamp_ns || part.offset != assembly.next_offset ||
+        part.offset >= assembly.sample.cap_len) {
+        if (assembly.active)
+            abandon(ring);
+        ++tallies_[ring].stray_parts;
+        return false;
+    }
+    const uint32_t length = part_length(assembly.sample.cap_len, part.offset);
+    if (part.available < length) {
+        abandon(ring);
+        ++tallies_[ring].invalid;
+        return false;
+    }
+    std::memcpy(frame + part.offset, part.data, length);
+    assembly.next_offset += length;
+    if (assembly.next_offset < assembly.sample.cap_len)
+        return false;
+    assembly.active = false;
+    return true;
+}
+
+void RingMerger::abandon(uint32_t ring) noexcept
+{
+    assemblies_[ring].active = false;
+    ++tallies_[ring].incomplete;
 }
 
 [[gnu::always_inline]] inline void RingMerger::take(uint32_t ring)
@@ -136,16 +210,24 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
         return;
     }
     const Sample& sample = head.decoded.sample;
-    // A record reassembled in scratch does not stay there.
+    // A record reassembled in scratch does not stay there, nor does a frame
+    // put together from several records.
+    const bool stays_in_ring = head.record.size != 0 && head.record.data != scratch(ring);
     const uint32_t interface = options_.interfaces.interface(ring, sample.hook, sample.program);
-    if (!output_.write(interface, sample, monotonic_to_realtime(sample.tstamp_ns, clock_),
-                       head.record.data != scratch(ring))) [[unlikely]] {
+    if (!output_.write(interface, sample, monotonic_to_realtime(sample.tstamp_ns, clock_), stays_in_ring))
+        [[unlikely]] {
         // -W's last -G file is complete: like -c, the capture ends here.
         ++tally.discarded;
         count_reached_ = true;
         return;
     }
     ++tally.written;
+    if (sample.orig_len > sample.cap_len) [[unlikely]] {
+        if (sample.orig_len > options_.snaplen)
+            ++tally.cut;
+        if (sample.cap_len < std::min(sample.orig_len, options_.snaplen))
+            ++tally.partial;
+    }
     ++written_by_interface_[interface];
     ++written_;
     if (sample.tstamp_ns < newest_written_ns_)

@@ -1,6 +1,7 @@
 // One output stream in timestamp order from the per-CPU rings: each ring's
 // next sample waits in a binary min-heap keyed by (timestamp, ring), and the
-// oldest is written once no ring can still deliver an older one. Also keeps
+// oldest is written once no ring can still deliver an older one. A frame
+// longer than one record is put together from its records first. Also keeps
 // each ring's accounting, since what happens to a sample is decided here.
 #pragma once
 
@@ -33,6 +34,7 @@ public:
         std::optional<uint64_t> count; // -c: samples after this many written are discarded
         uint64_t hold_back_ns = kHoldBackNs;
         InterfaceMap interfaces{}; // default: ring i is written as interface i
+        uint32_t snaplen = XDPCAP_MAX_SNAPLEN; // frames longer than this are counted as cut
     };
 
     RingMerger(std::span<PerfRingReader> rings, PacketOutput& output, ClockOffset clock, Options options);
@@ -43,8 +45,9 @@ public:
     // than half full lifts the hold-back: everything read is written. Then
     // hands the consumed ring space back, also when writing throws.
     void drain(uint64_t now_ns) { merge(now_ns, false); }
-    // The same without hold-back: everything published is written.
-    void drain_everything() { merge(0, true); }
+    // The same without hold-back: everything published is written. For the
+    // end of the capture: a frame still missing parts then never gets them.
+    void drain_everything();
 
     // A write threw: the packets of the failed chunk count as not written,
     // and so does every later sample.
@@ -69,7 +72,16 @@ private:
     };
     struct Head {
         DecodedRecord decoded;
+        // The first record, while it is still to be consumed; empty for a
+        // frame put together from several (their records are consumed, the
+        // frame is in frame_buffer()).
         PerfRingReader::Record record;
+    };
+    // A frame longer than one record whose first records have been read.
+    struct Assembly {
+        bool active = false;
+        Sample sample{}; // from the first record; data points at frame_buffer()
+        uint32_t next_offset = 0;
     };
 
     // Ties go to the lower ring so that the output is deterministic.
@@ -83,10 +95,16 @@ private:
     bool read_head(uint32_t ring);
     // Consumes the ring's head and writes or counts it.
     void take(uint32_t ring);
+    // A record of a frame longer than one record; true when it completes it.
+    bool assemble(uint32_t ring, const DecodedRecord& decoded);
+    // The ring's frame in progress will not be completed: its records are
+    // dropped (the kernel counted the frame as not written).
+    void abandon(uint32_t ring) noexcept;
     void push(Key key) noexcept;
     void pop_top() noexcept;
     void sift_down(Key key) noexcept; // puts key at the top and restores the heap
     uint8_t* scratch(uint32_t ring) const noexcept { return scratch_.get() + size_t{ring} * kMaxRecordSize; }
+    uint8_t* frame_buffer(uint32_t ring) const noexcept { return frames_.get() + size_t{ring} * XDPCAP_MAX_SNAPLEN; }
 
     std::span<PerfRingReader> rings_;
     PacketOutput& output_;
@@ -98,6 +116,10 @@ private:
     // Each ring's wrapped head record; several are held at once. Not zeroed:
     // pages that no wrapped record touches stay unallocated.
     std::unique_ptr<uint8_t[]> scratch_;
+    // Each ring's frame being put together from several records; untouched
+    // pages stay unallocated here too.
+    std::unique_ptr<uint8_t[]> frames_;
+    std::vector<Assembly> assemblies_;
     std::vector<RingTally> tallies_;
     std::vector<uint64_t> written_by_interface_;
     uint64_t newest_written_ns_ = 0;

@@ -86,6 +86,8 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
         totals.sample_skipped += s.kernel.sample_skipped;
         totals.stack_drops += s.drops.matched;
         totals.no_link_header += s.drops.no_link_header;
+        totals.cut += s.ring.cut;
+        totals.partial += s.ring.partial;
     }
     return totals;
 }
@@ -120,6 +122,12 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
             counted(t.unwritten, " packet not written to the output", " packets not written to the output"));
     if (t.invalid)
         totals.push_back(counted(t.invalid, " record refused as malformed", " records refused as malformed"));
+    if (t.cut && (format.largest_snaplen || format.per_cpu))
+        totals.push_back(
+            counted(t.cut, " packet longer than the snapshot length", " packets longer than the snapshot length"));
+    if (t.partial && format.per_cpu)
+        totals.push_back(counted(t.partial, " packet", " packets") +
+                         " captured only as far as the hook reaches (short of the snapshot length)");
     if (format.filtering && format.per_cpu)
         totals.push_back(counted(t.seen, " packet seen on the interface", " packets seen on the interface"));
     // Late for the merge by time: written, but after a newer packet.
@@ -165,6 +173,7 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
             " malformed, " + std::to_string(s.ring.discarded) + " after count, " +
             std::to_string(s.ring.unwritten) + " not written, " + std::to_string(s.ring.out_of_order) +
             " written out of order" +
+            (s.ring.incomplete ? ", " + std::to_string(s.ring.incomplete) + " not whole in the ring" : std::string()) +
             (format.filtering ? ", " + std::to_string(s.kernel.matched) + " kept by filter" : std::string()) +
             (sampling ? ", " + std::to_string(s.kernel.sample_skipped) + " skipped by sampling" : std::string()) +
             "\n";

@@ -20,6 +20,14 @@ struct RingTally {
     uint64_t invalid = 0;      // records refused by the decoder
     uint64_t lost_records = 0; // sum of PERF_RECORD_LOST notices
     uint64_t out_of_order = 0; // of `written`: written after a newer packet from any ring
+    uint64_t cut = 0;          // of `written`: longer than the snapshot length
+    // Of `written`: captured short of the snapshot length, as far as the hook
+    // reaches (generic XDP's super-frames, paged bytes of a drop).
+    uint64_t partial = 0;
+    // Frames longer than one record that the kernel did not write whole (and
+    // counted as failed): their records, dropped here.
+    uint64_t incomplete = 0;
+    uint64_t stray_parts = 0;
 };
 
 struct CpuStats {
@@ -50,6 +58,8 @@ struct CaptureTotals {
     uint64_t sample_skipped = 0; // of `received`, left out by --sample
     uint64_t stack_drops = 0;    // --drops: of `received`, drops the filter kept
     uint64_t no_link_header = 0; // --drops: drops before an Ethernet header existed
+    uint64_t cut = 0;            // written, longer than the snapshot length
+    uint64_t partial = 0;        // written, short of the snapshot length where the hook reaches no further
 };
 
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
@@ -75,6 +85,9 @@ struct StatsFormat {
     // With drops and per_cpu: written drops by reason, most frequent first.
     std::vector<std::pair<std::string, uint64_t>> drop_reasons = {};
     uint64_t drop_misses = 0; // drops the kernel did not run the drop program for
+    // The snapshot length is the largest there is (no -s below it): the
+    // packets longer than it get a line (with -v, always).
+    bool largest_snaplen = false;
     // SIGUSR1 while capturing: the totals on one line that starts with
     // kInterimPrefix (tcpdump prints one line then too), so that they cannot
     // be taken for the final statistics; per-CPU lines as usual.

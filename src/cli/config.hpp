@@ -15,7 +15,7 @@ enum class XdpMode { Auto, Native, Generic };
 // tcpdump's -Q: received frames (XDP), sent frames (TC egress), or both.
 enum class Direction { In, Out, InOut };
 
-inline constexpr uint32_t kMaxSnaplen = XDPCAP_MAX_SAMPLE_SIZE;
+inline constexpr uint32_t kMaxSnaplen = XDPCAP_MAX_SNAPLEN;
 inline constexpr uint32_t kMaxRingPages = 65536;
 inline constexpr uint32_t kMaxSampleEvery = 0xffffffffu;
 

@@ -11,6 +11,7 @@
 #include "error.hpp"
 #include "kernel/filter_front.hpp"
 #include "kernel/kernel_btf.hpp"
+#include "kernel/scratch_maps.hpp"
 #include "xdpcap_abi.h"
 
 namespace xdpcap {
@@ -60,12 +61,8 @@ DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction dire
         bpf_map__reuse_fd(skel->maps.sample_ticks, sample_ticks_fd) != 0)
         throw Error("cannot share the capture maps with the drop program: " + errno_text(errno));
     bpf_program__set_autoload(skel->progs.xdpcap_drop_sample, with_filter);
-    // One entry per CPU, each as large as a sample can be.
-    const int cpus = libbpf_num_possible_cpus();
-    bpf_map__set_max_entries(skel->maps.drop_scratch, cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
-    const uint32_t frame_bytes = std::max(snaplen, 16u);
-    bpf_map__set_value_size(skel->maps.drop_scratch,
-                            static_cast<uint32_t>(sizeof(xdpcap_meta) + ((frame_bytes + 7) & ~7u)));
+    size_first_record_scratch(skel->maps.drop_scratch, snaplen, true);
+    size_part_scratch(skel->maps.part_scratch, snaplen);
     if (const int err = -xdpcap_drops__load(skel.get())) {
         if (err == EPERM)
             throw Error("cannot load the drop program: " + errno_text(err) +

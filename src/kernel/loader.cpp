@@ -20,6 +20,7 @@
 #include "filter/ebpf_insn.hpp"
 #include "capture/stats.hpp"
 #include "kernel/filter_front.hpp"
+#include "kernel/scratch_maps.hpp"
 #include "kernel/kernel_btf.hpp"
 #include "kernel/program_btf.hpp"
 #include "kernel/xdp_inventory.hpp"
@@ -93,15 +94,10 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, ingress && frags);
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, ingress && !frags);
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_egress, egress);
-    // One wire-view entry per CPU, each as large as a sample can be.
-    const int cpus = libbpf_num_possible_cpus();
     // Received frames need it where the NIC's VLAN tag can be had back.
     const bool rebuilds = egress || (ingress && kernel_rx_metadata().vlan);
-    bpf_map__set_max_entries(attempt.skel->maps.wire_scratch, rebuilds && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
-    // At least the MAC addresses and the tag, which are copied whatever the snapshot length.
-    const uint32_t wire_bytes = std::max(snaplen, 16u);
-    bpf_map__set_value_size(attempt.skel->maps.wire_scratch,
-                            static_cast<uint32_t>(sizeof(xdpcap_meta) + ((wire_bytes + 7) & ~7u)));
+    size_first_record_scratch(attempt.skel->maps.wire_scratch, snaplen, rebuilds);
+    size_part_scratch(attempt.skel->maps.part_scratch, snaplen);
     // Trace mode: an entry and an exit pair per traced program.
     if (trace_programs > 1)
         bpf_map__set_max_entries(attempt.skel->maps.counters, XDPCAP_COUNTERS_TRACE(trace_programs, 0));

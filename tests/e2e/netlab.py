@@ -1065,7 +1065,7 @@ STATS_CPU_RE = re.compile(
     r"^\s*cpu(\d+): (\d+) seen, (\d+) sampled, (\d+) written, (\d+) ring full, "
     r"(\d+) other output errors, (\d+) reported lost, (\d+) malformed, (\d+) after count, "
     r"(\d+) not written, (\d+) written out of order"
-    r"(?:, (\d+) kept by filter)?(?:, (\d+) skipped by sampling)?$")
+    r"(?:, \d+ not whole in the ring)?(?:, (\d+) kept by filter)?(?:, (\d+) skipped by sampling)?$")
 STATS_CPU_KEYS = ("seen", "sampled", "written", "ring_full", "other_errors", "reported_lost",
                   "malformed", "after_count", "not_written", "out_of_order")
 _STATS_TOTAL_RES = (

@@ -73,7 +73,7 @@ def one_run(binary, lab, tmp, corpus, frames, extra, tag):
     n_epb = len(recs["epbs"])
     N.expect(n_epb == st["captured"], f"enhanced packet blocks in the file ({n_epb}) == "
                                       f"'packets captured' ({st['captured']})")
-    snap = int(extra[extra.index("-s") + 1]) if "-s" in extra else 65024
+    snap = int(extra[extra.index("-s") + 1]) if "-s" in extra else 262144
     sent_set = {(f[:snap], len(f)) for f in frames}
     N.expect(all((r["data"], r["origlen"]) in sent_set and r["caplen"] == len(r["data"])
                  for r in recs["epbs"]),

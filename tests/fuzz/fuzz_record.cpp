@@ -15,11 +15,19 @@ namespace {
 
 void check_sample_bounds(const xdpcap::DecodedRecord& decoded, const uint8_t* record, size_t size)
 {
+    if (decoded.kind == xdpcap::RecordKind::Part) {
+        // A part's bytes lie inside its record.
+        const uint8_t* begin = decoded.part.data;
+        if (begin < record || begin + decoded.part.available > record + size)
+            std::abort();
+        return;
+    }
     if (decoded.kind != xdpcap::RecordKind::Sample)
         return;
+    // A first record carries its share of the capture; parts bring the rest.
     const uint8_t* begin = decoded.sample.data;
-    if (begin < record || begin + decoded.sample.cap_len > record + size ||
-        decoded.sample.cap_len > decoded.sample.orig_len)
+    if (begin < record || begin + xdpcap::first_record_length(decoded.sample.cap_len) > record + size ||
+        decoded.sample.cap_len > decoded.sample.orig_len || decoded.sample.cap_len > XDPCAP_MAX_SNAPLEN)
         std::abort();
 }
 

@@ -3,6 +3,8 @@
 
 #include <linux/perf_event.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -28,6 +30,34 @@ inline std::vector<uint8_t> sample_record(const std::vector<uint8_t>& frame, uin
     if (!frame.empty())
         std::memcpy(record.data() + 12 + sizeof meta, frame.data(), frame.size());
     return record;
+}
+
+// A frame's records as the capture programs write them: the first record
+// with xdpcap_meta and up to XDPCAP_MAX_SAMPLE_SIZE bytes (cap_len counts the
+// whole frame), then a part per further XDPCAP_MAX_SAMPLE_SIZE bytes.
+inline std::vector<std::vector<uint8_t>> frame_records(const std::vector<uint8_t>& frame, uint32_t orig_len,
+                                                       uint64_t tstamp_ns = 123456789)
+{
+    const size_t first = std::min<size_t>(frame.size(), XDPCAP_MAX_SAMPLE_SIZE);
+    std::vector<std::vector<uint8_t>> records{
+        sample_record(std::vector<uint8_t>(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(first)),
+                      orig_len, XDPCAP_META_TAG, 0, tstamp_ns)};
+    const auto cap_len = static_cast<uint32_t>(frame.size());
+    std::memcpy(records[0].data() + 12 + offsetof(xdpcap_meta, cap_len), &cap_len, 4);
+    for (size_t offset = first; offset < frame.size(); offset += XDPCAP_MAX_SAMPLE_SIZE) {
+        const size_t length = std::min<size_t>(frame.size() - offset, XDPCAP_MAX_SAMPLE_SIZE);
+        const xdpcap_part part{XDPCAP_PART_TAG, static_cast<uint32_t>(offset), tstamp_ns};
+        const size_t raw_size = ((4 + sizeof part + length + 7) & ~size_t{7}) - 4;
+        perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(sizeof header + 4 + raw_size)};
+        std::vector<uint8_t> record(header.size, 0);
+        std::memcpy(record.data(), &header, sizeof header);
+        const auto raw32 = static_cast<uint32_t>(raw_size);
+        std::memcpy(record.data() + 8, &raw32, 4);
+        std::memcpy(record.data() + 12, &part, sizeof part);
+        std::memcpy(record.data() + 12 + sizeof part, frame.data() + offset, length);
+        records.push_back(std::move(record));
+    }
+    return records;
 }
 
 inline std::vector<uint8_t> lost_record(uint64_t lost)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -109,6 +110,31 @@ public:
         fakes_[ring]->push(sample_record(frame, static_cast<uint32_t>(len), XDPCAP_META_TAG, 0, tstamp_ns));
         return Packet{ring, tstamp_ns, std::move(frame)};
     }
+    // The records of a frame of `len` bytes (longer than one record: its
+    // first record and parts); `publish` of them are put in the ring, the
+    // rest are returned for push_rest().
+    Packet send_long(uint32_t ring, uint64_t tstamp_ns, size_t len, size_t publish = SIZE_MAX,
+                     uint32_t orig_len = 0)
+    {
+        const auto seq = static_cast<uint32_t>(sent_[ring]++);
+        Bytes frame = frame_for(ring, seq, len);
+        auto records = frame_records(frame, orig_len ? orig_len : static_cast<uint32_t>(len), tstamp_ns);
+        rest_.clear();
+        for (size_t i = 0; i < records.size(); ++i) {
+            if (i < publish)
+                fakes_[ring]->push(records[i]);
+            else
+                rest_.push_back(records[i]);
+        }
+        return Packet{ring, tstamp_ns, std::move(frame)};
+    }
+    // Publishes the records send_long() held back.
+    void push_rest(uint32_t ring)
+    {
+        for (const auto& record : rest_)
+            fakes_[ring]->push(record);
+        rest_.clear();
+    }
     RingMerger& merger() { return *merger_; }
     PacketOutput& output() { return *output_; }
     std::vector<Packet> written()
@@ -122,6 +148,7 @@ public:
 private:
     MemFile file_;
     std::vector<size_t> sent_;
+    std::vector<Bytes> rest_;
     std::vector<std::unique_ptr<FakeRing>> fakes_;
     std::vector<PerfRingReader> readers_;
     std::unique_ptr<PacketOutput> output_;
@@ -590,4 +617,161 @@ TEST(OutputFaults, EagainIsWaitedFor)
         EXPECT_EQ(bench.written(), sorted_by_time(sent));
         expect_every_sample_accounted(bench.merger().tallies());
     }
+}
+
+// Frames longer than one record: put together from their records, in
+// their place in time; never written in part.
+
+namespace {
+
+constexpr size_t kLongRing = size_t{1} << 20;
+
+} // namespace
+
+TEST(LongFrames, WrittenWholeInTimeOrder)
+{
+    for (size_t len : {size_t{XDPCAP_MAX_SAMPLE_SIZE} + 1, size_t{130048}, size_t{200000}, size_t{XDPCAP_MAX_SNAPLEN}}) {
+        MergeBench bench(2, kLongRing);
+        std::vector<Packet> sent;
+        sent.push_back(bench.send(1, 10 * kMs));
+        sent.push_back(bench.send_long(0, 10 * kMs + 5, len));
+        sent.push_back(bench.send(1, 10 * kMs + 7));
+        sent.push_back(bench.send(0, 10 * kMs + 9));
+        sent.push_back(bench.send_long(1, 10 * kMs + 11, len));
+        bench.merger().drain_everything();
+        const auto written = bench.written();
+        ASSERT_EQ(written.size(), sent.size()) << len;
+        EXPECT_TRUE(written == sorted_by_time(sent)) << len;
+        const RingTally total = sum(bench.merger().tallies());
+        EXPECT_EQ(total.written, 5u);
+        for (const auto& t : bench.merger().tallies()) {
+            EXPECT_EQ(t.samples, t.written);
+            EXPECT_EQ(t.incomplete, 0u);
+            EXPECT_EQ(t.stray_parts, 0u);
+        }
+    }
+}
+
+TEST(LongFrames, WaitForTheirLastPart)
+{
+    MergeBench bench(1, kLongRing);
+    const Packet frame = bench.send_long(0, 10 * kMs, 200000, 2);
+    bench.merger().drain(50 * kMs);
+    EXPECT_TRUE(bench.written().empty()) << "a frame written before its last part";
+    EXPECT_EQ(bench.merger().tallies()[0].samples, 0u);
+    bench.push_rest(0);
+    bench.merger().drain(50 * kMs);
+    const auto written = bench.written();
+    ASSERT_EQ(written.size(), 1u);
+    EXPECT_TRUE(written[0] == frame);
+    EXPECT_EQ(bench.merger().tallies()[0].incomplete, 0u);
+}
+
+TEST(LongFrames, AFrameMissingAPartIsDroppedNotWrittenInPart)
+{
+    MergeBench bench(1, kLongRing);
+    // The kernel could not write the third record (ring full): the next
+    // record is the next frame's.
+    bench.send_long(0, 10 * kMs, 200000, 2);
+    const Packet next = bench.send(0, 10 * kMs + 100);
+    const Packet after = bench.send_long(0, 10 * kMs + 200, 70000);
+    bench.merger().drain_everything();
+    const auto written = bench.written();
+    ASSERT_EQ(written.size(), 2u);
+    EXPECT_TRUE(written[0] == next);
+    EXPECT_TRUE(written[1] == after);
+    const RingTally& t = bench.merger().tallies()[0];
+    EXPECT_EQ(t.incomplete, 1u);
+    EXPECT_EQ(t.samples, 2u); // what the kernel counts as sampled
+    EXPECT_EQ(t.invalid, 0u);
+}
+
+TEST(LongFrames, AFrameFollowedByAnotherLongOneBeforeItsPartsIsDropped)
+{
+    MergeBench bench(1, kLongRing);
+    bench.send_long(0, 10 * kMs, 200000, 1);
+    const Packet second = bench.send_long(0, 10 * kMs + 100, 140000);
+    bench.merger().drain_everything();
+    const auto written = bench.written();
+    ASSERT_EQ(written.size(), 1u);
+    EXPECT_TRUE(written[0] == second);
+    EXPECT_EQ(bench.merger().tallies()[0].incomplete, 1u);
+}
+
+TEST(LongFrames, PartsWithoutTheirFirstRecordAreDropped)
+{
+    MergeBench bench(1, kLongRing);
+    // A frame's parts after a lost notice: their first record never came.
+    const auto records = frame_records(frame_for(0, 9, 200000), 200000, 10 * kMs);
+    bench.ring(0).push(lost_record(1));
+    for (size_t i = 1; i < records.size(); ++i)
+        bench.ring(0).push(records[i]);
+    const Packet next = bench.send(0, 10 * kMs + 100);
+    bench.merger().drain_everything();
+    const auto written = bench.written();
+    ASSERT_EQ(written.size(), 1u);
+    EXPECT_TRUE(written[0] == next);
+    EXPECT_EQ(bench.merger().tallies()[0].stray_parts, 3u);
+    EXPECT_EQ(bench.merger().tallies()[0].lost_records, 1u);
+}
+
+TEST(LongFrames, APartOfAnotherFrameEndsTheOneInProgress)
+{
+    MergeBench bench(1, kLongRing);
+    bench.send_long(0, 10 * kMs, 200000, 1);
+    // A part stamped for another frame.
+    bench.send_long(0, 10 * kMs + 50, 200000, 0);
+    auto stray = frame_records(frame_for(0, 9, 200000), 200000, 10 * kMs + 50)[1];
+    bench.ring(0).push(stray);
+    const Packet next = bench.send(0, 10 * kMs + 100);
+    bench.merger().drain_everything();
+    const auto written = bench.written();
+    ASSERT_EQ(written.size(), 1u);
+    EXPECT_TRUE(written[0] == next);
+    EXPECT_EQ(bench.merger().tallies()[0].incomplete, 1u);
+    EXPECT_EQ(bench.merger().tallies()[0].stray_parts, 1u);
+}
+
+TEST(LongFrames, StillMissingPartsAtTheEndAreCountedAsNotWhole)
+{
+    MergeBench bench(2, kLongRing);
+    bench.send_long(0, 10 * kMs, 200000, 3);
+    const Packet other = bench.send(1, 10 * kMs + 1);
+    bench.merger().drain_everything();
+    const auto written = bench.written();
+    ASSERT_EQ(written.size(), 1u);
+    EXPECT_TRUE(written[0] == other);
+    EXPECT_EQ(bench.merger().tallies()[0].incomplete, 1u);
+    EXPECT_EQ(bench.merger().tallies()[0].samples, 0u);
+}
+
+TEST(LongFrames, RecordsThatWrapTheRingEnd)
+{
+    // Every record boundary of the frames lands somewhere else in the ring,
+    // the ring end inside a part included.
+    for (uint64_t start : {uint64_t{0}, uint64_t{kLongRing - 24}, uint64_t{kLongRing - 65024}, uint64_t{kLongRing - 130000},
+                           uint64_t{kLongRing - 200000}}) {
+        MergeBench bench(1, kLongRing);
+        bench.start_rings_at(start);
+        std::vector<Packet> sent;
+        sent.push_back(bench.send_long(0, 10 * kMs, 262144));
+        sent.push_back(bench.send(0, 10 * kMs + 1, 1500));
+        sent.push_back(bench.send_long(0, 10 * kMs + 2, 100000));
+        bench.merger().drain_everything();
+        EXPECT_TRUE(bench.written() == sent) << start;
+        EXPECT_EQ(bench.merger().tallies()[0].incomplete, 0u);
+    }
+}
+
+TEST(LongFrames, LongerThanTheSnapshotLengthAreCounted)
+{
+    MergeBench bench(1, kLongRing); // the snapshot length is the largest by default
+    bench.send_long(0, 10 * kMs, XDPCAP_MAX_SNAPLEN, SIZE_MAX, 400000);
+    bench.send_long(0, 10 * kMs + 1, XDPCAP_MAX_SNAPLEN);
+    bench.send(0, 10 * kMs + 2, 1500);
+    bench.merger().drain_everything();
+    const auto written = bench.written();
+    ASSERT_EQ(written.size(), 3u);
+    EXPECT_EQ(written[0].data.size(), XDPCAP_MAX_SNAPLEN);
+    EXPECT_EQ(bench.merger().tallies()[0].cut, 1u);
 }

@@ -180,7 +180,7 @@ TEST(Extcap, ConfigText)
     EXPECT_EQ(defaults[1], 1);
     EXPECT_EQ(defaults[2], 1);
     EXPECT_EQ(defaults[3], 1);
-    EXPECT_NE(lines[0].find("{range=0,65024}"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("{range=0,262144}"), std::string::npos) << lines[0];
     EXPECT_EQ(values[4].front(), "auto");
     EXPECT_EQ(values[4].size(), 18u) << "auto and every power of two from 1 to 65536";
     EXPECT_EQ(defaults[4], 1);

@@ -7,6 +7,7 @@
 
 using namespace xdpcap;
 using test::lost_record;
+using test::frame_records;
 using test::sample_record;
 
 TEST(DecodeRecord, NormalSample)
@@ -144,4 +145,95 @@ TEST(DecodeRecord, UnknownDirectionIsRefused)
         EXPECT_EQ(decoded.kind, RecordKind::Invalid) << int(direction);
         EXPECT_STREQ(decoded.invalid_reason, "unknown direction");
     }
+}
+
+// Frames longer than one record: the first record, then parts.
+
+namespace {
+
+std::vector<uint8_t> pattern(size_t length)
+{
+    std::vector<uint8_t> frame(length);
+    for (size_t i = 0; i < length; ++i)
+        frame[i] = static_cast<uint8_t>(i * 13 + i / 251);
+    return frame;
+}
+
+} // namespace
+
+TEST(DecodeRecord, FirstRecordOfALongFrameCarriesTheWholeCaptureLength)
+{
+    const auto frame = pattern(200000);
+    const auto records = frame_records(frame, 200000, 77);
+    ASSERT_EQ(records.size(), 4u); // 65024 * 3 < 200000 <= 65024 * 4
+    const auto decoded = decode_record(records[0].data(), records[0].size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.cap_len, 200000u);
+    EXPECT_EQ(decoded.sample.orig_len, 200000u);
+    EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), XDPCAP_MAX_SAMPLE_SIZE), 0);
+}
+
+TEST(DecodeRecord, PartsSayWhereTheirBytesGo)
+{
+    const auto frame = pattern(200000);
+    const auto records = frame_records(frame, 200000, 77);
+    for (size_t i = 1; i < records.size(); ++i) {
+        const auto decoded = decode_record(records[i].data(), records[i].size());
+        ASSERT_EQ(decoded.kind, RecordKind::Part) << decoded.invalid_reason;
+        const uint32_t offset = static_cast<uint32_t>(i) * XDPCAP_MAX_SAMPLE_SIZE;
+        EXPECT_EQ(decoded.part.offset, offset);
+        EXPECT_EQ(decoded.part.tstamp_ns, 77u);
+        EXPECT_GE(decoded.part.available, part_length(200000, offset));
+        EXPECT_LT(decoded.part.available, part_length(200000, offset) + 8);
+        EXPECT_EQ(std::memcmp(decoded.part.data, frame.data() + offset, part_length(200000, offset)), 0);
+    }
+}
+
+TEST(DecodeRecord, RecordsSizeForMatchesBuilder)
+{
+    for (size_t len : {60u, 65024u, 65025u, 130048u, 200000u, 262144u}) {
+        size_t total = 0;
+        for (const auto& record : frame_records(pattern(len), static_cast<uint32_t>(len)))
+            total += record.size();
+        EXPECT_EQ(records_size_for(len), total) << len;
+    }
+}
+
+TEST(DecodeRecord, FirstRecordShortOfItsShareIsRefused)
+{
+    // cap_len says parts follow, so the first record must be full.
+    auto record = sample_record(pattern(65000), 100000);
+    const uint32_t cap_len = 100000;
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_meta, cap_len), &cap_len, 4);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_STREQ(decoded.invalid_reason, "captured length overruns the sample");
+}
+
+TEST(DecodeRecord, CaptureLongerThanTheLargestSnapshotIsRefused)
+{
+    auto record = sample_record(pattern(XDPCAP_MAX_SAMPLE_SIZE), 300000);
+    const uint32_t cap_len = XDPCAP_MAX_SNAPLEN + 8;
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_meta, cap_len), &cap_len, 4);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, PartOutOfPlaceIsRefused)
+{
+    const auto records = frame_records(pattern(140000), 140000, 5);
+    for (uint32_t offset : {0u, 100u, XDPCAP_MAX_SAMPLE_SIZE + 8, XDPCAP_MAX_SNAPLEN + XDPCAP_MAX_SAMPLE_SIZE}) {
+        auto record = records[1];
+        std::memcpy(record.data() + 12 + offsetof(xdpcap_part, offset), &offset, 4);
+        const auto decoded = decode_record(record.data(), record.size());
+        EXPECT_EQ(decoded.kind, RecordKind::Invalid) << offset;
+        EXPECT_STREQ(decoded.invalid_reason, "part offset out of place");
+    }
+}
+
+TEST(DecodeRecord, PartOfAnotherAbiVersionIsNotAPart)
+{
+    auto record = frame_records(pattern(70000), 70000)[1];
+    const uint32_t tag = XDPCAP_PART_MAGIC | (XDPCAP_ABI_VERSION + 1);
+    std::memcpy(record.data() + 12, &tag, 4);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
 }
