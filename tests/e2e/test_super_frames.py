@@ -20,7 +20,8 @@ carries 8 MiB each way (bulk_tcp.py), captured on cap0 with the defaults:
     there, cut there beyond, and counted (-v);
   * BIG TCP at 500 000: sent frames longer than 262 144 bytes are cut there
     with their real length, and "N packets longer than the snapshot length"
-    counts exactly those;
+    counts exactly those (on the host only: under emulation no sender gets
+    near that size);
   * rings of 64 KiB, too small for one super-frame's records: a warning says
     so, the super-frames are lost and counted as dropped, the file stays
     valid, and no frame in it is cut (none passed off as whole in part).
@@ -38,7 +39,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 import bulk_tcp  # noqa: E402
 
-SIZE = 8 << 20
+# Under emulation (tests/vm) a quarter: super-frames form as early, and the
+# readers take many times longer there.
+EMULATED = float(os.environ.get("XDPCAP_TIME_SCALE", "1") or 1) > 1
+SIZE = (2 << 20) if EMULATED else (8 << 20)
 RECORD = 65024
 SNAPLEN = 262144
 XDP_REACH = 2 * RECORD
@@ -192,35 +196,47 @@ def test(binary):
         N.expect(down == bulk_tcp.payload("down", SIZE), "BIG TCP: the download rebuilt from the sent frames",
                  len(down))
 
-        # Longer than the snapshot length.
-        set_gso(lab, 500000)
-        path = os.path.join(tmp, "bigger.pcapng")
-        x, st = capture(lab, binary, path, "BIG TCP 500000", CAP6)
-        rows = frames(path)
-        check_readable(path, st, "BIG TCP 500000")
-        longer = [r for r in rows if r[0] > SNAPLEN]
-        N.expect(any(r[2] == 2 for r in longer), "BIG TCP 500000: sent frames longer than 262 144 bytes", rows[:5])
-        N.expect(all(cap_len == SNAPLEN for _, cap_len, d in longer if d == 2),
-                 "BIG TCP 500000: each sent one is cut at 262 144 bytes with its real length",
-                 [r for r in longer if r[1] != SNAPLEN][:5])
-        line = [l for l in x.err_lines if "longer than the snapshot length" in l]
-        N.expect(line and line[0] == f"{len(longer)} packet{'s' if len(longer) != 1 else ''} longer than the "
-                 "snapshot length", f"BIG TCP 500000: the statistics count the {len(longer)} of them", x.stderr)
-
-        # Rings too small for one super-frame: lost and counted, never cut.
-        set_gso(lab, 65536)
-        path = os.path.join(tmp, "small.pcapng")
-        x, st = capture(lab, binary, path, "64 KiB rings", CAP4, ["--ring-pages", "16"])
-        warning = [l for l in x.err_lines if re.match(r"xdpcap: warning: rings of 64 KiB cannot hold a 262144-byte "
-                                                      r"frame", l)]
-        N.expect(warning, "64 KiB rings: one warning line says a long frame does not fit", x.stderr)
-        rows = frames(path)
-        check_readable(path, st, "64 KiB rings")
-        N.expect(all(length == cap_len for length, cap_len, _ in rows), "64 KiB rings: no frame in the file is cut",
-                 [r for r in rows if r[0] != r[1]][:5])
-        N.expect(st["dropped"] > 0 and st["received"] == st["captured"] + st["dropped"],
-                 "64 KiB rings: the super-frames are counted as dropped by kernel", st["lines"])
+        # Longer than the snapshot length. TCP sizes a super-frame to about
+        # a millisecond of its sending rate: under emulation (tests/vm) no
+        # sender gets near 262 144 bytes, so only the host runs this part.
+        if EMULATED:
+            N.log("  note  emulated: no sender reaches frames longer than 262 144 bytes here; the host run checks them")
+        else:
+            longer_than_snaplen(lab, binary, tmp)
+        small_rings(lab, binary, tmp)
         lab.assert_clean()
+
+
+def longer_than_snaplen(lab, binary, tmp):
+    set_gso(lab, 500000)
+    path = os.path.join(tmp, "bigger.pcapng")
+    x, st = capture(lab, binary, path, "BIG TCP 500000", CAP6)
+    rows = frames(path)
+    check_readable(path, st, "BIG TCP 500000")
+    longer = [r for r in rows if r[0] > SNAPLEN]
+    N.expect(any(r[2] == 2 for r in longer), "BIG TCP 500000: sent frames longer than 262 144 bytes", rows[:5])
+    N.expect(all(cap_len == SNAPLEN for _, cap_len, d in longer if d == 2),
+             "BIG TCP 500000: each sent one is cut at 262 144 bytes with its real length",
+             [r for r in longer if r[1] != SNAPLEN][:5])
+    line = [l for l in x.err_lines if "longer than the snapshot length" in l]
+    N.expect(line and line[0] == f"{len(longer)} packet{'s' if len(longer) != 1 else ''} longer than the "
+             "snapshot length", f"BIG TCP 500000: the statistics count the {len(longer)} of them", x.stderr)
+
+
+def small_rings(lab, binary, tmp):
+    """Rings too small for one super-frame: lost and counted, never cut."""
+    set_gso(lab, 65536)
+    path = os.path.join(tmp, "small.pcapng")
+    x, st = capture(lab, binary, path, "64 KiB rings", CAP4, ["--ring-pages", "16"])
+    warning = [l for l in x.err_lines if re.match(r"xdpcap: warning: rings of 64 KiB cannot hold a 262144-byte "
+                                                  r"frame", l)]
+    N.expect(warning, "64 KiB rings: one warning line says a long frame does not fit", x.stderr)
+    rows = frames(path)
+    check_readable(path, st, "64 KiB rings")
+    N.expect(all(length == cap_len for length, cap_len, _ in rows), "64 KiB rings: no frame in the file is cut",
+             [r for r in rows if r[0] != r[1]][:5])
+    N.expect(st["dropped"] > 0 and st["received"] == st["captured"] + st["dropped"],
+             "64 KiB rings: the super-frames are counted as dropped by kernel", st["lines"])
 
 
 if __name__ == "__main__":
