@@ -22,9 +22,35 @@ With --egress the frames are sent out of cap0 instead (trafgen through the
 qdisc path, so they pass the TC egress hook and the packet taps), and the
 tools are xdpcap -Q out and tcpdump -Q out, then xdpcap and tcpdump with
 -Q inout; xdpdump, which sees received frames only, is left out.
+
+--variant NAME=ARGS (repeatable) adds xdpcap with extra options as one more
+tool in the same rounds, e.g. --variant "generic=--xdp-mode generic"; the
+ratios xdpcap/NAME and NAME/tcpdump are printed too. --peers picks the peer
+tools (default tcpdump,xdpdump; "" for none).
+
+With --tcp-bulk MIB, instead of trafgen frames, one TCP transfer of MIB MiB
+(iperf3 -n, client in the generator namespace at 198.18.0.2, server in the
+capture namespace at 198.18.0.1, both pinned to the generator's CPU, so the
+kernel's share of the capture slows the transfer and the consumer has the
+other CPU) runs per tool and round, all tools with -s 262144 (xdpdump left
+out). The sender's segmentation offload makes most frames super-frames. It
+prints the medians of:
+
+  throughput           iperf3's received bits per second, and the
+                       slowdown: throughput without a tool / with it
+  consumer CPU/MiB     user + sys of the capture process / MiB in the file
+                       (sum of the captured lengths)
+  loss                 1 - frames in the file / skbs cap0 counted (rx + tx)
+  whole                frames in the file with captured length == length
+
+--idle also starts and stops each tool once a round with no traffic (its
+fixed cost: loading programs, opening rings) and prints the consumer CPU net
+of it, and the spread of the generator slowdown or throughput over the rounds.
 """
 
 import argparse
+import json
+import mmap
 import os
 import secrets
 import shutil
@@ -38,6 +64,7 @@ import threading
 import time
 
 SHM = "/dev/shm"
+TCP_CAP_ADDR, TCP_GEN_ADDR = "198.18.0.1", "198.18.0.2"
 
 
 def run(*cmd, check=True, **kw):
@@ -61,9 +88,12 @@ def udp_frame(size):
 class Lab:
     """Two namespaces and a veth pair, removed on exit whatever happens."""
 
-    def __init__(self):
+    def __init__(self, addresses=False):
         tag = f"xdpcapb-{os.getpid()}-{secrets.token_hex(3)}"
         self.cap_ns, self.gen_ns = tag + "-cap", tag + "-gen"
+        # Only for --tcp-bulk: with its address cap0 would answer the UDP
+        # frames (ICMP), which the tools would then capture on the way out.
+        self.addresses = addresses
 
     def __enter__(self):
         try:
@@ -76,6 +106,9 @@ class Lab:
                     run("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1",
                         check=False)
                 run("ip", "-n", ns, "link", "set", dev, "up")
+            if self.addresses:
+                run("ip", "-n", self.cap_ns, "addr", "add", f"{TCP_CAP_ADDR}/24", "dev", "cap0")
+                run("ip", "-n", self.gen_ns, "addr", "add", f"{TCP_GEN_ADDR}/24", "dev", "gen0")
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -109,11 +142,18 @@ def egress_tools(args, out):
         tools.append(Tool(f"xdpcap-{direction}", [os.path.abspath(args.xdpcap), "-i", "cap0", "-Q", direction, "-w",
                                                   f"{out}.xdpcap-{direction}.pcapng"] + args.xdpcap_args.split(),
                           "listening on", f"{out}.xdpcap-{direction}.pcapng"))
-        if shutil.which("tcpdump") and not args.only_xdpcap:
+        if shutil.which("tcpdump") and "tcpdump" in args.peers:
             tools.append(Tool(f"tcpdump-{direction}", ["tcpdump", "-i", "cap0", "-Q", direction, "-w",
                                                        f"{out}.tcpdump-{direction}.pcap"],
                               "listening on", f"{out}.tcpdump-{direction}.pcap"))
     return tools
+
+
+def variant(text):
+    name, sep, extra = text.partition("=")
+    if not sep or not name or name in ("none", "xdpcap", "baseline", "tcpdump", "xdpdump"):
+        raise argparse.ArgumentTypeError(f"{text!r}: NAME=ARGS, with a NAME of its own")
+    return name, extra.split()
 
 
 def tools_for(args, lab):
@@ -121,12 +161,16 @@ def tools_for(args, lab):
     out = os.path.join(SHM, f"xdpcap-bench-{os.getpid()}")
     if args.egress:
         return egress_tools(args, out)
-    tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"] + args.xdpcap_args.split(),
-                      "listening on", out + ".xdpcap.pcapng"))
+    snap = ["-s", "262144"] if args.tcp_bulk else []
+    tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"] + snap
+                      + args.xdpcap_args.split(), "listening on", out + ".xdpcap.pcapng"))
+    for name, extra in args.variant:
+        tools.append(Tool(name, [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", f"{out}.{name}.pcapng"] + snap
+                          + args.xdpcap_args.split() + extra, "listening on", f"{out}.{name}.pcapng"))
     if args.baseline:
         # Another build of xdpcap, for before/after figures of one change.
         tools.append(Tool("baseline", [os.path.abspath(args.baseline), "-i", "cap0", "-w", out + ".baseline.pcapng"]
-                          + args.xdpcap_args.split(), "listening on", out + ".baseline.pcapng"))
+                          + snap + args.xdpcap_args.split(), "listening on", out + ".baseline.pcapng"))
     if args.filter_runs:
         # A filter that rejects every frame: no ring space, no userspace work.
         tools.append(Tool("xdpcap-reject", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w",
@@ -134,10 +178,10 @@ def tools_for(args, lab):
                           "listening on", out + ".reject.pcapng", expected=0))
         pass_obj = os.path.join(os.path.dirname(os.path.abspath(args.xdpcap)), "..", "bench", "xdp_pass.bpf.o")
         tools.append(XdpPass(os.path.normpath(pass_obj)))
-    if shutil.which("tcpdump") and not args.only_xdpcap:
-        tools.append(Tool("tcpdump", ["tcpdump", "-i", "cap0", "-w", out + ".tcpdump.pcap"],
+    if shutil.which("tcpdump") and "tcpdump" in args.peers:
+        tools.append(Tool("tcpdump", ["tcpdump", "-i", "cap0", "-w", out + ".tcpdump.pcap"] + snap,
                           "listening on", out + ".tcpdump.pcap"))
-    if shutil.which("xdpdump") and not args.only_xdpcap:
+    if shutil.which("xdpdump") and "xdpdump" in args.peers and not args.tcp_bulk:
         tools.append(Tool("xdpdump", ["xdpdump", "--load-xdp-program", "-i", "cap0", "-w", out + ".xdpdump.pcapng"],
                           "listening on", out + ".xdpdump.pcapng"))
     return tools
@@ -167,6 +211,56 @@ def generate(lab, conf, frames, gen_cpu):
     return time.perf_counter() - start
 
 
+class Running:
+    """A capture tool started in the capture namespace on `cap_cpu`, ready
+    when the `with` body runs; stop() interrupts it and returns its rusage.
+    Its output file is deleted on leaving the block."""
+
+    def __init__(self, lab, tool, cap_cpu):
+        self.lab, self.tool, self.cap_cpu = lab, tool, cap_cpu
+        self.lines = []
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(["ip", "netns", "exec", self.lab.cap_ns, "taskset", "-c", str(self.cap_cpu)]
+                                     + self.tool.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        ready = threading.Event()
+
+        def read_stderr():
+            for line in self.proc.stderr:
+                self.lines.append(line)
+                if self.tool.ready_text in line:
+                    ready.set()
+
+        self.reader = threading.Thread(target=read_stderr, daemon=True)
+        self.reader.start()
+        try:
+            if not ready.wait(10):
+                raise RuntimeError(f"{self.tool.name} did not start: {''.join(self.lines)}")
+            time.sleep(0.3)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def stop(self, quiet=False):
+        time.sleep(1.0)  # let the tool drain what is queued
+        self.proc.send_signal(signal.SIGINT)
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.reader.join(5)
+        drops = [line.split()[0] for line in self.lines if "dropped by kernel" in line]
+        if drops and not quiet:
+            print(f"    {self.tool.name} says: {drops[0]} packets dropped by kernel", flush=True)
+        return usage
+
+    def __exit__(self, *exc):
+        if self.proc.returncode is None:
+            self.proc.kill()
+            self.proc.wait()
+        if os.path.exists(self.tool.output):
+            os.unlink(self.tool.output)
+
+
 def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
     """Returns (generator seconds, consumer cpu seconds, frames captured, user seconds)."""
     if tool is None:
@@ -177,41 +271,143 @@ def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
             return generate(lab, conf, frames, gen_cpu), 0.0, frames, 0.0
         finally:
             run("ip", "-n", lab.cap_ns, "link", "set", "dev", "cap0", "xdpdrv", "off", check=False)
-    proc = subprocess.Popen(["ip", "netns", "exec", lab.cap_ns, "taskset", "-c", str(cap_cpu)] + tool.argv,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    ready = threading.Event()
-    lines = []
-
-    def read_stderr():
-        for line in proc.stderr:
-            lines.append(line)
-            if tool.ready_text in line:
-                ready.set()
-
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
-    try:
-        if not ready.wait(10):
-            raise RuntimeError(f"{tool.name} did not start: {''.join(lines)}")
-        time.sleep(0.3)
+    with Running(lab, tool, cap_cpu) as running:
         seconds = generate(lab, conf, frames, gen_cpu)
-        time.sleep(1.0)  # let the tool drain what is queued
-        proc.send_signal(signal.SIGINT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        reader.join(5)
-        cpu = usage.ru_utime + usage.ru_stime
-        captured = count_frames(tool.output)
-        drops = [line.split()[0] for line in lines if "dropped by kernel" in line]
-        if drops:
-            print(f"    {tool.name} says: {drops[0]} packets dropped by kernel", flush=True)
-        return seconds, cpu, captured, usage.ru_utime
+        usage = running.stop()
+        return seconds, usage.ru_utime + usage.ru_stime, count_frames(tool.output), usage.ru_utime
+
+
+def idle_cpu(lab, tool, cap_cpu):
+    """user + sys of the tool started and stopped as in a run, with no traffic."""
+    if isinstance(tool, XdpPass):
+        return 0.0
+    with Running(lab, tool, cap_cpu) as running:
+        usage = running.stop(quiet=True)
+        return usage.ru_utime + usage.ru_stime
+
+
+def frame_lengths(path):
+    """(frames, frames whole, captured bytes, largest length) of a pcap or
+    pcapng file, from its record headers."""
+    frames = whole = captured = largest = 0
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        magic = m[:4]
+        if magic == b"\x0a\x0d\x0d\x0a":  # pcapng: walk the blocks
+            order = "<" if m[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+            pos = 0
+            while pos + 12 <= len(m):
+                btype, blen = struct.unpack_from(order + "II", m, pos)
+                if btype == 0x0A0D0D0A:
+                    order = "<" if m[pos + 8:pos + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+                    btype, blen = struct.unpack_from(order + "II", m, pos)
+                if blen < 12:
+                    raise RuntimeError(f"{path}: bad block at {pos}")
+                if btype == 6:  # enhanced packet block
+                    cap_len, orig_len = struct.unpack_from(order + "II", m, pos + 20)
+                    frames += 1
+                    whole += cap_len == orig_len
+                    captured += cap_len
+                    largest = max(largest, orig_len)
+                pos += blen
+        else:  # pcap: a 24-byte header, then 16-byte record headers
+            order = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<",
+                     b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}[magic]
+            pos = 24
+            while pos + 16 <= len(m):
+                cap_len, orig_len = struct.unpack_from(order + "II", m, pos + 8)
+                frames += 1
+                whole += cap_len == orig_len
+                captured += cap_len
+                largest = max(largest, orig_len)
+                pos += 16 + cap_len
+    return frames, whole, captured, largest
+
+
+def cap0_packets(lab):
+    """rx + tx packets of cap0: skbs, so a super-frame counts once."""
+    stats = json.loads(run("ip", "-n", lab.cap_ns, "-s", "-j", "link", "show", "cap0").stdout)[0]["stats64"]
+    return stats["rx"]["packets"] + stats["tx"]["packets"]
+
+
+def transfer(lab, mib, gen_cpu):
+    """One iperf3 -n transfer from gen0 to cap0; returns its received bits per second."""
+    server = subprocess.Popen(["ip", "netns", "exec", lab.cap_ns, "taskset", "-c", str(gen_cpu), "iperf3", "-s",
+                               "-1", "-B", TCP_CAP_ADDR], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            if ":5201 " in run("ip", "netns", "exec", lab.cap_ns, "ss", "-Htln").stdout:
+                break
+            time.sleep(0.1)
+        out = run("ip", "netns", "exec", lab.gen_ns, "taskset", "-c", str(gen_cpu), "iperf3", "-c", TCP_CAP_ADDR,
+                  "-n", f"{mib}M", "-J").stdout
+        server.wait(timeout=30)
+        return json.loads(out)["end"]["sum_received"]["bits_per_second"]
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            proc.wait()
-        if os.path.exists(tool.output):
-            os.unlink(tool.output)
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def measure_tcp(lab, tool, mib, cap_cpu, gen_cpu):
+    """Returns (bits per second, consumer cpu seconds, skbs on cap0, frames, whole, captured bytes, largest)."""
+    if tool is None:
+        return transfer(lab, mib, gen_cpu), 0.0, 0, 0, 0, 0, 0
+    with Running(lab, tool, cap_cpu) as running:
+        before = cap0_packets(lab)
+        bps = transfer(lab, mib, gen_cpu)
+        usage = running.stop()
+        skbs = cap0_packets(lab) - before
+        return (bps, usage.ru_utime + usage.ru_stime, skbs) + frame_lengths(tool.output)
+
+
+def tcp_bulk(args, lab, tools, cap_cpu, gen_cpu):
+    results = {name: [] for name in ["none"] + [t.name for t in tools]}
+    for round_no in range(args.rounds):
+        for tool in [None] + tools:
+            name = tool.name if tool else "none"
+            results[name].append(measure_tcp(lab, tool, args.tcp_bulk, cap_cpu, gen_cpu)
+                                 + (idle_cpu(lab, tool, cap_cpu) if tool and args.idle else 0.0,))
+            bps, cpu_s, skbs, frames, whole, captured, largest, idle = results[name][-1]
+            print(f"  TCP {args.tcp_bulk} MiB round {round_no + 1} {name:<8} {bps / 1e9:.2f} Gbit/s, consumer "
+                  f"{cpu_s:.3f} s" + (f" (idle run {idle:.3f} s)" if args.idle else "")
+                  + f", cap0 skbs {skbs}, in file {frames} ({whole} whole, {captured / 2**20:.1f} MiB, "
+                  f"largest {largest} B)", flush=True)
+    base = statistics.median(r[0] for r in results["none"])
+    print(f"\n## TCP transfer of {args.tcp_bulk} MiB (medians of {args.rounds} rounds; no-capture throughput "
+          f"{base / 1e9:.2f} Gbit/s, {min(r[0] for r in results['none']) / 1e9:.2f}-"
+          f"{max(r[0] for r in results['none']) / 1e9:.2f})")
+    idle_head = ("| idle run CPU | consumer CPU per MiB net of it ", "|---|---") if args.idle else ("", "")
+    print("| tool | throughput (min-max) | sender slowdown | consumer CPU per MiB captured " + idle_head[0]
+          + "| MiB captured | loss | frames whole | largest frame |")
+    print("|---|---|---|---" + idle_head[1] + "|---|---|---|---|")
+    summary = {}
+    for tool in tools:
+        runs = results[tool.name]
+        bps = statistics.median(r[0] for r in runs)
+        summary[tool.name] = (base / bps, statistics.median(r[1] / (r[5] / 2**20) for r in runs if r[5]) * 1e3,
+                              statistics.median((r[1] - r[7]) / (r[5] / 2**20) for r in runs if r[5]) * 1e3)
+        loss = statistics.median(1 - r[3] / r[2] for r in runs)
+        whole = f"{sum(r[4] == r[3] for r in runs)}/{len(runs)} rounds all"
+        idle = (f"| {statistics.median(r[7] for r in runs):.3f} s | {summary[tool.name][2]:.2f} ms "
+                if args.idle else "")
+        print(f"| {tool.name} | {bps / 1e9:.2f} Gbit/s ({min(r[0] for r in runs) / 1e9:.2f}-"
+              f"{max(r[0] for r in runs) / 1e9:.2f}) | {summary[tool.name][0]:.2f}x "
+              f"| {summary[tool.name][1]:.2f} ms {idle}"
+              f"| {statistics.median(r[5] for r in runs) / 2**20:.0f} | {loss * 100:.2f} % | {whole} "
+              f"| {statistics.median(r[6] for r in runs):.0f} B |")
+    for ours, peer in ratio_pairs(args, summary):
+        x, p = summary[ours], summary[peer]
+        print(f"{ours}/{peer}: sender slowdown {x[0] / p[0]:.2f}, consumer CPU per MiB {x[1] / p[1]:.2f}"
+              + (f" (net of the idle run {x[2] / p[2]:.2f})" if args.idle and p[2] > 0 else ""))
+    print(flush=True)
+
+
+def ratio_pairs(args, summary):
+    pairs = [("xdpcap", peer) for peer in ("baseline", "tcpdump", "xdpdump")]
+    pairs += [("xdpcap", name) for name, _ in args.variant]
+    pairs += [(name, peer) for name, _ in args.variant for peer in ("tcpdump", "xdpdump")]
+    pairs += [(f"xdpcap-{d}", f"tcpdump-{d}") for d in ("out", "inout")]
+    return [(ours, peer) for ours, peer in pairs if ours in summary and peer in summary]
 
 
 def main():
@@ -228,12 +424,30 @@ def main():
     parser.add_argument("--xdpcap-args", default="", help="extra xdpcap options, e.g. \"--ring-pages 1024\"")
     parser.add_argument("--egress", action="store_true",
                         help="send out of cap0 and compare -Q out and -Q inout with tcpdump's")
+    parser.add_argument("--variant", metavar="NAME=ARGS", type=variant, action="append", default=[],
+                        help="also xdpcap with these extra options, named NAME (repeatable), "
+                             "e.g. \"generic=--xdp-mode generic\"")
+    parser.add_argument("--peers", default="tcpdump,xdpdump", help="peer tools to measure (comma-separated)")
+    parser.add_argument("--idle", action="store_true",
+                        help="also start and stop each tool once a round with no traffic, and print the consumer "
+                             "CPU net of that fixed cost")
+    parser.add_argument("--tcp-bulk", type=int, metavar="MIB",
+                        help="instead of trafgen frames, one TCP transfer of MIB MiB per tool and round")
     args = parser.parse_args()
+    args.peers = [] if args.only_xdpcap else [p for p in args.peers.split(",") if p]
+    if args.egress and (args.variant or args.tcp_bulk):
+        parser.error("--variant and --tcp-bulk are for received frames, not with --egress")
+    if args.tcp_bulk and args.filter_runs:
+        parser.error("--filter-runs is for trafgen frames, not with --tcp-bulk")
+    # The namespaces go on SIGTERM too: the with blocks run on SystemExit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     global EGRESS
     EGRESS = args.egress
     if os.geteuid() != 0:
         sys.exit("e2e_bench.py: run as root")
-    if not shutil.which("trafgen"):
+    if args.tcp_bulk and not shutil.which("iperf3"):
+        sys.exit("e2e_bench.py: iperf3 is needed for --tcp-bulk")
+    if not args.tcp_bulk and not shutil.which("trafgen"):
         sys.exit("e2e_bench.py: trafgen (netsniff-ng) is needed")
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
@@ -241,8 +455,13 @@ def main():
     # trafgen pins its worker to the first CPU by itself, so the capture tools get the second.
     gen_cpu, cap_cpu = cpus[0], cpus[1]
 
-    with Lab() as lab, tempfile.TemporaryDirectory() as tmp:
+    with Lab(addresses=bool(args.tcp_bulk)) as lab, tempfile.TemporaryDirectory() as tmp:
         tools = tools_for(args, lab)
+        if args.tcp_bulk:
+            print(f"# TCP {args.tcp_bulk} MiB per run, {args.rounds} rounds, capture on CPU {cap_cpu}, "
+                  f"iperf3 both ends on CPU {gen_cpu}; tools: {', '.join(t.name for t in tools)}")
+            tcp_bulk(args, lab, tools, cap_cpu, gen_cpu)
+            return
         print(f"# {args.frames} frames per run, {args.rounds} rounds, capture on CPU {cap_cpu}, "
               f"generator on CPU {gen_cpu}; tools: {', '.join(t.name for t in tools)}")
         for size in (int(s) for s in args.sizes.split(",")):
@@ -253,10 +472,12 @@ def main():
             for round_no in range(args.rounds):
                 for tool in [None] + tools:
                     name = tool.name if tool else "none"
-                    results[name].append(measure(lab, tool, conf, args.frames, cap_cpu, gen_cpu))
-                    gen_s, cpu_s, got, user_s = results[name][-1]
+                    results[name].append(measure(lab, tool, conf, args.frames, cap_cpu, gen_cpu)
+                                         + (idle_cpu(lab, tool, cap_cpu) if tool and args.idle else 0.0,))
+                    gen_s, cpu_s, got, user_s, idle = results[name][-1]
                     print(f"  {size:>5} B round {round_no + 1} {name:<8} generator {gen_s:.3f} s, "
-                          f"consumer {cpu_s:.3f} s (user {user_s:.3f}), captured {got}", flush=True)
+                          f"consumer {cpu_s:.3f} s (user {user_s:.3f}"
+                          + (f", idle run {idle:.3f}" if args.idle else "") + f"), captured {got}", flush=True)
             base = statistics.median(r[0] for r in results["none"])
             summary = {}
             for tool in tools:
@@ -266,20 +487,30 @@ def main():
                     statistics.median(r[0] for r in runs) / base,
                     statistics.median(r[1] for r in runs) / args.frames * 1e6,
                     statistics.median(1 - r[2] / expected if expected else float(r[2] != 0) for r in runs),
+                    statistics.median(r[4] for r in runs),
+                    statistics.median(r[1] - r[4] for r in runs) / args.frames * 1e6,
+                    (min(r[0] for r in runs) / base, max(r[0] for r in runs) / base),
                 )
             print(f"\n## {size}-byte frames (medians of {args.rounds} rounds; "
                   f"no-capture generator time {base:.3f} s)")
-            print("| tool | generator slowdown | consumer CPU per frame | loss |")
-            print("|---|---|---|---|")
-            for name, (slow, cpu_us, loss) in summary.items():
-                print(f"| {name} | {slow:.2f}x | {cpu_us:.3f} us | {loss * 100:.2f} % |")
-            pairs = [("xdpcap", peer) for peer in ("baseline", "tcpdump", "xdpdump")]
-            pairs += [(f"xdpcap-{d}", f"tcpdump-{d}") for d in ("out", "inout")]
-            for ours, peer in pairs:
-                if peer in summary and ours in summary:
-                    x, p = summary[ours], summary[peer]
-                    print(f"{ours}/{peer}: generator slowdown {x[0] / p[0]:.2f}, "
-                          f"consumer CPU {x[1] / p[1]:.2f}" if p[1] else "")
+            if args.idle:
+                print("| tool | generator slowdown (min-max) | consumer CPU per frame | idle run CPU "
+                      "| consumer CPU per frame net of it | loss |")
+                print("|---|---|---|---|---|---|")
+            else:
+                print("| tool | generator slowdown | consumer CPU per frame | loss |")
+                print("|---|---|---|---|")
+            for name, (slow, cpu_us, loss, idle, net_us, spread) in summary.items():
+                if args.idle:
+                    print(f"| {name} | {slow:.2f}x ({spread[0]:.2f}-{spread[1]:.2f}) | {cpu_us:.3f} us | {idle:.3f} s "
+                          f"| {net_us:.3f} us | {loss * 100:.2f} % |")
+                else:
+                    print(f"| {name} | {slow:.2f}x | {cpu_us:.3f} us | {loss * 100:.2f} % |")
+            for ours, peer in ratio_pairs(args, summary):
+                x, p = summary[ours], summary[peer]
+                print((f"{ours}/{peer}: generator slowdown {x[0] / p[0]:.2f}, "
+                       f"consumer CPU {x[1] / p[1]:.2f}" if p[1] else "")
+                      + (f" (net of the idle run {x[4] / p[4]:.2f})" if args.idle and p[4] > 0 else ""))
             print(flush=True)
 
 

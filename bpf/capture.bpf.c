@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The capture hooks: XDP for received frames, TC egress for sent ones. Each
- * samples every packet into the CPU's perf ring behind an xdpcap_meta header
- * and never changes the traffic.
+ * The capture hooks: XDP or tc ingress for received frames, tc egress for
+ * sent ones. Each samples every packet into the CPU's perf ring behind an
+ * xdpcap_meta header and never changes the traffic.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -26,6 +26,13 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u32));
 } egress_next SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} ingress_next SEC(".maps");
 
 /*
  * Per CPU (indexed by CPU id; userspace sizes it), room to rebuild a sent
@@ -170,23 +177,25 @@ static __always_inline int checksum_partial(struct __sk_buff *skb)
 	return ((byte >> ip_summed_shift) & 3) == XDPCAP_CHECKSUM_PARTIAL;
 }
 
-/* Every sent frame, as it leaves for the driver. */
-SEC("tc")
-int xdpcap_egress(struct __sk_buff *skb)
+/*
+ * An skb at a tc hook, from its Ethernet header, with a VLAN tag the device
+ * or the stack holds in metadata put back as on the wire.
+ */
+static __always_inline int sample_skb(struct __sk_buff *skb, __u32 counters_key, __u32 queue, __u8 direction,
+				      __u8 hook)
 {
-	struct xdpcap_counters *c = count_packet(XDPCAP_COUNTERS_EGRESS);
+	struct xdpcap_counters *c = count_packet(counters_key);
 	if (!c)
 		return TC_ACT_UNSPEC;
 	struct xdpcap_meta meta;
 	const __u64 wire_len = (__u64)skb->len + (skb->vlan_present ? VLAN_TAG_LEN : 0);
-	fill_meta(&meta, c, skb->queue_mapping, wire_len, sample_length(wire_len), XDPCAP_DIR_EGRESS,
-		  XDPCAP_HOOK_TC_EGRESS);
+	fill_meta(&meta, c, queue, wire_len, sample_length(wire_len), direction, hook);
 	/* Read, never computed: asking for a hash would set one on the skb. */
 	if (skb->hash) {
 		meta.hash = skb->hash;
 		meta.flags |= XDPCAP_FLAG_HASH;
 	}
-	if (skb->gso_size)
+	if (direction == XDPCAP_DIR_EGRESS && skb->gso_size)
 		meta.flags |= XDPCAP_FLAG_GSO;
 	if (read_ip_summed && checksum_partial(skb))
 		meta.flags |= XDPCAP_FLAG_CSUM_PARTIAL;
@@ -198,6 +207,26 @@ int xdpcap_egress(struct __sk_buff *skb)
 	}
 	/* Same value as TCX_NEXT: the next program, or the default, decides. */
 	return TC_ACT_UNSPEC;
+}
+
+/* Every sent frame, as it leaves for the driver. */
+SEC("tc")
+int xdpcap_egress(struct __sk_buff *skb)
+{
+	return sample_skb(skb, XDPCAP_COUNTERS_EGRESS, skb->queue_mapping, XDPCAP_DIR_EGRESS, XDPCAP_HOOK_TC_EGRESS);
+}
+
+/*
+ * Every received frame, where XDP would miss or change some (veth: frames tc
+ * redirected into it, GRO super-frames whole, tags from the skb). Attached
+ * first, so no tc program that redirects or drops hides a frame.
+ */
+SEC("tc")
+int xdpcap_ingress(struct __sk_buff *skb)
+{
+	/* A recorded RX queue is kept as its index plus one. */
+	const __u32 queue = skb->queue_mapping ? skb->queue_mapping - 1 : 0;
+	return sample_skb(skb, XDPCAP_COUNTERS_INGRESS, queue, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS);
 }
 
 char LICENSE[] SEC("license") = "GPL";

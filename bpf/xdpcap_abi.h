@@ -102,9 +102,10 @@ struct xdpcap_rx_meta {
 #define XDPCAP_HOOK_FENTRY 2u /* trace mode: before the traced XDP program */
 #define XDPCAP_HOOK_FEXIT 3u  /* trace mode: after it, with its verdict */
 #define XDPCAP_HOOK_DROP 4u   /* skb:kfree_skb, with the drop reason and location */
+#define XDPCAP_HOOK_TC_INGRESS 5u /* received frames at tc ingress (veth, and where XDP runs only generically) */
 
 /* Keys of the per-CPU counters array: one entry per hook. */
-#define XDPCAP_COUNTERS_INGRESS 0u
+#define XDPCAP_COUNTERS_INGRESS 0u /* XDP or tc ingress: one of them is attached */
 #define XDPCAP_COUNTERS_EGRESS 1u
 #define XDPCAP_COUNTERS_DROPS 2u /* --drops: drops on the interface */
 #define XDPCAP_COUNTERS_ENTRY 3u /* trace mode, first traced program */

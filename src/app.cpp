@@ -88,11 +88,13 @@ PerfRings create_rings(int events_map_fd, const Config& config, size_t interface
     }
 }
 
-// "XDP native mode", "tcx egress", or both joined with "and".
+// "XDP native mode" or "tcx ingress", "tcx egress", or both joined with "and".
 std::string hooks_description(const CaptureProgram& program, XdpMode mode)
 {
     std::string text;
-    if (program.captures(CaptureProgram::Hook::Ingress))
+    if (program.receives_at_tc())
+        text = std::string(program.ingress_mechanism()) + " ingress";
+    else if (program.captures(CaptureProgram::Hook::Ingress))
         text = std::string("XDP ") + xdp_mode_name(mode) + " mode";
     if (program.captures(CaptureProgram::Hook::Egress))
         text += std::string(text.empty() ? "" : " and ") + program.egress_mechanism() + " egress";
@@ -140,16 +142,21 @@ struct Session {
     std::optional<PerfRings> rings;
     std::optional<PromiscuousMode> promiscuous;
     bool rx_vlan_offload = false; // the NIC takes received VLAN tags out of frames
-    XdpMode xdp_mode = XdpMode::Auto; // what --xdp-mode asks of this interface
+    ReceiveAt receive = ReceiveAt::Xdp; // where its received frames are taken
 };
 
-// Native XDP on a veth changes its traffic: the driver switches to its NAPI
-// path with a 256-entry ring (the sender sees backpressure, or drops) and
-// takes segmentation offload from the peer. Generic mode leaves it as it was,
-// so auto picks it there; the cost is said in one line at start.
-bool veth_in_generic(const Session& session, const Config& config)
+// The hook that sees what tcpdump sees and changes nothing. --xdp-mode
+// native or generic: XDP. Otherwise, on a veth, tc ingress: native XDP
+// changes a veth's traffic (its NAPI path with a 256-entry ring pushes back
+// on the sender; the peer loses segmentation offload), and generic XDP
+// misses frames tc redirected into it and reaches only part of a
+// super-frame. On other drivers native XDP, and tc ingress where the driver
+// has none (rather than generic XDP).
+ReceiveAt receive_hook(const InterfaceInfo& iface, const Config& config)
 {
-    return config.xdp_mode == XdpMode::Auto && session.iface.driver == "veth";
+    if (config.xdp_mode != XdpMode::Auto)
+        return ReceiveAt::Xdp;
+    return iface.driver == "veth" ? ReceiveAt::Tc : ReceiveAt::NativeXdpElseTc;
 }
 
 // Per interface, ring and, in trace mode, hook point: the interface names
@@ -187,13 +194,11 @@ std::optional<std::string> rx_vlan_missing(const Session& session)
 {
     const CaptureProgram& program = *session.program;
     const bool receives = program.captures(CaptureProgram::Hook::Ingress) || program.tracing();
-    if (!receives || !session.rx_vlan_offload || program.restores_rx_vlan())
+    // At tc ingress the tag is read from the skb.
+    if (!receives || !session.rx_vlan_offload || program.restores_rx_vlan() || program.receives_at_tc())
         return std::nullopt;
     if (program.tracing())
         return std::string("trace mode sees frames as the traced program does");
-    if (program.attached_mode() == XdpMode::Generic && session.xdp_mode == XdpMode::Generic &&
-        session.iface.driver == "veth")
-        return std::string("generic XDP mode, which auto mode picks for a veth, cannot read them");
     if (program.attached_mode() == XdpMode::Generic)
         return std::string("generic XDP mode cannot read them");
     if (!kernel_rx_metadata().vlan)
@@ -436,7 +441,7 @@ std::vector<Session> lookup_sessions(const Config& config)
     for (const std::string& argument : config.interfaces) {
         Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}, false};
         session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
-        session.xdp_mode = veth_in_generic(session, config) ? XdpMode::Generic : config.xdp_mode;
+        session.receive = receive_hook(session.iface, config);
         for (const Session& earlier : sessions) {
             if (earlier.iface.ifindex == session.iface.ifindex)
                 throw Error("interface " + session.iface.name + " (ifindex " +
@@ -449,252 +454,348 @@ std::vector<Session> lookup_sessions(const Config& config)
 
 } // namespace
 
-int run_capture(const Config& config)
-{
-    if (config.list_interfaces) {
-        std::fputs(list_interfaces().c_str(), stdout);
-        return kExitOk;
-    }
-    const std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
-    if (config.dump_filter)
-        return dump_filter(filter, config.interfaces.empty() ? std::string() : config.interfaces.front());
-    if (config.read_file)
-        return read_capture_file(config, filter);
-    std::vector<Session> sessions = lookup_sessions(config);
-    // Compiled first: a syntax error is reported before anything is touched.
-    // Each interface's own netmask, for "ip broadcast" and the like.
-    const bool filtering = filter.find_first_not_of(' ') != std::string::npos;
-    if (filtering) {
-        for (Session& session : sessions)
-            session.classic.emplace(compile_filter(filter, interface_netmask(session.iface.name)));
+namespace {
+
+// One live capture, from the interfaces named to the exit status. Each step
+// is a member, called by run_capture() in order. Members are declared in
+// the order they are made, so they are undone in reverse: the loop before
+// the output it writes to, the output before the programs are detached.
+class LiveCapture {
+public:
+    LiveCapture(const Config& config, std::string filter)
+        : config_(config), filter_(std::move(filter)), filtering_(filter_.find_first_not_of(' ') != std::string::npos)
+    {
     }
 
-    if (!config.writes_pcapng() || config.writes_to_stdout() || config.print) {
+    // Which interfaces, which hooks and filters: every refusal comes here,
+    // before anything is touched.
+    void choose_hooks();
+    // The output file, early so a bad path fails before anything is loaded;
+    // with -Z after the change of user (open_output), so that it owns it.
+    void claim_output();
+    // Programs, filters and rings, per interface.
+    void load();
+    // Promiscuous mode and the hooks, in the order given; then the
+    // privileges go.
+    void attach();
+    // The sink (unless claimed), the packet output and the loop over the rings.
+    void open_output();
+    // The header blocks, the start-up lines and the loop until it stops;
+    // nothing when the reader went away before the first block.
+    std::optional<StopReason> run();
+    // Detaches, drains, writes the statistics blocks and prints the
+    // statistics; returns the exit status.
+    int report(StopReason reason);
+
+private:
+    bool file_output() const { return config_.writes_pcapng() && !config_.writes_to_stdout(); }
+    void open_sink();
+    void load_session(Session& session);
+    void print_start_lines() const;
+    StatsFormat stats_format();
+
+    const Config& config_;
+    const std::string filter_;
+    const bool filtering_;
+    std::optional<StopSignals> signals_;
+    std::optional<RunAsUser> run_as_;
+    std::optional<DropLabels> drop_labels_;
+    std::vector<Session> sessions_;
+    std::optional<RotationPlan> rotation_;
+    std::optional<Sink> sink_;
+    OutputGuard guard_{sink_};
+    std::optional<InterfaceMap> interfaces_;
+    std::optional<LinkEvents> links_;
+    uint64_t start_ns_ = 0;
+    std::optional<PacketOutput> output_;
+    std::optional<CaptureLoop> loop_;
+    std::optional<PerFileStatistics> file_statistics_;
+};
+
+void LiveCapture::choose_hooks()
+{
+    sessions_ = lookup_sessions(config_);
+    // Compiled first: a syntax error is reported before anything is touched.
+    // Each interface's own netmask, for "ip broadcast" and the like.
+    if (filtering_) {
+        for (Session& session : sessions_)
+            session.classic.emplace(compile_filter(filter_, interface_netmask(session.iface.name)));
+    }
+    if (!config_.writes_pcapng() || config_.writes_to_stdout() || config_.print) {
         if (standard_output_was_closed())
             throw Error("standard output is closed: give -w FILE, or run with standard output open");
     }
-    StopSignals signals = StopSignals::block();
+    signals_.emplace(StopSignals::block());
     require_capture_privileges();
     // Before anything is attached: an unknown user leaves nothing behind.
-    const std::optional<RunAsUser> run_as =
-        config.user ? std::optional<RunAsUser>(lookup_run_as_user(*config.user)) : std::nullopt;
-    check_ring_fits_records(config);
+    if (config_.user)
+        run_as_.emplace(lookup_run_as_user(*config_.user));
+    check_ring_fits_records(config_);
     // Before anything is loaded; the symbols while still privileged
     // (kallsyms shows addresses to root only).
-    std::optional<DropLabels> drop_labels;
-    if (config.drops) {
+    if (config_.drops) {
         require_drop_reasons();
-        drop_labels.emplace(kernel_btf().drop_reasons, KernelSymbols::load());
+        drop_labels_.emplace(kernel_btf().drop_reasons, KernelSymbols::load());
     }
-    for (Session& session : sessions) {
-        session.traced = choose_trace_targets(session.iface, config);
+    for (Session& session : sessions_) {
+        session.traced = choose_trace_targets(session.iface, config_);
         // Trace mode's pcapng interfaces are laid out for one interface.
-        if (!session.traced.empty() && sessions.size() > 1)
+        if (!session.traced.empty() && sessions_.size() > 1)
             throw Error(session.iface.name + " runs " + program_text(session.traced.front()) +
                         ": trace mode captures one interface at a time; capture " + session.iface.name + " alone");
         // Translated before anything is loaded: what trace mode cannot
         // filter on is refused with nothing touched.
         if (session.classic && !session.traced.empty())
-            session.trace_filter =
-                translate_filter(session.classic->instructions(), FilterTarget{FilterHook::Trace});
+            session.trace_filter = translate_filter(session.classic->instructions(), FilterTarget{FilterHook::Trace});
     }
+}
 
+void LiveCapture::open_sink()
+{
+    sink_.emplace(file_output() ? Sink::open_file(rotation_ ? rotation_->current() : *config_.output,
+                                                  Sink::kDefaultBufferSize, &*signals_)
+                                : Sink::standard_output());
+    sink_->watch(&*signals_);
+}
+
+void LiveCapture::claim_output()
+{
     // With -C/-G the first file's name already follows tcpdump's rules.
-    std::optional<RotationPlan> rotation;
-    if (config.rotates())
-        rotation.emplace(*config.output,
-                         RotationSettings{config.file_size, config.rotate_seconds, config.file_count},
-                         ::time(nullptr));
-    const bool file_output = config.writes_pcapng() && !config.writes_to_stdout();
-    std::optional<Sink> sink;
-    auto open_output = [&] {
-        sink.emplace(file_output ? Sink::open_file(rotation ? rotation->current() : *config.output,
-                                                   Sink::kDefaultBufferSize, &signals)
-                                 : Sink::standard_output());
-        sink->watch(&signals);
-    };
-    // As tcpdump: with -Z the file is created after the change of user, so
-    // it belongs to that user. Otherwise early, so a bad path fails first.
-    if (!(run_as && file_output))
-        open_output();
-    OutputGuard guard(sink);
+    if (config_.rotates())
+        rotation_.emplace(*config_.output,
+                          RotationSettings{config_.file_size, config_.rotate_seconds, config_.file_count},
+                          ::time(nullptr));
+    // As tcpdump: with -Z the file is created after the change of user.
+    if (!(run_as_ && file_output()))
+        open_sink();
+}
 
-    for (Session& session : sessions) {
-        const std::vector<XdpProgramInfo>& traced = session.traced;
-        session.program.emplace(CaptureProgram::load(config.snaplen, session.iface.ifindex, filtering,
-                                                     config.direction, traced.empty(),
-                                                     static_cast<uint32_t>(traced.size()), config.sample_every));
-        CaptureProgram& program = *session.program;
-        if (!traced.empty())
-            program.load_trace(traced, config.trace_entry, config.trace_exit, session.trace_filter);
-        // The same expression on both hooks, each counted on its own.
-        if (session.classic && program.captures(CaptureProgram::Hook::Ingress))
+void LiveCapture::load_session(Session& session)
+{
+    const std::vector<XdpProgramInfo>& traced = session.traced;
+    session.program.emplace(CaptureProgram::load(config_.snaplen, session.iface.ifindex, filtering_, config_.direction,
+                                                 traced.empty() ? session.receive : ReceiveAt::None,
+                                                 static_cast<uint32_t>(traced.size()), config_.sample_every));
+    CaptureProgram& program = *session.program;
+    if (!traced.empty())
+        program.load_trace(traced, config_.trace_entry, config_.trace_exit, session.trace_filter);
+    // The same expression on every hook, each counted on its own.
+    if (session.classic) {
+        const auto& classic = session.classic->instructions();
+        if (program.loads(CaptureProgram::Hook::TcIngress))
+            program.install_filter(CaptureProgram::Hook::TcIngress,
+                                   translate_filter(classic, FilterTarget{FilterHook::TcIngress}));
+        if (program.loads(CaptureProgram::Hook::Ingress))
             program.install_filter(CaptureProgram::Hook::Ingress,
-                                   translate_filter(session.classic->instructions(),
-                                                    FilterTarget{FilterHook::Xdp, program.multi_buffer(),
-                                                                 program.rx_vlan_view_map_fd()}));
-        if (session.classic && program.captures(CaptureProgram::Hook::Egress))
+                                   translate_filter(classic, FilterTarget{FilterHook::Xdp, program.multi_buffer(),
+                                                                          program.rx_vlan_view_map_fd()}));
+        if (program.captures(CaptureProgram::Hook::Egress))
             program.install_filter(CaptureProgram::Hook::Egress,
-                                   translate_filter(session.classic->instructions(), FilterTarget{FilterHook::TcEgress}));
-        if (config.drops) {
-            program.load_drops(config.direction, session.classic.has_value());
-            if (session.classic)
-                program.install_drop_filter(translate_filter(
-                    session.classic->instructions(), FilterTarget{FilterHook::Drop, false, -1, program.drop_view_map_fd()}));
-        }
-        session.rings.emplace(create_rings(program.events_map_fd(), config, sessions.size()));
+                                   translate_filter(classic, FilterTarget{FilterHook::TcEgress}));
     }
+    if (config_.drops) {
+        program.load_drops(config_.direction, session.classic.has_value());
+        if (session.classic)
+            program.install_drop_filter(translate_filter(
+                session.classic->instructions(), FilterTarget{FilterHook::Drop, false, -1, program.drop_view_map_fd()}));
+    }
+    session.rings.emplace(create_rings(program.events_map_fd(), config_, sessions_.size()));
+}
+
+void LiveCapture::load()
+{
+    for (Session& session : sessions_)
+        load_session(session);
     // Trace mode has a single session; otherwise ring i is interface i.
-    const Session& first = sessions.front();
-    const InterfaceMap interfaces = first.traced.empty()
-        ? InterfaceMap(config.drops)
-        : InterfaceMap(static_cast<uint32_t>(first.traced.size()), config.trace_entry, config.trace_exit,
-                       first.program->captures(CaptureProgram::Hook::Egress), config.drops);
+    const Session& first = sessions_.front();
+    interfaces_.emplace(first.traced.empty()
+                            ? InterfaceMap(config_.drops)
+                            : InterfaceMap(static_cast<uint32_t>(first.traced.size()), config_.trace_entry,
+                                           config_.trace_exit, first.program->captures(CaptureProgram::Hook::Egress),
+                                           config_.drops));
+}
 
-    std::vector<std::string> names = interface_names(sessions, interfaces);
-
+void LiveCapture::attach()
+{
     // Before the attach: a deletion or move after it is then always seen.
-    LinkEvents links = LinkEvents::open();
+    links_.emplace(LinkEvents::open());
     // In the order given; an attach that fails unwinds through ~Session,
     // which detaches every interface attached before it.
     bool clsact = false;
-    for (Session& session : sessions) {
-        if (config.promiscuous)
+    for (Session& session : sessions_) {
+        if (config_.promiscuous)
             session.promiscuous = PromiscuousMode::enable(session.iface.ifindex, session.iface.name);
-        session.program->attach(session.iface.ifindex, session.xdp_mode, session.iface.name);
-        clsact = clsact || std::string_view(session.program->egress_mechanism()) == "clsact";
+        session.program->attach(session.iface.ifindex, config_.xdp_mode, session.iface.name);
+        clsact = clsact || std::string_view(session.program->egress_mechanism()) == "clsact" ||
+            std::string_view(session.program->ingress_mechanism()) == "clsact";
     }
     // Attached and mapped: from here on only detaching a clsact filter needs
     // a capability (and, on old kernels, bpf() on our own fds).
-    drop_privileges(run_as, KeptCapabilities{clsact, bpf_needs_capability_on_open_fds()});
-    if (!sink)
-        open_output();
-    const ClockOffset clock = measure_clock_offset();
-    const uint64_t start_ns = now_ns(CLOCK_REALTIME);
+    drop_privileges(run_as_, KeptCapabilities{clsact, bpf_needs_capability_on_open_fds()});
+}
 
-    guard.release();
-    const bool print = config.print && config.writes_pcapng();
+void LiveCapture::open_output()
+{
+    if (!sink_)
+        open_sink();
+    const ClockOffset clock = measure_clock_offset();
+    start_ns_ = now_ns(CLOCK_REALTIME);
+    guard_.release();
     std::optional<Sink> print_sink;
-    if (print) {
+    if (config_.print && config_.writes_pcapng()) {
         print_sink.emplace(Sink::standard_output());
-        print_sink->watch(&signals);
+        print_sink->watch(&*signals_);
     }
-    PacketOutput output(std::move(*sink),
-                        config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
-                        config.packet_buffered, std::move(names), config.text, std::move(print_sink));
-    output.set_rx_hash_algorithms(rx_hash_algorithms(sessions, interfaces));
-    output.set_drop_labels(drop_labels ? &*drop_labels : nullptr);
+    output_.emplace(std::move(*sink_),
+                    config_.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
+                    config_.packet_buffered, interface_names(sessions_, *interfaces_), config_.text,
+                    std::move(print_sink));
+    output_->set_rx_hash_algorithms(rx_hash_algorithms(sessions_, *interfaces_));
+    output_->set_drop_labels(drop_labels_ ? &*drop_labels_ : nullptr);
     std::vector<CaptureSource> sources;
-    for (Session& session : sessions)
+    for (Session& session : sessions_)
         sources.push_back(
             CaptureSource{&*session.program, &*session.rings, session.iface.name, session.iface.ifindex});
-    CaptureLoop loop(std::move(sources), std::move(links), output, signals, clock,
-                     CaptureLoop::Options{config.count, config.verbose, filtering,
-                                          config.direction == Direction::InOut, 50, interfaces,
-                                          config.sample_every, drop_labels ? &*drop_labels : nullptr,
-                                          config.snaplen});
-    PerFileStatistics file_statistics(start_ns);
-    if (rotation) {
-        output.rotate(std::move(*rotation), config.postrotate_command
-                                                ? std::optional<FileCommand>(FileCommand(*config.postrotate_command))
-                                                : std::nullopt);
-        output.on_file_end([&](uint32_t pending_interface) {
+    loop_.emplace(std::move(sources), std::move(*links_), *output_, *signals_, clock,
+                  CaptureLoop::Options{config_.count, config_.verbose, filtering_,
+                                       config_.direction == Direction::InOut, 50, *interfaces_, config_.sample_every,
+                                       drop_labels_ ? &*drop_labels_ : nullptr, config_.snaplen});
+    file_statistics_.emplace(start_ns_);
+    if (rotation_) {
+        output_->rotate(std::move(*rotation_), config_.postrotate_command
+                                                   ? std::optional<FileCommand>(FileCommand(*config_.postrotate_command))
+                                                   : std::nullopt);
+        output_->on_file_end([this](uint32_t pending_interface) {
             // Mid-capture: what the rings still hold goes to the next file.
-            return file_statistics.close(interface_statistics(as_taken(loop.stats(), interfaces.ring_of(pending_interface)),
-                                                              filtering, config.sample_every, interfaces,
-                                                              *first.program, loop.written_by_interface()));
+            return file_statistics_->close(interface_statistics(
+                as_taken(loop_->stats(), interfaces_->ring_of(pending_interface)), filtering_, config_.sample_every,
+                *interfaces_, *sessions_.front().program, loop_->written_by_interface()));
         });
     }
-    StopReason reason = StopReason::OutputFailed;
+}
+
+void LiveCapture::print_start_lines() const
+{
+    for (const Session& session : sessions_) {
+        if (!config_.warnings)
+            break;
+        if (!session.iface.up)
+            std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
+                         session.iface.name.c_str());
+        // Every interface's rings are the same size: said once.
+        if (&session == &sessions_.front() && session.rings->bytes_per_ring() <= records_size_for(config_.snaplen))
+            std::fprintf(stderr,
+                         "xdpcap: warning: rings of %zu KiB cannot hold a %u-byte frame (%zu bytes of records): "
+                         "such frames are lost and counted\n",
+                         session.rings->bytes_per_ring() / 1024, config_.snaplen, records_size_for(config_.snaplen));
+        if (const auto why = rx_vlan_missing(session)) {
+            const RxVlanRemedy remedy = rx_vlan_remedy(session.iface.name, session.iface.driver);
+            std::fprintf(stderr, "xdpcap: warning: VLAN tags of frames received on %s will be missing: %s and %s; %s\n",
+                         session.iface.name.c_str(), remedy.cause.c_str(), why->c_str(), remedy.remedy.c_str());
+        }
+    }
+    if (config_.quiet)
+        return;
+    for (const XdpProgramInfo& p : sessions_.front().traced)
+        std::fprintf(stderr, "tracing %s at %s\n", program_text(p).c_str(),
+                     config_.trace_entry && config_.trace_exit ? "entry and exit"
+                         : config_.trace_entry                 ? "entry"
+                                                               : "exit");
+    // tcpdump's line, once per interface.
+    for (const Session& session : sessions_)
+        std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
+                     session.iface.name.c_str(), config_.snaplen);
+}
+
+std::optional<StopReason> LiveCapture::run()
+{
     try {
-        output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
-                     describe_interfaces(sessions, config, filtering ? filter : "", interfaces));
-        for (const Session& session : sessions) {
-            if (!config.warnings)
-                break;
-            if (!session.iface.up)
-                std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
-                             session.iface.name.c_str());
-            // Every interface's rings are the same size: said once.
-            if (&session == &sessions.front() && session.rings->bytes_per_ring() <= records_size_for(config.snaplen))
-                std::fprintf(stderr,
-                             "xdpcap: warning: rings of %zu KiB cannot hold a %u-byte frame (%zu bytes of records): "
-                             "such frames are lost and counted\n",
-                             session.rings->bytes_per_ring() / 1024, config.snaplen, records_size_for(config.snaplen));
-            if (session.xdp_mode != config.xdp_mode && session.program->captures(CaptureProgram::Hook::Ingress))
-                std::fprintf(stderr,
-                             "xdpcap: warning: %s is a veth: generic XDP mode leaves its traffic as it was, but "
-                             "received VLAN tags will be missing and frames that tc redirects into it can be missed; "
-                             "'--xdp-mode native' sees both and changes the traffic (veth's NAPI ring, the peer's "
-                             "segmentation offload)\n",
-                             session.iface.name.c_str());
-            else if (const auto why = rx_vlan_missing(session)) {
-                const RxVlanRemedy remedy = rx_vlan_remedy(session.iface.name, session.iface.driver);
-                std::fprintf(stderr,
-                             "xdpcap: warning: VLAN tags of frames received on %s will be missing: %s and %s; %s\n",
-                             session.iface.name.c_str(), remedy.cause.c_str(), why->c_str(), remedy.remedy.c_str());
-            }
-        }
-        if (!config.quiet) {
-            for (const XdpProgramInfo& p : first.traced)
-                std::fprintf(stderr, "tracing %s at %s\n", program_text(p).c_str(),
-                             config.trace_entry && config.trace_exit ? "entry and exit"
-                                 : config.trace_entry               ? "entry"
-                                                                    : "exit");
-            // tcpdump's line, once per interface.
-            for (const Session& session : sessions)
-                std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
-                             session.iface.name.c_str(), config.snaplen);
-        }
-        reason = loop.run();
+        output_->begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
+                       describe_interfaces(sessions_, config_, filtering_ ? filter_ : "", *interfaces_));
+        print_start_lines();
+        return loop_->run();
     } catch (const OutputClosed&) {
-        return kExitOk;
+        return std::nullopt;
     } catch (const Error& e) {
         // Not even the first blocks could be written (-w /dev/full): a
         // failed capture like any other, with its statistics.
         if (e.exit_status() != kExitRuntime)
             throw;
-        loop.fail_output(e.what());
+        loop_->fail_output(e.what());
+        return StopReason::OutputFailed;
     }
-    loop.detach_and_drain();
+}
+
+StatsFormat LiveCapture::stats_format()
+{
+    return StatsFormat{.per_cpu = config_.verbose,
+                       .filtering = filtering_,
+                       .both_directions = config_.direction == Direction::InOut,
+                       .trace_points = sessions_.front().program->trace_points(),
+                       .sample_every = config_.sample_every,
+                       .drops = config_.drops,
+                       .drop_reasons = drop_labels_ ? drop_labels_->by_frequency()
+                                                    : std::vector<std::pair<std::string, uint64_t>>{},
+                       .drop_misses = loop_->drop_misses(),
+                       .largest_snaplen = config_.snaplen == kMaxSnaplen};
+}
+
+int LiveCapture::report(StopReason reason)
+{
+    loop_->detach_and_drain();
     // Every packet is in the output (or counted as not) before this count.
-    const auto stats = loop.stats();
-    std::string failure = loop.failure();
-    if (output.file_limit_reached())
-        std::fprintf(stderr, "Maximum file limit reached: %u\n", *config.file_count);
-    if (loop.output_usable() && output.file_open()) {
+    const auto stats = loop_->stats();
+    std::string failure = loop_->failure();
+    if (output_->file_limit_reached())
+        std::fprintf(stderr, "Maximum file limit reached: %u\n", *config_.file_count);
+    if (loop_->output_usable() && output_->file_open()) {
         try {
-            output.finish(file_statistics.close(interface_statistics(stats, filtering, config.sample_every,
-                                                                     interfaces, *first.program,
-                                                                     loop.written_by_interface())));
+            output_->finish(file_statistics_->close(interface_statistics(stats, filtering_, config_.sample_every,
+                                                                         *interfaces_, *sessions_.front().program,
+                                                                         loop_->written_by_interface())));
         } catch (const OutputClosed&) {
         } catch (const OutputInterrupted&) {
         } catch (const Error& e) {
             failure = e.what(); // only statistics blocks were lost
         }
     }
-    if (!output.print_failure().empty())
+    if (!output_->print_failure().empty())
         std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
-                     output.print_failure().c_str());
+                     output_->print_failure().c_str());
     if (failure.empty() && reason == StopReason::InterfaceGone)
-        failure = loop.gone_interface() + " went away" +
-            (loop.gone_moved() ? " (moved to another network namespace)" : "") + "; capture stopped";
+        failure = loop_->gone_interface() + " went away" +
+            (loop_->gone_moved() ? " (moved to another network namespace)" : "") + "; capture stopped";
     if (!failure.empty())
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
-    if (config.statistics)
-        std::fputs(format_stats(stats, StatsFormat{.per_cpu = config.verbose,
-                                                   .filtering = filtering,
-                                                   .both_directions = config.direction == Direction::InOut,
-                                                   .trace_points = first.program->trace_points(),
-                                                   .sample_every = config.sample_every,
-                                                   .drops = config.drops,
-                                                   .drop_reasons = drop_labels ? drop_labels->by_frequency()
-                                                                               : std::vector<std::pair<std::string, uint64_t>>{},
-                                                   .drop_misses = loop.drop_misses(),
-                                                   .largest_snaplen = config.snaplen == kMaxSnaplen})
-                       .c_str(),
-                   stderr);
+    if (config_.statistics)
+        std::fputs(format_stats(stats, stats_format()).c_str(), stderr);
     return failure.empty() ? kExitOk : kExitRuntime;
+}
+
+} // namespace
+
+int run_capture(const Config& config)
+{
+    if (config.list_interfaces) {
+        std::fputs(list_interfaces().c_str(), stdout);
+        return kExitOk;
+    }
+    std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
+    if (config.dump_filter)
+        return dump_filter(filter, config.interfaces.empty() ? std::string() : config.interfaces.front());
+    if (config.read_file)
+        return read_capture_file(config, filter);
+
+    LiveCapture capture(config, std::move(filter));
+    capture.choose_hooks();
+    capture.claim_output();
+    capture.load();
+    capture.attach();
+    capture.open_output();
+    const std::optional<StopReason> reason = capture.run();
+    if (!reason)
+        return kExitOk; // the reader went away before the first block
+    return capture.report(*reason);
 }
 
 } // namespace xdpcap

@@ -63,10 +63,10 @@ const std::vector<ConfigArg>& config_args()
          "{range=0," + std::to_string(kMaxSnaplen) + "}{default=0}",
          "Bytes kept of each packet; 0 keeps up to " + std::to_string(kMaxSnaplen),
          {}},
-        {"--direction", "Direction", "selector", "", "Frames received (XDP hook), sent (TC egress hook) or both",
+        {"--direction", "Direction", "selector", "", "Frames received (XDP or tc ingress hook), sent (tc egress hook) or both",
          {{"inout", "Received and sent"}, {"in", "Received"}, {"out", "Sent"}}},
         {"--xdp-mode", "XDP mode", "selector", "", "How the XDP program is attached to the interface",
-         {{"auto", "Native (generic on a veth or if unsupported)"},
+         {{"auto", "Native XDP (tc ingress on a veth or where the driver has none)"},
           {"native", "Native (in the driver)"},
           {"generic", "Generic (any driver, slower)"}}},
         {"--at", "Trace points", "selector", "",
@@ -222,7 +222,7 @@ std::string interfaces_text(const std::vector<std::string>& interfaces)
 {
     std::string text = version_line();
     for (const std::string& name : interfaces) {
-        text += "interface {value=" + std::string(kInterfacePrefix) + name + "}{display=XDP and TC egress capture on " +
+        text += "interface {value=" + std::string(kInterfacePrefix) + name + "}{display=xdpcap capture on " +
             name + "}\n";
     }
     return text;

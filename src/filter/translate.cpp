@@ -107,6 +107,7 @@ const char* hook_name(FilterHook hook)
     switch (hook) {
     case FilterHook::Xdp: return "XDP";
     case FilterHook::TcEgress: return "tc egress";
+    case FilterHook::TcIngress: return "tc ingress";
     case FilterHook::Trace: return "trace mode (fentry/fexit)";
     case FilterHook::Drop: return "kernel drop (skb:kfree_skb)";
     }
@@ -221,7 +222,8 @@ class Translator {
 public:
     Translator(std::span<const sock_filter> classic, const FilterTarget& target)
         : classic_(classic), target_(target), xdp_(target.hook == FilterHook::Xdp),
-          skb_(target.hook == FilterHook::TcEgress), trace_(target.hook == FilterHook::Trace),
+          skb_(target.hook == FilterHook::TcEgress || target.hook == FilterHook::TcIngress),
+          trace_(target.hook == FilterHook::Trace),
           drop_(target.hook == FilterHook::Drop), probed_(trace_ || drop_),
           // An skb always has a paged part bpf_skb_load_bytes() reaches.
           slow_path_(skb_ || (xdp_ && target.multi_buffer))
@@ -1151,10 +1153,13 @@ private:
                 jump(BPF_JMP32 | BPF_JEQ | BPF_K, kA, 0, kPacketOutgoing, done);
                 received_packet_type();
                 bind(done);
-            } else if (!skb_)
+            } else if (!skb_) {
                 received_packet_type();
-            else
+            } else if (target_.hook == FilterHook::TcIngress) {
+                emit(ldx_mem(BPF_W, kA, kCtx, offsetof(__sk_buff, pkt_type)));
+            } else {
                 emit(mov32_imm(kA, kPacketOutgoing));
+            }
             return;
         case SKF_AD_IFINDEX:
             // The device the hook runs on, as skb->dev->ifindex would be.

@@ -16,6 +16,9 @@ enum class FilterHook {
     // the skb carries in metadata (TX offload) is seen at offset 12 as on the
     // wire, and the length includes it.
     TcEgress,
+    // ctx is struct __sk_buff * of a SCHED_CLS program on ingress: as
+    // TcEgress, with the packet type eth_type_trans() gave the frame.
+    TcIngress,
     // ctx is the argument array of an fentry/fexit program on an XDP
     // program: ctx[0] is the kernel's struct xdp_buff *. Bytes are read with
     // bpf_probe_read_kernel() from the linear data only; the length is the
@@ -34,7 +37,7 @@ struct FilterTarget {
     // Xdp only: loads past the linear data go through bpf_xdp_load_bytes()
     // and the length through bpf_xdp_get_buff_len() (kernel >= 5.18, program
     // loaded with BPF_F_XDP_HAS_FRAGS); without it they see the linear data
-    // only. TcEgress always reaches the whole skb with bpf_skb_load_bytes();
+    // only. TcEgress and TcIngress always reach the whole skb with bpf_skb_load_bytes();
     // Trace always sees the linear data only.
     bool multi_buffer = true;
     // Xdp only: the per-CPU map of struct xdpcap_rx_meta that the program in

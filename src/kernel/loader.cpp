@@ -68,8 +68,18 @@ struct LoadAttempt {
     int err = 0;
 };
 
-LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction, bool xdp,
-                     uint32_t trace_programs, uint32_t sample_every)
+bool receives_with_xdp(ReceiveAt receive)
+{
+    return receive == ReceiveAt::Xdp || receive == ReceiveAt::NativeXdpElseTc;
+}
+
+bool receives_with_tc(ReceiveAt receive)
+{
+    return receive == ReceiveAt::Tc || receive == ReceiveAt::NativeXdpElseTc;
+}
+
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction,
+                     ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -89,13 +99,17 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
         attempt.skel->rodata->ip_summed_byte = ip_summed->byte_offset;
         attempt.skel->rodata->ip_summed_shift = ip_summed->shift;
     }
-    const bool ingress = direction != Direction::Out && xdp;
+    const bool ingress = direction != Direction::Out;
+    const bool xdp = ingress && receives_with_xdp(receive);
+    const bool tc_ingress = ingress && receives_with_tc(receive);
     const bool egress = direction != Direction::In;
-    bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, ingress && frags);
-    bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, ingress && !frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, xdp && frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, xdp && !frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_ingress, tc_ingress);
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_egress, egress);
-    // Received frames need it where the NIC's VLAN tag can be had back.
-    const bool rebuilds = egress || (ingress && kernel_rx_metadata().vlan);
+    // Received frames need it where the VLAN tag can be had back: from the
+    // skb at tc, from the NIC's RX metadata at XDP.
+    const bool rebuilds = egress || tc_ingress || (xdp && kernel_rx_metadata().vlan);
     size_first_record_scratch(attempt.skel->maps.wire_scratch, snaplen, rebuilds);
     size_part_scratch(attempt.skel->maps.part_scratch, snaplen);
     // Trace mode: an entry and an exit pair per traced program.
@@ -110,16 +124,16 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
 } // namespace
 
 CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
-                                    bool xdp, uint32_t trace_programs, uint32_t sample_every)
+                                    ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every)
 {
     libbpf_set_print(collect_libbpf_log);
     g_libbpf_log.clear();
-    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, xdp, trace_programs, sample_every);
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, receive, trace_programs, sample_every);
     bool multi_buffer = true;
-    if (!attempt.skel && direction != Direction::Out && xdp) {
+    if (!attempt.skel && direction != Direction::Out && receives_with_xdp(receive)) {
         const std::string frags_reason = last_log_line();
         g_libbpf_log.clear();
-        attempt = try_load(snaplen, ifindex, false, with_filter, direction, xdp, trace_programs, sample_every);
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction, receive, trace_programs, sample_every);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -140,7 +154,7 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
         throw Error("cannot load the capture program: " + errno_text(attempt.err) +
                     (reason.empty() ? "" : " (" + reason + ")"));
     }
-    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, xdp, ifindex);
+    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, receive, ifindex);
 }
 
 namespace {
@@ -390,14 +404,40 @@ int CaptureProgram::program_fd(Hook hook) const
 {
     if (hook == Hook::Egress)
         return bpf_program__fd(skel_->progs.xdpcap_egress);
+    if (hook == Hook::TcIngress)
+        return bpf_program__fd(skel_->progs.xdpcap_ingress);
     return bpf_program__fd(multi_buffer_ ? skel_->progs.xdpcap_frags : skel_->progs.xdpcap_linear);
 }
 
+bool CaptureProgram::loads(Hook hook) const noexcept
+{
+    switch (hook) {
+    case Hook::Ingress: return ingress_ && receives_with_xdp(receive_);
+    case Hook::TcIngress: return ingress_ && receives_with_tc(receive_);
+    case Hook::Egress: return egress_loaded_;
+    }
+    return false;
+}
+
+namespace {
+
+const char* mechanism_name(const std::optional<TcHook>& hook)
+{
+    if (!hook)
+        return "";
+    return hook->mechanism() == TcHook::Mechanism::Tcx ? "tcx" : "clsact";
+}
+
+} // namespace
+
 const char* CaptureProgram::egress_mechanism() const noexcept
 {
-    if (!egress_)
-        return "";
-    return egress_->mechanism() == EgressHook::Mechanism::Tcx ? "tcx" : "clsact";
+    return mechanism_name(egress_);
+}
+
+const char* CaptureProgram::ingress_mechanism() const noexcept
+{
+    return mechanism_name(tc_ingress_);
 }
 
 int CaptureProgram::rx_meta_map_fd() const
@@ -419,9 +459,22 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
 {
     // Egress first: it cannot disturb received traffic if XDP then fails.
     if (egress_loaded_)
-        egress_.emplace(EgressHook::attach(entry_fd(Hook::Egress), ifindex, ifname));
-    if (ingress_)
+        egress_.emplace(TcHook::attach(entry_fd(Hook::Egress), ifindex, ifname, TcHook::Point::Egress));
+    if (ingress_ && receive_ == ReceiveAt::Tc) {
+        tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
+    } else if (ingress_ && receive_ == ReceiveAt::NativeXdpElseTc) {
+        // Where the driver has no native XDP, generic XDP would miss frames
+        // tc redirects and cut super-frames: tc ingress sees them.
+        try {
+            attach_xdp(ifindex, XdpMode::Native, ifname);
+        } catch (const Error&) {
+            if (link_ || !xdp_falls_back_)
+                throw;
+            tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
+        }
+    } else if (ingress_) {
         attach_xdp(ifindex, mode, ifname);
+    }
     if (trace_)
         trace_->attach();
     if (drops_)
@@ -479,7 +532,9 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
     if (native_err == 0)
         return;
     rx_front_.reset();
-    if (mode == XdpMode::Native || native_err == EBUSY || native_err == EEXIST || native_err == EPERM)
+    // Another program, or no right to attach: no other hook helps.
+    xdp_falls_back_ = native_err != EBUSY && native_err != EEXIST && native_err != EPERM;
+    if (mode == XdpMode::Native || !xdp_falls_back_)
         throw failure("native", native_err);
     if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
         throw failure("generic", err);
@@ -494,9 +549,12 @@ int CaptureProgram::entry_fd(Hook hook) const
 void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_body)
 {
     const bool egress = hook == Hook::Egress;
+    const bool tc = hook != Hook::Ingress;
     const int32_t counters_key = egress ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
-    const int32_t go_on = egress ? TC_ACT_UNSPEC : XDP_PASS;
-    bpf_map* next = egress ? skel_->maps.egress_next : skel_->maps.capture_next;
+    const int32_t go_on = tc ? TC_ACT_UNSPEC : XDP_PASS;
+    bpf_map* next = egress ? skel_->maps.egress_next
+        : tc               ? skel_->maps.ingress_next
+                           : skel_->maps.capture_next;
     const std::vector<bpf_insn> prog =
         filter_front(bpf_map__fd(skel_->maps.counters), counters_key, bpf_map__fd(next), 0, go_on, filter_body);
 
@@ -506,18 +564,21 @@ void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_
         throw Error("cannot link the filter to the capture program: " + errno_text(errno));
 
     bpf_prog_load_opts opts{};
-    if (!egress) {
+    if (!tc) {
         opts.expected_attach_type = BPF_XDP;
         // A tail call needs caller and callee to agree on multi-buffer support.
         opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
     }
-    filter_prog_[static_cast<int>(hook)] = load_filter_front(egress ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP,
-                                                             egress ? "xdpcap_filter_tc" : "xdpcap_filter", prog, opts);
+    filter_prog_[static_cast<int>(hook)] = load_filter_front(tc ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP,
+                                                             egress ? "xdpcap_filter_tc"
+                                                             : tc   ? "xdpcap_filter_in"
+                                                                    : "xdpcap_filter",
+                                                             prog, opts);
 }
 
 bool CaptureProgram::link_defunct() const
 {
-    if (egress_ && egress_->defunct())
+    if ((egress_ && egress_->defunct()) || (tc_ingress_ && tc_ingress_->defunct()))
         return true;
     if (trace_) {
         // Our links keep the traced program alive, not the interface.

@@ -1,6 +1,7 @@
 // Loads the capture programs from the embedded skeleton and attaches them to
-// an interface: XDP for received frames through a BPF link, so the kernel
-// detaches it if we die, and TC egress for sent frames (egress.hpp).
+// an interface: XDP (through a BPF link, so the kernel detaches it if we die)
+// or tc ingress for received frames, and tc egress for sent frames
+// (tc_hook.hpp).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 
 #include "cli/config.hpp"
 #include "kernel/drops.hpp"
-#include "kernel/egress.hpp"
+#include "kernel/tc_hook.hpp"
 #include "kernel/rx_metadata.hpp"
 #include "unique_fd.hpp"
 #include "kernel/xdp_inventory.hpp"
@@ -66,18 +67,26 @@ private:
     bool exit_ = true;
 };
 
+// Where received frames are taken.
+enum class ReceiveAt {
+    None,            // trace mode: the traced program's hooks do it
+    Xdp,             // XDP, in the mode asked for
+    Tc,              // tc ingress: veth, where XDP would change or miss traffic
+    NativeXdpElseTc, // native XDP, or tc ingress where the driver has none
+};
+
 class CaptureProgram {
 public:
     // Loads the programs of the hooks `direction` needs. Prefers the
     // multi-buffer (xdp.frags) XDP program and falls back to the linear one
     // where the kernel cannot load it.
-    // `xdp` false (trace mode): no XDP program, received frames come from
-    // load_trace()'s programs instead. `trace_programs`: how many programs
-    // load_trace() will trace. `sample_every` N > 1: each hook keeps one
-    // packet in N of those its filter keeps, counted over all CPUs.
+    // `receive` None (trace mode): received frames come from load_trace()'s
+    // programs instead. `trace_programs`: how many programs load_trace()
+    // will trace. `sample_every` N > 1: each hook keeps one packet in N of
+    // those its filter keeps, counted over all CPUs.
     static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
-                               Direction direction = Direction::In, bool xdp = true, uint32_t trace_programs = 0,
-                               uint32_t sample_every = 1);
+                               Direction direction = Direction::In, ReceiveAt receive = ReceiveAt::Xdp,
+                               uint32_t trace_programs = 0, uint32_t sample_every = 1);
     // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
     // target; attach() attaches them.
     // `filter` as for TracePrograms::load().
@@ -92,7 +101,11 @@ public:
     int drop_view_map_fd() const { return drops_->view_map_fd(); }
     void install_drop_filter(std::span<const bpf_insn> filter_body);
 
-    enum class Hook { Ingress, Egress };
+    // A capture program: XDP's and tc ingress's take received frames (one
+    // of them is attached), tc egress's sent ones.
+    enum class Hook { Ingress, Egress, TcIngress };
+    // Whether the hook's program is loaded, to be attached or held in reserve.
+    bool loads(Hook hook) const noexcept;
 
     // Loads the translated filter as a program of the hook's type that runs
     // first, counts every packet as seen and tail-calls the hook's capture
@@ -101,7 +114,7 @@ public:
     void install_filter(Hook hook, std::span<const bpf_insn> filter_body);
 
     // Attaches every loaded hook. Raises Error; in auto mode XDP tries native
-    // first, then generic. Natively, on kernels with the XDP RX metadata
+    // first, then generic (ReceiveAt::NativeXdpElseTc: then tc ingress). Natively, on kernels with the XDP RX metadata
     // kfuncs, a device-bound program runs in front of the capture program
     // (rx_metadata.hpp); where the kernel refuses it, the capture program
     // runs alone and rx_metadata_failure() says why.
@@ -111,6 +124,7 @@ public:
         link_.reset();
         rx_front_.reset();
         egress_.reset();
+        tc_ingress_.reset();
         trace_.reset();
         if (drops_)
             drop_misses_ = drops_->missed();
@@ -134,9 +148,13 @@ public:
     const std::string& rx_metadata_failure() const noexcept { return rx_front_failure_; }
     XdpMode attached_mode() const noexcept { return attached_mode_; }
     bool multi_buffer() const noexcept { return multi_buffer_; }
-    bool captures(Hook hook) const noexcept { return hook == Hook::Ingress ? ingress_ : egress_loaded_; }
-    // "tcx" or "clsact" once egress is attached.
+    // Received (Ingress, TcIngress: either hook) or sent frames.
+    bool captures(Hook hook) const noexcept { return hook == Hook::Egress ? egress_loaded_ : ingress_; }
+    // Once attached: received frames are taken at tc ingress, not XDP.
+    bool receives_at_tc() const noexcept { return tc_ingress_.has_value(); }
+    // "tcx" or "clsact" once egress (ingress) is attached at tc.
     const char* egress_mechanism() const noexcept;
+    const char* ingress_mechanism() const noexcept;
     // The interface went away and the kernel released the hooks.
     bool link_defunct() const;
 
@@ -157,9 +175,10 @@ public:
 
 private:
     CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction,
-                   bool xdp, uint32_t ifindex)
-        : skel_(std::move(skel)), multi_buffer_(multi_buffer), ingress_(direction != Direction::Out && xdp),
-          egress_loaded_(direction != Direction::In), ifindex_(ifindex)
+                   ReceiveAt receive, uint32_t ifindex)
+        : skel_(std::move(skel)), multi_buffer_(multi_buffer),
+          ingress_(direction != Direction::Out && receive != ReceiveAt::None),
+          egress_loaded_(direction != Direction::In), receive_(receive), ifindex_(ifindex)
     {
     }
     std::vector<xdpcap_counters> read_key(uint32_t key) const;
@@ -167,11 +186,12 @@ private:
     int entry_fd(Hook hook) const; // what attach() attaches
 
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
-    UniqueFd filter_prog_[2]; // by Hook
+    UniqueFd filter_prog_[3]; // by Hook
     UniqueFd link_;
     std::optional<RxMetadataFront> rx_front_; // attached instead of entry_fd(Ingress)
     std::string rx_front_failure_;
-    std::optional<EgressHook> egress_;
+    std::optional<TcHook> egress_;
+    std::optional<TcHook> tc_ingress_;
     std::optional<TracePrograms> trace_;
     std::optional<DropProgram> drops_;
     bool drops_loaded_ = false; // stays after detach() for the counters
@@ -182,8 +202,10 @@ private:
     bool multi_buffer_;
     bool ingress_;
     bool egress_loaded_;
+    ReceiveAt receive_;
     uint32_t ifindex_;
     XdpMode attached_mode_ = XdpMode::Auto;
+    bool xdp_falls_back_ = false; // native XDP failed where another hook may do
 };
 
 // Raises Error naming the program when the interface already has XDP

@@ -306,11 +306,12 @@ std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
     const std::string driver = driver_of(name);
     if (!rx_vlan_tags_outside_frames(name, driver))
         return "in the frames";
+    // The default mode takes a veth's received frames at tc ingress.
+    if (driver == "veth")
+        return "restored from the skb (tc ingress)";
     const auto why = rx_vlan_missing_reason(ifindex, "");
     if (why)
         return "missing (" + rx_vlan_remedy(name, driver).setting + "; " + *why + ")";
-    if (driver == "veth")
-        return "missing (generic XDP mode, which leaves a veth's traffic as it was; restored with --xdp-mode native)";
     return "restored from the NIC's RX metadata (native mode)";
 }
 
@@ -328,6 +329,9 @@ std::string list_interfaces()
     std::sort(ifaces.begin(), ifaces.end());
     for (const auto& [index, name] : ifaces) {
         text += std::to_string(index) + "." + name + " [" + interface_flags(name.c_str()) + "]";
+        // Where the default mode takes received frames.
+        text += std::string(", received at: ") +
+            (driver_of(name) == "veth" ? "tc ingress" : "XDP native mode (tc ingress where the driver has none)");
         text += ", received VLAN tags: " + rx_vlan_listing(index, name);
         for (const XdpAttachment& a : xdp_attachments(index)) {
             text += ", XDP " + a.mode + " " + describe(a.program);

@@ -432,12 +432,30 @@ class NetLab(Scoped):
                 name = json.loads(cp.stdout).get("name")
         return (pid, name)
 
-    def assert_clean(self, what="no XDP program remains attached to cap0", timeout=2.0):
+    def tc_filters(self, dev=None, ns=None):
+        """xdpcap's clsact filters on cap0 (or dev): `tc filter show` lines naming an xdpcap program.
+
+        tcx links (Linux 6.6 and later) need no check: the kernel removes
+        them with the last process holding them, even after SIGKILL."""
+        dev = dev or self.cap_if
+        found = []
+        for point in ("ingress", "egress"):
+            cp = run(["ip", "netns", "exec", ns or self.cap_ns, "tc", "filter", "show", "dev", dev, point],
+                     check_rc=False)
+            found += [f"{point}: {l.strip()}" for l in cp.stdout.splitlines() if "xdpcap" in l]
+        return found
+
+    def capture_state(self, dev=None):
+        """What a capture left on cap0 (or dev): XDP and clsact filters ('' when nothing)."""
+        parts = [self.xdp_state(dev)] + self.tc_filters(dev)
+        return "; ".join(p for p in parts if p)
+
+    def assert_clean(self, what="nothing of xdpcap remains attached to cap0 (XDP, tc)", timeout=2.0):
         end = time.monotonic() + scaled(timeout)
-        state = self.xdp_state()
+        state = self.capture_state()
         while state and time.monotonic() < end:
             time.sleep(0.05)
-            state = self.xdp_state()
+            state = self.capture_state()
         check(state == "", what, state)
 
     # -- sending --
@@ -473,6 +491,35 @@ def build_bpf_object(source, tmp, defines=()):
     run(["clang", "-O2", "-g", "-target", "bpf", "-idirafter", f"/usr/include/{multiarch}"]
         + [f"-D{d}" for d in defines] + ["-c", os.path.join(HERE, source), "-o", obj])
     return obj
+
+
+def held_programs(pid):
+    """{id: name} of the BPF programs process `pid` holds file descriptors of."""
+    ids = set()
+    fdinfo = f"/proc/{pid}/fdinfo"
+    try:
+        entries = os.listdir(fdinfo)
+    except OSError:
+        return {}
+    for fd in entries:
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            continue
+    programs = {}
+    for pid_ in sorted(ids):
+        cp = run(["bpftool", "-j", "prog", "show", "id", str(pid_)], check_rc=False)
+        if cp.returncode == 0:
+            programs[pid_] = json.loads(cp.stdout).get("name", "")
+    return programs
+
+
+def programs_alive(ids):
+    """Which of the program ids still exist."""
+    return [i for i in ids if run(["bpftool", "prog", "show", "id", str(i)], check_rc=False).returncode == 0]
 
 
 def kernel_has_tracing():

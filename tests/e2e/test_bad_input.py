@@ -10,7 +10,8 @@ untouched).  Cases: unknown interface; -w to a directory, into a missing
 directory, under /proc; bad -c, -s, --ring-pages, --xdp-mode; missing -i; an
 unknown option; a filter syntax error and a missing -F file ('ip broadcast' without an
 IPv4 address on -i compiles with netmask 0, as tcpdump); an interface that already has an XDP
-program (the message names its id and name, the first capture keeps working);
+program (both xdpcaps with --xdp-mode generic, as the default mode takes received frames
+from tc ingress on a veth: the message names its id and name, the first capture keeps working);
 missing privileges (capsh drops CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON,
 CAP_SYS_ADMIN: the message names CAP_BPF or root).
 """
@@ -119,18 +120,19 @@ def test(binary):
         bad("without CAP_BPF/CAP_NET_ADMIN/CAP_PERFMON/CAP_SYS_ADMIN", [], argv=argv,
             msg_re=r"CAP_BPF|root", absent=priv_out)
 
-        # An interface that already has an XDP program.
+        # An interface that already has an XDP program. Explicit XDP mode: the
+        # default takes a veth's received frames at tc ingress, without XDP.
         corpus = os.path.join(tmp, "corpus.pcap")
         frames = N.build_corpus(corpus, 20, seed=7)
         first_out = os.path.join(tmp, "first.pcapng")
-        first = lab.xdpcap(binary, ["-w", first_out])
+        first = lab.xdpcap(binary, ["-w", first_out, "--xdp-mode", "generic"])
         first.wait_listening()
         prog = lab.xdp_prog()
         N.check(prog is not None and prog[0] is not None,
                 f"first xdpcap attached XDP program {prog}")
         pid, pname = prog
         second_out = os.path.join(tmp, "second.pcapng")
-        x = N.Xdpcap(lab, binary, ["-i", "cap0", "-w", second_out])
+        x = N.Xdpcap(lab, binary, ["-i", "cap0", "-w", second_out, "--xdp-mode", "generic"])
         rc = x.wait(timeout=10)
         err = [l for l in x.err_lines if l.strip()]
         N.expect(rc == 1, "second xdpcap on the same interface: exit status 1", f"{rc}: {err}")

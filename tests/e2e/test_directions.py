@@ -14,16 +14,22 @@ cap0 and the other way round, so:
   * -Q in / -Q out: exactly the inbound / outbound part of the same;
   * the filters inbound, outbound and not inbound under -Q inout keep exactly
     the inbound / outbound part, and -v counts the filter per direction;
-  * SIGKILL: no XDP program, no tcx egress program on cap0 (on a kernel
-    without tcx: the clsact filter stays, as documented, until the next run),
-    promiscuity back to 0; -p leaves promiscuity alone;
+  * while capturing, received frames come from tc ingress: xdpcap's ingress
+    and egress programs are attached through tcx (clsact filters on a kernel
+    without tcx) and no XDP program is on the veth;
+  * SIGKILL: no tcx ingress or egress program on cap0 (on a kernel without
+    tcx: both clsact filters stay, as documented, until the next run, which
+    removes them), promiscuity back to 0; -p leaves promiscuity alone;
   * the clsact path (forced with XDPCAP_TEST_NO_TCX=1, as on kernels without
-    tcx): captures egress, a SIGKILLed run's filter is removed by the next run,
-    and a normal exit leaves no clsact qdisc;
+    tcx): -Q out captures egress, both directions byte for byte tcpdump's with
+    "clsact ingress and clsact egress" in the description, a SIGKILLed run's
+    two filters are removed by the next run, and a normal exit leaves no
+    clsact qdisc;
   * an interface that is down: one warning line, then packets once it is up.
 """
 
 import ctypes
+import json
 import os
 import signal
 import struct
@@ -56,16 +62,20 @@ for _ in range(100):
 c.sendall(b"hello from gen0"); assert c.recv(100) == b"HELLO FROM GEN0"; c.close()
 """
 
-# tcx egress programs attached to an ifindex, through BPF_PROG_QUERY
-# (run inside the namespace: ifindexes are per namespace).
+# Ids of the tcx programs attached to an ifindex at one hook (46 ingress, 47
+# egress), through BPF_PROG_QUERY (run inside the namespace: ifindexes are per
+# namespace); -errno when the query fails.
 TCX_QUERY = r"""
 import ctypes, struct, sys, socket
 libc = ctypes.CDLL(None, use_errno=True)
-attr = ctypes.create_string_buffer(struct.pack("IIII", socket.if_nametoindex(sys.argv[1]), 47, 0, 0) + bytes(48))
+ids = (ctypes.c_uint32 * 64)()
+attr = ctypes.create_string_buffer(struct.pack("IIIIQI", socket.if_nametoindex(sys.argv[1]), int(sys.argv[2]), 0, 0,
+                                               ctypes.addressof(ids), 64) + bytes(36))
 if libc.syscall(321, 16, attr, 64) != 0:
     print(-ctypes.get_errno()); sys.exit(0)
-print(struct.unpack_from("I", attr.raw, 24)[0])
+print(" ".join(str(ids[i]) for i in range(struct.unpack_from("I", attr.raw, 24)[0])))
 """
+TCX_INGRESS, TCX_EGRESS = 46, 47
 
 
 def setup_addresses(lab):
@@ -233,16 +243,34 @@ def promiscuity(lab):
     return N.link_info_promiscuity(lab)
 
 
-def tcx_egress_count(lab):
-    out = N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_QUERY, lab.cap_if]).stdout.strip()
-    return int(out)
+def tcx_query(lab, attach_type):
+    """The ids attached at that tcx hook of cap0, or -errno."""
+    out = N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_QUERY, lab.cap_if,
+                 str(attach_type)]).stdout.split()
+    return int(out[0]) if out and out[0].startswith("-") else [int(i) for i in out]
 
 
-def tc_egress_state(lab):
-    filters = N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "filter", "show", "dev", lab.cap_if,
-                     "egress"], check_rc=False).stdout.strip()
+def tcx_programs(lab, attach_type):
+    """Names of the tcx programs attached at that hook of cap0."""
+    names = []
+    for prog_id in tcx_query(lab, attach_type):
+        cp = N.run(["bpftool", "-j", "prog", "show", "id", str(prog_id)], check_rc=False)
+        names.append(json.loads(cp.stdout).get("name", "") if cp.returncode == 0 else f"id {prog_id}")
+    return names
+
+
+def tc_state(lab):
+    """xdpcap's clsact filters on cap0 (ingress and egress), and whether a clsact qdisc is there."""
     qdiscs = N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "qdisc", "show", "dev", lab.cap_if]).stdout
-    return filters, "clsact" in qdiscs
+    return lab.tc_filters(), "clsact" in qdiscs
+
+
+def has_filters(filters, *names):
+    """Whether there is exactly one filter per hook and program: 'ingress:xdpcap_ingress', ..."""
+    want = sorted(names)
+    got = sorted(f"{f.split(':', 1)[0]}:{n}" for f in filters for n in ("xdpcap_ingress", "xdpcap_egress")
+                 if n in f)
+    return got == want
 
 
 def wait_for(fn, want, timeout=2.0):
@@ -255,7 +283,7 @@ def wait_for(fn, want, timeout=2.0):
 
 
 def kernel_has_tcx(lab):
-    return tcx_egress_count(lab) >= 0  # the query fails with -EINVAL without tcx
+    return isinstance(tcx_query(lab, TCX_EGRESS), list)  # the query fails with -EINVAL without tcx
 
 
 def test_cleanup(binary, tmp):
@@ -269,21 +297,27 @@ def test_cleanup(binary, tmp):
         x.wait_listening()
         N.expect(promiscuity(lab) == 1, "while xdpcap runs, cap0 is promiscuous", promiscuity(lab))
         if tcx:
-            N.expect(tcx_egress_count(lab) == 1, "while xdpcap runs, one tcx egress program is attached",
-                     tcx_egress_count(lab))
+            N.expect(tcx_programs(lab, TCX_INGRESS) == ["xdpcap_ingress"],
+                     "while xdpcap runs, its tcx ingress program is attached", tcx_programs(lab, TCX_INGRESS))
+            N.expect(tcx_programs(lab, TCX_EGRESS) == ["xdpcap_egress"],
+                     "while xdpcap runs, its tcx egress program is attached", tcx_programs(lab, TCX_EGRESS))
         else:
-            N.expect("xdpcap_egress" in tc_egress_state(lab)[0],
-                     "while xdpcap runs, its clsact egress filter is attached", tc_egress_state(lab))
-        N.expect(lab.xdp_prog() is not None, "while xdpcap runs, an XDP program is attached")
+            N.expect(has_filters(lab.tc_filters(), "ingress:xdpcap_ingress", "egress:xdpcap_egress"),
+                     "while xdpcap runs, its clsact ingress and egress filters are attached", tc_state(lab))
+        # A veth's received frames come from tc ingress by default, not XDP.
+        N.expect(lab.xdp_prog() is None, "while xdpcap runs, no XDP program is attached", lab.xdp_state())
         x.send_signal(signal.SIGKILL)
         N.expect(x.wait(timeout=5) == -signal.SIGKILL, "xdpcap died of SIGKILL")
-        lab.assert_clean("no XDP program remains on cap0 within 2 s of SIGKILL")
         if tcx:
-            N.expect(wait_for(lambda: tcx_egress_count(lab), 0) == 0,
-                     "no tcx egress program remains on cap0 within 2 s of SIGKILL", tcx_egress_count(lab))
+            N.expect(wait_for(lambda: tcx_query(lab, TCX_INGRESS), []) == [],
+                     "no tcx ingress program remains on cap0 within 2 s of SIGKILL", tcx_programs(lab, TCX_INGRESS))
+            N.expect(wait_for(lambda: tcx_query(lab, TCX_EGRESS), []) == [],
+                     "no tcx egress program remains on cap0 within 2 s of SIGKILL", tcx_programs(lab, TCX_EGRESS))
+            lab.assert_clean("nothing of xdpcap remains on cap0 after SIGKILL (XDP, tc)")
         else:
-            N.expect("xdpcap_egress" in tc_egress_state(lab)[0],
-                     "without tcx, SIGKILL leaves the clsact filter (the documented caveat)")
+            N.expect(lab.xdp_state() == "", "no XDP program on cap0 after SIGKILL", lab.xdp_state())
+            N.expect(has_filters(lab.tc_filters(), "ingress:xdpcap_ingress", "egress:xdpcap_egress"),
+                     "without tcx, SIGKILL leaves both clsact filters (the documented caveat)", tc_state(lab))
         N.expect(wait_for(lambda: promiscuity(lab), 0) == 0, "promiscuity is back to 0 after SIGKILL",
                  promiscuity(lab))
 
@@ -291,10 +325,11 @@ def test_cleanup(binary, tmp):
         y.wait_listening()
         N.expect(promiscuity(lab) == 0, "-p: xdpcap leaves promiscuity at 0", promiscuity(lab))
         N.expect(y.stop(signal.SIGINT) == 0, "-p run exits 0")
-        if not tcx:
-            filters, has_clsact = tc_egress_state(lab)
-            N.expect(not filters and not has_clsact,
-                     "without tcx, the next run removed the killed run's filter and left nothing", filters)
+        # Without tcx, this run also removed the killed run's filters.
+        filters, has_clsact = tc_state(lab)
+        N.expect(not filters and not has_clsact and lab.xdp_state() == "",
+                 "after the -p run, nothing is left: no filter, no clsact qdisc, no XDP program",
+                 (filters, has_clsact, lab.xdp_state()))
 
         # The clsact path, as on kernels without tcx.
         env = ["XDPCAP_TEST_NO_TCX=1"]
@@ -305,28 +340,43 @@ def test_cleanup(binary, tmp):
                  f"clsact path: -Q out captures exactly the {len(want)} frames cap0 sent")
         N.expect("clsact egress" in " ".join(i["description"] or "" for i in N.pcapng_idbs(out)),
                  "clsact path: the interface description says 'clsact egress'")
-        filters, has_clsact = tc_egress_state(lab)
+        filters, has_clsact = tc_state(lab)
         N.expect(not filters and not has_clsact, "clsact path: a normal exit removes the filter and the qdisc",
                  filters)
 
-        argv = ["env"] + env + [binary, "-i", lab.cap_if, "-Q", "out", "-w", os.path.join(tmp, "k.pcapng")]
+        # Both directions: received frames from the clsact ingress filter.
+        frames, oracle, _err, out = capture(lab, binary, tmp, "clsact_inout", [], env=env)
+        missing, extra, dup = N.multiset_diff(oracle, [data for data, _d in frames])
+        N.expect(not missing and not extra and not dup and oracle,
+                 f"clsact path: default -Q captures exactly the {len(oracle)} frames tcpdump saw on gen0",
+                 f"missing {len(missing)}, extra {len(extra)}, duplicated {len(dup)}")
+        check_directions(frames, "clsact path")
+        descs = [i["description"] or "" for i in N.pcapng_idbs(out)]
+        N.expect(descs and all(", clsact ingress and clsact egress, driver veth" in d for d in descs),
+                 "clsact path: the interface description says 'clsact ingress and clsact egress'", descs)
+        filters, has_clsact = tc_state(lab)
+        N.expect(not filters and not has_clsact, "clsact path: a normal exit removes both filters and the qdisc",
+                 filters)
+
+        argv = ["env"] + env + [binary, "-i", lab.cap_if, "-w", os.path.join(tmp, "k.pcapng")]
         k = N.Xdpcap(lab, binary, [], argv=argv)
         k.wait_listening()
         k.send_signal(signal.SIGKILL)
         k.wait(timeout=5)
-        filters, has_clsact = tc_egress_state(lab)
-        N.expect("xdpcap_egress" in filters, "clsact path: SIGKILL leaves the filter behind (the documented "
-                 "caveat of kernels without tcx)", filters)
-        killed = [l for l in filters.splitlines() if "handle 0x5844" in l]
+        killed, _ = tc_state(lab)
+        N.expect(has_filters(killed, "ingress:xdpcap_ingress", "egress:xdpcap_egress"),
+                 "clsact path: SIGKILL leaves both filters behind (the documented caveat of kernels without tcx)",
+                 killed)
         argv[-1] = os.path.join(tmp, "k2.pcapng")
         k2 = N.Xdpcap(lab, binary, [], argv=argv)
         k2.wait_listening()
-        filters, _ = tc_egress_state(lab)
-        ours = [l for l in filters.splitlines() if "handle 0x5844" in l]
-        N.expect(len(ours) == 1 and ours != killed,
-                 "clsact path: the next run removes the killed run's filter and attaches its own", filters)
+        filters, _ = tc_state(lab)
+        N.expect(has_filters(filters, "ingress:xdpcap_ingress", "egress:xdpcap_egress")
+                 and not set(filters) & set(killed),
+                 "clsact path: the next run removes the killed run's two filters and attaches its own",
+                 (killed, filters))
         N.expect(k2.stop(signal.SIGINT) == 0, "clsact path: the next run exits 0")
-        filters, has_clsact = tc_egress_state(lab)
+        filters, has_clsact = tc_state(lab)
         N.expect(not filters and not has_clsact, "clsact path: nothing is left after it", filters)
 
 

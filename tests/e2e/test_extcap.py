@@ -12,10 +12,13 @@ per-CPU interfaces, and no extcap error; a capture filter given to tshark
 (-f) reaches xdpcap (the interfaces record it) and only matching frames
 arrive; after each capture no xdpcap process is left and nothing stays
 attached; the filter check Wireshark runs while one types a filter answers
-on stdout; as an unprivileged user, and with another XDP program on the
-interface, tshark shows xdpcap's one-line error as an extcap error.
+on stdout; as an unprivileged user, and with another xdpcap's XDP program on
+the interface (both in XDP generic mode, tshark's through its extcap option:
+by default a veth's received frames come from tc ingress), tshark shows
+xdpcap's one-line error as an extcap error.
 """
 
+import json
 import os
 import re
 import shutil
@@ -30,6 +33,19 @@ import netlab as N  # noqa: E402
 
 CPU = N.cpus()[0]
 EXTCAP_ERROR = "Error by extcap pipe:"
+
+# Ids of the programs attached to cap0's tcx ingress (BPF_PROG_QUERY, inside
+# the namespace: ifindexes are per namespace), or -errno (-EINVAL: no tcx).
+TCX_INGRESS_QUERY = r"""
+import ctypes, struct, sys, socket
+libc = ctypes.CDLL(None, use_errno=True)
+ids = (ctypes.c_uint32 * 64)()
+attr = ctypes.create_string_buffer(struct.pack("IIIIQI", socket.if_nametoindex(sys.argv[1]), 46, 0, 0,
+                                               ctypes.addressof(ids), 64) + bytes(36))
+if libc.syscall(321, 16, attr, 64) != 0:
+    print(-ctypes.get_errno()); sys.exit(0)
+print(" ".join(str(ids[i]) for i in range(struct.unpack_from("I", attr.raw, 24)[0])))
+"""
 
 
 class Tshark:
@@ -54,9 +70,24 @@ class Tshark:
                                                text=True))
 
 
+def ingress_attached(lab):
+    """Whether an xdpcap program is on cap0's tc ingress: a tcx link, or a clsact filter without tcx.
+
+    xdpcap_ingress, or with a capture filter xdpcap_filter_in (the kernel keeps 15 characters)."""
+    out = N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_INGRESS_QUERY, lab.cap_if]).stdout.split()
+    if out and out[0].startswith("-"):
+        return any(f.startswith("ingress:") for f in lab.tc_filters())
+    for prog_id in out:
+        cp = N.run(["bpftool", "-j", "prog", "show", "id", prog_id], check_rc=False)
+        if cp.returncode == 0 and json.loads(cp.stdout).get("name", "").startswith("xdpcap_"):
+            return True
+    return False
+
+
 def wait_attached(lab, proc, timeout=10.0):
+    """Wait until xdpcap takes received frames: at tc ingress, the default on a veth."""
     end = time.monotonic() + timeout
-    while lab.xdp_prog() is None:
+    while not ingress_attached(lab):
         if proc.poll() is not None:
             raise N.TestFailure(f"tshark exited ({proc.returncode}) before xdpcap attached: "
                                 f"{proc.stderr.read()}")
@@ -170,9 +201,11 @@ def test(binary):
         N.expect(re.search(re.escape(EXTCAP_ERROR) + r" xdpcap: capturing needs root", cp.stderr),
                  "unprivileged: tshark shows xdpcap's privilege error as an extcap error", cp.stderr)
 
-        first = lab.xdpcap(binary, ["-w", os.path.join(tmp, "first.pcapng")])
+        # XDP on both sides: by default a veth's received frames come from tc ingress.
+        first = lab.xdpcap(binary, ["-w", os.path.join(tmp, "first.pcapng"), "--xdp-mode", "generic"])
         first.wait_listening()
-        cp = tshark.run(["-i", "xdpcap:cap0", "-c", "1", "-w", os.path.join(tmp, "in_the_way.pcapng")])
+        cp = tshark.run(["-i", "xdpcap:cap0", "-o", "extcap.xdpcap_cap0.xdpmode:generic", "-c", "1",
+                         "-w", os.path.join(tmp, "in_the_way.pcapng")])
         N.log("  info  tshark beside another capture: "
               + " | ".join(l for l in cp.stderr.splitlines() if l.strip()))
         N.expect(cp.returncode != 0, "XDP program in the way: tshark exits non-zero", cp.returncode)

@@ -5,9 +5,11 @@ Usage (root): /usr/bin/python3 tests/e2e/test_fault_iface_moved.py PATH/TO/xdpca
 
 `xdpcap -i cap0 -v -w FILE` captures a corpus sent from the generator
 namespace; then `ip -n CAPNS link set cap0 netns THIRD` moves cap0 into a third
-namespace the test creates. The XDP link survives a move (the interface
-still exists), so only the kernel's link notification (RTM_DELLINK with
-IFLA_NEW_NETNSID, in the old namespace) can stop the capture.
+namespace the test creates. In the default mode a veth's frames are captured
+at tc ingress and egress (tcx links, or clsact filters without tcx), no XDP.
+The interface still exists after a move, so only the kernel's link
+notification (RTM_DELLINK with IFLA_NEW_NETNSID, in the old namespace) tells
+xdpcap that it was moved rather than deleted.
 Checks: xdpcap exits by itself within 1 s with status 2 and exactly one line
 "xdpcap: cap0 went away (moved to another network namespace); capture
 stopped"; the statistics are printed and add up; the file is complete (block
@@ -15,7 +17,8 @@ walk, the MIME-reader structural check, tshark, capinfos, tcpdump), holds
 every frame sent, byte-exact, and ends with statistics blocks matching the
 per-CPU lines; cap0's promiscuity, as `ip -d link show` reports it in its new
 namespace, is what it was before xdpcap made it promiscuous (also after
-xdpcap exited); no XDP program is left on cap0 there and the program is freed.
+xdpcap exited); neither XDP nor an xdpcap clsact filter is left on cap0
+there, and the programs xdpcap held are freed (polled for up to 2 s).
 Then the same in text mode (no -w): every frame printed on stdout, the one
 line, statistics, exit 2.
 """
@@ -86,7 +89,7 @@ def check_stop(x, rc, waited, what):
     return st
 
 
-def check_left_behind(lab, third, prog, before, what):
+def check_left_behind(lab, third, held, before, what):
     links = N.run(["ip", "-n", lab.cap_ns, "-o", "link", "show"]).stdout
     N.expect(f" {lab.cap_if}@" not in links, f"{what}: cap0 is no longer in the capture namespace", links)
     info = N.NetLab.link_info(third, lab.cap_if)
@@ -96,32 +99,40 @@ def check_left_behind(lab, third, prog, before, what):
              promiscuity(third, lab.cap_if))
     N.expect("xdp" not in info, f"{what}: no XDP program left on cap0 in its new namespace",
              info.get("xdp"))
-    cp = N.run(["bpftool", "prog", "show", "id", str(prog[0])], check_rc=False)
-    N.expect(cp.returncode != 0, f"{what}: XDP program id {prog[0]} no longer exists (detached and freed)",
-             cp.stdout)
+    filters = lab.tc_filters(lab.cap_if, ns=third)
+    N.expect(not filters, f"{what}: no xdpcap clsact filter left on cap0 in its new namespace", filters)
+    # A clsact filter's program is released after an RCU grace period.
+    end = time.monotonic() + N.scaled(2.0)
+    alive = N.programs_alive(list(held))
+    while alive and time.monotonic() < end:
+        time.sleep(0.05)
+        alive = N.programs_alive(list(held))
+    N.expect(not alive, f"{what}: none of the programs xdpcap held ({held}) exists any more "
+                        "(detached and freed)", alive)
 
 
 def start(lab, binary, args):
     before = N.link_info_promiscuity(lab)
     x = lab.xdpcap(binary, args)
     x.wait_listening()
-    prog = lab.xdp_prog()
-    N.check(prog is not None and prog[0] is not None, f"XDP program attached: {prog}")
+    held = N.held_programs(x.proc.pid)
+    N.check({"xdpcap_ingress", "xdpcap_egress"} <= set(held.values()),
+            f"xdpcap holds its tc ingress and egress programs: {held}")
     now = N.link_info_promiscuity(lab)
     N.check(now == before + 1, f"xdpcap made cap0 promiscuous (promiscuity {before} -> {now})")
-    return x, prog, before
+    return x, held, before
 
 
 def test_file(binary, tmp, corpus, frames):
     with N.NetLab() as lab, Namespace() as third:
         out = os.path.join(tmp, "moved.pcapng")
-        x, prog, before = start(lab, binary, ["-v", "-w", out])
+        x, held, before = start(lab, binary, ["-v", "-w", out])
         N.log("  info  " + lab.send(corpus, CPU, gap_us=200))
         time.sleep(0.3)     # let the drain timer write everything out
 
         rc, waited = move_and_wait(lab, x, third.name)
         st = check_stop(x, rc, waited, "-w FILE")
-        check_left_behind(lab, third.name, prog, before, "-w FILE")
+        check_left_behind(lab, third.name, held, before, "-w FILE")
 
         N.check(os.path.isfile(out) and os.path.getsize(out) > 0, "output file kept")
         recs = N.pcapng_records(out)
@@ -139,13 +150,13 @@ def test_file(binary, tmp, corpus, frames):
 
 def test_text(binary, corpus):
     with N.NetLab() as lab, Namespace() as third:
-        x, prog, before = start(lab, binary, ["-n", "-v"])
+        x, held, before = start(lab, binary, ["-n", "-v"])
         N.log("  info  " + lab.send(corpus, CPU, gap_us=200))
         time.sleep(0.3)
 
         rc, waited = move_and_wait(lab, x, third.name)
         check_stop(x, rc, waited, "text")
-        check_left_behind(lab, third.name, prog, before, "text")
+        check_left_behind(lab, third.name, held, before, "text")
         # -v puts an IP header's fields first: a packet's line may continue,
         # indented, on the next.
         lines = [l for l in bytes(x.out).decode("utf-8", "replace").splitlines() if not l.startswith((" ", "\t"))]

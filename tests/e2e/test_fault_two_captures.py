@@ -3,23 +3,43 @@
 
 Usage (root): /usr/bin/python3 tests/e2e/test_fault_two_captures.py PATH/TO/xdpcap
 
-A first `xdpcap -i cap0 -v -w FIRST` captures.  A second one on cap0 (once with
--w FILE, once writing text to stdout) must be refused: exit 1 within a few
-seconds, exactly one stderr line "xdpcap: cap0 is already being captured by
-another xdpcap (pid P, XDP program 'NAME' id N); stop it first, or capture
-there with -Q out" with P the first xdpcap's pid (found through the fdinfo of
-its BPF link) and its program's name and id as ip link reports them, whether
-or not the kernel could trace XDP programs; nothing on stdout, no output file
-left; the first program stays attached, the first xdpcap keeps running.  A
-third, in a pid namespace of its own (where the first one's process cannot be
-seen), gets the same line with "(pid unknown)".  Frames are then sent and the
-first captures every one of them; after SIGINT it exits 0 with consistent
-statistics and cap0 is clean.  Last, a first xdpcap attached with
---xdp-mode native (where the kernel has the RX metadata kfuncs, the attached
-program is the device-bound xdpcap_rx_meta in front) is recognised the same.
+In the default mode a veth's frames are captured at tc ingress and egress.
+
+tcx (Linux 6.6+): a first `xdpcap -i cap0 -v -w FIRST` captures a corpus alone;
+a second `xdpcap -i cap0 -v -w SECOND` then attaches too (its own programs)
+and both capture a second corpus; the second stops (exit 0) and its programs
+are freed; the first, untouched, captures a third corpus, then stops (exit 0).
+Each one's statistics count its own frames (the first all three corpora, the
+second only the one sent while both ran), both files hold exactly those
+frames, byte-exact, and say "tcx ingress and tcx egress"; cap0 is clean.
+
+clsact (kernels without tcx, as Debian 12's 6.1, and here too through the
+XDPCAP_TEST_NO_TCX test seam): a second default xdpcap on cap0 (with -w FILE,
+and writing text to stdout) fails: exit 1, exactly one stderr line "xdpcap:
+cannot attach the ingress program to cap0 (clsact): File exists (another xdpcap
+captures its ingress)", nothing on stdout, no output file left; the first's
+filters (same programs), promiscuity and process stay as they were, and it
+then captures every frame sent ("clsact ingress and clsact egress").
+
+XDP (explicit --xdp-mode): with a first xdpcap attached with --xdp-mode
+generic, a second with --xdp-mode generic (-w FILE) or native (text to stdout)
+must be refused: exit 1 within a few seconds, exactly one stderr line
+"xdpcap: cap0 is already being captured by another xdpcap (pid P, XDP program
+'NAME' id N); stop it first, or capture there with -Q out" with P the first
+xdpcap's pid (found through the fdinfo of its BPF link) and its program's name
+and id as ip link reports them, whether or not the kernel could trace XDP
+programs; nothing on stdout, no output file left; the first program stays
+attached, the first xdpcap keeps running.  A third, in a pid namespace of its
+own (where the first one's process cannot be seen), gets the same line with
+"(pid unknown)".  Frames are then sent and the first captures every one of
+them; after SIGINT it exits 0 with consistent statistics and cap0 is clean.
+Last, a first xdpcap attached with --xdp-mode native (where the kernel has the
+RX metadata kfuncs, the attached program is the device-bound xdpcap_rx_meta in
+front) is recognised the same by a second with --xdp-mode generic.
 """
 
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -30,13 +50,43 @@ import netlab as N  # noqa: E402
 
 COUNT = 60
 CPU = N.cpus()[0]
+CLSACT_LINE = ("xdpcap: cannot attach the ingress program to cap0 (clsact): File exists "
+               "(another xdpcap captures its ingress)")
+NO_TCX = ["XDPCAP_TEST_NO_TCX=1"]
 
 
-def refuse(lab, binary, args, prog, who, desc, absent=None, argv=None):
-    """A second xdpcap on cap0 is refused in one line naming `who` ("pid N") and
-    the first one's program (id, name)."""
-    N.log(f"  --    second xdpcap ({desc}): xdpcap -i cap0 {' '.join(args)}")
-    x = N.Xdpcap(lab, binary, ["-i", "cap0"] + args, argv=argv)
+def kernel_has_tcx():
+    """tcx came with Linux 6.6; older kernels (Debian 12's 6.1) use clsact."""
+    m = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return (int(m.group(1)), int(m.group(2))) >= (6, 6)
+
+
+def start(lab, binary, args, env=()):
+    """xdpcap -i cap0 ARGS, with `env` (VAR=VALUE) in its environment."""
+    argv = ["env"] + list(env) + [binary, "-i", lab.cap_if] + list(args) if env else None
+    return N.Xdpcap(lab, binary, ["-i", lab.cap_if] + list(args), argv=argv)
+
+
+def wait_gone(ids, timeout=2.0):
+    """Poll until none of the program ids exists; return those still alive."""
+    end = time.monotonic() + N.scaled(timeout)
+    alive = N.programs_alive(ids)
+    while alive and time.monotonic() < end:
+        time.sleep(0.05)
+        alive = N.programs_alive(ids)
+    return alive
+
+
+def held_tc(x, what):
+    """The programs xdpcap x holds; it must hold its tc ingress and egress ones."""
+    held = N.held_programs(x.proc.pid)
+    N.check({"xdpcap_ingress", "xdpcap_egress"} <= set(held.values()),
+            f"{what} holds its tc ingress and egress programs: {held}")
+    return held
+
+
+def refused(x, desc, want, absent=None):
+    """x exits 1 within 10 s with exactly the one stderr line `want`, nothing on stdout."""
     rc = x.wait(timeout=10)
     err = [l for l in x.err_lines if l.strip()]
     out = bytes(x.out)
@@ -44,28 +94,119 @@ def refuse(lab, binary, args, prog, who, desc, absent=None, argv=None):
     N.expect(rc == 1, f"{desc}: exit status 1", f"status {rc}")
     N.expect(len(err) == 1, f"{desc}: exactly one stderr line", err)
     line = err[0] if err else ""
-    want = (f"xdpcap: cap0 is already being captured by another xdpcap ({who}, XDP program "
-            f"'{prog[1]}' id {prog[0]}); stop it first, or capture there with -Q out")
-    N.expect(line == want, f"{desc}: the line says another xdpcap ({who}) captures there",
-             f"{line!r} != {want!r}")
+    N.expect(line == want, f"{desc}: the line is {want!r}", f"{line!r} != {want!r}")
     N.expect(not out, f"{desc}: nothing on stdout", out[:200])
     if absent is not None:
         N.expect(not os.path.lexists(absent), f"{desc}: no output file left ({absent})")
+
+
+def finish(x, out, frames, tmp, what, describes=None):
+    """Stop x with SIGINT: exit 0, no error, statistics counting exactly
+    `frames`, and the file holding them byte-exact."""
+    rc = x.stop(signal.SIGINT)
+    N.log(f"  info  {what} stderr: " + " | ".join(x.err_lines))
+    N.expect(rc == 0, f"{what} exits 0 on SIGINT", f"status {rc}")
+    N.expect(not N.messages(x.err_lines), f"{what} printed no error or warning", N.messages(x.err_lines))
+    st = N.final_stats(x.err_lines)
+    N.check(st is not None, f"{what} printed statistics", x.stderr)
+    N.check_stats_identity(st, f"{what} statistics")
+    n = len(frames)
+    N.expect(st["captured"] == n == st["received"] and st["dropped"] == 0,
+             f"{what}: {n} captured, {n} received, 0 dropped", "\n".join(st["lines"]))
+    N.check_structure(out)
+    rows = N.read_capture(out, tmp)
+    N.check_exact(frames, [r["data"] for r in rows],
+                  f"{what} captured exactly the {n} frames sent while it ran, byte-exact")
+    if describes is not None:
+        descs = [i.get("description") or "" for i in N.pcapng_idbs(out)]
+        N.expect(descs and all(f", {describes}, driver veth" in d for d in descs),
+                 f"{what}: every interface description says '{describes}'", descs)
+
+
+def two_default_tcx(binary, tmp, corpora):
+    """Two default captures on one veth with tcx: both attach, both capture."""
+    (pre, pre_frames), (both, both_frames), (post, post_frames) = corpora
+    with N.NetLab() as lab:
+        first_out = os.path.join(tmp, "tcx-first.pcapng")
+        second_out = os.path.join(tmp, "tcx-second.pcapng")
+        first = start(lab, binary, ["-v", "-w", first_out])
+        first.wait_listening()
+        held1 = held_tc(first, "tcx: the first xdpcap")
+        N.log("  info  first alone: " + lab.send(pre, CPU, gap_us=200))
+
+        second = start(lab, binary, ["-v", "-w", second_out])
+        second.wait_listening()
+        held2 = held_tc(second, "tcx: the second xdpcap")
+        N.expect(not set(held1) & set(held2), "tcx: the two hold distinct programs", (held1, held2))
+        N.expect(first.proc.poll() is None, "tcx: the first xdpcap is still running")
+        N.expect(lab.xdp_state() == "", "tcx: no XDP program on cap0", lab.xdp_state())
+        N.log("  info  both: " + lab.send(both, CPU, gap_us=200))
+        time.sleep(0.5)
+
+        finish(second, second_out, both_frames, tmp, "tcx: the second xdpcap",
+               "tcx ingress and tcx egress")
+        alive = wait_gone(list(held2))
+        N.expect(not alive, "tcx: the second xdpcap's programs are gone after it exited", alive)
+        N.expect(first.proc.poll() is None, "tcx: the first xdpcap still runs after the second exited")
+        N.log("  info  first alone again: " + lab.send(post, CPU, gap_us=200))
+        time.sleep(0.5)
+        finish(first, first_out, pre_frames + both_frames + post_frames, tmp, "tcx: the first xdpcap",
+               "tcx ingress and tcx egress")
+        lab.assert_clean("tcx: after both exited nothing of xdpcap remains attached to cap0")
+        alive = wait_gone(list(held1))
+        N.expect(not alive, "tcx: the first xdpcap's programs are gone after it exited", alive)
+
+
+def two_default_clsact(binary, tmp, corpus, frames, env):
+    """Two default captures on one veth without tcx: the second fails, the first goes on."""
+    with N.NetLab() as lab:
+        first_out = os.path.join(tmp, "clsact-first.pcapng")
+        first = start(lab, binary, ["-v", "-w", first_out], env)
+        first.wait_listening()
+        held = held_tc(first, "clsact: the first xdpcap")
+        filters = lab.tc_filters()
+        ids = {name: pid for pid, name in held.items()}
+        N.check(len(filters) == 2 and all(f" id {ids[f'xdpcap_{p}']} name xdpcap_{p} " in l
+                                          for p, l in zip(("ingress", "egress"), filters)),
+                "clsact: the first xdpcap's ingress and egress filters run its programs", filters)
+        promisc = N.link_info_promiscuity(lab)
+
+        second_out = os.path.join(tmp, "clsact-second.pcapng")
+        for desc, args, absent in (("clsact: second xdpcap with -w FILE", ["-w", second_out], second_out),
+                                   ("clsact: second xdpcap writing text to stdout", ["-q"], None)):
+            N.log(f"  --    {desc}: xdpcap -i cap0 {' '.join(args)}")
+            refused(start(lab, binary, args, env), desc, CLSACT_LINE, absent)
+            N.expect(lab.tc_filters() == filters, f"{desc}: the first xdpcap's filters are untouched",
+                     lab.tc_filters())
+            N.expect(N.link_info_promiscuity(lab) == promisc,
+                     f"{desc}: cap0's promiscuity is still {promisc}", N.link_info_promiscuity(lab))
+            N.expect(first.proc.poll() is None, f"{desc}: the first xdpcap is still running")
+
+        N.log("  info  " + lab.send(corpus, CPU, gap_us=200))
+        time.sleep(0.5)
+        finish(first, first_out, frames, tmp, "clsact: the first xdpcap", "clsact ingress and clsact egress")
+        lab.assert_clean("clsact: after the first exited nothing of xdpcap remains attached to cap0")
+
+
+def refuse_xdp(lab, binary, args, prog, who, desc, absent=None, argv=None):
+    """A second xdpcap selecting XDP on cap0 is refused in one line naming
+    `who` ("pid N") and the first one's XDP program (id, name)."""
+    N.log(f"  --    second xdpcap ({desc}): xdpcap -i cap0 {' '.join(args)}")
+    want = (f"xdpcap: cap0 is already being captured by another xdpcap ({who}, XDP program "
+            f"'{prog[1]}' id {prog[0]}); stop it first, or capture there with -Q out")
+    refused(N.Xdpcap(lab, binary, ["-i", "cap0"] + args, argv=argv), desc, want, absent)
     N.expect(lab.xdp_prog() == prog, f"{desc}: the first program is still attached",
              lab.xdp_prog())
 
 
-def test(binary):
-    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
-        corpus = os.path.join(tmp, "corpus.pcap")
-        frames = N.build_corpus(corpus, COUNT, seed=61)
-        first_out = os.path.join(tmp, "first.pcapng")
-
-        first = lab.xdpcap(binary, ["-v", "-w", first_out])
+def xdp_refusals(binary, tmp, corpus, frames):
+    with N.NetLab() as lab:
+        first_out = os.path.join(tmp, "xdp-first.pcapng")
+        first = lab.xdpcap(binary, ["--xdp-mode", "generic", "-v", "-w", first_out])
         first.wait_listening()
         prog = lab.xdp_prog()
         N.check(prog is not None and prog[0] is not None and prog[1],
-                f"first xdpcap attached XDP program {prog}")
+                f"first xdpcap (--xdp-mode generic) attached XDP program {prog}")
         mode_no = lab.link_info(lab.cap_ns, lab.cap_if).get("xdp", {}).get("mode")
         N.log(f"  info  first program: id {prog[0]}, name {prog[1]!r}, ip link mode {mode_no}, "
               f"pid {first.proc.pid}")
@@ -74,32 +215,19 @@ def test(binary):
         with open(f"/proc/{first.proc.pid}/comm") as f:
             N.check(f.read().strip() == "xdpcap", f"pid {first.proc.pid} is the first xdpcap")
 
-        second_out = os.path.join(tmp, "second.pcapng")
+        second_out = os.path.join(tmp, "xdp-second.pcapng")
         who = f"pid {first.proc.pid}"
-        refuse(lab, binary, ["-w", second_out], prog, who, "-w FILE", absent=second_out)
-        refuse(lab, binary, ["-q"], prog, who, "text to stdout")
-        refuse(lab, binary, ["-q"], prog, "pid unknown", "own pid namespace",
-               argv=["unshare", "--pid", "--fork", "--mount-proc", binary, "-i", "cap0", "-q"])
+        refuse_xdp(lab, binary, ["--xdp-mode", "generic", "-w", second_out], prog, who,
+                   "--xdp-mode generic, -w FILE", absent=second_out)
+        refuse_xdp(lab, binary, ["--xdp-mode", "native", "-q"], prog, who, "--xdp-mode native, text to stdout")
+        refuse_xdp(lab, binary, ["--xdp-mode", "generic", "-q"], prog, "pid unknown", "own pid namespace",
+                   argv=["unshare", "--pid", "--fork", "--mount-proc", binary, "-i", "cap0",
+                         "--xdp-mode", "generic", "-q"])
         N.expect(first.proc.poll() is None, "the first xdpcap is still running")
 
         N.log("  info  " + lab.send(corpus, CPU, gap_us=200))
         time.sleep(0.5)
-        rc = first.stop(signal.SIGINT)
-        N.log("  info  first stderr: " + " | ".join(first.err_lines))
-        N.expect(rc == 0, "first xdpcap exits 0 on SIGINT", f"status {rc}")
-        N.expect(not N.messages(first.err_lines),
-                 "first xdpcap printed no error")
-        st = N.final_stats(first.err_lines)
-        N.check(st is not None, "first xdpcap printed statistics", first.stderr)
-        N.check_stats_identity(st)
-        N.expect(st["captured"] == COUNT == st["received"] and st["dropped"] == 0,
-                 f"first xdpcap: {COUNT} captured, {COUNT} received, 0 dropped",
-                 "\n".join(st["lines"]))
-        N.check_structure(first_out)
-        rows = N.read_capture(first_out, tmp)
-        N.check_exact(frames, [r["data"] for r in rows],
-                      "the first xdpcap captured every frame sent after the refusals, "
-                      "byte-exact")
+        finish(first, first_out, frames, tmp, "the first xdpcap (--xdp-mode generic)")
         lab.assert_clean("after stopping the first xdpcap, cap0 is clean")
         cp = N.run(["bpftool", "prog", "show", "id", str(prog[0])], check_rc=False)
         N.expect(cp.returncode != 0, f"program id {prog[0]} is gone", cp.stdout)
@@ -110,10 +238,29 @@ def test(binary):
         native = lab.xdpcap(binary, ["--xdp-mode", "native", "-w", os.devnull])
         native.wait_listening()
         prog = lab.xdp_prog()
-        N.log(f"  info  natively attached: id {prog[0]}, name {prog[1]!r}")
-        refuse(lab, binary, ["-q"], prog, f"pid {native.proc.pid}", "first one native")
+        N.check(prog is not None and prog[0] is not None and prog[1],
+                f"--xdp-mode native attached XDP program {prog}")
+        refuse_xdp(lab, binary, ["--xdp-mode", "generic", "-q"], prog, f"pid {native.proc.pid}",
+                   "first one native")
         N.check(native.stop(signal.SIGINT) == 0, "the native xdpcap exits 0", native.stderr)
         lab.assert_clean("after stopping the native xdpcap, cap0 is clean")
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp:
+        corpora = []
+        for seed, count in ((61, COUNT), (62, 20), (63, 10)):
+            path = os.path.join(tmp, f"corpus{seed}.pcap")
+            corpora.append((path, N.build_corpus(path, count, seed=seed)))
+        tcx = kernel_has_tcx()
+        N.log(f"  info  kernel {os.uname().release}: {'tcx' if tcx else 'no tcx (clsact)'}")
+        if tcx:
+            two_default_tcx(binary, tmp, [corpora[1], corpora[0], corpora[2]])
+            # The clsact path of kernels without tcx, through the test seam.
+            two_default_clsact(binary, tmp, *corpora[0], env=NO_TCX)
+        else:
+            two_default_clsact(binary, tmp, *corpora[0], env=())
+        xdp_refusals(binary, tmp, *corpora[0])
 
 
 if __name__ == "__main__":

@@ -12,11 +12,15 @@ cap1 <-> gen1).  Checks:
     totals and each interface's line on stderr (on SIGUSR1 and at the end)
     have its exact count, the -v
     lines (IFACE@cpuN) add up to it, and each ISB matches its line; nothing
-    stays attached (XDP, tcx/clsact egress, promiscuity) on either interface;
-  * SIGKILL of such a run leaves nothing attached on either interface (without
-    tcx: only the clsact filters, which the next run removes from both);
+    stays attached (XDP, tcx/clsact ingress and egress, promiscuity) on either
+    interface;
+  * while such a run goes on, each veth has xdpcap's tc ingress program (the
+    default mode on a veth) and no XDP, and is promiscuous; SIGKILL leaves
+    nothing attached on either interface (without tcx: only the clsact
+    filters, ingress and egress, which the next run removes from both);
   * `-i IFINDEX` (cap1's) captures cap1 under its name, and an interface
-    named like that number takes precedence, as with tcpdump;
+    named like that number (a bridge: tc ingress, it has no native XDP) takes
+    precedence, as with tcpdump;
   * the second interface failing to attach (a bridge in --xdp-mode native)
     exits 1 with one line naming it, leaves no output file, and cap0 (attached
     first) ends up with nothing attached;
@@ -38,7 +42,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
-from test_directions import TCX_QUERY  # noqa: E402
 
 COUNT = 120  # frames per interface
 STATS_IFACE_RE = re.compile(
@@ -46,19 +49,45 @@ STATS_IFACE_RE = re.compile(
 STATS_CPU_RE = re.compile(r"^\s+(cap\d)@cpu(\d+): (\d+) seen, (\d+) sampled, (\d+) written, ")
 
 
-def leftovers(lab, dev):
-    """What xdpcap could have left on dev: '' when nothing."""
+# BPF_PROG_QUERY of dev's tcx hook (attach type argv[2]: 46 ingress, 47
+# egress): the program count, or a negative errno (no tcx: before 6.6).
+TCX_QUERY = r"""
+import ctypes, struct, sys, socket
+libc = ctypes.CDLL(None, use_errno=True)
+attr = ctypes.create_string_buffer(struct.pack("IIII", socket.if_nametoindex(sys.argv[1]), int(sys.argv[2]), 0, 0)
+                                   + bytes(48))
+if libc.syscall(321, 16, attr, 64) != 0:
+    print(-ctypes.get_errno()); sys.exit(0)
+print(struct.unpack_from("I", attr.raw, 24)[0])
+"""
+TCX_INGRESS, TCX_EGRESS = 46, 47
+
+
+def tcx_count(lab, dev, attach_type):
+    return int(N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_QUERY, dev,
+                      str(attach_type)]).stdout.strip())
+
+
+def hooks(lab, dev):
+    """What is attached to dev's receive and send hooks: XDP, tcx, clsact filters (empty when nothing)."""
     found = []
     xdp = lab.xdp_state(dev)
     if xdp:
         found.append(f"XDP: {xdp}")
-    tcx = int(N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_QUERY, dev]).stdout.strip())
-    if tcx > 0:
-        found.append(f"{tcx} tcx egress program(s)")
-    filters = N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "filter", "show", "dev", dev, "egress"],
-                    check_rc=False).stdout.strip()
-    if filters:
-        found.append(f"tc egress filters: {filters}")
+    for point, attach_type in (("ingress", TCX_INGRESS), ("egress", TCX_EGRESS)):
+        tcx = tcx_count(lab, dev, attach_type)
+        if tcx > 0:
+            found.append(f"{tcx} tcx {point} program(s)")
+        filters = N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "filter", "show", "dev", dev, point],
+                        check_rc=False).stdout.strip()
+        if filters:
+            found.append(f"tc {point} filters: {filters}")
+    return found
+
+
+def leftovers(lab, dev):
+    """What xdpcap could have left on dev: '' when nothing."""
+    found = hooks(lab, dev)
     promiscuity = int(lab.link_info(lab.cap_ns, dev).get("promiscuity", -1))
     if promiscuity != 0:
         found.append(f"promiscuity {promiscuity}")
@@ -67,7 +96,17 @@ def leftovers(lab, dev):
 
 def has_tcx(lab):
     """The tcx query fails (a negative errno) on kernels without tcx."""
-    return int(N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_QUERY, "cap0"]).stdout.strip()) >= 0
+    return tcx_count(lab, "cap0", TCX_EGRESS) >= 0
+
+
+def tc_ingress_only(lab, dev, tcx):
+    """Whether xdpcap receives on dev at tc ingress (tcx or its clsact filter), with no XDP program."""
+    found = hooks(lab, dev)
+    if tcx:
+        ingress = "1 tcx ingress program(s)" in found
+    else:
+        ingress = any(f.startswith("ingress: ") for f in lab.tc_filters(dev))
+    return ingress and not any(f.startswith("XDP") for f in found)
 
 
 def check_clean(lab, devs, when, timeout=2.0):
@@ -77,7 +116,8 @@ def check_clean(lab, devs, when, timeout=2.0):
         while state and time.monotonic() < end:
             time.sleep(0.05)
             state = leftovers(lab, dev)
-        N.expect(state == "", f"{when}: nothing stays attached to {dev} (XDP, egress, promiscuity)", state)
+        N.expect(state == "", f"{when}: nothing stays attached to {dev} (XDP, tc ingress and egress, "
+                              "promiscuity)", state)
 
 
 def send_both(lab, corpora, cpus):
@@ -183,20 +223,27 @@ def sigkill_both(binary, lab, tmp):
     x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "-w", os.path.join(tmp, "killed.pcapng")])
     x.wait_listening()
     time.sleep(0.2)
+    tcx = has_tcx(lab)
     states = {dev: leftovers(lab, dev) for dev in lab.cap_ifs}
-    N.expect(all("XDP" in s and "promiscuity 1" in s for s in states.values()),
-             "while running, both interfaces have XDP attached and are promiscuous", states)
+    N.expect(all(tc_ingress_only(lab, dev, tcx) for dev in lab.cap_ifs)
+             and all("promiscuity 1" in s for s in states.values()),
+             "while running, both veths have xdpcap's tc ingress program (no XDP) and are promiscuous", states)
+    held = sorted(N.held_programs(x.proc.pid).values())
+    N.expect(held.count("xdpcap_ingress") == 2, "and xdpcap holds one xdpcap_ingress program per interface",
+             held)
     rc = x.stop(signal.SIGKILL)
     N.expect(rc == -signal.SIGKILL, "xdpcap died of SIGKILL", rc)
-    if has_tcx(lab):
+    if tcx:
         check_clean(lab, lab.cap_ifs, "after SIGKILL")
         return
     # Without tcx the clsact filters stay (documented), harmless, until the
     # next run on each interface removes them.
-    states = {dev: leftovers(lab, dev) for dev in lab.cap_ifs}
-    N.expect(all(s.startswith("tc egress filters:") and "XDP" not in s and "promiscuity" not in s
-                 for s in states.values()),
-             "after SIGKILL without tcx: only the clsact filters stay, on both interfaces", states)
+    states = {dev: hooks(lab, dev) for dev in lab.cap_ifs}
+    N.expect(all(sorted(f.split(":")[0] for f in s) == ["tc egress filters", "tc ingress filters"]
+                 for s in states.values())
+             and all(int(lab.link_info(lab.cap_ns, dev).get("promiscuity", -1)) == 0 for dev in lab.cap_ifs),
+             "after SIGKILL without tcx: only the clsact filters (ingress and egress) stay, on both interfaces",
+             states)
     x = N.Xdpcap(lab, binary, ["-i", "cap0", "-i", "cap1", "-w", os.path.join(tmp, "next.pcapng")])
     x.wait_listening()
     time.sleep(0.2)
@@ -227,9 +274,11 @@ def by_index(binary, lab, tmp):
         x = N.Xdpcap(lab, binary, ["-i", str(ifindex), "-w", os.path.join(tmp, "named.pcapng")])
         x.wait_listening()
         N.check_listening(x, iface=str(ifindex))
-        states = (lab.xdp_state(str(ifindex)), lab.xdp_state("cap1"))
-        N.expect(states[0] != "" and states[1] == "",
-                 f"-i {ifindex} with an interface named '{ifindex}': XDP on that one, not on cap1", states)
+        # A bridge has no native XDP: the default mode receives at tc ingress.
+        states = (hooks(lab, str(ifindex)), hooks(lab, "cap1"))
+        N.expect(tc_ingress_only(lab, str(ifindex), has_tcx(lab)) and states[1] == [],
+                 f"-i {ifindex} with an interface named '{ifindex}': tc ingress on that one, nothing on cap1",
+                 states)
         N.expect(x.stop(signal.SIGINT) == 0, "and it exits 0", x.err_lines)
     finally:
         N.run(["ip", "-n", lab.cap_ns, "link", "del", str(ifindex)])

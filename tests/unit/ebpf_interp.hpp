@@ -51,7 +51,8 @@ struct HookContext {
     int rx_meta_map_fd = -1;
     // Drop: the filter's drop_view map; its entry describes the linear data
     // at kKernelData, the whole frame's length, `pkt_type`, `ifindex` and,
-    // when vlan_present, the tag held in metadata.
+    // when vlan_present, the tag held in metadata. TcIngress: `pkt_type` is
+    // the skb's.
     int drop_view_map_fd = -1;
     uint32_t pkt_type = 0;
     // Both:
@@ -419,7 +420,8 @@ private:
             ret = context_.random;
         } else if (id == BPF_FUNC_xdp_get_buff_len && xdp()) {
             ret = static_cast<int64_t>(frame_.size());
-        } else if (id == BPF_FUNC_skb_load_bytes && context_.hook == FilterHook::TcEgress) {
+        } else if (id == BPF_FUNC_skb_load_bytes &&
+                   (context_.hook == FilterHook::TcEgress || context_.hook == FilterHook::TcIngress)) {
             const uint64_t offset = scalar(2, pc);
             if (offset > 0xffffffff)
                 fail(pc, "bpf_skb_load_bytes offset does not fit its u32 argument");
@@ -508,6 +510,9 @@ private:
             return number(context_.queue_mapping);
         if (at == offsetof(__sk_buff, hash))
             return number(context_.hash);
+        // Only ingress has a packet type worth reading.
+        if (at == offsetof(__sk_buff, pkt_type) && context_.hook == FilterHook::TcIngress)
+            return number(context_.pkt_type);
         fail(pc, "__sk_buff access at " + std::to_string(off) + " the translation should not make");
     }
 

@@ -138,8 +138,8 @@ TEST(Extcap, InterfacesText)
     const auto lines = lines_of(extcap::interfaces_text({"lo", "eth0"}));
     ASSERT_EQ(lines.size(), 3u);
     EXPECT_TRUE(std::regex_match(lines[0], std::regex(R"(extcap \{version=[0-9.]+\}\{help=[^}]+\})"))) << lines[0];
-    EXPECT_EQ(lines[1], "interface {value=xdpcap:lo}{display=XDP and TC egress capture on lo}");
-    EXPECT_EQ(lines[2], "interface {value=xdpcap:eth0}{display=XDP and TC egress capture on eth0}");
+    EXPECT_EQ(lines[1], "interface {value=xdpcap:lo}{display=xdpcap capture on lo}");
+    EXPECT_EQ(lines[2], "interface {value=xdpcap:eth0}{display=xdpcap capture on eth0}");
 }
 
 TEST(Extcap, DltsText)

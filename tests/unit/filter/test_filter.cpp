@@ -900,6 +900,8 @@ std::vector<bool> libpcap_verdicts(const std::string& expression)
 
 const test::HookContext kAtXdp{};
 const test::HookContext kAtEgress{.hook = FilterHook::TcEgress};
+const test::HookContext kAtIngress{.hook = FilterHook::TcIngress};
+const FilterTarget kTcIngress{FilterHook::TcIngress};
 const test::HookContext kAtTrace{.hook = FilterHook::Trace};
 
 std::string error_of(const std::vector<sock_filter>& program, const FilterTarget& target)
@@ -952,6 +954,46 @@ TEST(FilterAncillary, InboundOutboundByHook)
     EXPECT_EQ(verdicts(translate_filter(out_tcp.instructions(), kTcEgress), kAtEgress), tcp);
     // libpcap reads PACKET_OUTGOING with a halfword load at SKF_AD_PKTTYPE.
     EXPECT_NE(dump_classic(compile_filter("inbound")).find("[type]"), std::string::npos);
+}
+
+// tc ingress reads the packet type the stack gave the frame: every received
+// one is inbound, whatever its destination.
+TEST(FilterAncillary, InboundOutboundAtTcIngress)
+{
+    const size_t n = frame_corpus().size();
+    const std::vector<bool> all(n, true), none(n, false);
+    for (uint32_t pkt_type : {0u, 1u, 2u, 3u}) { // host, broadcast, multicast, otherhost
+        test::HookContext context = kAtIngress;
+        context.pkt_type = pkt_type;
+        EXPECT_EQ(verdicts(translate_filter(compile_filter("inbound").instructions(), kTcIngress), context), all)
+            << pkt_type;
+        EXPECT_EQ(verdicts(translate_filter(compile_filter("outbound").instructions(), kTcIngress), context), none)
+            << pkt_type;
+        EXPECT_EQ(test::run_ebpf(translate_filter(load_and_return(ad(SKF_AD_PKTTYPE), BPF_H), kTcIngress),
+                                 pattern(64), {}, context),
+                  pkt_type);
+    }
+    EXPECT_EQ(verdicts(translate_filter(compile_filter("inbound and tcp").instructions(), kTcIngress), kAtIngress),
+              libpcap_verdicts("tcp"));
+}
+
+// The packet filters at tc ingress keep what libpcap keeps, whole frames and
+// frames whose bytes past the first come from the paged part.
+TEST(FilterTcIngress, AgreesWithLibpcap)
+{
+    for (const char* expr : {"udp", "tcp port 80", "ip6", "vlan 100", "not arp", "ip[9] = 17 and len > 100"}) {
+        const ClassicProgram classic = compile_filter(expr);
+        const auto program = translate_filter(classic.instructions(), kTcIngress);
+        EXPECT_EQ(verdicts(program, kAtIngress), libpcap_verdicts(expr)) << expr;
+        // Only the Ethernet header linear, as in a GRO super-frame.
+        for (const NamedFrame& frame : frame_corpus()) {
+            const std::span<const uint8_t> bytes(frame.bytes);
+            const size_t linear = std::min<size_t>(14, bytes.size());
+            EXPECT_EQ(test::run_ebpf(program, bytes.first(linear), bytes.subspan(linear), kAtIngress) != 0,
+                      classic.run(frame.bytes) != 0)
+                << expr << " " << frame.name;
+        }
+    }
 }
 
 TEST(FilterAncillary, PacketTypeFromDestinationAtXdp)

@@ -1,4 +1,4 @@
-#include "kernel/egress.hpp"
+#include "kernel/tc_hook.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -20,7 +20,8 @@ namespace xdpcap {
 namespace {
 
 // Debian 12's UAPI headers predate tcx (kernel 6.6).
-constexpr int kAttachTcxEgress = 47; // BPF_TCX_EGRESS
+constexpr int kAttachTcxIngress = 46; // BPF_TCX_INGRESS
+constexpr int kAttachTcxEgress = 47;  // BPF_TCX_EGRESS
 constexpr uint32_t kFlagBefore = 1u << 3; // BPF_F_BEFORE: with no relative program, first
 
 // Our tc filter's identity. The handle also records whether we created the
@@ -30,7 +31,7 @@ constexpr uint32_t kHandleOwnQdisc = 0x58445043;    // 'XDPC'
 constexpr uint32_t kHandleSharedQdisc = 0x58445044; // 'XDPD'
 constexpr uint32_t kPriority = 1;
 
-bpf_tc_hook egress_hook_of(uint32_t ifindex, bpf_tc_attach_point point = BPF_TC_EGRESS)
+bpf_tc_hook clsact_hook_of(uint32_t ifindex, bpf_tc_attach_point point)
 {
     bpf_tc_hook hook{};
     hook.sz = sizeof hook;
@@ -109,19 +110,31 @@ bool is_our_program(const std::string& name)
     return name.rfind("xdpcap_", 0) == 0;
 }
 
+bpf_tc_attach_point attach_point_of(TcHook::Point point)
+{
+    return point == TcHook::Point::Ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS;
+}
+
+// The whole clsact qdisc, both hook points: what destroying it takes.
+bpf_tc_hook whole_clsact_of(uint32_t ifindex)
+{
+    return clsact_hook_of(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+}
+
 } // namespace
 
-EgressHook::EgressHook(EgressHook&& other) noexcept
-    : mechanism_(other.mechanism_), link_(std::move(other.link_)), ifindex_(other.ifindex_),
+TcHook::TcHook(TcHook&& other) noexcept
+    : mechanism_(other.mechanism_), point_(other.point_), link_(std::move(other.link_)), ifindex_(other.ifindex_),
       tc_handle_(other.tc_handle_), tc_attached_(std::exchange(other.tc_attached_, false))
 {
 }
 
-EgressHook& EgressHook::operator=(EgressHook&& other) noexcept
+TcHook& TcHook::operator=(TcHook&& other) noexcept
 {
     if (this != &other) {
         detach();
         mechanism_ = other.mechanism_;
+        point_ = other.point_;
         link_ = std::move(other.link_);
         ifindex_ = other.ifindex_;
         tc_handle_ = other.tc_handle_;
@@ -130,16 +143,18 @@ EgressHook& EgressHook::operator=(EgressHook&& other) noexcept
     return *this;
 }
 
-EgressHook EgressHook::attach(int prog_fd, uint32_t ifindex, const std::string& ifname)
+TcHook TcHook::attach(int prog_fd, uint32_t ifindex, const std::string& ifname, Point point)
 {
-    EgressHook hook;
+    TcHook hook;
     hook.ifindex_ = ifindex;
+    hook.point_ = point;
+    const char* where = point == Point::Ingress ? "ingress" : "egress";
     if (!tcx_disabled_for_tests()) {
         bpf_link_create_opts opts{};
         opts.sz = sizeof opts;
         opts.flags = kFlagBefore;
-        const int fd = bpf_link_create(prog_fd, static_cast<int>(ifindex), static_cast<bpf_attach_type>(kAttachTcxEgress),
-                                       &opts);
+        const int type = point == Point::Ingress ? kAttachTcxIngress : kAttachTcxEgress;
+        const int fd = bpf_link_create(prog_fd, static_cast<int>(ifindex), static_cast<bpf_attach_type>(type), &opts);
         if (fd >= 0) {
             hook.mechanism_ = Mechanism::Tcx;
             hook.link_.reset(fd);
@@ -148,32 +163,33 @@ EgressHook EgressHook::attach(int prog_fd, uint32_t ifindex, const std::string& 
         const int err = errno;
         // EINVAL: the kernel does not know the tcx attach type.
         if (err != EINVAL)
-            throw Error("cannot attach the egress program to " + ifname + " (tcx): " + errno_text(err));
+            throw Error(std::string("cannot attach the ") + where + " program to " + ifname +
+                        " (tcx): " + errno_text(err));
     }
 
     hook.mechanism_ = Mechanism::Clsact;
     remove_stale_clsact_filter(ifindex);
-    bpf_tc_hook qdisc = egress_hook_of(ifindex);
+    bpf_tc_hook qdisc = clsact_hook_of(ifindex, attach_point_of(point));
     const int created = bpf_tc_hook_create(&qdisc);
     if (created != 0 && created != -EEXIST)
-        throw Error("cannot add a clsact qdisc to " + ifname + " for egress capture: " + errno_text(-created));
+        throw Error("cannot add a clsact qdisc to " + ifname + " for " + where + " capture: " + errno_text(-created));
     hook.tc_handle_ = created == 0 ? kHandleOwnQdisc : kHandleSharedQdisc;
     bpf_tc_opts filter = filter_of(hook.tc_handle_);
     filter.prog_fd = prog_fd;
     const int err = bpf_tc_attach(&qdisc, &filter);
     if (err != 0) {
         if (created == 0) {
-            bpf_tc_hook whole = egress_hook_of(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+            bpf_tc_hook whole = whole_clsact_of(ifindex);
             bpf_tc_hook_destroy(&whole);
         }
-        throw Error("cannot attach the egress program to " + ifname + " (clsact): " + errno_text(-err) +
-                    (err == -EEXIST ? " (another xdpcap captures its egress)" : ""));
+        throw Error(std::string("cannot attach the ") + where + " program to " + ifname + " (clsact): " +
+                    errno_text(-err) + (err == -EEXIST ? std::string(" (another xdpcap captures its ") + where + ")" : ""));
     }
     hook.tc_attached_ = true;
     return hook;
 }
 
-void EgressHook::detach() noexcept
+void TcHook::detach() noexcept
 {
     link_.reset();
     if (!tc_attached_)
@@ -181,16 +197,16 @@ void EgressHook::detach() noexcept
     tc_attached_ = false;
     // The only step after setup that needs a capability (kept for it).
     const ScopedCapability net_admin(CAP_NET_ADMIN);
-    bpf_tc_hook qdisc = egress_hook_of(ifindex_);
+    bpf_tc_hook qdisc = clsact_hook_of(ifindex_, attach_point_of(point_));
     const bpf_tc_opts filter = filter_of(tc_handle_);
     bpf_tc_detach(&qdisc, &filter);
     if (tc_handle_ == kHandleOwnQdisc) {
-        bpf_tc_hook whole = egress_hook_of(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+        bpf_tc_hook whole = whole_clsact_of(ifindex_);
         bpf_tc_hook_destroy(&whole);
     }
 }
 
-bool EgressHook::defunct() const
+bool TcHook::defunct() const
 {
     if (link_) {
         bpf_link_info info{};
@@ -209,21 +225,25 @@ bool EgressHook::defunct() const
 bool remove_stale_clsact_filter(uint32_t ifindex)
 {
     bool removed = false;
-    for (uint32_t handle : {kHandleOwnQdisc, kHandleSharedQdisc}) {
-        bpf_tc_hook qdisc = egress_hook_of(ifindex);
-        bpf_tc_opts query = filter_of(handle);
-        if (bpf_tc_query(&qdisc, &query) != 0)
-            continue;
-        if (!is_our_program(program_name(query.prog_id)) || program_in_use(query.prog_id))
-            continue;
-        const bpf_tc_opts filter = filter_of(handle);
-        if (bpf_tc_detach(&qdisc, &filter) != 0)
-            continue;
-        removed = true;
-        if (handle == kHandleOwnQdisc) {
-            bpf_tc_hook whole = egress_hook_of(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
-            bpf_tc_hook_destroy(&whole);
+    bool destroy_qdisc = false;
+    for (const bpf_tc_attach_point point : {BPF_TC_INGRESS, BPF_TC_EGRESS}) {
+        for (uint32_t handle : {kHandleOwnQdisc, kHandleSharedQdisc}) {
+            bpf_tc_hook qdisc = clsact_hook_of(ifindex, point);
+            bpf_tc_opts query = filter_of(handle);
+            if (bpf_tc_query(&qdisc, &query) != 0)
+                continue;
+            if (!is_our_program(program_name(query.prog_id)) || program_in_use(query.prog_id))
+                continue;
+            const bpf_tc_opts filter = filter_of(handle);
+            if (bpf_tc_detach(&qdisc, &filter) != 0)
+                continue;
+            removed = true;
+            destroy_qdisc = destroy_qdisc || handle == kHandleOwnQdisc;
         }
+    }
+    if (destroy_qdisc) {
+        bpf_tc_hook whole = whole_clsact_of(ifindex);
+        bpf_tc_hook_destroy(&whole);
     }
     return removed;
 }
