@@ -264,7 +264,10 @@ def test(binary):
         N.check_exact(frames, [r["data"] for r in rows],
                       "with the peer's txvlan off, --xdp-mode native captures every frame with its tags, on any "
                       "kernel")
-        N.expect(not warning_lines(x), "no warning then", x.stderr)
+        # Without the kfunc the warning stays: the peer is in another
+        # namespace, whose txvlan xdpcap cannot read, and is assumed on.
+        if restores:
+            N.expect(not warning_lines(x), "no warning then", x.stderr)
         N.run(["ip", "netns", "exec", lab.cap_ns, "ethtool", "-K", lab.cap_if, "txvlan", "on",
                "tx-vlan-stag-hw-insert", "on"])
 
