@@ -522,6 +522,17 @@ def programs_alive(ids):
     return [i for i in ids if run(["bpftool", "prog", "show", "id", str(i)], check_rc=False).returncode == 0]
 
 
+def wait_programs_gone(ids, timeout=2.0):
+    """Poll until none of the program ids exists (the kernel frees them a
+    little after their last holder); return those still alive."""
+    end = time.monotonic() + scaled(timeout)
+    alive = programs_alive(ids)
+    while alive and time.monotonic() < end:
+        time.sleep(0.05)
+        alive = programs_alive(ids)
+    return alive
+
+
 def kernel_has_tracing():
     """Whether the kernel has the tracing program type (fentry/fexit)."""
     out = run(["bpftool", "feature", "probe", "kernel"], check_rc=False).stdout

@@ -71,11 +71,7 @@ def test(binary):
         links = N.run(["ip", "-n", lab.cap_ns, "-o", "link", "show"]).stdout
         N.expect(lab.cap_if not in links, "cap0 no longer exists", links)
         # A clsact filter's program is released after an RCU grace period.
-        end = time.monotonic() + N.scaled(2.0)
-        alive = N.programs_alive(list(held))
-        while alive and time.monotonic() < end:
-            time.sleep(0.05)
-            alive = N.programs_alive(list(held))
+        alive = N.wait_programs_gone(list(held))
         N.expect(not alive, f"none of the programs it held ({held}) exists any more "
                             "(detached and freed)", alive)
 

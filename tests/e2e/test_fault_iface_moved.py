@@ -102,11 +102,7 @@ def check_left_behind(lab, third, held, before, what):
     filters = lab.tc_filters(lab.cap_if, ns=third)
     N.expect(not filters, f"{what}: no xdpcap clsact filter left on cap0 in its new namespace", filters)
     # A clsact filter's program is released after an RCU grace period.
-    end = time.monotonic() + N.scaled(2.0)
-    alive = N.programs_alive(list(held))
-    while alive and time.monotonic() < end:
-        time.sleep(0.05)
-        alive = N.programs_alive(list(held))
+    alive = N.wait_programs_gone(list(held))
     N.expect(not alive, f"{what}: none of the programs xdpcap held ({held}) exists any more "
                         "(detached and freed)", alive)
 

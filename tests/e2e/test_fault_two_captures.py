@@ -67,16 +67,6 @@ def start(lab, binary, args, env=()):
     return N.Xdpcap(lab, binary, ["-i", lab.cap_if] + list(args), argv=argv)
 
 
-def wait_gone(ids, timeout=2.0):
-    """Poll until none of the program ids exists; return those still alive."""
-    end = time.monotonic() + N.scaled(timeout)
-    alive = N.programs_alive(ids)
-    while alive and time.monotonic() < end:
-        time.sleep(0.05)
-        alive = N.programs_alive(ids)
-    return alive
-
-
 def held_tc(x, what):
     """The programs xdpcap x holds; it must hold its tc ingress and egress ones."""
     held = N.held_programs(x.proc.pid)
@@ -145,7 +135,7 @@ def two_default_tcx(binary, tmp, corpora):
 
         finish(second, second_out, both_frames, tmp, "tcx: the second xdpcap",
                "tcx ingress and tcx egress")
-        alive = wait_gone(list(held2))
+        alive = N.wait_programs_gone(list(held2))
         N.expect(not alive, "tcx: the second xdpcap's programs are gone after it exited", alive)
         N.expect(first.proc.poll() is None, "tcx: the first xdpcap still runs after the second exited")
         N.log("  info  first alone again: " + lab.send(post, CPU, gap_us=200))
@@ -153,7 +143,7 @@ def two_default_tcx(binary, tmp, corpora):
         finish(first, first_out, pre_frames + both_frames + post_frames, tmp, "tcx: the first xdpcap",
                "tcx ingress and tcx egress")
         lab.assert_clean("tcx: after both exited nothing of xdpcap remains attached to cap0")
-        alive = wait_gone(list(held1))
+        alive = N.wait_programs_gone(list(held1))
         N.expect(not alive, "tcx: the first xdpcap's programs are gone after it exited", alive)
 
 

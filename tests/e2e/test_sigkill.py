@@ -39,16 +39,6 @@ def kernel_has_tcx():
     return (int(m.group(1)), int(m.group(2))) >= (6, 6)
 
 
-def wait_gone(ids, timeout=2.0):
-    """Poll until none of the program ids exists; return those still alive."""
-    end = time.monotonic() + N.scaled(timeout)
-    alive = N.programs_alive(ids)
-    while alive and time.monotonic() < end:
-        time.sleep(0.05)
-        alive = N.programs_alive(ids)
-    return alive
-
-
 def check_filters(lines, held, what):
     """xdpcap's clsact filters are exactly one per direction, priority 1, an
     xdpcap handle, running the programs in `held` ({id: name})."""
@@ -89,7 +79,7 @@ def scenario(binary, tmp, corpus, clsact, env):
         N.expect(rc == -signal.SIGKILL, f"{what}: xdpcap died of SIGKILL", rc)
 
         if not clsact:
-            alive = wait_gone(list(held))
+            alive = N.wait_programs_gone(list(held))
             N.expect(not alive, f"{what}: within 2 s of SIGKILL none of the programs it held "
                                 f"exists any more (its tcx links are gone)", alive)
             lab.assert_clean(f"{what}: nothing of xdpcap remains attached to cap0 (XDP, clsact)")
@@ -105,7 +95,7 @@ def scenario(binary, tmp, corpus, clsact, env):
             now = lab.tc_filters()
             check_filters(now, y_held, f"{what}: the next run removed the killed run's filters and "
                                        f"attached its own")
-            alive = wait_gone(list(held))
+            alive = N.wait_programs_gone(list(held))
             N.expect(not alive, f"{what}: the killed run's programs are freed with its filters "
                                 f"(within 2 s)", alive)
         lab.send(corpus, N.cpus()[0], gap_us=200)

@@ -13,23 +13,30 @@
 
 namespace xdpcap::test {
 
-inline std::vector<uint8_t> sample_record(const std::vector<uint8_t>& frame, uint32_t orig_len,
-                                          uint32_t tag = XDPCAP_META_TAG, uint32_t drops_before = 0,
-                                          uint64_t tstamp_ns = 123456789, uint8_t direction = XDPCAP_DIR_INGRESS)
+// A PERF_RECORD_SAMPLE whose raw data is `header` then `bytes` of `length`.
+// The kernel pads the raw data so the whole record is 8-byte aligned.
+template <class Header>
+std::vector<uint8_t> raw_sample_record(const Header& raw_header, const uint8_t* bytes, size_t length)
 {
-    xdpcap_meta meta{tag,       7, 2, orig_len, static_cast<uint32_t>(frame.size()), drops_before,
-                     tstamp_ns, direction, XDPCAP_HOOK_XDP, 0, 0, 0, 0, 0, 0};
-    // The kernel pads the raw data so the whole record is 8-byte aligned.
-    const size_t raw_size = ((4 + sizeof meta + frame.size() + 7) & ~size_t{7}) - 4;
+    const size_t raw_size = ((4 + sizeof raw_header + length + 7) & ~size_t{7}) - 4;
     perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(sizeof header + 4 + raw_size)};
     std::vector<uint8_t> record(header.size, 0);
     std::memcpy(record.data(), &header, sizeof header);
     const auto raw32 = static_cast<uint32_t>(raw_size);
     std::memcpy(record.data() + 8, &raw32, 4);
-    std::memcpy(record.data() + 12, &meta, sizeof meta);
-    if (!frame.empty())
-        std::memcpy(record.data() + 12 + sizeof meta, frame.data(), frame.size());
+    std::memcpy(record.data() + 12, &raw_header, sizeof raw_header);
+    if (length)
+        std::memcpy(record.data() + 12 + sizeof raw_header, bytes, length);
     return record;
+}
+
+inline std::vector<uint8_t> sample_record(const std::vector<uint8_t>& frame, uint32_t orig_len,
+                                          uint32_t tag = XDPCAP_META_TAG, uint32_t drops_before = 0,
+                                          uint64_t tstamp_ns = 123456789, uint8_t direction = XDPCAP_DIR_INGRESS)
+{
+    const xdpcap_meta meta{tag,       7, 2, orig_len, static_cast<uint32_t>(frame.size()), drops_before,
+                           tstamp_ns, direction, XDPCAP_HOOK_XDP, 0, 0, 0, 0, 0, 0};
+    return raw_sample_record(meta, frame.data(), frame.size());
 }
 
 // A frame's records as the capture programs write them: the first record
@@ -47,15 +54,7 @@ inline std::vector<std::vector<uint8_t>> frame_records(const std::vector<uint8_t
     for (size_t offset = first; offset < frame.size(); offset += XDPCAP_MAX_SAMPLE_SIZE) {
         const size_t length = std::min<size_t>(frame.size() - offset, XDPCAP_MAX_SAMPLE_SIZE);
         const xdpcap_part part{XDPCAP_PART_TAG, static_cast<uint32_t>(offset), tstamp_ns};
-        const size_t raw_size = ((4 + sizeof part + length + 7) & ~size_t{7}) - 4;
-        perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(sizeof header + 4 + raw_size)};
-        std::vector<uint8_t> record(header.size, 0);
-        std::memcpy(record.data(), &header, sizeof header);
-        const auto raw32 = static_cast<uint32_t>(raw_size);
-        std::memcpy(record.data() + 8, &raw32, 4);
-        std::memcpy(record.data() + 12, &part, sizeof part);
-        std::memcpy(record.data() + 12 + sizeof part, frame.data() + offset, length);
-        records.push_back(std::move(record));
+        records.push_back(raw_sample_record(part, frame.data() + offset, length));
     }
     return records;
 }
