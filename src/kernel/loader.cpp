@@ -460,21 +460,10 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
     // Egress first: it cannot disturb received traffic if XDP then fails.
     if (egress_loaded_)
         egress_.emplace(TcHook::attach(entry_fd(Hook::Egress), ifindex, ifname, TcHook::Point::Egress));
-    if (ingress_ && receive_ == ReceiveAt::Tc) {
+    if (ingress_ && receive_ == ReceiveAt::Tc)
         tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
-    } else if (ingress_ && receive_ == ReceiveAt::NativeXdpElseTc) {
-        // Where the driver has no native XDP, generic XDP would miss frames
-        // tc redirects and cut super-frames: tc ingress sees them.
-        try {
-            attach_xdp(ifindex, XdpMode::Native, ifname);
-        } catch (const Error&) {
-            if (link_ || !xdp_falls_back_)
-                throw;
-            tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
-        }
-    } else if (ingress_) {
+    else if (ingress_)
         attach_xdp(ifindex, mode, ifname);
-    }
     if (trace_)
         trace_->attach();
     if (drops_)
@@ -532,10 +521,13 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
     if (native_err == 0)
         return;
     rx_front_.reset();
-    // Another program, or no right to attach: no other hook helps.
-    xdp_falls_back_ = native_err != EBUSY && native_err != EEXIST && native_err != EPERM;
-    if (mode == XdpMode::Native || !xdp_falls_back_)
+    if (mode == XdpMode::Native || native_err == EBUSY || native_err == EEXIST || native_err == EPERM)
         throw failure("native", native_err);
+    if (receive_ == ReceiveAt::NativeXdpElseTc) {
+        // Generic XDP would miss frames tc redirects and cut super-frames.
+        tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
+        return;
+    }
     if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
         throw failure("generic", err);
 }

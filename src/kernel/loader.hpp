@@ -114,7 +114,7 @@ public:
     void install_filter(Hook hook, std::span<const bpf_insn> filter_body);
 
     // Attaches every loaded hook. Raises Error; in auto mode XDP tries native
-    // first, then generic (ReceiveAt::NativeXdpElseTc: then tc ingress). Natively, on kernels with the XDP RX metadata
+    // first, then generic (ReceiveAt::NativeXdpElseTc: then tc ingress instead). Natively, on kernels with the XDP RX metadata
     // kfuncs, a device-bound program runs in front of the capture program
     // (rx_metadata.hpp); where the kernel refuses it, the capture program
     // runs alone and rx_metadata_failure() says why.
@@ -205,7 +205,6 @@ private:
     ReceiveAt receive_;
     uint32_t ifindex_;
     XdpMode attached_mode_ = XdpMode::Auto;
-    bool xdp_falls_back_ = false; // native XDP failed where another hook may do
 };
 
 // Raises Error naming the program when the interface already has XDP
