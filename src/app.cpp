@@ -652,6 +652,7 @@ void LiveCapture::open_output()
                     std::move(print_sink));
     output_->set_rx_hash_algorithms(rx_hash_algorithms(sessions_, *interfaces_));
     output_->set_drop_labels(drop_labels_ ? &*drop_labels_ : nullptr);
+    output_->write_hash_types(config_.verbose);
     std::vector<CaptureSource> sources;
     for (Session& session : sessions_)
         sources.push_back(

@@ -329,7 +329,7 @@ cxxopts::Options make_options()
         ("d,dump-filter", "Print the compiled filter (classic BPF and the eBPF run in the kernel) and exit")
         ("D,list-interfaces", "List the interfaces and the XDP programs attached to them, and exit")
         ("v,verbose", "More detail: IP header fields and checksums on packet lines (-v, -vv, -vvv, as tcpdump), "
-                      "per-CPU statistics")
+                      "per-CPU statistics, the RSS hash type in the file's packet comments")
         ("q,quiet", "Quick output: less protocol detail per packet line (tcpdump's -q); no start line")
         ("e", "Print the link-level header (MAC addresses, ethertype, length) on each packet line")
         ("x", "Print each packet's data in hex, without (-x) or with (-xx) its link-level header")

@@ -136,7 +136,8 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     return true;
 }
 
-pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id, const Sample& sample,
+// Forced inline: once per packet, and only write_block() calls it.
+[[gnu::always_inline]] inline pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id, const Sample& sample,
                                                      uint64_t realtime_ns)
 {
     pcapng::EnhancedPacket packet{};
@@ -160,7 +161,8 @@ pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id, cons
         packet.hash_algorithm = sample.direction == XDPCAP_DIR_INGRESS && interface_id < rx_hash_algorithms_.size()
             ? rx_hash_algorithms_[interface_id]
             : pcapng::kHashUnregistered;
-        packet.comment = rss_hash_type_comment(sample.hash_type);
+        if (hash_type_comments_) [[unlikely]]
+            packet.comment = rss_hash_type_comment(sample.hash_type);
     }
     // Where Wireshark shows and filters it: frame.comment contains "NO_SOCKET".
     if (sample.hook == XDPCAP_HOOK_DROP && drop_labels_)
@@ -172,19 +174,23 @@ void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint
                                bool stays_until_release)
 {
     const pcapng::EnhancedPacket packet = enhanced_packet(interface_id, sample, realtime_ns);
+    const size_t size = pcapng::enhanced_packet_size(packet);
     if (stays_until_release && sample.cap_len >= kReferMinLength) {
-        const size_t tail = pcapng::enhanced_packet_tail_size(packet);
+        const size_t tail = pcapng::enhanced_packet_tail_size(packet, size);
         sink_.reserve_around_reference(pcapng::kEpbHeadSize + tail);
-        pcapng::write_enhanced_packet_head(sink_.reserve(pcapng::kEpbHeadSize), packet);
+        pcapng::write_enhanced_packet_head(sink_.reserve(pcapng::kEpbHeadSize), packet, size);
         sink_.commit(pcapng::kEpbHeadSize);
         sink_.refer(sample.data, sample.cap_len);
-        pcapng::write_enhanced_packet_tail(sink_.reserve(tail), packet);
+        pcapng::write_enhanced_packet_tail(sink_.reserve(tail), packet, size);
         sink_.commit(tail);
         return;
     }
-    const size_t size = pcapng::enhanced_packet_size(packet);
     uint8_t* out = sink_.reserve(size);
-    sink_.commit(pcapng::write_enhanced_packet(out, packet));
+    uint8_t* data = pcapng::write_enhanced_packet_head(out, packet, size);
+    if (sample.cap_len)
+        std::memcpy(data, sample.data, sample.cap_len);
+    pcapng::write_enhanced_packet_tail(data + sample.cap_len, packet, size);
+    sink_.commit(size);
 }
 
 const char* xdp_action_name(uint32_t action) noexcept

@@ -36,6 +36,10 @@ public:
     // Per interface id, epb_hash's algorithm byte for received packets'
     // hashes (the NIC's RSS function); unset ones are unregistered.
     void set_rx_hash_algorithms(std::vector<uint8_t> algorithms) { rx_hash_algorithms_ = std::move(algorithms); }
+    // -v: a received packet's RSS hash type (L4_IPV4_TCP, ...) in its
+    // comment. Off by default: a string per packet costs more than the
+    // packet at 64 bytes, and -e's text lines show the type.
+    void write_hash_types(bool on) noexcept { hash_type_comments_ = on; }
     // --drops: names the drops' reasons and locations, and counts them.
     void set_drop_labels(DropLabels* labels) noexcept { drop_labels_ = labels; }
     // -r: the next interface of the file, as its description blocks come.
@@ -153,6 +157,7 @@ private:
     std::vector<std::string> interface_names_;
     std::vector<uint8_t> rx_hash_algorithms_;
     DropLabels* drop_labels_ = nullptr;
+    bool hash_type_comments_ = false;
     text::TextOptions text_;
     // Relative TCP sequence numbers (not with -S); text_.decode points here.
     std::unique_ptr<text::TcpFlows> tcp_flows_;

@@ -7,8 +7,6 @@ namespace xdpcap::pcapng {
 namespace {
 
 enum : uint16_t {
-    kOptEndOfOpt = 0,
-    kOptComment = 1,
     kShbHardware = 2,
     kShbOs = 3,
     kShbUserAppl = 4,
@@ -18,11 +16,6 @@ enum : uint16_t {
     kIfFilter = 11,
     kIfOs = 12,
     kIfHardware = 15,
-    kEpbFlags = 2,
-    kEpbHash = 3,
-    kEpbDropCount = 4,
-    kEpbQueue = 6,
-    kEpbVerdict = 7,
     kIsbStartTime = 2,
     kIsbEndTime = 3,
     kIsbIfRecv = 4,
@@ -181,70 +174,14 @@ std::vector<InterfaceStatistics> statistics_since(const std::vector<InterfaceSta
     return out;
 }
 
-uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noexcept
-{
-    uint8_t* p = out;
-    p = store<uint32_t>(p, kEpbType);
-    p = store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt)));
-    p = store<uint32_t>(p, pkt.interface_id);
-    p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns >> 32));
-    p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns));
-    p = store<uint32_t>(p, pkt.cap_len);
-    return store<uint32_t>(p, pkt.orig_len);
-}
-
-uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noexcept
-{
-    uint8_t* p = out;
-    const size_t padding = pad4(pkt.cap_len) - pkt.cap_len;
-    std::memset(p, 0, padding);
-    p += padding;
-    p = store<uint16_t>(p, kEpbFlags);
-    p = store<uint16_t>(p, 4);
-    p = store<uint32_t>(p, (pkt.direction & 3u) | pkt.flags);
-    p = store<uint16_t>(p, kEpbQueue);
-    p = store<uint16_t>(p, 4);
-    p = store<uint32_t>(p, pkt.queue);
-    p = store<uint16_t>(p, kEpbDropCount);
-    p = store<uint16_t>(p, 8);
-    p = store<uint64_t>(p, pkt.drop_count);
-    if (pkt.has_verdict) {
-        p = store<uint16_t>(p, kEpbVerdict);
-        p = store<uint16_t>(p, 9);
-        p = store<uint8_t>(p, kVerdictEbpfXdp);
-        p = store<uint64_t>(p, pkt.verdict);
-        p = store<uint8_t>(p, 0);
-        p = store<uint16_t>(p, 0);
-    }
-    if (pkt.has_hash) {
-        p = store<uint16_t>(p, kEpbHash);
-        p = store<uint16_t>(p, 5);
-        p = store<uint8_t>(p, pkt.hash_algorithm);
-        p = store<uint32_t>(p, pkt.hash);
-        p = store<uint8_t>(p, 0);
-        p = store<uint16_t>(p, 0);
-    }
-    if (!pkt.comment.empty()) {
-        p = store<uint16_t>(p, kOptComment);
-        p = store<uint16_t>(p, static_cast<uint16_t>(pkt.comment.size()));
-        std::memcpy(p, pkt.comment.data(), pkt.comment.size());
-        p += pkt.comment.size();
-        const size_t comment_padding = pad4(pkt.comment.size()) - pkt.comment.size();
-        std::memset(p, 0, comment_padding);
-        p += comment_padding;
-    }
-    p = store<uint16_t>(p, kOptEndOfOpt);
-    p = store<uint16_t>(p, 0);
-    return store<uint32_t>(p, static_cast<uint32_t>(enhanced_packet_size(pkt)));
-}
-
 size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept
 {
-    uint8_t* p = write_enhanced_packet_head(out, pkt);
+    const size_t block_size = enhanced_packet_size(pkt);
+    uint8_t* p = write_enhanced_packet_head(out, pkt, block_size);
     if (pkt.cap_len)
         std::memcpy(p, pkt.data, pkt.cap_len);
-    p = write_enhanced_packet_tail(p + pkt.cap_len, pkt);
-    return static_cast<size_t>(p - out);
+    write_enhanced_packet_tail(p + pkt.cap_len, pkt, block_size);
+    return block_size;
 }
 
 } // namespace xdpcap::pcapng

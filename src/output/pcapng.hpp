@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,12 +93,17 @@ constexpr size_t pad4(size_t n) { return (n + 3) & ~size_t{3}; }
 
 // type, length, interface id, ts high, ts low, caplen, origlen | data | options | length
 inline constexpr size_t kEpbFixedSize = 28 + 4;
-// epb_flags (4+4) + epb_queue (4+4) + epb_dropcount (4+8) + opt_endofopt (4)
-inline constexpr size_t kEpbOptionsSize = 8 + 8 + 12 + 4;
+// On every packet: epb_flags (4+4), epb_queue (4+4), opt_endofopt (4).
+inline constexpr size_t kEpbOptionsSize = 8 + 8 + 4;
+// epb_dropcount (4+8): only after a loss. The per-packet counts add up to
+// the statistics blocks' isb_osdrop, so a packet without one had none
+// before it.
+inline constexpr size_t kEpbDropCountSize = 4 + 8;
 
 // epb_verdict: code and length (4), type byte and u64 action (9) padded to 12.
 inline constexpr size_t kEpbVerdictSize = 4 + 12;
 
+// A packet with no loss before it, no hash and no comment.
 constexpr size_t enhanced_packet_size(uint32_t cap_len, bool has_verdict = false)
 {
     return kEpbFixedSize + pad4(cap_len) + kEpbOptionsSize + (has_verdict ? kEpbVerdictSize : 0);
@@ -108,20 +114,92 @@ inline constexpr size_t kEpbHashSize = 4 + 8;
 
 constexpr size_t enhanced_packet_size(const EnhancedPacket& pkt)
 {
-    return enhanced_packet_size(pkt.cap_len, pkt.has_verdict) + (pkt.has_hash ? kEpbHashSize : 0) +
-        (pkt.comment.empty() ? 0 : 4 + pad4(pkt.comment.size()));
+    return enhanced_packet_size(pkt.cap_len, pkt.has_verdict) + (pkt.drop_count ? kEpbDropCountSize : 0) +
+        (pkt.has_hash ? kEpbHashSize : 0) + (pkt.comment.empty() ? 0 : 4 + pad4(pkt.comment.size()));
 }
 
 // The block around the packet bytes, for output that gathers the packet
 // from where it already is: head, then cap_len bytes of data, then tail.
+// `block_size` is enhanced_packet_size(pkt), computed once by the caller.
 inline constexpr size_t kEpbHeadSize = 28;
-constexpr size_t enhanced_packet_tail_size(const EnhancedPacket& pkt)
+constexpr size_t enhanced_packet_tail_size(const EnhancedPacket& pkt, size_t block_size)
 {
-    return enhanced_packet_size(pkt) - kEpbHeadSize - pkt.cap_len;
+    return block_size - kEpbHeadSize - pkt.cap_len;
 }
-// Write kEpbHeadSize and enhanced_packet_tail_size(pkt) bytes.
-uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt) noexcept;
-uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt) noexcept;
+// Option codes of the per-packet block.
+inline constexpr uint16_t kOptEndOfOpt = 0;
+inline constexpr uint16_t kOptComment = 1;
+inline constexpr uint16_t kEpbFlags = 2;
+inline constexpr uint16_t kEpbHash = 3;
+inline constexpr uint16_t kEpbDropCount = 4;
+inline constexpr uint16_t kEpbQueue = 6;
+inline constexpr uint16_t kEpbVerdict = 7;
+
+namespace detail {
+template <class T>
+inline uint8_t* store(uint8_t* p, T value) noexcept
+{
+    std::memcpy(p, &value, sizeof value);
+    return p + sizeof value;
+}
+} // namespace detail
+
+// Write kEpbHeadSize and enhanced_packet_tail_size(pkt, block_size) bytes.
+// Inline: once per packet, and most of it folds away for a plain packet.
+inline uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
+{
+    using detail::store;
+    uint8_t* p = out;
+    p = store<uint32_t>(p, kEpbType);
+    p = store<uint32_t>(p, static_cast<uint32_t>(block_size));
+    p = store<uint32_t>(p, pkt.interface_id);
+    p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns >> 32));
+    p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns));
+    p = store<uint32_t>(p, pkt.cap_len);
+    return store<uint32_t>(p, pkt.orig_len);
+}
+
+inline uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
+{
+    using detail::store;
+    // Zero padding to 4 bytes: four zeros stored, the options overwrite the
+    // ones beyond the padding (cheaper than a memset of variable length).
+    store<uint32_t>(out, 0);
+    uint8_t* p = out + (pad4(pkt.cap_len) - pkt.cap_len);
+    p = store<uint32_t>(p, kEpbFlags | 4u << 16);
+    p = store<uint32_t>(p, (pkt.direction & 3u) | pkt.flags);
+    p = store<uint32_t>(p, kEpbQueue | 4u << 16);
+    p = store<uint32_t>(p, pkt.queue);
+    if (pkt.drop_count) [[unlikely]] {
+        p = store<uint32_t>(p, kEpbDropCount | 8u << 16);
+        p = store<uint64_t>(p, pkt.drop_count);
+    }
+    if (pkt.has_verdict) [[unlikely]] {
+        p = store<uint32_t>(p, kEpbVerdict | 9u << 16);
+        p = store<uint8_t>(p, kVerdictEbpfXdp);
+        p = store<uint64_t>(p, pkt.verdict);
+        p = store<uint8_t>(p, 0);
+        p = store<uint16_t>(p, 0);
+    }
+    if (pkt.has_hash) {
+        p = store<uint32_t>(p, kEpbHash | 5u << 16);
+        p = store<uint8_t>(p, pkt.hash_algorithm);
+        p = store<uint32_t>(p, pkt.hash);
+        p = store<uint8_t>(p, 0);
+        p = store<uint16_t>(p, 0);
+    }
+    if (!pkt.comment.empty()) [[unlikely]] {
+        p = store<uint16_t>(p, kOptComment);
+        p = store<uint16_t>(p, static_cast<uint16_t>(pkt.comment.size()));
+        std::memcpy(p, pkt.comment.data(), pkt.comment.size());
+        p += pkt.comment.size();
+        const size_t comment_padding = pad4(pkt.comment.size()) - pkt.comment.size();
+        std::memset(p, 0, comment_padding);
+        p += comment_padding;
+    }
+    p = store<uint32_t>(p, kOptEndOfOpt);
+    return store<uint32_t>(p, static_cast<uint32_t>(block_size));
+}
 
 // Writes enhanced_packet_size(pkt) bytes at `out`.
 size_t write_enhanced_packet(uint8_t* out, const EnhancedPacket& pkt) noexcept;

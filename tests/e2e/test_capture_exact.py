@@ -9,8 +9,8 @@ A mixed corpus (~200 frames: IPv4 UDP/TCP/ICMP, IPv6 UDP/ICMPv6, ARP, 802.1Q;
 of captured frames equals the multiset sent; tshark, capinfos and tcpdump agree
 on the count; the MIME-reader structural check is clean; all IDBs are EN10MB
 with one snaplen; stderr has the listening line and "N packets captured";
-every packet has epb_queue and a zero epb_dropcount; nothing stays attached
-to cap0.
+every packet has epb_queue and none an epb_dropcount (written only after a
+loss); nothing stays attached to cap0.
 """
 
 import os
@@ -62,8 +62,8 @@ def test(binary):
                  "no frame truncated (caplen == len)")
         N.expect(all(r["queue"] is not None for r in rows),
                  "every packet carries an RX queue (epb_queue)")
-        N.expect(all(r["drop_count"] == 0 for r in rows),
-                 "every packet's drop count (epb_dropcount) is 0: nothing was lost",
+        N.expect(all(r["drop_count"] is None for r in rows),
+                 "no packet has a drop count (epb_dropcount, written only after a loss): nothing was lost",
                  sorted({r["drop_count"] for r in rows}, key=str))
         names = sorted({r["if_name"] for r in rows})
         N.expect(names == [f"cap0@cpu{CPU}"],

@@ -93,8 +93,9 @@ def test(binary):
         N.expect(dsum == osdrop == c["ring_full"],
                  f"cpu{CPU}: sum of epb_dropcount == isb_osdrop == 'ring full'",
                  f"{dsum}, {osdrop}, {c['ring_full']}")
-        N.expect(all(r["dropcount"] is not None for r in recs["epbs"]),
-                 "every packet carries an epb_dropcount")
+        N.expect(all(r["dropcount"] is None or r["dropcount"] > 0 for r in recs["epbs"]),
+                 "epb_dropcount is written only where something was lost (never 0)",
+                 sorted({r["dropcount"] for r in recs["epbs"]}, key=str)[:5])
         last = [r for r in recs["epbs"] if r["if_id"] == if_id][-AFTER:]
         after_set = {f[:SNAP] for f in frames[FLOOD:]}
         N.expect([r["data"] in after_set for r in last] == [True] * AFTER,
@@ -102,9 +103,9 @@ def test(binary):
         mine_drops = [r["dropcount"] for r in recs["epbs"] if r["if_id"] == if_id]
         k = len(mine_drops) - AFTER
         N.expect(k >= 0 and mine_drops[k] == c["ring_full"]
-                 and all(d == 0 for i, d in enumerate(mine_drops) if i != k),
+                 and all(d is None for i, d in enumerate(mine_drops) if i != k),
                  "the first packet after SIGCONT carries all the drops (epb_dropcount == "
-                 "'ring full'), every other packet 0",
+                 "'ring full'), no other packet one",
                  [(i, d) for i, d in enumerate(mine_drops) if d])
         drop_rows = [r["drop_count"] for r in N.tshark_frames(out) if r["if_id"] == if_id]
         N.expect(sum(d or 0 for d in drop_rows) == dsum,

@@ -129,10 +129,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     const std::vector<uint8_t> frame = in.rest();
     const auto cap_len = static_cast<uint32_t>(frame.size());
     const size_t epb_at = out.size();
-    out.resize(epb_at + png::enhanced_packet_size(cap_len), 0xcc);
-    const size_t written = png::write_enhanced_packet(
-        out.data() + epb_at, {interface_id, timestamp, cap_len, cap_len + 4, queue, drops, frame.data()});
-    if (written != png::enhanced_packet_size(cap_len))
+    const png::EnhancedPacket packet{interface_id, timestamp, cap_len, cap_len + 4, queue, drops, frame.data()};
+    const size_t size = png::enhanced_packet_size(cap_len) + (drops ? png::kEpbDropCountSize : 0);
+    if (png::enhanced_packet_size(packet) != size)
+        std::abort();
+    out.resize(epb_at + size, 0xcc);
+    if (png::write_enhanced_packet(out.data() + epb_at, packet) != size)
         std::abort();
     if (cap_len && std::memcmp(out.data() + epb_at + 28, frame.data(), cap_len) != 0)
         std::abort();

@@ -80,9 +80,10 @@ TEST(Pcapng, InterfaceDescriptionWithAllOptions)
 TEST(Pcapng, EnhancedPacketPadsDataAndCarriesOptions)
 {
     const uint8_t data[] = {1, 2, 3, 4, 5};
-    Bytes out(pcapng::enhanced_packet_size(5), 0xee);
-    const size_t written =
-        pcapng::write_enhanced_packet(out.data(), {1, 0x0000000100000002ull, 5, 60, 3, 7, data});
+    const pcapng::EnhancedPacket packet{1, 0x0000000100000002ull, 5, 60, 3, 7, data};
+    ASSERT_EQ(pcapng::enhanced_packet_size(packet), pcapng::enhanced_packet_size(5) + pcapng::kEpbDropCountSize);
+    Bytes out(pcapng::enhanced_packet_size(packet), 0xee);
+    const size_t written = pcapng::write_enhanced_packet(out.data(), packet);
     const Bytes expected = {
         0x06, 0x00, 0x00, 0x00, 0x48, 0x00, 0x00, 0x00, // type, length 72
         0x01, 0x00, 0x00, 0x00,                         // interface id
@@ -117,7 +118,7 @@ TEST(Pcapng, EnhancedPacketCarriesHashCommentAndOffloadFlags)
     packet.hash_algorithm = pcapng::kHashToeplitz;
     packet.hash = 0x11223344;
     packet.comment = "RSS hash type L4_ANY"; // 20 bytes, no padding
-    ASSERT_EQ(pcapng::enhanced_packet_size(packet), 68u + 12u + 24u);
+    ASSERT_EQ(pcapng::enhanced_packet_size(packet), 56u + 12u + 24u);
     Bytes out(pcapng::enhanced_packet_size(packet), 0xee);
     EXPECT_EQ(pcapng::write_enhanced_packet(out.data(), packet), out.size());
     const Bytes flags = {0x02, 0x00, 0x04, 0x00, 0x02, 0x0a, 0x00, 0x00}; // outbound, bits 9 and 11
@@ -130,26 +131,26 @@ TEST(Pcapng, EnhancedPacketCarriesHashCommentAndOffloadFlags)
     };
     const std::string comment = "RSS hash type L4_ANY";
     tail.insert(tail.end(), comment.begin(), comment.end());
-    for (uint8_t b : {0x00, 0x00, 0x00, 0x00, 0x68, 0x00, 0x00, 0x00}) // opt_endofopt, length 104
+    for (uint8_t b : {0x00, 0x00, 0x00, 0x00, 0x5c, 0x00, 0x00, 0x00}) // opt_endofopt, length 92
         tail.push_back(b);
-    EXPECT_EQ(Bytes(out.begin() + 60, out.end()), tail);
-    EXPECT_EQ(out[4], 104);
+    EXPECT_EQ(Bytes(out.begin() + 48, out.end()), tail) << "no epb_dropcount: nothing lost before it";
+    EXPECT_EQ(out[4], 92);
 
     // A comment whose length is not a multiple of four is padded with zeros.
     packet.has_hash = false;
     packet.comment = "abcde";
     Bytes odd(pcapng::enhanced_packet_size(packet), 0xee);
-    ASSERT_EQ(odd.size(), 68u + 12u);
+    ASSERT_EQ(odd.size(), 56u + 12u);
     pcapng::write_enhanced_packet(odd.data(), packet);
     const Bytes comment_option = {0x01, 0x00, 0x05, 0x00, 'a', 'b', 'c', 'd', 'e', 0x00, 0x00, 0x00};
-    EXPECT_EQ(Bytes(odd.begin() + 60, odd.begin() + 72), comment_option);
+    EXPECT_EQ(Bytes(odd.begin() + 48, odd.begin() + 60), comment_option);
 }
 
 TEST(Pcapng, EnhancedPacketSizeIsAlwaysMultipleOfFour)
 {
     for (uint32_t len = 0; len < 16; ++len)
         EXPECT_EQ(pcapng::enhanced_packet_size(len) % 4, 0u) << len;
-    EXPECT_EQ(pcapng::enhanced_packet_size(4), 68u);
+    EXPECT_EQ(pcapng::enhanced_packet_size(4), 56u);
 }
 
 TEST(Pcapng, InterfaceStatistics)
@@ -211,15 +212,15 @@ TEST(Pcapng, ExitRecordCarriesXdpVerdict)
     packet.verdict = 1; // XDP_DROP
     Bytes out(pcapng::enhanced_packet_size(4, true), 0xee);
     const size_t written = pcapng::write_enhanced_packet(out.data(), packet);
-    EXPECT_EQ(written, 68u + 16u);
+    EXPECT_EQ(written, 56u + 16u);
     const Bytes verdict = {
         0x07, 0x00, 0x09, 0x00,                         // epb_verdict, length 9
         0x02,                                           // type: Linux eBPF XDP
         0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // the action, u64
         0x00, 0x00, 0x00,                               // padding to 12
         0x00, 0x00, 0x00, 0x00,                         // opt_endofopt
-        0x54, 0x00, 0x00, 0x00,                         // length 84
+        0x48, 0x00, 0x00, 0x00,                         // length 72
     };
-    EXPECT_EQ(Bytes(out.begin() + 60, out.end()), verdict);
-    EXPECT_EQ(out[4], 84);
+    EXPECT_EQ(Bytes(out.begin() + 48, out.end()), verdict);
+    EXPECT_EQ(out[4], 72);
 }

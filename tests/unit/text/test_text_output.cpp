@@ -136,55 +136,60 @@ TEST_F(TextOutput, LinkHeaderShowsTheHash)
 
 TEST_F(TextOutput, PcapngRecordsHashTypeAndOffloadFlags)
 {
-    MemFile file;
-    {
-        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0", "eth1@cpu0"});
-        output.set_rx_hash_algorithms({pcapng::kHashToeplitz, pcapng::kHashUnregistered});
-        Sample received = sample();
-        received.flags = XDPCAP_FLAG_HASH;
-        received.hash = 1;
-        received.hash_type = 0x2a; // XDP_RSS_TYPE_L4_IPV6_UDP
-        output.write(0, received, kTime);
-        Sample sent = sample(XDPCAP_DIR_EGRESS);
-        sent.flags = XDPCAP_FLAG_HASH | XDPCAP_FLAG_CSUM_PARTIAL | XDPCAP_FLAG_GSO;
-        sent.hash = 2;
-        output.write(0, sent, kTime);
-        output.write(1, received, kTime);
-        output.flush();
-    }
-    const Bytes bytes = file.contents();
-    std::vector<std::pair<uint32_t, Bytes>> tails; // epb_flags, then the options after epb_dropcount
-    for (size_t at = 0; at + 8 <= bytes.size();) {
-        uint32_t type, length;
-        std::memcpy(&type, &bytes[at], 4);
-        std::memcpy(&length, &bytes[at + 4], 4);
-        if (type == pcapng::kEpbType) {
-            uint32_t caplen, flags;
-            std::memcpy(&caplen, &bytes[at + 20], 4);
-            const size_t options = at + 28 + pcapng::pad4(caplen);
-            std::memcpy(&flags, &bytes[options + 4], 4);
-            tails.emplace_back(flags, Bytes(bytes.begin() + static_cast<long>(options + 28),
-                                            bytes.begin() + static_cast<long>(at + length - 8)));
+    for (const bool verbose : {false, true}) {
+        MemFile file;
+        {
+            PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0", "eth1@cpu0"});
+            output.set_rx_hash_algorithms({pcapng::kHashToeplitz, pcapng::kHashUnregistered});
+            output.write_hash_types(verbose);
+            Sample received = sample();
+            received.flags = XDPCAP_FLAG_HASH;
+            received.hash = 1;
+            received.hash_type = 0x2a; // XDP_RSS_TYPE_L4_IPV6_UDP
+            output.write(0, received, kTime);
+            Sample sent = sample(XDPCAP_DIR_EGRESS);
+            sent.flags = XDPCAP_FLAG_HASH | XDPCAP_FLAG_CSUM_PARTIAL | XDPCAP_FLAG_GSO;
+            sent.hash = 2;
+            output.write(0, sent, kTime);
+            output.write(1, received, kTime);
+            output.flush();
         }
-        at += length;
-    }
-    ASSERT_EQ(tails.size(), 3u);
-    const auto hash_then_comment = [](uint8_t algorithm, uint8_t hash, const std::string& comment) {
-        Bytes b = {0x03, 0x00, 0x05, 0x00, algorithm, hash, 0, 0, 0, 0, 0, 0};
-        if (!comment.empty()) {
-            std::string option = std::string("\x01\x00", 2) + static_cast<char>(comment.size()) + '\0' + comment;
-            option.resize(pcapng::pad4(option.size()), '\0');
-            for (char c : option)
-                b.push_back(static_cast<uint8_t>(c));
+        const Bytes bytes = file.contents();
+        std::vector<std::pair<uint32_t, Bytes>> tails; // epb_flags, then the options after epb_queue
+        for (size_t at = 0; at + 8 <= bytes.size();) {
+            uint32_t type, length;
+            std::memcpy(&type, &bytes[at], 4);
+            std::memcpy(&length, &bytes[at + 4], 4);
+            if (type == pcapng::kEpbType) {
+                uint32_t caplen, flags;
+                std::memcpy(&caplen, &bytes[at + 20], 4);
+                const size_t options = at + 28 + pcapng::pad4(caplen);
+                std::memcpy(&flags, &bytes[options + 4], 4);
+                tails.emplace_back(flags, Bytes(bytes.begin() + static_cast<long>(options + 16),
+                                                bytes.begin() + static_cast<long>(at + length - 8)));
+            }
+            at += length;
         }
-        return b;
-    };
-    EXPECT_EQ(tails[0].first, 1u);
-    EXPECT_EQ(tails[0].second, hash_then_comment(5, 1, "RSS hash type L4_IPV6_UDP"));
-    EXPECT_EQ(tails[1].first, 2u | (1u << 9) | (1u << 11));
-    EXPECT_EQ(tails[1].second, hash_then_comment(255, 2, "")) << "sent: the skb's hash, no NIC type";
-    EXPECT_EQ(tails[2].second, hash_then_comment(255, 1, "RSS hash type L4_IPV6_UDP"))
-        << "the algorithm of the interface the frame arrived on";
+        ASSERT_EQ(tails.size(), 3u);
+        const auto hash_then_comment = [](uint8_t algorithm, uint8_t hash, const std::string& comment) {
+            Bytes b = {0x03, 0x00, 0x05, 0x00, algorithm, hash, 0, 0, 0, 0, 0, 0};
+            if (!comment.empty()) {
+                std::string option = std::string("\x01\x00", 2) + static_cast<char>(comment.size()) + '\0' + comment;
+                option.resize(pcapng::pad4(option.size()), '\0');
+                for (char c : option)
+                    b.push_back(static_cast<uint8_t>(c));
+            }
+            return b;
+        };
+        // -v: the received packets' RSS hash type in a comment; never on sent ones.
+        const std::string type = verbose ? "RSS hash type L4_IPV6_UDP" : "";
+        EXPECT_EQ(tails[0].first, 1u);
+        EXPECT_EQ(tails[0].second, hash_then_comment(5, 1, type)) << verbose;
+        EXPECT_EQ(tails[1].first, 2u | (1u << 9) | (1u << 11));
+        EXPECT_EQ(tails[1].second, hash_then_comment(255, 2, "")) << "sent: the skb's hash, no NIC type";
+        EXPECT_EQ(tails[2].second, hash_then_comment(255, 1, type))
+            << "the algorithm of the interface the frame arrived on";
+    }
 }
 
 TEST_F(TextOutput, NumbersTimestampsAndQuickOutput)

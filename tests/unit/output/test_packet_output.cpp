@@ -1,0 +1,124 @@
+// The block a captured frame costs in the file: a 64-byte frame decoded from
+// its perf record and written by PacketOutput, byte for byte. Every option
+// on it is pinned here, so that one more per-packet option (or string) shows
+// up as a failing size.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kernel/record.hpp"
+#include "output/packet_output.hpp"
+#include "output/pcapng.hpp"
+#include "record_builder.hpp"
+#include "test_outputs.hpp"
+
+using namespace xdpcap;
+using namespace xdpcap::test;
+
+namespace {
+
+constexpr uint64_t kRealtime = 0x0000000100000002ull;
+
+Bytes frame64()
+{
+    Bytes frame(64);
+    for (size_t i = 0; i < frame.size(); ++i)
+        frame[i] = static_cast<uint8_t>(i);
+    return frame;
+}
+
+// The file's bytes after the section header and interface description.
+Bytes packet_blocks(const std::vector<Bytes>& records, bool verbose = false)
+{
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0"});
+        output.set_rx_hash_algorithms({pcapng::kHashToeplitz});
+        output.write_hash_types(verbose);
+        output.begin({}, {pcapng::InterfaceDescription{}});
+        for (const Bytes& record : records) {
+            const DecodedRecord decoded = decode_record(record.data(), record.size());
+            EXPECT_EQ(decoded.kind, RecordKind::Sample);
+            output.write(0, decoded.sample, kRealtime);
+        }
+        output.flush();
+    }
+    const Bytes all = file.contents();
+    size_t at = 0;
+    for (int header_blocks = 0; header_blocks < 2; ++header_blocks) {
+        uint32_t length;
+        std::memcpy(&length, &all[at + 4], 4);
+        at += length;
+    }
+    return Bytes(all.begin() + static_cast<long>(at), all.end());
+}
+
+Bytes with_hash(Bytes record, uint32_t hash, uint16_t hash_type)
+{
+    const uint16_t flags = XDPCAP_FLAG_HASH;
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_meta, hash), &hash, 4);
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_meta, hash_type), &hash_type, 2);
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_meta, flags), &flags, 2);
+    return record;
+}
+
+// Header (28), the frame (64), epb_flags, epb_queue, end of options, length.
+Bytes plain_block(uint32_t length)
+{
+    Bytes block = {
+        0x06, 0x00, 0x00, 0x00, static_cast<uint8_t>(length), 0x00, 0x00, 0x00, // EPB, its length
+        0x00, 0x00, 0x00, 0x00,                                                 // interface 0
+        0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,                         // timestamp high, low
+        0x40, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00,                         // caplen, origlen 64
+    };
+    const Bytes frame = frame64();
+    block.insert(block.end(), frame.begin(), frame.end());
+    const Bytes options = {
+        0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00, // epb_flags: inbound
+        0x06, 0x00, 0x04, 0x00, 0x02, 0x00, 0x00, 0x00, // epb_queue 2
+    };
+    block.insert(block.end(), options.begin(), options.end());
+    return block;
+}
+
+void end_block(Bytes& block, uint32_t length)
+{
+    const Bytes tail = {0x00, 0x00, 0x00, 0x00, static_cast<uint8_t>(length), 0x00, 0x00, 0x00};
+    block.insert(block.end(), tail.begin(), tail.end());
+}
+
+} // namespace
+
+TEST(PacketLayout, PlainFrameOf64BytesIs116Bytes)
+{
+    Bytes expected = plain_block(116);
+    end_block(expected, 116);
+    const Bytes blocks = packet_blocks({sample_record(frame64(), 64)});
+    ASSERT_EQ(blocks.size(), 116u);
+    EXPECT_EQ(blocks, expected);
+}
+
+TEST(PacketLayout, FrameWithAHashIs128BytesWithoutItsTypeUnlessVerbose)
+{
+    Bytes expected = plain_block(128);
+    const Bytes hash = {0x03, 0x00, 0x05, 0x00, 0x05, 0x44, 0x33, 0x22, 0x11, 0x00, 0x00, 0x00}; // epb_hash, Toeplitz
+    expected.insert(expected.end(), hash.begin(), hash.end());
+    end_block(expected, 128);
+    const Bytes record = with_hash(sample_record(frame64(), 64), 0x11223344, 0x2a /* L4_IPV6_UDP */);
+    EXPECT_EQ(packet_blocks({record}), expected) << "as large as a frame without a hash was before";
+
+    const Bytes verbose = packet_blocks({record}, true);
+    const std::string comment = "RSS hash type L4_IPV6_UDP";
+    ASSERT_EQ(verbose.size(), 128u + 4 + pcapng::pad4(comment.size())) << "-v: the type in a comment";
+    EXPECT_EQ(std::string(verbose.begin() + 124, verbose.begin() + 124 + static_cast<long>(comment.size())), comment);
+}
+
+TEST(PacketLayout, DropCountOnlyAfterALoss)
+{
+    const Bytes blocks = packet_blocks({sample_record(frame64(), 64, XDPCAP_META_TAG, 3), sample_record(frame64(), 64)});
+    ASSERT_EQ(blocks.size(), 128u + 116u);
+    const Bytes dropcount = {0x04, 0x00, 0x08, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    EXPECT_EQ(Bytes(blocks.begin() + 108, blocks.begin() + 120), dropcount) << "epb_dropcount 3 after the queue";
+    EXPECT_EQ(blocks[4], 128);
+    EXPECT_EQ(blocks[128 + 4], 116) << "the next packet, with nothing lost before it, has none";
+}
