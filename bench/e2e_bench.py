@@ -45,13 +45,25 @@ prints the medians of:
 
 --idle also starts and stops each tool once a round with no traffic (its
 fixed cost: loading programs, opening rings) and prints the consumer CPU net
-of it, and the spread of the generator slowdown or throughput over the rounds.
+of it, per frame sent and per frame written (a tool that loses frames does no
+work for them), and the spread of the generator slowdown or throughput over
+the rounds.
+
+--floor adds the minimal sampler (build/bench/min_sampler: a native XDP
+program that only calls bpf_perf_event_output with the frame and a 16-byte
+header, drained by libbpf's perf buffer) as the floor for the kernel side,
+and prints each xdpcap's generator slowdown against it.
+
+--rate PPS has trafgen send PPS frames a second rather than as fast as it
+can: a rate every tool keeps up with compares their cost per frame without
+one of them skipping the frames it lost.
 """
 
 import argparse
 import json
 import mmap
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -178,6 +190,10 @@ def tools_for(args, lab):
                           "listening on", out + ".reject.pcapng", expected=0))
         pass_obj = os.path.join(os.path.dirname(os.path.abspath(args.xdpcap)), "..", "bench", "xdp_pass.bpf.o")
         tools.append(XdpPass(os.path.normpath(pass_obj)))
+    if args.floor:
+        # The floor: every frame and a 16-byte header into the perf ring, nothing else. No file: it counts.
+        sampler = os.path.join(os.path.dirname(os.path.abspath(args.xdpcap)), "..", "bench", "min_sampler")
+        tools.append(Tool("floor", [os.path.normpath(sampler), "cap0"], "listening on", None))
     if shutil.which("tcpdump") and "tcpdump" in args.peers:
         tools.append(Tool("tcpdump", ["tcpdump", "-i", "cap0", "-w", out + ".tcpdump.pcap"] + snap,
                           "listening on", out + ".tcpdump.pcap"))
@@ -197,6 +213,7 @@ def count_frames(path):
 
 
 EGRESS = False  # set from --egress: send out of cap0 instead of into it
+RATE = 0  # set from --rate: frames a second trafgen sends at (0: as fast as it can)
 
 
 def generate(lab, conf, frames, gen_cpu):
@@ -207,7 +224,7 @@ def generate(lab, conf, frames, gen_cpu):
             conf, "--num", str(frames), "--cpus", "1", "-q")
     else:
         run("ip", "netns", "exec", lab.gen_ns, "taskset", "-c", str(gen_cpu), "trafgen", "--dev", "gen0", "--conf",
-            conf, "--num", str(frames), "--cpus", "1", "-q")
+            conf, "--num", str(frames), "--cpus", "1", "-q", *([f"-b", f"{RATE}pps"] if RATE else []))
     return time.perf_counter() - start
 
 
@@ -257,8 +274,16 @@ class Running:
         if self.proc.returncode is None:
             self.proc.kill()
             self.proc.wait()
-        if os.path.exists(self.tool.output):
+        if self.tool.output and os.path.exists(self.tool.output):
             os.unlink(self.tool.output)
+
+    def counted(self):
+        """Frames a tool without an output file says it took ("N samples")."""
+        for line in self.lines:
+            m = re.match(r"(\d+) samples", line)
+            if m:
+                return int(m.group(1))
+        raise RuntimeError(f"{self.tool.name} printed no count: {''.join(self.lines)}")
 
 
 def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
@@ -274,7 +299,8 @@ def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
     with Running(lab, tool, cap_cpu) as running:
         seconds = generate(lab, conf, frames, gen_cpu)
         usage = running.stop()
-        return seconds, usage.ru_utime + usage.ru_stime, count_frames(tool.output), usage.ru_utime
+        got = count_frames(tool.output) if tool.output else running.counted()
+        return seconds, usage.ru_utime + usage.ru_stime, got, usage.ru_utime
 
 
 def idle_cpu(lab, tool, cap_cpu):
@@ -431,6 +457,11 @@ def main():
     parser.add_argument("--idle", action="store_true",
                         help="also start and stop each tool once a round with no traffic, and print the consumer "
                              "CPU net of that fixed cost")
+    parser.add_argument("--floor", action="store_true",
+                        help="add the minimal sampler (build/bench/min_sampler, native XDP) as the floor for the "
+                             "kernel side, and print each xdpcap's generator slowdown against it")
+    parser.add_argument("--rate", type=int, default=0, metavar="PPS",
+                        help="trafgen sends PPS frames a second instead of as fast as it can")
     parser.add_argument("--tcp-bulk", type=int, metavar="MIB",
                         help="instead of trafgen frames, one TCP transfer of MIB MiB per tool and round")
     args = parser.parse_args()
@@ -441,8 +472,9 @@ def main():
         parser.error("--filter-runs is for trafgen frames, not with --tcp-bulk")
     # The namespaces go on SIGTERM too: the with blocks run on SystemExit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    global EGRESS
+    global EGRESS, RATE
     EGRESS = args.egress
+    RATE = args.rate
     if os.geteuid() != 0:
         sys.exit("e2e_bench.py: run as root")
     if args.tcp_bulk and not shutil.which("iperf3"):
@@ -490,27 +522,37 @@ def main():
                     statistics.median(r[4] for r in runs),
                     statistics.median(r[1] - r[4] for r in runs) / args.frames * 1e6,
                     (min(r[0] for r in runs) / base, max(r[0] for r in runs) / base),
+                    # A tool that loses frames does no work for them: per frame it wrote.
+                    statistics.median((r[1] - r[4]) / r[2] * 1e6 if r[2] else 0.0 for r in runs),
                 )
+            rate = f"; trafgen at {RATE} frames/s" if RATE else ""
             print(f"\n## {size}-byte frames (medians of {args.rounds} rounds; "
-                  f"no-capture generator time {base:.3f} s)")
+                  f"no-capture generator time {base:.3f} s{rate})")
             if args.idle:
                 print("| tool | generator slowdown (min-max) | consumer CPU per frame | idle run CPU "
-                      "| consumer CPU per frame net of it | loss |")
-                print("|---|---|---|---|---|---|")
+                      "| consumer CPU per frame net of it | the same per frame written | loss |")
+                print("|---|---|---|---|---|---|---|")
             else:
                 print("| tool | generator slowdown | consumer CPU per frame | loss |")
                 print("|---|---|---|---|")
-            for name, (slow, cpu_us, loss, idle, net_us, spread) in summary.items():
+            for name, (slow, cpu_us, loss, idle, net_us, spread, written_us) in summary.items():
                 if args.idle:
                     print(f"| {name} | {slow:.2f}x ({spread[0]:.2f}-{spread[1]:.2f}) | {cpu_us:.3f} us | {idle:.3f} s "
-                          f"| {net_us:.3f} us | {loss * 100:.2f} % |")
+                          f"| {net_us:.3f} us | {written_us:.3f} us | {loss * 100:.2f} % |")
                 else:
                     print(f"| {name} | {slow:.2f}x | {cpu_us:.3f} us | {loss * 100:.2f} % |")
             for ours, peer in ratio_pairs(args, summary):
                 x, p = summary[ours], summary[peer]
                 print((f"{ours}/{peer}: generator slowdown {x[0] / p[0]:.2f}, "
                        f"consumer CPU {x[1] / p[1]:.2f}" if p[1] else "")
-                      + (f" (net of the idle run {x[4] / p[4]:.2f})" if args.idle and p[4] > 0 else ""))
+                      + (f" (net of the idle run {x[4] / p[4]:.2f}" if args.idle and p[4] > 0 else "")
+                      + (f", per frame written {x[6] / p[6]:.2f})" if args.idle and p[4] > 0 and p[6] > 0
+                         else ")" if args.idle and p[4] > 0 else ""))
+            if "floor" in summary:
+                for name in summary:
+                    if name not in ("floor", "tcpdump", "xdpdump"):
+                        print(f"{name}/floor: generator slowdown {summary[name][0] / summary['floor'][0]:.2f} "
+                              f"(goal <= 1.15 in native mode)")
             print(flush=True)
 
 

@@ -124,7 +124,7 @@ inline DecodedRecord decode_part(const uint8_t* raw, uint32_t raw_size) noexcept
 
 // `record` points at a perf_event_header; `size` is the bytes available there.
 // Inline: once per packet, in the merge's loop.
-inline DecodedRecord decode_record(const uint8_t* record, size_t size) noexcept
+[[gnu::always_inline]] inline DecodedRecord decode_record(const uint8_t* record, size_t size) noexcept
 {
     if (size < sizeof(perf_event_header))
         return record_detail::invalid("record shorter than its header");
