@@ -130,11 +130,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     const auto cap_len = static_cast<uint32_t>(frame.size());
     const size_t epb_at = out.size();
     const png::EnhancedPacket packet{interface_id, timestamp, cap_len, cap_len + 4, queue, drops, frame.data()};
-    const size_t size = png::enhanced_packet_size(cap_len) + (drops ? png::kEpbDropCountSize : 0);
-    if (png::enhanced_packet_size(packet) != size)
+    const size_t block_size = png::enhanced_packet_size(cap_len) + (drops ? png::kEpbDropCountSize : 0);
+    if (png::enhanced_packet_size(packet) != block_size)
         std::abort();
-    out.resize(epb_at + size, 0xcc);
-    if (png::write_enhanced_packet(out.data() + epb_at, packet) != size)
+    out.resize(epb_at + block_size, 0xcc);
+    if (png::write_enhanced_packet(out.data() + epb_at, packet) != block_size)
         std::abort();
     if (cap_len && std::memcmp(out.data() + epb_at + 28, frame.data(), cap_len) != 0)
         std::abort();
