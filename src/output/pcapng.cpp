@@ -96,12 +96,6 @@ private:
     size_t start_;
 };
 
-template <class T>
-uint8_t* store(uint8_t* p, T value) noexcept
-{
-    std::memcpy(p, &value, sizeof value);
-    return p + sizeof value;
-}
 
 } // namespace
 
