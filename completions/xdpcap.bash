@@ -15,7 +15,7 @@ _xdpcap_options="-i --interface -w --write -r --read -s --snapshot-length -c --c
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
     -B --buffer-size --sample -Z --relinquish-privileges
-    -e -x -X -A -t -n -S --number -l --print --drops
+    -e -x -X -A -t -n -S --number -l --print --print-cpu --drops
     -h --help --version"
 
 _xdpcap()

@@ -343,6 +343,8 @@ cxxopts::Options make_options()
         ("S", "Print absolute TCP sequence numbers, not relative to the connection's first (as tcpdump -S)")
         ("n", "Print addresses and ports as numbers (always so: accepted as tcpdump's -n and -nn)")
         ("l", "Line-buffered output: write each packet line as soon as it is made")
+        ("print-cpu", "Start each packet line with the pcapng interface it is written to (IFACE@cpuN) and its "
+                      "direction; with -e, the packet's hash follows")
         ("print", "Print packet lines on standard output also while writing -w FILE")
         ("drops", "Also capture the packets the kernel drops on the interface, each with the kernel's reason "
                   "and the code that dropped it")
@@ -415,6 +417,7 @@ text::TextOptions parse_text_options(const cxxopts::ParseResult& result)
     text.number = result.count("number") > 0;
     text.line_buffered = result.count("l") > 0;
     text.absolute_sequence = result.count("S") > 0;
+    text.cpu_prefix = result.count("print-cpu") > 0;
     if (result.count("time-stamp-precision")) {
         const std::string precision = result["time-stamp-precision"].as<std::string>();
         if (precision == "nano")

@@ -2,6 +2,7 @@
 
 #include "kernel/rss_hash.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -22,6 +23,48 @@ PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::
     if ((format_ == Format::Text || print_) && !text.absolute_sequence) {
         tcp_flows_ = std::make_unique<text::TcpFlows>();
         text_.decode.tcp_flows = tcp_flows_.get();
+    }
+    update_line_prefixes();
+}
+
+void PacketOutput::add_interface(std::string name)
+{
+    interface_names_.push_back(std::move(name));
+    update_line_prefixes();
+}
+
+namespace {
+
+// "eth0" of "eth0@cpu3:exit".
+std::string_view device_name(std::string_view interface_name)
+{
+    return interface_name.substr(0, interface_name.find('@'));
+}
+
+} // namespace
+
+void PacketOutput::update_line_prefixes()
+{
+    bool several_devices = false;
+    for (const std::string& name : interface_names_) {
+        if (!name.empty() && !interface_names_.front().empty() &&
+            device_name(name) != device_name(interface_names_.front()))
+            several_devices = true;
+    }
+    line_prefixes_.clear();
+    for (const std::string& name : interface_names_) {
+        std::string prefix;
+        if (name.empty()) {
+            // Another program's file: its records name no interface.
+        } else if (text_.cpu_prefix) {
+            prefix = name + ' ';
+        } else if (several_devices) {
+            // tcpdump -i any's column: the name in five, then a space.
+            prefix = std::string(device_name(name));
+            prefix.resize(std::max<size_t>(prefix.size(), 5), ' ');
+            prefix += ' ';
+        }
+        line_prefixes_.push_back(std::move(prefix));
     }
 }
 
@@ -211,25 +254,25 @@ const char* xdp_action_name(uint32_t action) noexcept
     }
 }
 
-// "[   N  ]TIME eth0@cpu3 In [XDP_DROP |Drop NO_SOCKET ][hash 0x5e2a9c31/L4_IPV4_TCP ]IP
+// "[   N  ]TIME [eth0@cpu3 In ][XDP_DROP |Drop NO_SOCKET ][hash 0x5e2a9c31/L4_IPV4_TCP ]IP
 // 198.18.0.1.5000 > ...\n": the packet number (-#), the timestamp, the
-// interface, the direction, the verdict of trace-mode exit records, with -e
-// the hash, then the decode and any dump.
-// The time, interface, direction, verdict or drop reason, hash and decode
-// of one packet's line.
-void PacketOutput::put_packet_text(text::Writer& out, const std::string& name, const Sample& sample,
+// interface and direction (--print-cpu, or several interfaces), the verdict
+// of trace-mode exit records, with --print-cpu -e the hash, then the decode
+// and any dump.
+void PacketOutput::put_packet_text(text::Writer& out, const std::string& prefix, const Sample& sample,
                                    uint64_t realtime_ns)
 {
     timestamps_.put(out, realtime_ns);
-    // A file read with -r may name no interface and no direction: then, as
-    // tcpdump, the decode follows the time.
-    out.put(name);
-    if (sample.direction == XDPCAP_DIR_EGRESS)
-        out.put(name.empty() ? "Out " : " Out ");
-    else if (sample.direction == XDPCAP_DIR_INGRESS)
-        out.put(name.empty() ? "In " : " In ");
-    else if (!name.empty())
-        out.put(' ');
+    // As tcpdump: with one interface, or a file that names none, the decode
+    // follows the time.
+    if (!prefix.empty()) {
+        out.put(prefix);
+        // --print-cpu's "In "; -i any's column of four otherwise.
+        if (sample.direction == XDPCAP_DIR_EGRESS)
+            out.put("Out ");
+        else if (sample.direction == XDPCAP_DIR_INGRESS)
+            out.put(text_.cpu_prefix ? "In " : "In  ");
+    }
     if (sample.hook == XDPCAP_HOOK_FEXIT) {
         if (const char* verdict = xdp_action_name(sample.verdict)) {
             out.put(verdict);
@@ -248,8 +291,9 @@ void PacketOutput::put_packet_text(text::Writer& out, const std::string& name, c
         }
         out.put(' ');
     }
-    // -e: with the link-level header, the hash the NIC (or kernel) gave it.
-    if (text_.decode.link_header && (sample.flags & XDPCAP_FLAG_HASH)) {
+    // --print-cpu -e: with the link-level header, the hash the NIC (or
+    // kernel) gave it.
+    if (text_.cpu_prefix && text_.decode.link_header && (sample.flags & XDPCAP_FLAG_HASH)) {
         out.put("hash 0x");
         out.hex(sample.hash, 8);
         if (const std::string_view type = rss_hash_type_name(sample.hash_type); !type.empty()) {
@@ -264,8 +308,8 @@ void PacketOutput::put_packet_text(text::Writer& out, const std::string& name, c
 
 void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
 {
-    const std::string& name = interface_names_[interface_id];
-    const size_t room = 96 + name.size() + text::decode_length_bound(sample.cap_len) + text::dump_length_bound(sample.cap_len);
+    const std::string& prefix = line_prefixes_[interface_id];
+    const size_t room = 96 + prefix.size() + text::decode_length_bound(sample.cap_len) + text::dump_length_bound(sample.cap_len);
     char* const start = reinterpret_cast<char*>(sink.reserve(room));
     const bool owned = &sink == &sink_;
     // After reserve(), which may have flushed: this line belongs to the next chunk.
@@ -283,7 +327,7 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
     }
     // A record whose lengths cannot be takes tcpdump's line instead.
     if (!text::put_invalid_header(out, sample.cap_len, sample.orig_len)) [[likely]]
-        put_packet_text(out, name, sample, realtime_ns);
+        put_packet_text(out, prefix, sample, realtime_ns);
     start[out.size()] = '\n';
     sink.commit(out.size() + 1);
     if (owned)

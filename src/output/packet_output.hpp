@@ -43,7 +43,7 @@ public:
     // --drops: names the drops' reasons and locations, and counts them.
     void set_drop_labels(DropLabels* labels) noexcept { drop_labels_ = labels; }
     // -r: the next interface of the file, as its description blocks come.
-    void add_interface(std::string name) { interface_names_.push_back(std::move(name)); }
+    void add_interface(std::string name);
 
     // pcapng: SHB and every IDB, flushed before any packet.
     void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);
@@ -134,7 +134,7 @@ private:
     pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
-    void put_packet_text(text::Writer& out, const std::string& name, const Sample& sample, uint64_t realtime_ns);
+    void put_packet_text(text::Writer& out, const std::string& prefix, const Sample& sample, uint64_t realtime_ns);
     // --print's lines are a side show: when they cannot be written the
     // capture into the file goes on without them.
     void print_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
@@ -155,6 +155,10 @@ private:
     bool packet_buffered_;
     uint64_t accepted_ = 0;
     std::vector<std::string> interface_names_;
+    // What each interface's lines start with, before the direction; empty
+    // with no prefix (then no direction either).
+    std::vector<std::string> line_prefixes_;
+    void update_line_prefixes();
     std::vector<uint8_t> rx_hash_algorithms_;
     DropLabels* drop_labels_ = nullptr;
     bool hash_type_comments_ = false;

@@ -157,7 +157,7 @@ def drop_attachments(prog_ids, link_ids):
 
 def run_capture(lab, binary, tmp, label, extra_args, frames, cap1_frames, interim=None):
     path = os.path.join(tmp, label + ".pcapng")
-    x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-v", "-w", path, "--print"] + extra_args)
+    x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-v", "-w", path, "--print", "--print-cpu"] + extra_args)
     x.wait_listening()
     pcap = os.path.join(tmp, label + ".pcap")
     N.write_frames(pcap, frames)

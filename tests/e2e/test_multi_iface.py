@@ -331,10 +331,11 @@ def text_with_filter(binary, lab, tmp):
     out = bytes(x.out).decode("utf-8", "replace").splitlines()
     N.log("  info  stdout: " + " | ".join(out))
     N.expect(rc == 0, "text mode on two interfaces with a filter: exit 0", rc)
-    line_re = re.compile(r"^\d\d:\d\d:\d\d\.\d{6} (cap\d)@cpu\d+ In ARP, ")
+    # tcpdump -i any's columns: the name in five, then the direction in four.
+    line_re = re.compile(r"^\d\d:\d\d:\d\d\.\d{6} (cap\d)  In  ARP, ")
     names = [m.group(1) if m else "?" for m in map(line_re.match, out)]
     N.expect(sorted(names) == ["cap0"] * 3 + ["cap1"] * 3,
-             "three ARP lines per interface, each named capI@cpuN, and nothing the filter rejects", out)
+             "three ARP lines per interface, each 'capI  In  ' as tcpdump -i any, and nothing the filter rejects", out)
     lines = [m.groups() for m in map(STATS_IFACE_RE.match, x.err_lines) if m]
     N.expect(lines == [("cap0", "3", "3", "0"), ("cap1", "3", "3", "0")],
              "each interface's line: 3 captured, 3 received by filter", lines)

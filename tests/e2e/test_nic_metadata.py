@@ -164,7 +164,7 @@ def tshark_hash_options(path):
 
 def received_hashes(binary, lab, tmp, has_kfunc):
     out = os.path.join(tmp, "rx.pcapng")
-    x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-e", "--print", "-w", out, "udp port 7009"])
+    x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-e", "--print-cpu", "--print", "-w", out, "udp port 7009"])
     x.wait_listening()
     finish(lab, run_in(lab, lab.gen_ns, SEND_UDP), "the UDP sender")
     time.sleep(0.5)

@@ -566,7 +566,7 @@ def own_file(binary, tmp, lab):
     D.setup_lab(lab)
     frames, _ = D.corpus()
     path = os.path.join(tmp, "live.pcapng")
-    x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-w", path, "--print"])
+    x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-w", path, "--print", "--print-cpu"])
     x.wait_listening()
     pcap = os.path.join(tmp, "drops.pcap")
     N.write_frames(pcap, [f for f, _ in frames])
@@ -575,10 +575,15 @@ def own_file(binary, tmp, lab):
     N.check(x.stop() == 0, "the live capture exits 0")
     live = [l for l in bytes(x.out).decode().splitlines() if l]
     N.check(any(" In Drop NO_SOCKET IP " in l for l in live), "the live lines hold drops", live[:4])
+    got, _ = ours(binary, ["-r", path, "--print-cpu"])
+    N.expect(got == live, "-r --print-cpu prints xdpcap's own file as --print printed it live, interfaces, "
+             "directions and drop reasons included",
+             "\n".join(f" live: {a}\n   -r: {b}" for a, b in zip(live, got) if a != b)[:2000])
+    plain = [re.sub(r"^(\S+) \S+@cpu\d+(?::drop)? In ", r"\1 ", line) for line in live]
     got, _ = ours(binary, ["-r", path])
-    N.expect(got == live, "-r prints xdpcap's own file as --print printed it live, interfaces, directions and "
-             "drop reasons included", "\n".join(f" live: {a}\n   -r: {b}" for a, b in zip(live, got) if a != b)[:2000])
-    got, _ = ours(binary, ["-r", path, "udp port 7777"])
+    N.expect(got == plain and plain != live, "-r alone: the same lines without the CPU interface and direction",
+             "\n".join(f" want: {a}\n   -r: {b}" for a, b in zip(plain, got) if a != b)[:2000])
+    got, _ = ours(binary, ["-r", path, "--print-cpu", "udp port 7777"])
     N.expect(got == [l for l in live if ".7777: " in l] and len(got) == 8,
              "-r with a filter keeps the lines of the packets it keeps (4 received, 4 dropped)", got)
     return path

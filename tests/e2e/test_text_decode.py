@@ -88,8 +88,9 @@ def extra_frames():
 
 
 def our_decode(line):
-    """Our line without its prefix: TIME IFACE DIR (and -# number)."""
-    m = re.match(rf"^(?:\s*\d+  )?{TS} cap0@cpu\d+ In (.*)$", line)
+    """Our line without its time (and -# number): one interface, so nothing
+    else comes before the decode."""
+    m = re.match(rf"^(?:\s*\d+  )?{TS} (.*)$", line)
     return m.group(1) if m else None
 
 
@@ -222,20 +223,43 @@ def test(binary):
         N.expect(N.capinfos_count(path) == count, "--print, reader gone: FILE still holds every frame",
                  N.capinfos_count(path))
 
-        # Real traffic both ways: a ping's requests come In, its replies go Out.
+        # Real traffic both ways, with --print-cpu: a ping's requests come In,
+        # its replies go Out, each line naming its CPU interface.
         N.run(["ip", "-n", lab.cap_ns, "addr", "add", "198.18.91.1/24", "dev", lab.cap_if])
         N.run(["ip", "-n", lab.gen_ns, "addr", "add", "198.18.91.2/24", "dev", lab.gen_if])
-        x = lab.xdpcap(binary, ["-c", "4", "icmp"])
+        x = lab.xdpcap(binary, ["-c", "4", "--print-cpu", "icmp"])
         x.wait_listening()
         N.run(["ip", "netns", "exec", lab.gen_ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.91.1"])
         rc = x.wait(20)
         lines = bytes(x.out).decode("utf-8", "replace").splitlines()
-        ins = [l for l in lines if re.search(r" In IP 198\.18\.91\.2 > 198\.18\.91\.1: ICMP echo request, id \d+, "
+        ins = [l for l in lines if re.search(rf"^{TS} cap0@cpu\d+ In IP 198\.18\.91\.2 > 198\.18\.91\.1: ICMP echo request, id \d+, "
                                              r"seq \d+, length 64$", l)]
-        outs = [l for l in lines if re.search(r" Out IP 198\.18\.91\.1 > 198\.18\.91\.2: ICMP echo reply, id \d+, "
+        outs = [l for l in lines if re.search(rf"^{TS} cap0@cpu\d+ Out IP 198\.18\.91\.1 > 198\.18\.91\.2: ICMP echo reply, id \d+, "
                                               r"seq \d+, length 64$", l)]
         N.expect(rc == 0 and len(ins) == 2 and len(outs) == 2,
                  "ping: two 'In ... echo request' and two 'Out ... echo reply' lines", lines)
+
+        # The default format, tcpdump beside it on the same pings: one
+        # interface, so no interface or direction column; every line equals
+        # tcpdump's but for the time, which each tool takes on its own.
+        t = lab.popen(lab.cap_ns, ["tcpdump", "-i", lab.cap_if, "-n", "-l", "--immediate-mode", "-c", "4", "icmp"],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        x = lab.xdpcap(binary, ["-c", "4", "icmp"])
+        x.wait_listening()
+        time.sleep(N.scaled(1.0))  # tcpdump says nothing when it is ready
+        N.run(["ip", "netns", "exec", lab.gen_ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.91.1"])
+        rc = x.wait(20)
+        try:
+            theirs_out, _ = t.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            t.kill()
+            theirs_out, _ = t.communicate()
+        ours = bytes(x.out).decode("utf-8", "replace").splitlines()
+        theirs = theirs_out.splitlines()
+        after_time = lambda ls: [re.sub(rf"^{TS} ", "", l) for l in ls]
+        N.expect(rc == 0 and len(ours) == 4 and all(re.match(rf"^{TS} IP ", l) for l in ours)
+                 and after_time(ours) == after_time(theirs),
+                 "ping, default format: each line is tcpdump's, byte for byte after the time", (ours, theirs))
 
         # -l: every packet line is its own write(2) on standard output.
         few = os.path.join(tmp, "few.pcap")

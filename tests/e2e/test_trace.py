@@ -266,7 +266,7 @@ def test_filtered(lab, binary, tmp, pid):
 def read_back(binary, tmp, path, rows):
     """-r shows the hook point and the verdict of each record as live capture
     does, and -r -w keeps each record's verdict."""
-    cp = N.run([binary, "-r", path])
+    cp = N.run([binary, "-r", path, "--print-cpu"])
     lines = cp.stdout.splitlines()
     want = []
     for r in rows:

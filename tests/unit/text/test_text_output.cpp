@@ -55,11 +55,50 @@ protected:
     }
 };
 
-TEST_F(TextOutput, LinePrefixThenDecode)
+// One interface: tcpdump's line, the decode after the time.
+TEST_F(TextOutput, OneInterfaceHasNoPrefix)
 {
     MemFile file;
     {
-        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"eth0@cpu1", "eth0@cpu1:exit"});
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"eth0@cpu1", "eth0@cpu2"});
+        output.write(0, sample(), kTime);
+        output.write(1, sample(XDPCAP_DIR_EGRESS), kTime + 1000);
+        output.flush();
+    }
+    EXPECT_EQ(text_of(file.contents()),
+              "10:55:26.896062 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n"
+              "10:55:26.896063 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
+}
+
+// Several interfaces: tcpdump -i any's columns, the name in five, the
+// direction in four.
+TEST_F(TextOutput, SeveralInterfacesNameEachAsTcpdumpAny)
+{
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"lo@cpu0"});
+        output.add_interface("veth-long-12@cpu0");
+        output.write(0, sample(), kTime);
+        output.write(1, sample(XDPCAP_DIR_EGRESS), kTime + 1000);
+        output.write(1, sample(XDPCAP_DIR_INGRESS), kTime + 2000);
+        output.flush();
+    }
+    EXPECT_EQ(text_of(file.contents()),
+              "10:55:26.896062 lo    In  IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n"
+              "10:55:26.896063 veth-long-12 Out IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n"
+              "10:55:26.896064 veth-long-12 In  IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
+}
+
+// --print-cpu: the pcapng interface and the direction, then trace mode's
+// verdict.
+TEST_F(TextOutput, CpuPrefixThenDecode)
+{
+    MemFile file;
+    {
+        text::TextOptions options;
+        options.cpu_prefix = true;
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false,
+                            {"eth0@cpu1", "eth0@cpu1:exit"}, options);
         output.write(0, sample(), kTime);
         output.write(0, sample(XDPCAP_DIR_EGRESS), kTime + 1000);
         output.write(1, sample(XDPCAP_DIR_INGRESS, XDPCAP_HOOK_FEXIT, XDP_DROP), kTime + 2000);
@@ -90,8 +129,8 @@ TEST_F(TextOutput, DropsShowTheKernelsReason)
         output.flush();
     }
     EXPECT_EQ(text_of(text.contents()),
-              "10:55:26.896062 eth0@cpu1:drop In Drop NO_SOCKET IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n"
-              "10:55:26.896063 eth0@cpu1:drop In Drop reason 9 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
+              "10:55:26.896062 Drop NO_SOCKET IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n"
+              "10:55:26.896063 Drop reason 9 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
     const auto counted = labels.by_frequency();
     ASSERT_EQ(counted.size(), 2u);
     EXPECT_EQ(counted[0].second + counted[1].second, 2u);
@@ -108,30 +147,38 @@ TEST_F(TextOutput, DropsShowTheKernelsReason)
     EXPECT_NE(bytes.find("drop reason NO_SOCKET at __udp4_lib_rcv+0x4ac"), std::string::npos);
 }
 
-TEST_F(TextOutput, LinkHeaderShowsTheHash)
+// --print-cpu -e: the hash before the link-level header; -e alone is
+// tcpdump's line.
+TEST_F(TextOutput, LinkHeaderShowsTheHashWithCpuPrefix)
 {
-    MemFile file;
-    {
-        text::TextOptions options;
-        options.decode.link_header = true;
-        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"eth0@cpu1"}, options);
-        Sample received = sample();
-        received.flags = XDPCAP_FLAG_HASH;
-        received.hash = 0x5e2a9c31;
-        received.hash_type = 0x19; // XDP_RSS_TYPE_L4_IPV4_TCP
-        output.write(0, received, kTime);
-        Sample sent = sample(XDPCAP_DIR_EGRESS);
-        sent.flags = XDPCAP_FLAG_HASH;
-        sent.hash = 0xa;
-        output.write(0, sent, kTime);
-        output.write(0, sample(), kTime); // no hash
-        output.flush();
+    for (const bool cpu_prefix : {false, true}) {
+        MemFile file;
+        {
+            text::TextOptions options;
+            options.decode.link_header = true;
+            options.cpu_prefix = cpu_prefix;
+            PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"eth0@cpu1"}, options);
+            Sample received = sample();
+            received.flags = XDPCAP_FLAG_HASH;
+            received.hash = 0x5e2a9c31;
+            received.hash_type = 0x19; // XDP_RSS_TYPE_L4_IPV4_TCP
+            output.write(0, received, kTime);
+            Sample sent = sample(XDPCAP_DIR_EGRESS);
+            sent.flags = XDPCAP_FLAG_HASH;
+            sent.hash = 0xa;
+            output.write(0, sent, kTime);
+            output.write(0, sample(), kTime); // no hash
+            output.flush();
+        }
+        const std::string rest = "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype IPv4 (0x0800), length 50: "
+                                 "198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
+        if (cpu_prefix)
+            EXPECT_EQ(text_of(file.contents()),
+                      "10:55:26.896062 eth0@cpu1 In hash 0x5e2a9c31/L4_IPV4_TCP " + rest +
+                          "10:55:26.896062 eth0@cpu1 Out hash 0x0000000a " + rest + "10:55:26.896062 eth0@cpu1 In " + rest);
+        else
+            EXPECT_EQ(text_of(file.contents()), "10:55:26.896062 " + rest + "10:55:26.896062 " + rest + "10:55:26.896062 " + rest);
     }
-    const std::string rest = "02:00:00:00:00:01 > 02:00:00:00:00:02, ethertype IPv4 (0x0800), length 50: "
-                             "198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
-    EXPECT_EQ(text_of(file.contents()),
-              "10:55:26.896062 eth0@cpu1 In hash 0x5e2a9c31/L4_IPV4_TCP " + rest +
-                  "10:55:26.896062 eth0@cpu1 Out hash 0x0000000a " + rest + "10:55:26.896062 eth0@cpu1 In " + rest);
 }
 
 TEST_F(TextOutput, PcapngRecordsHashTypeAndOffloadFlags)
@@ -208,7 +255,7 @@ TEST_F(TextOutput, NumbersTimestampsAndQuickOutput)
         output.flush();
     }
     const std::string text = text_of(file.contents());
-    const std::string line = " 1795431326.896062123 e@cpu0 In 02:00:00:00:00:01 > 02:00:00:00:00:02, IPv4, length 50: "
+    const std::string line = " 1795431326.896062123 02:00:00:00:00:01 > 02:00:00:00:00:02, IPv4, length 50: "
                              "198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
     EXPECT_EQ(text.substr(0, line.size() + 6), "    1 " + line);
     EXPECT_NE(text.find("\n   10 " + line), std::string::npos) << text;
@@ -234,7 +281,7 @@ TEST_F(TextOutput, FailedWriteCountsPacketsNotLines)
     for (size_t budget : {size_t{0}, size_t{10}, packet_bytes - 1, packet_bytes, packet_bytes + 40,
                           3 * packet_bytes - 1, 3 * packet_bytes, size_t{100000}}) {
         MemFile file;
-        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"a@cpu0", "b@cpu1"},
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"a@cpu0", "a@cpu1"},
                             options);
         FailAfter faults(budget, ENOSPC);
         output.sink().inject_faults(&faults);
@@ -285,7 +332,7 @@ TEST_F(TextOutput, PrintNextToPcapng)
         offset += length;
     }
     EXPECT_EQ(packets, 2u);
-    const std::string line = "10:55:26.896062 a@cpu0 In IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
+    const std::string line = "10:55:26.896062 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
     EXPECT_EQ(text_of(text_file.contents()), line + line);
 }
 
@@ -293,7 +340,7 @@ TEST_F(TextOutput, PrintNextToPcapng)
 // wait for the batch. With --print, -l is for the lines, not the file.
 TEST_F(TextOutput, LineBufferedWritesEachLineAtOnce)
 {
-    const std::string line = "10:55:26.896062 a@cpu0 In IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
+    const std::string line = "10:55:26.896062 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n";
     for (bool line_buffered : {false, true}) {
         SmallPipe pipe;
         text::TextOptions options;
