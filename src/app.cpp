@@ -143,6 +143,7 @@ struct Session {
     std::optional<PromiscuousMode> promiscuous;
     bool rx_vlan_offload = false; // the NIC takes received VLAN tags out of frames
     ReceiveAt receive = ReceiveAt::Xdp; // where its received frames are taken
+    Direction direction = Direction::InOut; // the hooks -Q leaves on this interface
 };
 
 // The hook that sees what tcpdump sees and changes nothing. --xdp-mode
@@ -157,6 +158,19 @@ ReceiveAt receive_hook(const InterfaceInfo& iface, const Config& config)
     if (config.xdp_mode != XdpMode::Auto)
         return ReceiveAt::Xdp;
     return iface.driver == "veth" ? ReceiveAt::Tc : ReceiveAt::NativeXdpElseTc;
+}
+
+// -Q's hooks on this interface. A loopback interface receives every packet
+// it sends: as tcpdump (libpcap skips lo's outgoing copies), each is taken
+// once, as it comes back in, so a TCP stream does not look retransmitted.
+Direction capture_direction(const InterfaceInfo& iface, const Config& config)
+{
+    if (!iface.loopback)
+        return config.direction;
+    if (config.direction == Direction::Out)
+        throw Error(iface.name + " is a loopback interface: its packets are captured once, as received, so -Q out "
+                                 "would capture nothing; use -Q in or inout");
+    return Direction::In;
 }
 
 // Per interface, ring and, in trace mode, hook point: the interface names
@@ -442,6 +456,7 @@ std::vector<Session> lookup_sessions(const Config& config)
         Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}, false};
         session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
         session.receive = receive_hook(session.iface, config);
+        session.direction = capture_direction(session.iface, config);
         for (const Session& earlier : sessions) {
             if (earlier.iface.ifindex == session.iface.ifindex)
                 throw Error("interface " + session.iface.name + " (ifindex " +
@@ -573,7 +588,7 @@ void LiveCapture::claim_output()
 void LiveCapture::load_session(Session& session)
 {
     const std::vector<XdpProgramInfo>& traced = session.traced;
-    session.program.emplace(CaptureProgram::load(config_.snaplen, session.iface.ifindex, filtering_, config_.direction,
+    session.program.emplace(CaptureProgram::load(config_.snaplen, session.iface.ifindex, filtering_, session.direction,
                                                  traced.empty() ? session.receive : ReceiveAt::None,
                                                  static_cast<uint32_t>(traced.size()), config_.sample_every));
     CaptureProgram& program = *session.program;

@@ -47,8 +47,10 @@ void query_flags(InterfaceInfo& info)
         return;
     ifreq ifr{};
     std::strncpy(ifr.ifr_name, info.name.c_str(), IFNAMSIZ - 1);
-    if (::ioctl(sock.get(), SIOCGIFFLAGS, &ifr) == 0)
+    if (::ioctl(sock.get(), SIOCGIFFLAGS, &ifr) == 0) {
         info.up = (ifr.ifr_flags & IFF_UP) != 0;
+        info.loopback = (ifr.ifr_flags & IFF_LOOPBACK) != 0;
+    }
 }
 
 bool has_capability(const __user_cap_data_struct (&data)[2], int cap)

@@ -13,6 +13,7 @@ struct InterfaceInfo {
     std::string driver; // empty when unknown
     std::string bus;    // ethtool bus_info; empty when none
     bool up = true;     // administratively up (IFF_UP)
+    bool loopback = false; // IFF_LOOPBACK: every packet sent comes back in
 };
 
 // -i's argument: an interface name or, as with tcpdump, a number that names

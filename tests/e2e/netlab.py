@@ -450,12 +450,12 @@ class NetLab(Scoped):
         parts = [self.xdp_state(dev)] + self.tc_filters(dev)
         return "; ".join(p for p in parts if p)
 
-    def assert_clean(self, what="nothing of xdpcap remains attached to cap0 (XDP, tc)", timeout=2.0):
+    def assert_clean(self, what="nothing of xdpcap remains attached to cap0 (XDP, tc)", timeout=2.0, dev=None):
         end = time.monotonic() + scaled(timeout)
-        state = self.capture_state()
+        state = self.capture_state(dev)
         while state and time.monotonic() < end:
             time.sleep(0.05)
-            state = self.capture_state()
+            state = self.capture_state(dev)
         check(state == "", what, state)
 
     # -- sending --
