@@ -1,6 +1,7 @@
 #include "app.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -486,7 +487,7 @@ public:
     // before anything is touched.
     void choose_hooks();
     // The output file, early so a bad path fails before anything is loaded;
-    // with -Z after the change of user (open_output), so that it owns it.
+    // opened before -Z changes the user (as tcpdump), then given to it.
     void claim_output();
     // Programs, filters and rings, per interface.
     void load();
@@ -565,6 +566,17 @@ void LiveCapture::choose_hooks()
     }
 }
 
+// -Z: the output file the capture opened as root becomes the user's. A
+// FIFO or device given as -w FILE is left as it is.
+void give_file_to(const Sink& sink, const RunAsUser& user)
+{
+    struct stat st {};
+    if (::fstat(sink.fd(), &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    if (::fchown(sink.fd(), user.uid, user.gid) != 0)
+        throw Error(sink.name() + ": cannot give it to " + user.name + ": " + errno_text(errno));
+}
+
 void LiveCapture::open_sink()
 {
     sink_.emplace(file_output() ? Sink::open_file(rotation_ ? rotation_->current() : *config_.output,
@@ -580,9 +592,12 @@ void LiveCapture::claim_output()
         rotation_.emplace(*config_.output,
                           RotationSettings{config_.file_size, config_.rotate_seconds, config_.file_count},
                           ::time(nullptr));
-    // As tcpdump: with -Z the file is created after the change of user.
-    if (!(run_as_ && file_output()))
-        open_sink();
+    // As tcpdump: the file is opened before -Z gives up the rights to, so
+    // it may be in a directory only root can write. It then belongs to the
+    // user, who writes it (and, with -C/-G, the next ones, created as it).
+    open_sink();
+    if (run_as_ && file_output())
+        give_file_to(*sink_, *run_as_);
 }
 
 void LiveCapture::load_session(Session& session)

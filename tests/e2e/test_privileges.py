@@ -5,9 +5,10 @@ Usage (root): /usr/bin/python3 tests/e2e/test_privileges.py PATH/TO/xdpcap
 
   * -Z with an unknown user: one "xdpcap: " line, exit 1, no output file,
     nothing attached (the user is checked before anything is);
-  * -Z nobody -w in a directory only root may write: the file cannot be
-    created (as tcpdump, it is opened after the change of user), one line,
-    exit 1, nothing attached;
+  * -Z nobody -w in a directory only root may write: as tcpdump, the file is
+    opened before the change of user, so the capture works there, and the
+    file belongs to nobody; a file that cannot be opened is one line, exit 1,
+    nothing attached;
   * -Z nobody -w FILE: during the capture /proc/PID/status shows nobody's
     uid and gid, no capability in any set (CapEff, CapPrm, CapInh, CapAmb 0)
     and NoNewPrivs 1; the file belongs to nobody; every frame sent is in it,
@@ -133,18 +134,19 @@ def test(binary):
         N.expect(not os.path.exists(out), "unknown -Z user: no output file")
         N.expect(lab.xdp_state() == "", "unknown -Z user: nothing attached", lab.xdp_state())
 
-        # -Z nobody and a directory only root may write: the file is created
-        # as nobody, so it cannot be; the capture set up so far is undone.
+        # -Z nobody and a directory only root may write: as tcpdump, the file
+        # is opened before the change of user, so it can be; it then
+        # belongs to nobody, who writes it.
         private = os.path.join(tmp, "root-only")
         os.mkdir(private, 0o700)
+        capture(lab, binary, tmp, corpus, frames, "-Z nobody -w in a root-only directory", ["-Z", "nobody"],
+                os.path.join(private, "x.pcapng"), nobody.pw_uid, nobody.pw_gid)
+        # A file that cannot be opened: one line, exit 1, nothing attached.
         rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-Z", "nobody", "-w",
-                                                   os.path.join(private, "x.pcapng")])
-        N.expect(rc == 1 and len(err) == 1 and "Permission denied" in err[0],
-                 "-Z nobody -w in a root-only directory: one 'Permission denied' line, exit 1",
-                 (rc, err))
-        N.expect(not os.listdir(private), "-Z nobody -w in a root-only directory: no file")
-        N.expect(lab.xdp_state() == "", "-Z nobody -w in a root-only directory: nothing attached",
-                 lab.xdp_state())
+                                                   os.path.join(private, "no-such-dir", "x.pcapng")])
+        N.expect(rc == 1 and len(err) == 1 and "No such file or directory" in err[0],
+                 "-Z nobody -w in a missing directory: one 'No such file or directory' line, exit 1", (rc, err))
+        N.expect(lab.xdp_state() == "", "-Z nobody -w in a missing directory: nothing attached", lab.xdp_state())
 
         # -Z nobody.
         capture(lab, binary, tmp, corpus, frames, "-Z nobody", ["-Z", "nobody"],
