@@ -24,7 +24,11 @@ segmentation).  Every sent data segment carries the connection's skb hash.  A se
 9) exactly when its TCP checksum is not yet the right one (the NIC would
 fill it in), and TSO (bit 11) exactly when it is longer than the MTU allows
 (a super-frame the NIC would cut up); both occur; received frames carry
-neither; tshark's expert information has no checksum complaint.
+neither; tshark's expert information has no checksum complaint.  Both
+directions of one connection with -vv: bit 9 exactly on the frames whose TCP
+checksum is not final, received ones included (the peer left them to
+offload; tc ingress reads the skb), and every such checksum reads
+"(offloaded)" in the text, never "(incorrect -> ...)".
 """
 
 import os
@@ -279,6 +283,35 @@ def sent_flags(binary, lab, tmp):
              (sorted(bad)[:8], sorted(flagged)[:8]))
 
 
+def both_directions_checksums(binary, lab, tmp):
+    """One connection, both directions, -vv text: a checksum left to offload
+    reads the same way whichever way the packet went, never as wrong."""
+    out = os.path.join(tmp, "both.pcapng")
+    server = run_in(lab, lab.gen_ns, SERVER)
+    x = lab.xdpcap(binary, ["-vv", "--print", "-w", out, "tcp port 5301"])
+    x.wait_listening()
+    finish(lab, run_in(lab, lab.cap_ns, CLIENT), "the TCP client")
+    finish(lab, server, "the TCP server")
+    time.sleep(0.5)
+    N.check(x.stop(signal.SIGINT) == 0, "xdpcap -vv --print exits 0", x.stderr)
+    epbs = [r for r in N.pcapng_records(out)["epbs"] if is_tcp(r["data"])]
+    received = [r for r in epbs if r["flags"] & 3 == 1]
+    sent = [r for r in epbs if r["flags"] & 3 == 2]
+    N.check(received and sent, "both directions captured", (len(received), len(sent)))
+    wrong = [i for i, r in enumerate(epbs) if bool(r["flags"] & CHECKSUM_NOT_READY) == tcp_checksum_ok(r["data"])]
+    N.expect(not wrong, "both directions: checksum not ready (bit 9) exactly where the TCP checksum is not final",
+             [(i, hex(epbs[i]["flags"]), tcp_checksum_ok(epbs[i]["data"])) for i in wrong[:5]])
+    N.expect(any(r["flags"] & CHECKSUM_NOT_READY for r in received),
+             "received packets the peer left to checksum offload are flagged too (tc ingress on a veth)",
+             [hex(r["flags"]) for r in received[:8]])
+    text = bytes(x.out).decode("utf-8", "replace")
+    N.expect("incorrect" not in text and text.count("(offloaded)") == sum(
+        1 for r in epbs if r["flags"] & CHECKSUM_NOT_READY) and text.count("(correct)") == sum(
+        1 for r in epbs if not r["flags"] & CHECKSUM_NOT_READY),
+        "-vv lines: each offloaded checksum reads (offloaded) in either direction, every other one (correct)",
+        text[:1500])
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         addresses(lab)
@@ -286,6 +319,7 @@ def test(binary):
         N.log(f"  note  kernel has bpf_xdp_metadata_rx_hash: {has_kfunc}")
         received_hashes(binary, lab, tmp, has_kfunc)
         sent_flags(binary, lab, tmp)
+        both_directions_checksums(binary, lab, tmp)
 
 
 if __name__ == "__main__":
