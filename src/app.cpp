@@ -371,7 +371,7 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     }
     // Another xdpcap's own program is not traced: that capture already sees
     // everything; the refusal names its pid.
-    if (!kernel_can_trace_xdp() || is_xdpcap_program(attached.front().program.name))
+    if (why_xdp_cannot_be_traced() || is_xdpcap_program(attached.front().program.name))
         refuse_if_xdp_attached(iface.ifindex, iface.name);
     return trace_targets(attached.front(), config.trace_program);
 }

@@ -627,10 +627,19 @@ std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
     return values;
 }
 
-bool kernel_can_trace_xdp()
+std::optional<std::string> trace_unavailable(int probe_result)
+{
+    if (probe_result == 1)
+        return std::nullopt;
+    if (probe_result == 0)
+        return std::string("this kernel does not offer fentry/fexit (the tracing program type)");
+    return "loading a tracing program (fentry/fexit) failed: " + errno_text(-probe_result);
+}
+
+std::optional<std::string> why_xdp_cannot_be_traced()
 {
     // fentry/fexit on a BPF program needs the tracing program type.
-    return libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, nullptr) == 1;
+    return trace_unavailable(libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, nullptr));
 }
 
 void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
@@ -652,10 +661,9 @@ void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
                     "); stop it first, or capture there with -Q out");
     }
     const std::string program = "'" + a.program.name + "' (id " + std::to_string(a.program.id) + ", " + a.mode + ")";
-    if (!kernel_can_trace_xdp())
-        throw Error(ifname + " already runs XDP program " + program +
-                    "; tracing it needs fentry/fexit, which this kernel does not offer (-Q out captures sent "
-                    "packets without XDP)");
+    if (const auto why = why_xdp_cannot_be_traced())
+        throw Error(ifname + " already runs XDP program " + program + " and cannot be traced: " + *why +
+                    " (-Q out captures sent packets without XDP)");
     throw Error(ifname + " already has an XDP program attached ('" + a.program.name + "', id " +
                 std::to_string(a.program.id) + ", " + a.mode +
                 "); xdpcap does not share an interface with another XDP program (-Q out captures sent packets "

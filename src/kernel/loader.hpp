@@ -211,7 +211,10 @@ private:
 // attached, or, when it is another xdpcap's, naming that xdpcap's pid.
 void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname);
 
-// Whether the kernel offers fentry/fexit on BPF programs.
-bool kernel_can_trace_xdp();
+// Why fentry/fexit on a BPF program cannot be loaded here (the tracing
+// program type missing, or loading one refused), from libbpf's probe
+// result; nothing when they can.
+std::optional<std::string> trace_unavailable(int probe_result);
+std::optional<std::string> why_xdp_cannot_be_traced();
 
 } // namespace xdpcap

@@ -10,7 +10,7 @@ with ip link.  Checks:
   reports it, full name, tag), and lo; exit 0;
 - on a kernel without the tracing program type (bpftool feature probe),
   xdpcap -i cap0 (receiving) is refused in one line naming the program and
-  saying that tracing it needs fentry/fexit, which the kernel does not offer;
+  saying that it cannot be traced: the kernel does not offer fentry/fexit;
   exit 1, and the program stays attached, same id (with tracing, xdpcap
   traces it instead: test_trace.py);
 - xdpcap -Q out captures beside it: the frames cap0 sends, byte for byte.
@@ -51,7 +51,7 @@ def test(binary):
             rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", out_file])
             N.expect(rc == 1 and len(err) == 1 and f"'xdp_verdicts'" in err[0] and f"id {pid}" in err[0],
                      "receiving on the busy cap0 is refused in one line naming the program", (rc, err))
-            N.expect(bool(err) and "tracing it needs fentry/fexit, which this kernel does not offer" in err[0],
+            N.expect(bool(err) and "cannot be traced: this kernel does not offer fentry/fexit" in err[0],
                      "the line says this kernel cannot trace it", err)
             N.expect(lab.xdp_prog() == prog, "the program stays attached, same id", lab.xdp_prog())
             N.expect(not os.path.exists(out_file), "no output file left")

@@ -157,7 +157,7 @@ def test_refused(lab, binary, tmp, prog):
     for extra in ([], ["udp port 7001"]):
         rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", out_file] + extra)
         N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0] and f"id {prog[0]}" in err[0] and
-                 "tracing it needs fentry/fexit, which this kernel does not offer" in err[0],
+                 "cannot be traced: this kernel does not offer fentry/fexit" in err[0],
                  f"without the tracing program type: refused in one line naming the program {extra}", (rc, err))
     N.expect(lab.xdp_prog() == prog, "the program stays attached, same id", lab.xdp_prog())
     N.expect(not os.path.exists(out_file), "no output file left")
