@@ -9,13 +9,15 @@ declare -gA _xdpcap_values=(
     [--xdp-mode]="native generic auto"
     [--at]="entry exit entry,exit"
     [--time-stamp-precision]="micro nano"
+    [-y]="EN10MB" [--linktype]="EN10MB"
 )
 _xdpcap_options="-i --interface -w --write -r --read -s --snapshot-length -c --count
     -C --file-size -G --rotate-seconds -W --file-count -z --postrotate-command
     -U --packet-buffered -p --no-promiscuous-mode -F --filter-file
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
     -B --buffer-size --sample -Z --relinquish-privileges
-    -e -x -X -A -t -n -S --number -l --print --print-cpu --drops
+    -L --list-data-link-types -K --dont-verify-checksums --immediate-mode --print-cpu
+    -e -x -X -A -t -n -N -S --number -l --print --drops
     -h --help --version"
 
 _xdpcap()

@@ -37,10 +37,17 @@ namespace xdpcap {
 namespace {
 
 // The kernel wakes us when a quarter of a ring is full; the drain timer
-// covers quieter traffic.
-uint32_t wakeup_bytes_for(size_t ring_bytes)
+// covers quieter traffic. --immediate-mode: at every record.
+uint32_t wakeup_bytes_for(size_t ring_bytes, bool immediate)
 {
-    return static_cast<uint32_t>(ring_bytes / 4);
+    return immediate ? 1 : static_cast<uint32_t>(ring_bytes / 4);
+}
+
+// How often the rings are drained at the latest; with --immediate-mode
+// just past the merge's 1 ms hold-back.
+int drain_interval_ms(const Config& config)
+{
+    return config.immediate ? 1 : 50;
 }
 
 // One record of the snapshot length must fit (perf keeps a byte free, so
@@ -76,11 +83,11 @@ void check_ring_fits_records(const Config& config)
 PerfRings create_rings(int events_map_fd, const Config& config, size_t interfaces)
 {
     if (config.ring_pages)
-        return PerfRings(events_map_fd, RingSettings{*config.ring_pages, wakeup_bytes_for(ring_bytes(*config.ring_pages))});
+        return PerfRings(events_map_fd, RingSettings{*config.ring_pages, wakeup_bytes_for(ring_bytes(*config.ring_pages), config.immediate)});
     uint32_t pages = default_ring_pages(online_cpus().size() * interfaces, page_size());
     for (;;) {
         try {
-            return PerfRings(events_map_fd, RingSettings{pages, wakeup_bytes_for(ring_bytes(pages))});
+            return PerfRings(events_map_fd, RingSettings{pages, wakeup_bytes_for(ring_bytes(pages), config.immediate)});
         } catch (const RingMemoryError&) {
             if (pages == 1 || !ring_fits_frames(pages / 2, config.snaplen))
                 throw;
@@ -689,7 +696,7 @@ void LiveCapture::open_output()
             CaptureSource{&*session.program, &*session.rings, session.iface.name, session.iface.ifindex});
     loop_.emplace(std::move(sources), std::move(*links_), *output_, *signals_, clock,
                   CaptureLoop::Options{config_.count, config_.verbose, filtering_,
-                                       config_.direction == Direction::InOut, 50, *interfaces_, config_.sample_every,
+                                       config_.direction == Direction::InOut, drain_interval_ms(config_), *interfaces_, config_.sample_every,
                                        drop_labels_ ? &*drop_labels_ : nullptr, config_.snaplen});
     file_statistics_.emplace(start_ns_);
     if (rotation_) {
@@ -719,10 +726,12 @@ void LiveCapture::print_start_lines() const
                          "xdpcap: warning: rings of %zu KiB cannot hold a %u-byte frame (%zu bytes of records): "
                          "such frames are lost and counted\n",
                          session.rings->bytes_per_ring() / 1024, config_.snaplen, records_size_for(config_.snaplen));
-        if (const auto why = rx_vlan_missing(session)) {
+        // What the file lacks, not a fault: -q leaves it to the interface
+        // descriptions and the man page, as tcpdump has nothing to say here.
+        if (const auto why = rx_vlan_missing(session); why && !config_.quiet) {
             const RxVlanRemedy remedy = rx_vlan_remedy(session.iface.name, session.iface.driver);
-            std::fprintf(stderr, "xdpcap: warning: VLAN tags of frames received on %s will be missing: %s and %s; %s\n",
-                         session.iface.name.c_str(), remedy.cause.c_str(), why->c_str(), remedy.remedy.c_str());
+            std::fprintf(stderr, "xdpcap: warning: received VLAN tags missing on %s (%s); %s\n",
+                         session.iface.name.c_str(), why->c_str(), remedy.remedy.c_str());
         }
     }
     if (config_.quiet)
@@ -809,6 +818,14 @@ int run_capture(const Config& config)
 {
     if (config.list_interfaces) {
         std::fputs(list_interfaces().c_str(), stdout);
+        return kExitOk;
+    }
+    // tcpdump -L's lines, on standard error as tcpdump writes them: frames
+    // are captured as Ethernet on every device.
+    if (config.list_link_types) {
+        for (const std::string& argument : config.interfaces)
+            std::fprintf(stderr, "Data link types for %s (use option -y to set):\n  EN10MB (Ethernet)\n",
+                         lookup_interface(argument).name.c_str());
         return kExitOk;
     }
     std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;

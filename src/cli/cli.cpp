@@ -6,6 +6,7 @@
 #include <charconv>
 #include <limits>
 #include <cxxopts.hpp>
+#include <pcap/pcap.h>
 
 #include "error.hpp"
 #include "version.hpp"
@@ -265,6 +266,17 @@ std::string without_trailing_spaces(const std::string& text)
 
 // With -r nothing is attached: the options that shape a live capture mean
 // nothing there and are refused rather than ignored.
+// -y: tcpdump's names (libpcap's, any case); xdpcap captures Ethernet
+// frames, whatever the device, so EN10MB is the one it takes.
+void check_link_type(const std::string& name)
+{
+    const int dlt = pcap_datalink_name_to_val(name.c_str());
+    if (dlt < 0)
+        throw Error("invalid data link type '" + name + "' (-L lists the interface's: EN10MB)");
+    if (dlt != DLT_EN10MB)
+        throw Error("-y " + name + ": xdpcap captures Ethernet frames only; its one link type is EN10MB (see -L)");
+}
+
 void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
 {
     const std::pair<const char*, const char*> live_only[] = {
@@ -283,6 +295,9 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"file-count", "-W"},
         {"postrotate-command", "-z"},
         {"snapshot-length", "-s"},
+        {"immediate-mode", "--immediate-mode"},
+        {"linktype", "-y"},
+        {"list-data-link-types", "-L"},
     };
     for (const auto& [key, spelling] : live_only) {
         // -Q has a default value: only a given one counts.
@@ -295,8 +310,9 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-#AdDehlnpqSUvxX] [-t...] [--version] (-i IFACE [-i IFACE]... | -r FILE) [-w FILE|-]\n"
-                        "         [--print] [-s SNAPLEN] [-c COUNT] [-C SIZE] [-G SECONDS] [-W COUNT]\n"
+    options.custom_help("[-#AdDehKLnNpqSUvxX] [-t...] [--version] (-i IFACE [-i IFACE]... | -r FILE) [-w FILE|-]\n"
+                        "         [--print] [--print-cpu] [--immediate-mode] [-y EN10MB] [-s SNAPLEN] [-c COUNT]\n"
+                        "         [-C SIZE] [-G SECONDS] [-W COUNT]\n"
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
                         "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE] [--drops]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
@@ -322,12 +338,17 @@ cxxopts::Options make_options()
         ("z,postrotate-command", "Run COMMAND FILE on every file once it is closed",
              cxxopts::value<std::string>(), "COMMAND")
         ("U,packet-buffered", "Flush the output after every packet")
+        ("immediate-mode", "Have the kernel wake xdpcap for every packet, not once a quarter of a ring is full, "
+                           "and drain every millisecond, so each packet is written within about 2 ms")
         ("Q,direction", "Capture received (in), sent (out) or all (inout) packets",
              cxxopts::value<std::string>()->default_value("inout"), "DIR")
         ("p,no-promiscuous-mode", "Do not put the interface into promiscuous mode")
         ("F,filter-file", "Read the filter expression from FILE", cxxopts::value<std::string>(), "FILE")
         ("d,dump-filter", "Print the compiled filter (classic BPF and the eBPF run in the kernel) and exit")
         ("D,list-interfaces", "List the interfaces and the XDP programs attached to them, and exit")
+        ("L,list-data-link-types", "List the link-layer types of each -i interface (EN10MB, the one xdpcap "
+                                   "captures), and exit")
+        ("y,linktype", "Link-layer type: EN10MB (Ethernet), the only one", cxxopts::value<std::string>(), "TYPE")
         ("v,verbose", "More detail: IP header fields and checksums on packet lines (-v, -vv, -vvv, as tcpdump), "
                       "per-CPU statistics, the RSS hash type in the file's packet comments")
         ("q,quiet", "Quick output: less protocol detail per packet line (tcpdump's -q); no start line")
@@ -342,6 +363,8 @@ cxxopts::Options make_options()
         ("number", "Print each packet's number first (also -#)")
         ("S", "Print absolute TCP sequence numbers, not relative to the connection's first (as tcpdump -S)")
         ("n", "Print addresses and ports as numbers (always so: accepted as tcpdump's -n and -nn)")
+        ("N", "Do not print host names' domains (no host names are printed: accepted as tcpdump's -N)")
+        ("K,dont-verify-checksums", "Do not verify IP, TCP and UDP checksums (as tcpdump -K; ICMP's and ICMPv6's still are)")
         ("l", "Line-buffered output: write each packet line as soon as it is made")
         ("print-cpu", "Start each packet line with the pcapng interface it is written to (IFACE@cpuN) and its "
                       "direction; with -e, the packet's hash follows")
@@ -356,8 +379,8 @@ cxxopts::Options make_options()
                           "--ring-pages)", cxxopts::value<std::string>(), "KIB")
         ("sample", "Keep one packet in N of those the filter keeps, counted over all CPUs (1: every packet)",
              cxxopts::value<std::string>(), "N")
-        ("Z,relinquish-privileges", "Once attached, run as USER and its primary group; -w FILE is created "
-                                    "as USER", cxxopts::value<std::string>(), "USER")
+        ("Z,relinquish-privileges", "Once attached, run as USER and its primary group; -w FILE is opened "
+                                    "first, then given to USER", cxxopts::value<std::string>(), "USER")
         ("at", "Trace mode (IFACE already runs an XDP program): sample at its entry, exit or both "
                "(entry,exit, the default)", cxxopts::value<std::string>(), "HOOKS")
         ("program", "Trace mode: trace only this component of a libxdp dispatcher, by name or id",
@@ -382,7 +405,7 @@ std::vector<std::string> translate_number_flag(int argc, const char* const* argv
         if (arg == "--")
             options_end = true;
         const bool flags = i > 0 && !options_end && arg.size() > 1 && arg[0] == '-' && arg[1] != '-' &&
-            arg.find('#') != std::string::npos && arg.find_first_not_of("-#AdDehlnpqUvxXt") == std::string::npos;
+            arg.find('#') != std::string::npos && arg.find_first_not_of("-#AdDehKlLnNpqUvxXt") == std::string::npos;
         if (!flags) {
             args.push_back(std::move(arg));
             continue;
@@ -417,6 +440,7 @@ text::TextOptions parse_text_options(const cxxopts::ParseResult& result)
     text.number = result.count("number") > 0;
     text.line_buffered = result.count("l") > 0;
     text.absolute_sequence = result.count("S") > 0;
+    text.decode.verify_checksums = result.count("dont-verify-checksums") == 0;
     text.cpu_prefix = result.count("print-cpu") > 0;
     if (result.count("time-stamp-precision")) {
         const std::string precision = result["time-stamp-precision"].as<std::string>();
@@ -494,6 +518,11 @@ CliOutcome parse_cli(int argc, const char* const* argv)
             throw Error("give either -i (capture on an interface) or -r (read a file), not both");
         refuse_capture_options_with_read(result);
     }
+    if (result.count("linktype"))
+        check_link_type(result["linktype"].as<std::string>());
+    config.list_link_types = result.count("list-data-link-types") > 0;
+    if (config.list_link_types && config.interfaces.empty())
+        throw Error("-L lists an interface's link types: give it with -i IFACE");
     if (config.interfaces.empty() && !config.dump_filter && !config.read_file)
         throw Error("no interface given: use -i IFACE, or -r FILE to read a capture file (see xdpcap --help)");
 
@@ -519,6 +548,7 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     }
     check_rotation(config, result);
     config.packet_buffered = result.count("packet-buffered") > 0;
+    config.immediate = result.count("immediate-mode") > 0;
     config.verbose = result.count("verbose") > 0;
     config.quiet = result.count("quiet") > 0;
     config.print = result.count("print") > 0;

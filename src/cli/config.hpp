@@ -29,6 +29,7 @@ struct Config {
     uint32_t snaplen = kMaxSnaplen;
     std::optional<uint64_t> count;
     bool packet_buffered = false;
+    bool immediate = false; // --immediate-mode: woken for every packet, not for a quarter ring
     bool verbose = false;
     bool quiet = false; // -q: tcpdump's quick (shorter) decode, and no start line
     bool print = false; // --print: text lines on stdout while -w writes a file
@@ -47,6 +48,7 @@ struct Config {
     std::optional<std::string> filter_file; // -F: read the expression from this file
     bool dump_filter = false;   // -d: print the compiled filter and exit
     bool list_interfaces = false; // -D: list interfaces and their XDP programs, and exit
+    bool list_link_types = false; // -L: list each -i interface's link types (EN10MB), and exit
     // Trace mode (the interface already runs XDP): --at's hook points and
     // --program's choice among a dispatcher's components.
     bool trace_entry = true;

@@ -333,16 +333,14 @@ bool rx_vlan_tags_outside_frames(const std::string& ifname, const std::string& d
 RxVlanRemedy rx_vlan_remedy(const std::string& ifname, const std::string& driver)
 {
     if (driver != "veth")
-        return {"rx-vlan-offload on", "its rx-vlan-offload takes them out",
-                "'ethtool -K " + ifname + " rxvlan off' keeps them in"};
+        return {"rx-vlan-offload on", "'ethtool -K " + ifname + " rxvlan off' keeps them"};
     const VethPeer peer = veth_peer(ifname);
     std::string where =
         "'ethtool -K " + (peer.name.empty() ? std::string("PEER") : peer.name) + " txvlan off' on its peer";
     if (peer.name.empty())
-        where += peer.ifindex ? " (ifindex " + std::to_string(peer.ifindex) + " in another network namespace)"
-                              : " (in another network namespace)";
-    return {"the peer's tx-vlan-offload on",
-            "a veth receives them as its peer sent them, outside the frame (tx-vlan-offload)", where + " keeps them in"};
+        where += peer.ifindex ? " (ifindex " + std::to_string(peer.ifindex) + ", another namespace)"
+                              : " (another namespace)";
+    return {"the peer's tx-vlan-offload on", where + " keeps them"};
 }
 
 } // namespace xdpcap

@@ -78,12 +78,11 @@ private:
 // peer is in another network namespace).
 bool rx_vlan_tags_outside_frames(const std::string& ifname, const std::string& driver);
 
-// The setting that takes the tags out ("rx-vlan-offload on"), the same as a
-// clause ("its rx-vlan-offload takes them out") and what keeps them in
-// ("'ethtool -K eth0 rxvlan off' keeps them in"); the veth's name its peer.
+// The setting that takes the tags out ("rx-vlan-offload on") and what
+// keeps them in ("'ethtool -K eth0 rxvlan off' keeps them"); the
+// veth's name its peer.
 struct RxVlanRemedy {
     std::string setting;
-    std::string cause;
     std::string remedy;
 };
 RxVlanRemedy rx_vlan_remedy(const std::string& ifname, const std::string& driver);

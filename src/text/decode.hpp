@@ -23,6 +23,10 @@ struct DecodeOptions {
     // This packet was sent with its transport checksum left for the NIC to
     // fill in (pcapng's "checksum not ready"): a wrong sum is no error.
     bool checksum_not_ready = false;
+    // -K (--dont-verify-checksums): IP, TCP and UDP checksums are not
+    // checked, so -v says nothing of them; as with tcpdump -K, ICMP's and
+    // ICMPv6's still are.
+    bool verify_checksums = true;
     // -x/-xx, -X/-XX, -A/-AA: 0 off, 1 without the link-level header, 2 with it.
     uint8_t hex = 0;
     uint8_t hex_ascii = 0;

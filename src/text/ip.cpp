@@ -268,7 +268,7 @@ bool put_ipv4_details(Writer& w, const Bytes& ip, size_t header, const DecodeOpt
         }
         w.put(')');
     }
-    if (ip.has(0, header)) {
+    if (o.verify_checksums && ip.has(0, header)) {
         InternetChecksum sum;
         sum.add(ip.data, header);
         if (const uint16_t computed = sum.value(); computed != 0) {

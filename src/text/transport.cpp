@@ -668,7 +668,7 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     const size_t room = length - 8;
     // tcpdump checks IPv4's optional sum from -vv on, IPv6's from -v.
     const bool ipv6 = e.address_size == 16;
-    if (!fragmented && (ipv6 ? o.verbose >= 1 : o.verbose >= 2)) {
+    if (o.verify_checksums && !fragmented && (ipv6 ? o.verbose >= 1 : o.verbose >= 2)) {
         if (!ipv6 && l4.u16(6) == 0) {
             w.put("[no cksum] "sv);
         } else {

@@ -1084,11 +1084,10 @@ def check_exact(sent, got, what="every sent frame captured exactly once, byte-ex
 # word for word by test_rx_vlan.py.
 # A NIC's remedy is its own rxvlan; a veth's is its peer's txvlan (the peer
 # by name where it is in the same namespace).
-RX_VLAN_WARNING = re.compile(r"^xdpcap: warning: VLAN tags of frames received on (\S+) will be missing: "
-                             r"(its rx-vlan-offload takes them out and .+; 'ethtool -K \1 rxvlan off' keeps them in"
-                             r"|a veth receives them as its peer sent them, outside the frame \(tx-vlan-offload\) "
-                             r"and .+; 'ethtool -K (\S+|PEER) txvlan off' on its peer"
-                             r"( \((ifindex \d+ )?in another network namespace\))? keeps them in)$")
+RX_VLAN_WARNING = re.compile(r"^xdpcap: warning: received VLAN tags missing on (\S+) \(.+\); "
+                             r"('ethtool -K \1 rxvlan off' keeps them"
+                             r"|'ethtool -K (\S+|PEER) txvlan off' on its peer"
+                             r"( \((ifindex \d+, )?another namespace\))? keeps them)$")
 
 
 # On a veth, auto mode picks generic XDP mode and says what that costs.

@@ -324,7 +324,8 @@ def verbose_file(binary, tmp):
     path = os.path.join(tmp, "verbose.pcap")
     frames = [f for make in VERBOSE_FRAMES for f in make()] + read_frames()
     R.write_cut_frames(path, frames)
-    for flags in (["-v"], ["-vv"], ["-vvv"], ["-v", "-e"], ["-v", "-q"], ["-vv", "-S"], ["-v", "-x"]):
+    # -K: no checksum verified, so none named right or wrong, as tcpdump -K.
+    for flags in (["-v"], ["-vv"], ["-vvv"], ["-v", "-e"], ["-v", "-q"], ["-vv", "-S"], ["-v", "-x"], ["-vv", "-K"]):
         got, _ = R.ours(binary, ["-r", path] + flags)
         R.compare(f"-r {' '.join(flags)}", got, R.tcpdumps(["-r", path] + flags))
 
@@ -364,6 +365,9 @@ def checksum_not_ready(binary, tmp):
     N.expect(["(incorrect -> 0x" in "".join(got[0:2]), "[bad udp cksum" in "".join(got[2:4])] == [True, True],
              "without the flag, wrong sums are wrong", got)
     R.compare("-vv of sent packets without the flag", got, want)
+    got, _ = R.ours(binary, ["-r", plain, "-vv", "-K"])
+    N.expect(not any("incorrect" in l or "bad udp" in l for l in got), "-K: no sum called wrong", got)
+    R.compare("-vv -K: no checksum verified", got, R.tcpdumps(["-r", plain, "-vv", "-K"]))
     got, _ = R.ours(binary, ["-r", offloaded, "-vv"])
     text = "\n".join(got)
     N.expect("incorrect" not in text and "bad udp cksum" not in text, "with the flag, no sum is called wrong", text)

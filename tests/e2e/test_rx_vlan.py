@@ -79,7 +79,7 @@ PEER_REMEDY = "'ethtool -K PEER txvlan off' on its peer (ifindex "
 
 
 def warning_lines(x):
-    return [l for l in x.err_lines if "VLAN tags of frames received on gen0 will be missing" in l]
+    return [l for l in x.err_lines if "received VLAN tags missing on gen0 " in l]
 
 
 def on_gen0(lab, binary, args):
@@ -240,7 +240,13 @@ def test(binary):
         lines = warning_lines(g)
         N.expect(len(lines) == 1 and "generic XDP mode" in lines[0] and PEER_REMEDY in lines[0],
                  "--xdp-mode generic: one warning line with the reason and the remedy", g.stderr)
-        N.expect(len(N.messages(g.err_lines)) == 0, "no other xdpcap line", g.stderr)
+        N.expect(len(N.messages(g.err_lines)) == 0 and all(len(l) <= 200 for l in lines), "no other xdpcap line, and "
+                 "the warning is short", g.stderr)
+        # -q: tcpdump has nothing to say here, and neither has xdpcap.
+        q = on_gen0(lab, binary, ["--xdp-mode", "generic", "-q", "-w", os.path.join(tmp, "quiet.pcapng")])
+        time.sleep(N.scaled(1.5))
+        N.expect(q.stop(signal.SIGINT) == 0 and not warning_lines(q) and not N.messages(q.err_lines),
+                 "--xdp-mode generic -q: no warning", q.err_lines)
         descriptions = [i["description"] for i in N.pcapng_idbs(out)]
         N.expect(descriptions and all("XDP generic mode" in d and "received VLAN tags missing" in d
                                       for d in descriptions),

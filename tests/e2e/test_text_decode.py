@@ -261,6 +261,24 @@ def test(binary):
                  and after_time(ours) == after_time(theirs),
                  "ping, default format: each line is tcpdump's, byte for byte after the time", (ours, theirs))
 
+        # -L: tcpdump's lines, the one link type xdpcap captures.
+        # Both write them on standard error.
+        ours_l = N.run(["ip", "netns", "exec", lab.cap_ns, binary, "-L", "-i", lab.cap_if])
+        theirs_l = N.run(["ip", "netns", "exec", lab.cap_ns, "tcpdump", "-L", "-i", lab.cap_if])
+        N.expect(ours_l.stdout == theirs_l.stdout == "" and ours_l.stderr.splitlines() ==
+                 theirs_l.stderr.splitlines()[:2] and ours_l.stderr.splitlines()[1:] == ["  EN10MB (Ethernet)"],
+                 "-L: tcpdump -L's heading and its EN10MB line", (ours_l.stderr, theirs_l.stderr))
+
+        # --immediate-mode -l -K -N: taken, and the lines are the same.
+        x = lab.xdpcap(binary, ["--immediate-mode", "-l", "-K", "-N", "-c", "4", "icmp"])
+        x.wait_listening()
+        N.run(["ip", "netns", "exec", lab.gen_ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.91.1"])
+        rc = x.wait(20)
+        again = bytes(x.out).decode("utf-8", "replace").splitlines()
+        ping_id = lambda ls: [re.sub(r"id \d+,", "id ID,", l) for l in after_time(ls)]
+        N.expect(rc == 0 and ping_id(again) == ping_id(ours),
+                 "--immediate-mode -l -K -N: the same four lines", (again, ours))
+
         # -l: every packet line is its own write(2) on standard output.
         few = os.path.join(tmp, "few.pcap")
         N.write_frames(few, frames[:10])

@@ -397,3 +397,34 @@ TEST(Cli, ReadAFileInsteadOfCapturing)
     EXPECT_EQ(error_of({"-r", "f", "-G", "5"}), "-G applies to a live capture, not to -r");
     EXPECT_EQ(error_of({}), "no interface given: use -i IFACE, or -r FILE to read a capture file (see xdpcap --help)");
 }
+
+// Options tcpdump users type: what has a meaning here is taken, the rest
+// refused with the reason.
+TEST(Cli, TcpdumpHabits)
+{
+    const Config plain = parse_config({"-i", "eth0"});
+    EXPECT_TRUE(plain.text.decode.verify_checksums);
+    EXPECT_FALSE(plain.immediate);
+    EXPECT_FALSE(plain.text.cpu_prefix);
+    EXPECT_FALSE(plain.list_link_types);
+
+    EXPECT_FALSE(parse_config({"-i", "eth0", "-K"}).text.decode.verify_checksums);
+    EXPECT_FALSE(parse_config({"-i", "eth0", "--dont-verify-checksums"}).text.decode.verify_checksums);
+    EXPECT_FALSE(parse_config({"-r", "f.pcap", "-K"}).text.decode.verify_checksums);
+    EXPECT_TRUE(parse_config({"-i", "eth0", "--immediate-mode"}).immediate);
+    EXPECT_TRUE(parse_config({"-i", "eth0", "--print-cpu"}).text.cpu_prefix);
+    EXPECT_NO_THROW(parse_config({"-i", "eth0", "-N", "-nn"}));
+    EXPECT_NO_THROW(parse_config({"-i", "eth0", "-y", "EN10MB"}));
+    EXPECT_NO_THROW(parse_config({"-i", "eth0", "-y", "en10mb"}));
+    EXPECT_TRUE(parse_config({"-i", "eth0", "-L"}).list_link_types);
+    EXPECT_TRUE(parse_config({"-#KN", "-i", "eth0"}).text.number);
+
+    EXPECT_EQ(error_of({"-i", "eth0", "-y", "LINUX_SLL"}),
+              "-y LINUX_SLL: xdpcap captures Ethernet frames only; its one link type is EN10MB (see -L)");
+    EXPECT_EQ(error_of({"-i", "eth0", "-y", "NOSUCHTYPE"}),
+              "invalid data link type 'NOSUCHTYPE' (-L lists the interface's: EN10MB)");
+    EXPECT_EQ(error_of({"-L"}), "-L lists an interface's link types: give it with -i IFACE");
+    EXPECT_EQ(error_of({"-r", "f.pcap", "--immediate-mode"}),
+              "--immediate-mode applies to a live capture, not to -r");
+    EXPECT_EQ(error_of({"-r", "f.pcap", "-y", "EN10MB"}), "-y applies to a live capture, not to -r");
+}
