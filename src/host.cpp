@@ -16,6 +16,9 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <memory>
+
+#include <pcap/pcap.h>
 
 #include "error.hpp"
 #include "unique_fd.hpp"
@@ -98,6 +101,19 @@ std::optional<uint32_t> interface_index_argument(const std::string& argument)
     return value;
 }
 
+std::vector<ListedDevice> tcpdump_devices()
+{
+    char error[PCAP_ERRBUF_SIZE] = {};
+    pcap_if_t* all = nullptr;
+    if (pcap_findalldevs(&all, error) != 0)
+        throw Error(std::string("cannot list the interfaces: ") + error);
+    std::unique_ptr<pcap_if_t, void (*)(pcap_if_t*)> owned(all, pcap_freealldevs);
+    std::vector<ListedDevice> devices;
+    for (const pcap_if_t* d = all; d; d = d->next)
+        devices.push_back(ListedDevice{d->name, d->description ? d->description : "", ::if_nametoindex(d->name)});
+    return devices;
+}
+
 InterfaceInfo lookup_interface(const std::string& argument)
 {
     InterfaceInfo info;
@@ -105,16 +121,22 @@ InterfaceInfo lookup_interface(const std::string& argument)
     info.ifindex = ::if_nametoindex(argument.c_str());
     if (info.ifindex == 0) {
         const int err = errno;
-        const std::optional<uint32_t> index = interface_index_argument(argument);
-        if (!index)
+        const std::optional<uint32_t> number = interface_index_argument(argument);
+        if (!number)
             throw Error("no such interface '" + argument + "'" + (err == ENODEV ? "" : ": " + errno_text(err)));
-        if (*index == 0)
-            throw Error("invalid interface index 0: indexes start at 1 (see xdpcap -D)");
-        char name[IF_NAMESIZE] = {};
-        if (::if_indextoname(*index, name) == nullptr)
-            throw Error("no interface has index " + argument + " (see xdpcap -D)");
-        info.name = name;
-        info.ifindex = *index;
+        if (*number == 0)
+            throw Error("invalid interface number 0: tcpdump -D's numbers start at 1 (see xdpcap -D)");
+        const std::vector<ListedDevice> devices = tcpdump_devices();
+        if (*number > devices.size())
+            throw Error("no interface has number " + argument + ": there are " + std::to_string(devices.size()) +
+                        " (see xdpcap -D)");
+        const ListedDevice& device = devices[*number - 1];
+        if (device.ifindex == 0)
+            throw Error("interface " + argument + " is " + device.name +
+                        (device.description.empty() ? "" : " (" + device.description + ")") +
+                        ", not a network interface: xdpcap captures network interfaces only (see xdpcap -D)");
+        info.name = device.name;
+        info.ifindex = device.ifindex;
     }
     query_driver(info);
     query_flags(info);

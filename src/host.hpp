@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace xdpcap {
 
@@ -16,9 +17,19 @@ struct InterfaceInfo {
     bool loopback = false; // IFF_LOOPBACK: every packet sent comes back in
 };
 
+// tcpdump -D's list, in its order (libpcap's pcap_findalldevs): the
+// network interfaces, and pseudo-devices (any, nflog, ...) xdpcap cannot
+// capture. -D numbers them from 1, and -i N means the Nth.
+struct ListedDevice {
+    std::string name;
+    std::string description; // libpcap's, empty for most interfaces
+    uint32_t ifindex = 0;    // 0: not a network interface
+};
+std::vector<ListedDevice> tcpdump_devices();
+
 // -i's argument: an interface name or, as with tcpdump, a number that names
-// no interface, then taken as an ifindex (the number xdpcap -D shows).
-// Raises Error when there is no such interface.
+// no interface, then taken as the Nth of tcpdump -D's list (xdpcap -D
+// numbers it alike). Raises Error when there is no such interface.
 InterfaceInfo lookup_interface(const std::string& argument);
 // The ifindex an all-digit argument stands for (0 included, refused later);
 // nothing for anything else, or a number beyond 32 bits.

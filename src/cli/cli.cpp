@@ -320,8 +320,8 @@ cxxopts::Options make_options()
     options.positional_help("[expression]");
     // clang-format off
     options.add_options()
-        ("i,interface", "Capture on IFACE (required): a name, or an ifindex as -D lists it; repeat -i for "
-                         "several interfaces", cxxopts::value<std::string>(), "IFACE")
+        ("i,interface", "Capture on IFACE (required): a name, or a number as tcpdump -D and -D list it; "
+                         "repeat -i for several interfaces", cxxopts::value<std::string>(), "IFACE")
         ("w,write", "Write pcapng to FILE, or to standard output with -", cxxopts::value<std::string>(), "FILE")
         ("r,read", "Read packets from a pcap or pcapng FILE (- for standard input) instead of capturing",
              cxxopts::value<std::string>(), "FILE")

@@ -319,16 +319,21 @@ std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
 
 std::string list_interfaces()
 {
-    std::unique_ptr<struct if_nameindex, void (*)(struct if_nameindex*)> all(::if_nameindex(), ::if_freenameindex);
     std::string text;
-    if (!all)
-        return text;
-    std::vector<std::pair<unsigned, std::string>> ifaces;
-    for (const struct if_nameindex* i = all.get(); i->if_index != 0; ++i)
-        ifaces.emplace_back(i->if_index, i->if_name);
-    std::sort(ifaces.begin(), ifaces.end());
-    for (const auto& [index, name] : ifaces) {
-        text += std::to_string(index) + "." + name + " [" + interface_flags(name.c_str()) + "]";
+    // tcpdump -D's numbers, which -i N takes.
+    const std::vector<ListedDevice> devices = tcpdump_devices();
+    for (size_t number = 1; number <= devices.size(); ++number) {
+        const ListedDevice& device = devices[number - 1];
+        const std::string& name = device.name;
+        const uint32_t index = device.ifindex;
+        text += std::to_string(number) + "." + name;
+        if (!device.description.empty())
+            text += " (" + device.description + ")";
+        if (index == 0) {
+            text += ", not a network interface: not captured by xdpcap\n";
+            continue;
+        }
+        text += " [" + interface_flags(name.c_str()) + "], ifindex " + std::to_string(index);
         // Where the default mode takes received frames.
         text += std::string(", received at: ") +
             (driver_of(name) == "veth" ? "tc ingress" : "XDP native mode (tc ingress where the driver has none)");

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End-to-end: several interfaces in one run (repeated -i), -i by ifindex, -i any.
+"""End-to-end: several interfaces in one run (repeated -i), -i by tcpdump -D's number, -i any.
 
 Usage (root): /usr/bin/python3 tests/e2e/test_multi_iface.py PATH/TO/xdpcap
 
@@ -18,16 +18,19 @@ cap1 <-> gen1).  Checks:
     default mode on a veth) and no XDP, and is promiscuous; SIGKILL leaves
     nothing attached on either interface (without tcx: only the clsact
     filters, ingress and egress, which the next run removes from both);
-  * `-i IFINDEX` (cap1's) captures cap1 under its name, and an interface
+  * `-i N` is the Nth interface of `tcpdump -D` (here not cap1's ifindex):
+    xdpcap -D numbers them alike, every `-i N` takes the interface
+    `tcpdump -i N` takes (pseudo-devices such as any are refused, naming
+    them), `-i N` for cap1 captures cap1 under its name, and an interface
     named like that number (a bridge: tc ingress, it has no native XDP) takes
     precedence, as with tcpdump;
   * the second interface failing to attach (a bridge in --xdp-mode native)
     exits 1 with one line naming it, leaves no output file, and cap0 (attached
     first) ends up with nothing attached;
-  * text mode with a filter (arp) on both: lines named capI@cpuN, only the
+  * text mode with a filter (arp) on both: lines named as tcpdump -i any's, only the
     ARP frames, three per interface, and so the per-interface lines;
   * `-i any` exits 1 with one line, nothing attached; one interface given by
-    name and by index is refused in one line;
+    name and by number is refused in one line;
   * cap1 deleted during a two-interface capture: exit 2 with one line naming
     it, statistics printed, cap0 left clean.
 """
@@ -35,6 +38,7 @@ cap1 <-> gen1).  Checks:
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -251,37 +255,82 @@ def sigkill_both(binary, lab, tmp):
     check_clean(lab, lab.cap_ifs, "after the next run removed the leftovers")
 
 
+def tcpdump_list(lab):
+    """tcpdump -D in the capture namespace: [(number, name)]."""
+    rows = []
+    for line in N.run(["ip", "netns", "exec", lab.cap_ns, "tcpdump", "-D"]).stdout.splitlines():
+        number, _, rest = line.partition(".")
+        rows.append((int(number), rest.split(" ", 1)[0]))
+    return rows
+
+
+def listening_on(argv, lab):
+    """The interface a capture started with ARGV says it listens on (None if it refused)."""
+    p = lab.popen(lab.cap_ns, argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                  text=True)
+    line = p.stderr.readline()
+    p.send_signal(signal.SIGINT)
+    try:
+        rest, _ = p.communicate(timeout=N.scaled(10))
+    except subprocess.TimeoutExpired:
+        N.kill_process(p)
+        rest = ""
+    lab.forget(p)
+    m = re.search(r"listening on (\S+),", line)
+    return (m.group(1) if m else None), line + (rest or "")
+
+
 def by_index(binary, lab, tmp):
+    # tcpdump's -i N is the Nth of tcpdump -D, not ifindex N: in this
+    # namespace cap0 and cap1 come before lo (ifindex 1). All up: tcpdump
+    # refuses an interface that is down.
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "lo", "up"])
+    listed = tcpdump_list(lab)
+    number = next(n for n, name in listed if name == "cap1")
     ifindex = int(lab.link_info(lab.cap_ns, "cap1")["ifindex"])
+    N.check(number != ifindex, "tcpdump -D numbers cap1 otherwise than its ifindex", (number, ifindex))
+    ours_d = N.run(["ip", "netns", "exec", lab.cap_ns, binary, "-D"]).stdout.splitlines()
+    N.expect([l.split(" ", 1)[0].rstrip(",") for l in ours_d] == [f"{n}.{name}" for n, name in listed],
+             "xdpcap -D numbers the interfaces as tcpdump -D", (ours_d, listed))
+    for n, name in listed:
+        ours, text = listening_on([binary, "-i", str(n), "-w", os.path.join(tmp, f"number{n}.pcapng")], lab)
+        if name in ("any", "lo") or name.startswith(("cap", "gen")):
+            theirs, ttext = listening_on(["tcpdump", "-i", str(n), "-w", os.path.join(tmp, f"number{n}.pcap")], lab)
+            want = theirs if name != "any" else None
+            N.expect(theirs == name and ours == want,
+                     f"-i {n}: xdpcap takes what tcpdump -i {n} takes ({name})", (ours, text, theirs, ttext))
+        else:
+            N.expect(ours is None and f"interface {n} is {name}" in text,
+                     f"-i {n} ({name}, not a network interface): refused, naming it", text)
     corpus = os.path.join(tmp, "index.pcap")
     frames = N.build_corpus(corpus, 20, seed=30)
     out = os.path.join(tmp, "index.pcapng")
-    x = N.Xdpcap(lab, binary, ["-i", str(ifindex), "-w", out])
+    x = N.Xdpcap(lab, binary, ["-i", str(number), "-w", out])
     x.wait_listening()
     N.check_listening(x, iface="cap1")
     N.log("  info  " + lab.send(corpus, N.cpus()[0], gap_us=300, gen_if="gen1"))
     time.sleep(0.5)
     rc = x.stop(signal.SIGINT)
-    N.expect(rc == 0, f"-i {ifindex} (cap1's ifindex) exits 0", rc)
+    N.expect(rc == 0, f"-i {number} (cap1 in tcpdump -D) exits 0", rc)
     N.check_idbs(out, iface="cap1")
     N.check_exact(frames, [r["data"] for r in N.read_capture(out, tmp)],
-                  f"-i {ifindex}: every frame sent on gen1 captured exactly once")
-    check_clean(lab, lab.cap_ifs, f"after -i {ifindex}")
+                  f"-i {number}: every frame sent on gen1 captured exactly once")
+    check_clean(lab, lab.cap_ifs, f"after -i {number}")
 
     # A number that is also an interface's name means that interface.
-    N.run(["ip", "-n", lab.cap_ns, "link", "add", str(ifindex), "type", "bridge"])
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", str(number), "type", "bridge"])
     try:
-        x = N.Xdpcap(lab, binary, ["-i", str(ifindex), "-w", os.path.join(tmp, "named.pcapng")])
+        x = N.Xdpcap(lab, binary, ["-i", str(number), "-w", os.path.join(tmp, "named.pcapng")])
         x.wait_listening()
-        N.check_listening(x, iface=str(ifindex))
+        N.check_listening(x, iface=str(number))
         # A bridge has no native XDP: the default mode receives at tc ingress.
-        states = (hooks(lab, str(ifindex)), hooks(lab, "cap1"))
-        N.expect(tc_ingress_only(lab, str(ifindex), has_tcx(lab)) and states[1] == [],
-                 f"-i {ifindex} with an interface named '{ifindex}': tc ingress on that one, nothing on cap1",
+        states = (hooks(lab, str(number)), hooks(lab, "cap1"))
+        N.expect(tc_ingress_only(lab, str(number), has_tcx(lab)) and states[1] == [],
+                 f"-i {number} with an interface named '{number}': tc ingress on that one, nothing on cap1",
                  states)
         N.expect(x.stop(signal.SIGINT) == 0, "and it exits 0", x.err_lines)
     finally:
-        N.run(["ip", "-n", lab.cap_ns, "link", "del", str(ifindex)])
+        N.run(["ip", "-n", lab.cap_ns, "link", "del", str(number)])
 
 
 def second_attach_fails(binary, lab, tmp):
@@ -349,9 +398,10 @@ def any_refused(binary, lab, tmp):
              and "-i eth0 -i eth1" in err[0], "-i any: one line saying why and what to do instead", err)
     check_clean(lab, lab.cap_ifs, "after -i any")
     ifindex = lab.link_info(lab.cap_ns, "cap1")["ifindex"]
-    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap1", "-i", str(ifindex)])
+    number = next(n for n, name in tcpdump_list(lab) if name == "cap1")
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap1", "-i", str(number)])
     N.expect(rc == 1 and err == [f"xdpcap: interface cap1 (ifindex {ifindex}) is given twice with -i"],
-             "one interface by name and by index: refused in one line", (rc, err))
+             "one interface by name and by number: refused in one line", (rc, err))
 
 
 def test(binary):

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "error.hpp"
 #include "host.hpp"
@@ -31,13 +32,24 @@ TEST(Host, OnlyAWholeNumberIsAnIndex)
         EXPECT_FALSE(interface_index_argument(text).has_value()) << text;
 }
 
-TEST(Host, NumberWithoutSuchNameIsAnIfindex)
+// As tcpdump: a number that names no interface is the Nth of tcpdump -D's
+// list (libpcap's order), not an ifindex.
+TEST(Host, NumberWithoutSuchNameIsTcpdumpsListNumber)
 {
-    // Every network namespace has its loopback at ifindex 1.
-    const InterfaceInfo lo = lookup_interface("1");
-    EXPECT_EQ(lo.ifindex, 1u);
-    EXPECT_EQ(lookup_interface(lo.name).ifindex, 1u);
-    EXPECT_EQ(lookup_error("0"), "invalid interface index 0: indexes start at 1 (see xdpcap -D)");
-    EXPECT_EQ(lookup_error("4000000000"), "no interface has index 4000000000 (see xdpcap -D)");
+    const std::vector<ListedDevice> devices = tcpdump_devices();
+    ASSERT_FALSE(devices.empty());
+    for (size_t i = 0; i < devices.size(); ++i) {
+        const std::string number = std::to_string(i + 1);
+        if (devices[i].ifindex) {
+            const InterfaceInfo info = lookup_interface(number);
+            EXPECT_EQ(info.name, devices[i].name) << number;
+            EXPECT_EQ(info.ifindex, devices[i].ifindex) << number;
+        } else {
+            EXPECT_EQ(lookup_error(number).find("interface " + number + " is " + devices[i].name), 0u) << number;
+        }
+    }
+    EXPECT_EQ(lookup_error("0"), "invalid interface number 0: tcpdump -D's numbers start at 1 (see xdpcap -D)");
+    EXPECT_EQ(lookup_error("4000000000"),
+              "no interface has number 4000000000: there are " + std::to_string(devices.size()) + " (see xdpcap -D)");
     EXPECT_EQ(lookup_error("no-such-if9"), "no such interface 'no-such-if9'");
 }
