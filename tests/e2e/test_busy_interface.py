@@ -17,6 +17,7 @@ with ip link.  Checks:
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,7 +43,9 @@ def test(binary):
         want = f"XDP native 'xdp_verdicts' (id {pid}, tag {tag})"
         N.expect(len(cap_lines) == 1 and "[Up, Running" in cap_lines[0] and cap_lines[0].endswith(want),
                  f"-D lists cap0 up and running with {want}", lines)
-        N.expect(any(l.startswith("1.lo [") and "Loopback" in l for l in lines), "-D lists lo (down in a new namespace)", lines)
+        # tcpdump -D's order: an interface that is down comes last.
+        N.expect(re.match(r"^\d+\.lo \[Loopback\], ifindex 1,", lines[-1]) is not None,
+                 "-D lists lo (down in a new namespace) last, as tcpdump -D", lines)
 
         tracing = N.kernel_has_tracing()
         N.log(f"  info  this kernel {'has' if tracing else 'lacks'} the tracing program type")
