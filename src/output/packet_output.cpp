@@ -210,6 +210,9 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     // Where Wireshark shows and filters it: frame.comment contains "NO_SOCKET".
     if (sample.hook == XDPCAP_HOOK_DROP && drop_labels_)
         packet.comment = drop_labels_->comment(sample.verdict, sample.location);
+    if (packet_ids_) [[unlikely]]
+        packet.packet_id = sample.hook == XDPCAP_HOOK_DROP ? packet_ids_->dropped(sample.data, sample.cap_len)
+                                                           : packet_ids_->captured(sample.data, sample.cap_len);
     return packet;
 }
 

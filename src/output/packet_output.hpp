@@ -16,6 +16,7 @@
 #include "kernel/drop_labels.hpp"
 #include "kernel/interface_map.hpp"
 #include "output/file_command.hpp"
+#include "output/packet_ids.hpp"
 #include "output/pcapng.hpp"
 #include "kernel/record.hpp"
 #include "output/rotation.hpp"
@@ -41,7 +42,14 @@ public:
     // packet at 64 bytes, and -e's text lines show the type.
     void write_hash_types(bool on) noexcept { hash_type_comments_ = on; }
     // --drops: names the drops' reasons and locations, and counts them.
-    void set_drop_labels(DropLabels* labels) noexcept { drop_labels_ = labels; }
+    // In pcapng, a drop record and the record of the same packet captured
+    // before it share an epb_packetid.
+    void set_drop_labels(DropLabels* labels)
+    {
+        drop_labels_ = labels;
+        if (labels && format_ == Format::Pcapng && !packet_ids_)
+            packet_ids_ = std::make_unique<PacketIds>();
+    }
     // -r: the next interface of the file, as its description blocks come.
     void add_interface(std::string name);
 
@@ -161,6 +169,7 @@ private:
     void update_line_prefixes();
     std::vector<uint8_t> rx_hash_algorithms_;
     DropLabels* drop_labels_ = nullptr;
+    std::unique_ptr<PacketIds> packet_ids_; // --drops, pcapng
     bool hash_type_comments_ = false;
     text::TextOptions text_;
     // Relative TCP sequence numbers (not with -S); text_.decode points here.

@@ -77,6 +77,7 @@ struct EnhancedPacket {
     uint8_t hash_algorithm = 0;
     uint32_t hash = 0;
     std::string_view comment = {}; // opt_comment; omitted when empty
+    uint64_t packet_id = 0; // epb_packetid; omitted when 0
 };
 
 void append_section_header(std::vector<uint8_t>& out, const SectionHeader& shb);
@@ -111,11 +112,14 @@ constexpr size_t enhanced_packet_size(uint32_t cap_len, bool has_verdict = false
 
 // epb_hash: code and length (4), algorithm byte and u32 (5) padded to 8.
 inline constexpr size_t kEpbHashSize = 4 + 8;
+// epb_packetid: code and length (4), u64.
+inline constexpr size_t kEpbPacketIdSize = 4 + 8;
 
 constexpr size_t enhanced_packet_size(const EnhancedPacket& pkt)
 {
     return enhanced_packet_size(pkt.cap_len, pkt.has_verdict) + (pkt.drop_count ? kEpbDropCountSize : 0) +
-        (pkt.has_hash ? kEpbHashSize : 0) + (pkt.comment.empty() ? 0 : 4 + pad4(pkt.comment.size()));
+        (pkt.has_hash ? kEpbHashSize : 0) + (pkt.packet_id ? kEpbPacketIdSize : 0) +
+        (pkt.comment.empty() ? 0 : 4 + pad4(pkt.comment.size()));
 }
 
 // The block around the packet bytes, for output that gathers the packet
@@ -132,6 +136,7 @@ inline constexpr uint16_t kOptComment = 1;
 inline constexpr uint16_t kEpbFlags = 2;
 inline constexpr uint16_t kEpbHash = 3;
 inline constexpr uint16_t kEpbDropCount = 4;
+inline constexpr uint16_t kEpbPacketId = 5;
 inline constexpr uint16_t kEpbQueue = 6;
 inline constexpr uint16_t kEpbVerdict = 7;
 
@@ -187,6 +192,10 @@ inline uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& p
         p = store<uint32_t>(p, pkt.hash);
         p = store<uint8_t>(p, 0);
         p = store<uint16_t>(p, 0);
+    }
+    if (pkt.packet_id) [[unlikely]] {
+        p = store<uint32_t>(p, kEpbPacketId | 8u << 16);
+        p = store<uint64_t>(p, pkt.packet_id);
     }
     if (!pkt.comment.empty()) [[unlikely]] {
         p = store<uint16_t>(p, kOptComment);

@@ -119,11 +119,11 @@ def drop_records(path, tmp):
     """The capture's rows (netlab.read_capture) with comment and direction, and the drop rows."""
     rows = N.read_capture(path, tmp)
     extra = N.run(["tshark", "-n", "-r", path, "-T", "fields", "-E", "separator=\t", "-e", "frame.comment",
-                   "-e", "frame.packet_flags_direction"]).stdout.splitlines()
+                   "-e", "frame.packet_flags_direction", "-e", "frame.packet_id"]).stdout.splitlines()
     N.check(len(extra) == len(rows), "tshark lists every frame once more", (len(extra), len(rows)))
     for row, line in zip(rows, extra):
-        parts = (line.split("\t") + ["", ""])[:2]
-        row["comment"], row["direction"] = parts[0], parts[1]
+        parts = (line.split("\t") + ["", "", ""])[:3]
+        row["comment"], row["direction"], row["packet_id"] = parts
     return rows, [r for r in rows if r["if_name"].endswith(":drop")]
 
 
@@ -241,6 +241,21 @@ def check_drops(label, drops, expected):
              [(r["len"], r["cap_len"]) for r in drops][:4])
 
 
+def check_copies_named(label, rows, drops):
+    """A drop of a packet the capture recorded before shares that record's
+    epb_packetid (tshark's frame.packet_id); every captured record has an
+    id of its own."""
+    captured = [r for r in rows if not r["if_name"].endswith(":drop")]
+    ids = [r["packet_id"] for r in captured]
+    N.expect(all(ids) and len(set(ids)) == len(ids), f"{label}: every captured record has a packet id of its own",
+             ids[:8])
+    by_id = {r["packet_id"]: r for r in captured}
+    unmatched = [r for r in drops if not (r["packet_id"] in by_id and by_id[r["packet_id"]]["data"] == r["data"]
+                                          and rows.index(by_id[r["packet_id"]]) < rows.index(r))]
+    N.expect(drops and not unmatched, f"{label}: each drop record names the earlier record of the same packet by "
+             "its packet id (frame.packet_id)", [(r["packet_id"], r["comment"]) for r in unmatched][:6])
+
+
 def send_into_the_qdisc_and_stop(lab, x, prefix, count):
     """`count` datagrams PREFIXnn sent from cap0's namespace, which its qdisc
     (pfifo, limit 0, put there by the caller) drops; then xdpcap is stopped
@@ -281,6 +296,7 @@ def both_interfaces(lab, binary, tmp, trace, frames, cap1):
     N.expect(len(sent) == 3 and all(r["if_name"].startswith("cap0@") and r["direction"] == "0x00000002"
                                     for r in sent), "the three datagrams cap0's qdisc dropped are outbound drops",
              [(r["if_name"], r["direction"], r["comment"]) for r in sent])
+    check_copies_named("two interfaces, sent drops", rows, sent)
     N.expect(sorted(r["data"] for r in sent) == sorted(r["data"] for r in egress) and len(egress) == 3,
              "each sent drop holds the frame the egress hook captured, byte for byte",
              (len(sent), len(egress)))
@@ -298,6 +314,7 @@ def test(binary):
         path, x = run_capture(lab, binary, tmp, "all", [], [f for f, _ in frames], cap1, interim=len(frames))
         rows, drops = drop_records(path, tmp)
         check_drops("no filter", drops, frames)
+        check_copies_named("no filter", rows, drops)
         check_drop_interfaces("no filter", path, len(frames))
         N.expect(not any(b"notcaptured" in r["data"] for r in rows),
                  "drops on cap1, which is not captured, are not recorded")

@@ -122,3 +122,50 @@ TEST(PacketLayout, DropCountOnlyAfterALoss)
     EXPECT_EQ(blocks[4], 128);
     EXPECT_EQ(blocks[128 + 4], 116) << "the next packet, with nothing lost before it, has none";
 }
+
+// --drops: the drop record of a packet captured before it carries that
+// record's epb_packetid; any other packet a new one. Without --drops, no
+// packet carries one (see PlainFrameOf64BytesIs116Bytes).
+TEST(PacketLayout, DropOfACapturedPacketSharesItsPacketId)
+{
+    DropLabels labels({{3, "NO_SOCKET"}}, KernelSymbols{});
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0"});
+        output.set_drop_labels(&labels);
+        output.begin({}, {pcapng::InterfaceDescription{}});
+        const Bytes record = sample_record(frame64(), 64);
+        const Sample captured = decode_record(record.data(), record.size()).sample;
+        Sample dropped = captured;
+        dropped.hook = XDPCAP_HOOK_DROP;
+        dropped.verdict = 3;
+        Bytes other = frame64();
+        other[40] ^= 1;
+        Sample unknown_drop = dropped;
+        unknown_drop.data = other.data();
+        output.write(0, captured, kRealtime);
+        output.write(0, dropped, kRealtime);
+        output.write(0, unknown_drop, kRealtime);
+        output.write(0, captured, kRealtime); // the same bytes again: a packet of its own
+        output.flush();
+    }
+    const Bytes all = file.contents();
+    std::vector<uint64_t> ids;
+    size_t at = 0;
+    while (at + 12 <= all.size()) {
+        uint32_t type, length;
+        std::memcpy(&type, &all[at], 4);
+        std::memcpy(&length, &all[at + 4], 4);
+        if (type == pcapng::kEpbType) {
+            // The option after epb_flags and epb_queue: epb_packetid.
+            const size_t option = at + 28 + 64 + 16;
+            EXPECT_EQ(Bytes(all.begin() + static_cast<long>(option), all.begin() + static_cast<long>(option) + 4),
+                      (Bytes{0x05, 0x00, 0x08, 0x00}));
+            uint64_t id;
+            std::memcpy(&id, &all[option + 4], 8);
+            ids.push_back(id);
+        }
+        at += length;
+    }
+    EXPECT_EQ(ids, (std::vector<uint64_t>{1, 1, 2, 3}));
+}
