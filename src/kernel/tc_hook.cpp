@@ -6,11 +6,13 @@
 #include <linux/capability.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <utility>
+#include <vector>
 
 #include "error.hpp"
 #include "privileges.hpp"
@@ -24,12 +26,29 @@ constexpr int kAttachTcxIngress = 46; // BPF_TCX_INGRESS
 constexpr int kAttachTcxEgress = 47;  // BPF_TCX_EGRESS
 constexpr uint32_t kFlagBefore = 1u << 3; // BPF_F_BEFORE: with no relative program, first
 
-// Our tc filter's identity. The handle also records whether we created the
-// clsact qdisc, so a later run that removes a leftover knows whether the
-// qdisc goes too. Priority 1: we see every frame before other filters decide.
-constexpr uint32_t kHandleOwnQdisc = 0x58445043;    // 'XDPC'
-constexpr uint32_t kHandleSharedQdisc = 0x58445044; // 'XDPD'
+// Our tc filters' identity: 'XD' and a slot, one per capture at a hook
+// point, so that several captures share an interface. The low bit records
+// whether an xdpcap created the clsact qdisc: the last xdpcap filter to go
+// removes it then, also when it is a later run removing a killed one's
+// leftovers. Priority 1: we see every frame before other filters decide;
+// our programs return TC_ACT_UNSPEC, so the next filter runs after ours.
+constexpr uint32_t kHandleBase = 0x58440000; // 'XD'
+constexpr uint32_t kHandleCreatedQdisc = 1;
+constexpr uint32_t kSlots = 32;
 constexpr uint32_t kPriority = 1;
+// Before several captures could share an interface: one handle each way.
+constexpr uint32_t kLegacyHandleOwnQdisc = 0x58445043;    // 'XDPC'
+constexpr uint32_t kLegacyHandleSharedQdisc = 0x58445044; // 'XDPD'
+
+constexpr uint32_t handle_of(uint32_t slot, bool created_qdisc)
+{
+    return kHandleBase | slot << 1 | (created_qdisc ? kHandleCreatedQdisc : 0);
+}
+
+constexpr bool says_created_qdisc(uint32_t handle)
+{
+    return handle == kLegacyHandleOwnQdisc || (handle != kLegacyHandleSharedQdisc && (handle & kHandleCreatedQdisc));
+}
 
 bpf_tc_hook clsact_hook_of(uint32_t ifindex, bpf_tc_attach_point point)
 {
@@ -115,6 +134,41 @@ bpf_tc_attach_point attach_point_of(TcHook::Point point)
     return point == TcHook::Point::Ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS;
 }
 
+// Every handle an xdpcap filter may have.
+std::vector<uint32_t> all_handles()
+{
+    std::vector<uint32_t> handles{kLegacyHandleOwnQdisc, kLegacyHandleSharedQdisc};
+    for (uint32_t slot = 0; slot < kSlots; ++slot) {
+        handles.push_back(handle_of(slot, false));
+        handles.push_back(handle_of(slot, true));
+    }
+    return handles;
+}
+
+// An xdpcap filter on the interface: its hook point, handle and program.
+struct OurFilter {
+    bpf_tc_attach_point point;
+    uint32_t handle;
+    uint32_t prog_id;
+};
+
+// By handle; with `check_program`, only those running an xdpcap program
+// (looking a program up by id needs privileges the capture gave up once
+// attached: detach() goes by handle alone).
+std::vector<OurFilter> our_filters(uint32_t ifindex, bool check_program = true)
+{
+    std::vector<OurFilter> found;
+    for (const bpf_tc_attach_point point : {BPF_TC_INGRESS, BPF_TC_EGRESS}) {
+        for (const uint32_t handle : all_handles()) {
+            bpf_tc_hook qdisc = clsact_hook_of(ifindex, point);
+            bpf_tc_opts query = filter_of(handle);
+            if (bpf_tc_query(&qdisc, &query) == 0 && (!check_program || is_our_program(program_name(query.prog_id))))
+                found.push_back(OurFilter{point, handle, query.prog_id});
+        }
+    }
+    return found;
+}
+
 // The whole clsact qdisc, both hook points: what destroying it takes.
 bpf_tc_hook whole_clsact_of(uint32_t ifindex)
 {
@@ -173,17 +227,33 @@ TcHook TcHook::attach(int prog_fd, uint32_t ifindex, const std::string& ifname, 
     const int created = bpf_tc_hook_create(&qdisc);
     if (created != 0 && created != -EEXIST)
         throw Error("cannot add a clsact qdisc to " + ifname + " for " + where + " capture: " + errno_text(-created));
-    hook.tc_handle_ = created == 0 ? kHandleOwnQdisc : kHandleSharedQdisc;
-    bpf_tc_opts filter = filter_of(hook.tc_handle_);
-    filter.prog_fd = prog_fd;
-    const int err = bpf_tc_attach(&qdisc, &filter);
+    // Whether an xdpcap created the qdisc: we did, or another capture's
+    // filter says so.
+    const std::vector<OurFilter> others = our_filters(ifindex);
+    const bool created_qdisc = created == 0 || std::any_of(others.begin(), others.end(), [](const OurFilter& f) {
+                                   return says_created_qdisc(f.handle);
+                               });
+    int err = -EEXIST;
+    for (uint32_t slot = 0; slot < kSlots && err == -EEXIST; ++slot) {
+        const bool taken = std::any_of(others.begin(), others.end(), [&](const OurFilter& f) {
+            return f.point == attach_point_of(point) && (f.handle | kHandleCreatedQdisc) == handle_of(slot, true);
+        });
+        if (taken)
+            continue;
+        hook.tc_handle_ = handle_of(slot, created_qdisc);
+        bpf_tc_opts filter = filter_of(hook.tc_handle_);
+        filter.prog_fd = prog_fd;
+        // EEXIST: another capture took the slot meanwhile; the next one.
+        err = bpf_tc_attach(&qdisc, &filter);
+    }
     if (err != 0) {
         if (created == 0) {
             bpf_tc_hook whole = whole_clsact_of(ifindex);
             bpf_tc_hook_destroy(&whole);
         }
         throw Error(std::string("cannot attach the ") + where + " program to " + ifname + " (clsact): " +
-                    errno_text(-err) + (err == -EEXIST ? std::string(" (another xdpcap captures its ") + where + ")" : ""));
+                    (err == -EEXIST ? std::to_string(kSlots) + " captures already share its " + where
+                                    : errno_text(-err)));
     }
     hook.tc_attached_ = true;
     return hook;
@@ -200,7 +270,8 @@ void TcHook::detach() noexcept
     bpf_tc_hook qdisc = clsact_hook_of(ifindex_, attach_point_of(point_));
     const bpf_tc_opts filter = filter_of(tc_handle_);
     bpf_tc_detach(&qdisc, &filter);
-    if (tc_handle_ == kHandleOwnQdisc) {
+    // The last xdpcap filter on a qdisc an xdpcap created takes it along.
+    if (says_created_qdisc(tc_handle_) && our_filters(ifindex_, false).empty()) {
         bpf_tc_hook whole = whole_clsact_of(ifindex_);
         bpf_tc_hook_destroy(&whole);
     }
@@ -226,22 +297,19 @@ bool remove_stale_clsact_filter(uint32_t ifindex)
 {
     bool removed = false;
     bool destroy_qdisc = false;
-    for (const bpf_tc_attach_point point : {BPF_TC_INGRESS, BPF_TC_EGRESS}) {
-        for (uint32_t handle : {kHandleOwnQdisc, kHandleSharedQdisc}) {
-            bpf_tc_hook qdisc = clsact_hook_of(ifindex, point);
-            bpf_tc_opts query = filter_of(handle);
-            if (bpf_tc_query(&qdisc, &query) != 0)
-                continue;
-            if (!is_our_program(program_name(query.prog_id)) || program_in_use(query.prog_id))
-                continue;
-            const bpf_tc_opts filter = filter_of(handle);
-            if (bpf_tc_detach(&qdisc, &filter) != 0)
-                continue;
-            removed = true;
-            destroy_qdisc = destroy_qdisc || handle == kHandleOwnQdisc;
-        }
+    // A filter whose program no process holds is a killed capture's.
+    for (const OurFilter& f : our_filters(ifindex)) {
+        if (program_in_use(f.prog_id))
+            continue;
+        bpf_tc_hook qdisc = clsact_hook_of(ifindex, f.point);
+        const bpf_tc_opts filter = filter_of(f.handle);
+        if (bpf_tc_detach(&qdisc, &filter) != 0)
+            continue;
+        removed = true;
+        destroy_qdisc = destroy_qdisc || says_created_qdisc(f.handle);
     }
-    if (destroy_qdisc) {
+    // Only when no live capture's filter is left on it.
+    if (destroy_qdisc && our_filters(ifindex).empty()) {
         bpf_tc_hook whole = whole_clsact_of(ifindex);
         bpf_tc_hook_destroy(&whole);
     }

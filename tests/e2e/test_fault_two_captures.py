@@ -5,21 +5,16 @@ Usage (root): /usr/bin/python3 tests/e2e/test_fault_two_captures.py PATH/TO/xdpc
 
 In the default mode a veth's frames are captured at tc ingress and egress.
 
-tcx (Linux 6.6+): a first `xdpcap -i cap0 -v -w FIRST` captures a corpus alone;
-a second `xdpcap -i cap0 -v -w SECOND` then attaches too (its own programs)
-and both capture a second corpus; the second stops (exit 0) and its programs
-are freed; the first, untouched, captures a third corpus, then stops (exit 0).
-Each one's statistics count its own frames (the first all three corpora, the
-second only the one sent while both ran), both files hold exactly those
-frames, byte-exact, and say "tcx ingress and tcx egress"; cap0 is clean.
-
-clsact (kernels without tcx, as Debian 12's 6.1, and here too through the
-XDPCAP_TEST_NO_TCX test seam): a second default xdpcap on cap0 (with -w FILE,
-and writing text to stdout) fails: exit 1, exactly one stderr line "xdpcap:
-cannot attach the ingress program to cap0 (clsact): File exists (another xdpcap
-captures its ingress)", nothing on stdout, no output file left; the first's
-filters (same programs), promiscuity and process stay as they were, and it
-then captures every frame sent ("clsact ingress and clsact egress").
+tcx (Linux 6.6+) and clsact (kernels without tcx, as Debian 12's 6.1, and
+here too through the XDPCAP_TEST_NO_TCX test seam): a first `xdpcap -i cap0
+-v -w FIRST` captures a corpus alone; a second `xdpcap -i cap0 -v -w SECOND`
+then attaches too (its own programs; with clsact its own two filters) and
+both capture a second corpus; one of them stops (exit 0; the second, then, in
+another run, the first, which created the clsact qdisc) and its programs are
+freed; the other, untouched (its filters and the qdisc as they were), captures
+a third corpus, then stops (exit 0). Each one's statistics count its own
+frames, both files hold exactly those frames, byte-exact, and say
+"MECH ingress and MECH egress"; cap0 is clean, no clsact qdisc left.
 
 XDP (explicit --xdp-mode): with a first xdpcap attached with --xdp-mode
 generic, a second with --xdp-mode generic (-w FILE) or native (text to stdout)
@@ -50,8 +45,6 @@ import netlab as N  # noqa: E402
 
 COUNT = 60
 CPU = N.cpus()[0]
-CLSACT_LINE = ("xdpcap: cannot attach the ingress program to cap0 (clsact): File exists "
-               "(another xdpcap captures its ingress)")
 NO_TCX = ["XDPCAP_TEST_NO_TCX=1"]
 
 
@@ -113,69 +106,65 @@ def finish(x, out, frames, tmp, what, describes=None):
                  f"{what}: every interface description says '{describes}'", descs)
 
 
-def two_default_tcx(binary, tmp, corpora):
-    """Two default captures on one veth with tcx: both attach, both capture."""
+def our_filters(lab, held):
+    """xdpcap's clsact filters on cap0 running the programs `held` names."""
+    return [l for l in lab.tc_filters() if any(f" id {pid} name " in l for pid in held)]
+
+
+def clsact_qdisc(lab):
+    return "clsact" in N.run(["tc", "-n", lab.cap_ns, "qdisc", "show", "dev", lab.cap_if]).stdout
+
+
+def two_default(binary, tmp, corpora, env, mech, first_stops_first):
+    """Two default captures on one veth: both attach, both capture, either
+    stops first without disturbing the other."""
     (pre, pre_frames), (both, both_frames), (post, post_frames) = corpora
+    label = f"{mech}, the {'first' if first_stops_first else 'second'} stopping first"
     with N.NetLab() as lab:
-        first_out = os.path.join(tmp, "tcx-first.pcapng")
-        second_out = os.path.join(tmp, "tcx-second.pcapng")
-        first = start(lab, binary, ["-v", "-w", first_out])
+        first_out = os.path.join(tmp, f"{mech}-{first_stops_first}-first.pcapng")
+        second_out = os.path.join(tmp, f"{mech}-{first_stops_first}-second.pcapng")
+        first = start(lab, binary, ["-v", "-w", first_out], env)
         first.wait_listening()
-        held1 = held_tc(first, "tcx: the first xdpcap")
+        held1 = held_tc(first, f"{label}: the first xdpcap")
         N.log("  info  first alone: " + lab.send(pre, CPU, gap_us=200))
 
-        second = start(lab, binary, ["-v", "-w", second_out])
+        second = start(lab, binary, ["-v", "-w", second_out], env)
         second.wait_listening()
-        held2 = held_tc(second, "tcx: the second xdpcap")
-        N.expect(not set(held1) & set(held2), "tcx: the two hold distinct programs", (held1, held2))
-        N.expect(first.proc.poll() is None, "tcx: the first xdpcap is still running")
-        N.expect(lab.xdp_state() == "", "tcx: no XDP program on cap0", lab.xdp_state())
+        held2 = held_tc(second, f"{label}: the second xdpcap")
+        N.expect(not set(held1) & set(held2), f"{label}: the two hold distinct programs", (held1, held2))
+        N.expect(first.proc.poll() is None, f"{label}: the first xdpcap is still running")
+        N.expect(lab.xdp_state() == "", f"{label}: no XDP program on cap0", lab.xdp_state())
+        if mech == "clsact":
+            N.expect(len(our_filters(lab, held1)) == 2 and len(our_filters(lab, held2)) == 2,
+                     f"{label}: each capture has its own ingress and egress filter", lab.tc_filters())
         N.log("  info  both: " + lab.send(both, CPU, gap_us=200))
         time.sleep(0.5)
 
-        finish(second, second_out, both_frames, tmp, "tcx: the second xdpcap",
-               "tcx ingress and tcx egress")
-        alive = N.wait_programs_gone(list(held2))
-        N.expect(not alive, "tcx: the second xdpcap's programs are gone after it exited", alive)
-        N.expect(first.proc.poll() is None, "tcx: the first xdpcap still runs after the second exited")
-        N.log("  info  first alone again: " + lab.send(post, CPU, gap_us=200))
+        describes = f"{mech} ingress and {mech} egress"
+        leaving, staying = (first, second) if first_stops_first else (second, first)
+        left_held, staying_held = (held1, held2) if first_stops_first else (held2, held1)
+        staying_filters = our_filters(lab, staying_held)
+        if first_stops_first:
+            finish(first, first_out, pre_frames + both_frames, tmp, f"{label}: the first xdpcap", describes)
+        else:
+            finish(second, second_out, both_frames, tmp, f"{label}: the second xdpcap", describes)
+        alive = N.wait_programs_gone(list(left_held))
+        N.expect(not alive, f"{label}: the programs of the one that stopped are gone", alive)
+        N.expect(staying.proc.poll() is None, f"{label}: the other still runs")
+        if mech == "clsact":
+            N.expect(our_filters(lab, staying_held) == staying_filters and clsact_qdisc(lab),
+                     f"{label}: the other's filters and the qdisc are untouched", lab.tc_filters())
+        N.log("  info  the other alone again: " + lab.send(post, CPU, gap_us=200))
         time.sleep(0.5)
-        finish(first, first_out, pre_frames + both_frames + post_frames, tmp, "tcx: the first xdpcap",
-               "tcx ingress and tcx egress")
-        lab.assert_clean("tcx: after both exited nothing of xdpcap remains attached to cap0")
-        alive = N.wait_programs_gone(list(held1))
-        N.expect(not alive, "tcx: the first xdpcap's programs are gone after it exited", alive)
-
-
-def two_default_clsact(binary, tmp, corpus, frames, env):
-    """Two default captures on one veth without tcx: the second fails, the first goes on."""
-    with N.NetLab() as lab:
-        first_out = os.path.join(tmp, "clsact-first.pcapng")
-        first = start(lab, binary, ["-v", "-w", first_out], env)
-        first.wait_listening()
-        held = held_tc(first, "clsact: the first xdpcap")
-        filters = lab.tc_filters()
-        ids = {name: pid for pid, name in held.items()}
-        N.check(len(filters) == 2 and all(f" id {ids[f'xdpcap_{p}']} name xdpcap_{p} " in l
-                                          for p, l in zip(("ingress", "egress"), filters)),
-                "clsact: the first xdpcap's ingress and egress filters run its programs", filters)
-        promisc = N.link_info_promiscuity(lab)
-
-        second_out = os.path.join(tmp, "clsact-second.pcapng")
-        for desc, args, absent in (("clsact: second xdpcap with -w FILE", ["-w", second_out], second_out),
-                                   ("clsact: second xdpcap writing text to stdout", ["-q"], None)):
-            N.log(f"  --    {desc}: xdpcap -i cap0 {' '.join(args)}")
-            refused(start(lab, binary, args, env), desc, CLSACT_LINE, absent)
-            N.expect(lab.tc_filters() == filters, f"{desc}: the first xdpcap's filters are untouched",
-                     lab.tc_filters())
-            N.expect(N.link_info_promiscuity(lab) == promisc,
-                     f"{desc}: cap0's promiscuity is still {promisc}", N.link_info_promiscuity(lab))
-            N.expect(first.proc.poll() is None, f"{desc}: the first xdpcap is still running")
-
-        N.log("  info  " + lab.send(corpus, CPU, gap_us=200))
-        time.sleep(0.5)
-        finish(first, first_out, frames, tmp, "clsact: the first xdpcap", "clsact ingress and clsact egress")
-        lab.assert_clean("clsact: after the first exited nothing of xdpcap remains attached to cap0")
+        if first_stops_first:
+            finish(second, second_out, both_frames + post_frames, tmp, f"{label}: the second xdpcap", describes)
+        else:
+            finish(first, first_out, pre_frames + both_frames + post_frames, tmp, f"{label}: the first xdpcap",
+                   describes)
+        lab.assert_clean(f"{label}: after both exited nothing of xdpcap remains attached to cap0")
+        N.expect(not clsact_qdisc(lab), f"{label}: no clsact qdisc left on cap0")
+        alive = N.wait_programs_gone(list(staying_held))
+        N.expect(not alive, f"{label}: the other's programs are gone after it exited", alive)
 
 
 def refuse_xdp(lab, binary, args, prog, who, desc, absent=None, argv=None):
@@ -244,12 +233,13 @@ def test(binary):
             corpora.append((path, N.build_corpus(path, count, seed=seed)))
         tcx = kernel_has_tcx()
         N.log(f"  info  kernel {os.uname().release}: {'tcx' if tcx else 'no tcx (clsact)'}")
+        order = [corpora[1], corpora[0], corpora[2]]
         if tcx:
-            two_default_tcx(binary, tmp, [corpora[1], corpora[0], corpora[2]])
-            # The clsact path of kernels without tcx, through the test seam.
-            two_default_clsact(binary, tmp, *corpora[0], env=NO_TCX)
-        else:
-            two_default_clsact(binary, tmp, *corpora[0], env=())
+            two_default(binary, tmp, order, (), "tcx", first_stops_first=False)
+            two_default(binary, tmp, order, (), "tcx", first_stops_first=True)
+        # The clsact path of kernels without tcx (here through the test seam).
+        for first_stops_first in (False, True):
+            two_default(binary, tmp, order, () if not tcx else NO_TCX, "clsact", first_stops_first)
         xdp_refusals(binary, tmp, *corpora[0])
 
 

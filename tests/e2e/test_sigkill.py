@@ -30,7 +30,8 @@ import netlab as N  # noqa: E402
 COUNT = 30
 FILTER_RE = re.compile(r"^(ingress|egress): filter protocol all pref (\d+) bpf chain \d+ "
                        r"handle (0x[0-9a-f]+) .*\bid (\d+) name (\S+)")
-HANDLES = ("0x58445043", "0x58445044")
+# 'XD', a slot per capture sharing the hook, and whether an xdpcap created the qdisc.
+HANDLES = tuple(hex(0x58440000 | slot << 1 | created) for slot in range(32) for created in (0, 1))
 
 
 def kernel_has_tcx():
