@@ -151,6 +151,7 @@ struct Session {
     std::optional<PromiscuousMode> promiscuous;
     bool rx_vlan_offload = false; // the NIC takes received VLAN tags out of frames
     ReceiveAt receive = ReceiveAt::Xdp; // where its received frames are taken
+    std::string xdp_hook_holder = {}; // another xdpcap's XDP program is there: who holds it
     Direction direction = Direction::InOut; // the hooks -Q leaves on this interface
 };
 
@@ -365,6 +366,19 @@ private:
     uint64_t opened_ns_;
 };
 
+// XDP runs one program per interface. In the default mode, where another
+// xdpcap already takes received frames with XDP, this one takes them at tc
+// ingress beside it: who holds that program ("pid 123"); nothing otherwise.
+std::optional<std::string> xdp_hook_held_by_xdpcap(const InterfaceInfo& iface, const Config& config)
+{
+    if (config.xdp_mode != XdpMode::Auto || config.direction == Direction::Out)
+        return std::nullopt;
+    const auto attached = xdp_attachments(iface.ifindex);
+    if (attached.empty() || !is_xdpcap_program(attached.front().program.name))
+        return std::nullopt;
+    return holders_text(attached.front().program.id);
+}
+
 // Trace mode's targets when the interface already runs XDP (none otherwise),
 // or the one-line refusal where that cannot be done.
 std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config)
@@ -561,6 +575,11 @@ void LiveCapture::choose_hooks()
         drop_labels_.emplace(kernel_btf().drop_reasons, KernelSymbols::load());
     }
     for (Session& session : sessions_) {
+        if (const auto holder = xdp_hook_held_by_xdpcap(session.iface, config_)) {
+            session.receive = ReceiveAt::Tc;
+            session.xdp_hook_holder = *holder;
+            continue;
+        }
         session.traced = choose_trace_targets(session.iface, config_);
         // Trace mode's pcapng interfaces are laid out for one interface.
         if (!session.traced.empty() && sessions_.size() > 1)
@@ -726,6 +745,10 @@ void LiveCapture::print_start_lines() const
                          "xdpcap: warning: rings of %zu KiB cannot hold a %u-byte frame (%zu bytes of records): "
                          "such frames are lost and counted\n",
                          session.rings->bytes_per_ring() / 1024, config_.snaplen, records_size_for(config_.snaplen));
+        if (!session.xdp_hook_holder.empty() && !config_.quiet)
+            std::fprintf(stderr, "xdpcap: %s: another xdpcap (%s) takes its received frames with XDP; this one "
+                                 "takes them at tc ingress\n",
+                         session.iface.name.c_str(), session.xdp_hook_holder.c_str());
         // What the file lacks, not a fault: -q leaves it to the interface
         // descriptions and the man page, as tcpdump has nothing to say here.
         if (const auto why = rx_vlan_missing(session); why && !config_.quiet) {

@@ -651,14 +651,9 @@ void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
     if (is_xdpcap_program(a.program.name)) {
         // Tracing another xdpcap would show nothing it does not capture
         // already: say who it is, so that it can be stopped.
-        const std::vector<int> pids = program_holders(a.program.id);
-        std::string who;
-        for (size_t i = 0; i < pids.size(); ++i)
-            who += (i ? ", " : "") + std::to_string(pids[i]);
-        throw Error(ifname + " is already being captured by another xdpcap (" +
-                    (pids.empty() ? "pid unknown" : (pids.size() > 1 ? "pids " : "pid ") + who) + ", XDP program '" +
-                    a.program.name + "' id " + std::to_string(a.program.id) +
-                    "); stop it first, or capture there with -Q out");
+        throw Error(ifname + " is already being captured by another xdpcap (" + holders_text(a.program.id) +
+                    ", XDP program '" + a.program.name + "' id " + std::to_string(a.program.id) +
+                    "); stop it first, or capture there without --xdp-mode (at tc ingress) or with -Q out");
     }
     const std::string program = "'" + a.program.name + "' (id " + std::to_string(a.program.id) + ", " + a.mode + ")";
     if (const auto why = why_xdp_cannot_be_traced())

@@ -317,6 +317,17 @@ std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
 
 } // namespace
 
+std::string holders_text(uint32_t prog_id)
+{
+    const std::vector<int> pids = program_holders(prog_id);
+    if (pids.empty())
+        return "pid unknown";
+    std::string text = pids.size() > 1 ? "pids " : "pid ";
+    for (size_t i = 0; i < pids.size(); ++i)
+        text += (i ? ", " : "") + std::to_string(pids[i]);
+    return text;
+}
+
 std::string list_interfaces()
 {
     std::string text;

@@ -54,6 +54,8 @@ std::optional<BpfFdinfo> parse_bpf_fdinfo(std::string_view fdinfo);
 // program itself. A process whose descriptors cannot be read (gone, or
 // not ours to see) is left out. `proc`: where procfs is mounted.
 std::vector<int> program_holders(uint32_t prog_id, const std::string& proc = "/proc");
+// "pid 123", "pids 123, 456" or "pid unknown": who holds the program.
+std::string holders_text(uint32_t prog_id);
 
 // tcpdump -D's listing, one interface per line, with the XDP programs.
 std::string list_interfaces();

@@ -20,7 +20,8 @@ XDP (explicit --xdp-mode): with a first xdpcap attached with --xdp-mode
 generic, a second with --xdp-mode generic (-w FILE) or native (text to stdout)
 must be refused: exit 1 within a few seconds, exactly one stderr line
 "xdpcap: cap0 is already being captured by another xdpcap (pid P, XDP program
-'NAME' id N); stop it first, or capture there with -Q out" with P the first
+'NAME' id N); stop it first, or capture there without --xdp-mode (at tc
+ingress) or with -Q out" with P the first
 xdpcap's pid (found through the fdinfo of its BPF link) and its program's name
 and id as ip link reports them, whether or not the kernel could trace XDP
 programs; nothing on stdout, no output file left; the first program stays
@@ -31,6 +32,12 @@ them; after SIGINT it exits 0 with consistent statistics and cap0 is clean.
 Last, a first xdpcap attached with --xdp-mode native (where the kernel has the
 RX metadata kfuncs, the attached program is the device-bound xdpcap_rx_meta in
 front) is recognised the same by a second with --xdp-mode generic.
+
+Beside native XDP: a first xdpcap with --xdp-mode native, a second in the
+default mode: the second takes received frames at tc ingress (tcx, and clsact
+through the test seam), says so in one line, the first's XDP program stays;
+both capture every frame sent while they run; the first stops first and the
+second captures on, alone, to the end; cap0 is clean.
 """
 
 import os
@@ -83,13 +90,15 @@ def refused(x, desc, want, absent=None):
         N.expect(not os.path.lexists(absent), f"{desc}: no output file left ({absent})")
 
 
-def finish(x, out, frames, tmp, what, describes=None):
-    """Stop x with SIGINT: exit 0, no error, statistics counting exactly
-    `frames`, and the file holding them byte-exact."""
+def finish(x, out, frames, tmp, what, describes=None, notes=()):
+    """Stop x with SIGINT: exit 0, no error (but the lines `notes`),
+    statistics counting exactly `frames`, and the file holding them
+    byte-exact."""
     rc = x.stop(signal.SIGINT)
     N.log(f"  info  {what} stderr: " + " | ".join(x.err_lines))
     N.expect(rc == 0, f"{what} exits 0 on SIGINT", f"status {rc}")
-    N.expect(not N.messages(x.err_lines), f"{what} printed no error or warning", N.messages(x.err_lines))
+    messages = [l for l in N.messages(x.err_lines) if l not in notes]
+    N.expect(not messages, f"{what} printed no error or warning", messages)
     st = N.final_stats(x.err_lines)
     N.check(st is not None, f"{what} printed statistics", x.stderr)
     N.check_stats_identity(st, f"{what} statistics")
@@ -172,10 +181,41 @@ def refuse_xdp(lab, binary, args, prog, who, desc, absent=None, argv=None):
     `who` ("pid N") and the first one's XDP program (id, name)."""
     N.log(f"  --    second xdpcap ({desc}): xdpcap -i cap0 {' '.join(args)}")
     want = (f"xdpcap: cap0 is already being captured by another xdpcap ({who}, XDP program "
-            f"'{prog[1]}' id {prog[0]}); stop it first, or capture there with -Q out")
+            f"'{prog[1]}' id {prog[0]}); stop it first, or capture there without --xdp-mode (at tc ingress) "
+            "or with -Q out")
     refused(N.Xdpcap(lab, binary, ["-i", "cap0"] + args, argv=argv), desc, want, absent)
     N.expect(lab.xdp_prog() == prog, f"{desc}: the first program is still attached",
              lab.xdp_prog())
+
+
+def beside_xdp(binary, tmp, corpora, env, mech):
+    """A first xdpcap takes received frames with native XDP; a second in the
+    default mode takes them at tc ingress beside it, says so in one line,
+    and both capture every frame; the first stops first, the second goes on."""
+    (pre, pre_frames), (both, both_frames), (post, post_frames) = corpora
+    label = f"beside native XDP ({mech})"
+    with N.NetLab() as lab:
+        first_out = os.path.join(tmp, f"{mech}-native-first.pcapng")
+        second_out = os.path.join(tmp, f"{mech}-native-second.pcapng")
+        first = start(lab, binary, ["--xdp-mode", "native", "-Q", "in", "-v", "-w", first_out], env)
+        first.wait_listening()
+        prog = lab.xdp_prog()
+        N.log("  info  first alone: " + lab.send(pre, CPU, gap_us=200))
+        second = start(lab, binary, ["-Q", "in", "-v", "-w", second_out], env)
+        second.wait_listening()
+        note = (f"xdpcap: cap0: another xdpcap (pid {first.proc.pid}) takes its received frames with XDP; "
+                "this one takes them at tc ingress")
+        N.expect(note in second.err_lines, f"{label}: the second says where it takes received frames", second.err_lines)
+        N.expect(lab.xdp_prog() == prog, f"{label}: the first one's XDP program stays attached", lab.xdp_prog())
+        N.log("  info  both: " + lab.send(both, CPU, gap_us=200))
+        time.sleep(0.5)
+        finish(first, first_out, pre_frames + both_frames, tmp, f"{label}: the first xdpcap")
+        N.expect(second.proc.poll() is None, f"{label}: the second still runs after the first stopped")
+        N.log("  info  second alone: " + lab.send(post, CPU, gap_us=200))
+        time.sleep(0.5)
+        finish(second, second_out, both_frames + post_frames, tmp, f"{label}: the second xdpcap",
+               f"{mech} ingress", notes=(note,))
+        lab.assert_clean(f"{label}: after both exited nothing of xdpcap remains attached to cap0")
 
 
 def xdp_refusals(binary, tmp, corpus, frames):
@@ -241,6 +281,9 @@ def test(binary):
         for first_stops_first in (False, True):
             two_default(binary, tmp, order, () if not tcx else NO_TCX, "clsact", first_stops_first)
         xdp_refusals(binary, tmp, *corpora[0])
+        beside_xdp(binary, tmp, order, (), "tcx" if tcx else "clsact")
+        if tcx:
+            beside_xdp(binary, tmp, order, NO_TCX, "clsact")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,6 @@ cap1 <-> gen1).  Checks:
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -264,20 +263,13 @@ def tcpdump_list(lab):
     return rows
 
 
-def listening_on(argv, lab):
-    """The interface a capture started with ARGV says it listens on (None if it refused)."""
-    p = lab.popen(lab.cap_ns, argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                  text=True)
-    line = p.stderr.readline()
-    p.send_signal(signal.SIGINT)
-    try:
-        rest, _ = p.communicate(timeout=N.scaled(10))
-    except subprocess.TimeoutExpired:
-        N.kill_process(p)
-        rest = ""
-    lab.forget(p)
-    m = re.search(r"listening on (\S+),", line)
-    return (m.group(1) if m else None), line + (rest or "")
+def link_types_for(argv, lab):
+    """Which device `ARGV -L -i N` resolves N to, from its 'Data link types
+    for NAME' line (tcpdump and xdpcap both write it on stderr, and attach
+    nothing); None when it refuses. Also the whole of stderr."""
+    cp = N.run(["ip", "netns", "exec", lab.cap_ns] + argv, check_rc=False)
+    m = re.search(r"^Data link types for (\S+) ", cp.stderr, re.M)
+    return (m.group(1) if m else None), cp.stderr
 
 
 def by_index(binary, lab, tmp):
@@ -293,9 +285,9 @@ def by_index(binary, lab, tmp):
     N.expect([l.split(" ", 1)[0].rstrip(",") for l in ours_d] == [f"{n}.{name}" for n, name in listed],
              "xdpcap -D numbers the interfaces as tcpdump -D", (ours_d, listed))
     for n, name in listed:
-        ours, text = listening_on([binary, "-i", str(n), "-w", os.path.join(tmp, f"number{n}.pcapng")], lab)
-        if name in ("any", "lo") or name.startswith(("cap", "gen")):
-            theirs, ttext = listening_on(["tcpdump", "-i", str(n), "-w", os.path.join(tmp, f"number{n}.pcap")], lab)
+        ours, text = link_types_for([binary, "-L", "-i", str(n)], lab)
+        theirs, ttext = link_types_for(["tcpdump", "-L", "-i", str(n)], lab)
+        if name in ("lo", "any") or name.startswith("cap"):
             want = theirs if name != "any" else None
             N.expect(theirs == name and ours == want,
                      f"-i {n}: xdpcap takes what tcpdump -i {n} takes ({name})", (ours, text, theirs, ttext))

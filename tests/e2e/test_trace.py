@@ -314,7 +314,7 @@ def test_traced(lab, binary, tmp, obj, prog):
     kept = [f for f in text_frames if port_of(f) != 7000]
     pcap = os.path.join(tmp, "text.pcap")
     N.write_frames(pcap, text_frames)
-    x = lab.xdpcap(binary, ["--at", "exit", "-Q", "in", "-c", str(len(kept)), "not udp port 7000"])
+    x = lab.xdpcap(binary, ["--at", "exit", "-Q", "in", "--print-cpu", "-c", str(len(kept)), "not udp port 7000"])
     x.wait_listening()
     lab.send(pcap, cpu=0)
     N.expect(x.wait(20) == 0, "--at exit -c N 'not udp port 7000' exits 0 after N packets", x.stderr)

@@ -63,11 +63,13 @@ TEST_F(TextOutput, OneInterfaceHasNoPrefix)
         PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"eth0@cpu1", "eth0@cpu2"});
         output.write(0, sample(), kTime);
         output.write(1, sample(XDPCAP_DIR_EGRESS), kTime + 1000);
+        output.write(1, sample(XDPCAP_DIR_INGRESS, XDPCAP_HOOK_FEXIT, XDP_DROP), kTime + 2000);
         output.flush();
     }
     EXPECT_EQ(text_of(file.contents()),
               "10:55:26.896062 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n"
-              "10:55:26.896063 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
+              "10:55:26.896063 IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n"
+              "10:55:26.896064 XDP_DROP IP 198.18.0.1.5000 > 198.18.0.2.7000: UDP, length 8\n");
 }
 
 // Several interfaces: tcpdump -i any's columns, the name in five, the
