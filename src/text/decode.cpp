@@ -164,8 +164,11 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
     bool abandoned = false;
     DecodeOptions options = o;
     options.abandoned = &abandoned;
-    const size_t link_length =
-        detail::print_ethernet(w, detail::Bytes{data, caplen}, origlen < caplen ? caplen : origlen, options);
+    const detail::Bytes frame{data, caplen};
+    const size_t length = origlen < caplen ? caplen : origlen;
+    const size_t link_length = o.link_type == LinkType::Ethernet
+        ? detail::print_ethernet(w, frame, length, options)
+        : detail::print_linux_cooked(w, frame, length, o.link_type == LinkType::LinuxSll2, options);
     return abandoned ? 0 : link_length;
 }
 
