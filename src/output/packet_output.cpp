@@ -25,6 +25,17 @@ PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::
     }
 }
 
+void PacketOutput::add_interface(std::string name, text::LinkType link_type)
+{
+    interface_names_.push_back(std::move(name));
+    link_types_.resize(interface_names_.size(), text::LinkType::Ethernet);
+    link_types_.back() = link_type;
+    if (link_type == text::LinkType::LinuxSll2 && !host_interface_names_) {
+        host_interface_names_ = std::make_unique<text::HostInterfaceNames>();
+        text_.decode.interface_names = host_interface_names_.get();
+    }
+}
+
 void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs)
 {
     sink_.start();
@@ -217,9 +228,10 @@ const char* xdp_action_name(uint32_t action) noexcept
 // the hash, then the decode and any dump.
 // The time, interface, direction, verdict or drop reason, hash and decode
 // of one packet's line.
-void PacketOutput::put_packet_text(text::Writer& out, const std::string& name, const Sample& sample,
+void PacketOutput::put_packet_text(text::Writer& out, uint32_t interface_id, const Sample& sample,
                                    uint64_t realtime_ns)
 {
+    const std::string& name = interface_names_[interface_id];
     timestamps_.put(out, realtime_ns);
     // A file read with -r may name no interface and no direction: then, as
     // tcpdump, the decode follows the time.
@@ -259,6 +271,7 @@ void PacketOutput::put_packet_text(text::Writer& out, const std::string& name, c
         out.put(' ');
     }
     text_.decode.checksum_not_ready = (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL) != 0;
+    text_.decode.link_type = interface_id < link_types_.size() ? link_types_[interface_id] : text::LinkType::Ethernet;
     text::format_frame(out, sample.data, sample.cap_len, sample.orig_len, text_.decode);
 }
 
@@ -283,7 +296,7 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
     }
     // A record whose lengths cannot be takes tcpdump's line instead.
     if (!text::put_invalid_header(out, sample.cap_len, sample.orig_len)) [[likely]]
-        put_packet_text(out, name, sample, realtime_ns);
+        put_packet_text(out, interface_id, sample, realtime_ns);
     start[out.size()] = '\n';
     sink.commit(out.size() + 1);
     if (owned)

@@ -20,6 +20,7 @@
 #include "kernel/record.hpp"
 #include "output/rotation.hpp"
 #include "output/sink.hpp"
+#include "text/host_interface_names.hpp"
 #include "text/options.hpp"
 #include "text/tcp_flows.hpp"
 
@@ -42,8 +43,9 @@ public:
     void write_hash_types(bool on) noexcept { hash_type_comments_ = on; }
     // --drops: names the drops' reasons and locations, and counts them.
     void set_drop_labels(DropLabels* labels) noexcept { drop_labels_ = labels; }
-    // -r: the next interface of the file, as its description blocks come.
-    void add_interface(std::string name) { interface_names_.push_back(std::move(name)); }
+    // -r: the next interface of the file, as its description blocks come,
+    // and the link-level header of its packets.
+    void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
 
     // pcapng: SHB and every IDB, flushed before any packet.
     void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);
@@ -134,7 +136,7 @@ private:
     pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
-    void put_packet_text(text::Writer& out, const std::string& name, const Sample& sample, uint64_t realtime_ns);
+    void put_packet_text(text::Writer& out, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     // --print's lines are a side show: when they cannot be written the
     // capture into the file goes on without them.
     void print_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
@@ -155,6 +157,10 @@ private:
     bool packet_buffered_;
     uint64_t accepted_ = 0;
     std::vector<std::string> interface_names_;
+    // Per interface id; Ethernet for ids past its end (live captures).
+    std::vector<text::LinkType> link_types_;
+    // The names of SLL2 headers' interface indexes, once a file has them.
+    std::unique_ptr<text::HostInterfaceNames> host_interface_names_;
     std::vector<uint8_t> rx_hash_algorithms_;
     DropLabels* drop_labels_ = nullptr;
     bool hash_type_comments_ = false;
