@@ -180,6 +180,10 @@ void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_len
     const size_t start = level > 1 ? 0 : link_length < caplen ? link_length : caplen;
     const uint8_t* bytes = data + start;
     const size_t n = caplen - start;
+    // Nothing past a link-level header that took the whole capture: no
+    // dump, not even its first line break (tcpdump's -A).
+    if (n == 0)
+        return;
     if (!o.hex_ascii && !o.hex) {
         // ASCII: line breaks kept, other unprintable bytes as '.'. A CR is
         // a '.' only with two bytes or more after it, the next not a LF
