@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "error.hpp"
 #include "filter/compile.hpp"
 #include "host.hpp"
 #include "input/capture_file.hpp"
+#include "input/link_type.hpp"
 #include "kernel/drop_labels.hpp"
 #include "output/packet_output.hpp"
 #include "output/pcapng.hpp"
@@ -56,13 +60,15 @@ Sample sample_of(const CaptureFile::Packet& p, bool written_by_xdpcap, DropLabel
     return s;
 }
 
-void require_ethernet(const CaptureFile& file, uint32_t interface_id)
+// Ethernet and Linux cooked captures (tcpdump -i any) only: the decode and
+// the copy's interfaces know no other link-level header.
+void require_readable(const CaptureFile& file, uint32_t interface_id)
 {
     const CaptureFile::Interface& iface = file.interfaces().at(interface_id);
-    if (iface.link_type != pcapng::kLinkTypeEthernet)
-        throw Error(file.name() + ": xdpcap reads Ethernet captures only, and interface " +
+    if (!link_type_readable(iface.link_type))
+        throw Error(file.name() + ": xdpcap reads Ethernet, LINUX_SLL and LINUX_SLL2 captures only, and interface " +
                     std::to_string(interface_id) + (iface.name.empty() ? "" : " (" + iface.name + ")") +
-                    " has link type " + std::to_string(iface.link_type));
+                    " has link type " + link_type_name(iface.link_type));
 }
 
 } // namespace
@@ -71,15 +77,52 @@ int read_capture_file(const Config& config, const std::string& filter)
 {
     CaptureFile file = CaptureFile::open(*config.read_file);
     const bool filtering = filter.find_first_not_of(' ') != std::string::npos;
-    // As tcpdump -r: no interface, so no netmask.
-    const std::optional<ClassicProgram> classic =
-        filtering ? std::optional<ClassicProgram>(compile_filter(filter, 0)) : std::nullopt;
-
+    // The filter for each link type the file's interfaces have, compiled
+    // when the first of them is described. As tcpdump -r: no interface, so
+    // no netmask.
+    std::vector<std::pair<uint16_t, ClassicProgram>> classics;
+    const auto classic_for = [&](uint16_t link_type) -> const ClassicProgram* {
+        for (const auto& [type, program] : classics)
+            if (type == link_type)
+                return &program;
+        return nullptr;
+    };
     std::optional<Sink> copy;
-    if (config.writes_pcapng()) {
+    if (config.writes_pcapng())
         copy.emplace(config.writes_to_stdout() ? Sink::standard_output() : Sink::open_file(*config.output));
+    // The copy is truncated and written once the filter compiled for the
+    // first interface (a filter wrong for the file's link type leaves an
+    // existing file as it was); blocks before that wait here.
+    bool copy_started = false;
+    std::vector<uint8_t> held;
+    const auto start_copy = [&] {
+        if (!copy || copy_started)
+            return;
+        copy_started = true;
         copy->start();
-    }
+        copy->append(held);
+        held = {};
+    };
+    const auto copy_block = [&](std::span<const uint8_t> block) {
+        if (copy_started)
+            copy->append(block.data(), block.size());
+        else if (copy)
+            held.insert(held.end(), block.begin(), block.end());
+    };
+    const auto compile_for = [&](const CaptureFile::Interface& iface) {
+        if (filtering && !classic_for(iface.link_type)) {
+            constexpr uint32_t kMaxSnaplen = 262144;
+            const uint32_t snaplen = iface.snaplen == 0 || iface.snaplen > kMaxSnaplen ? kMaxSnaplen : iface.snaplen;
+            try {
+                classics.emplace_back(iface.link_type, compile_filter(filter, 0, snaplen, iface.link_type));
+            } catch (const Error&) {
+                if (copy && !copy_started)
+                    copy->discard();
+                throw;
+            }
+        }
+        start_copy();
+    };
     const bool text = !config.writes_pcapng() || config.print;
     std::optional<PacketOutput> lines;
     if (text)
@@ -97,8 +140,12 @@ int read_capture_file(const Config& config, const std::string& filter)
         if (announced || file.interfaces().empty())
             return;
         announced = true;
-        std::fprintf(stderr, "reading from file %s, link-type EN10MB (Ethernet), snapshot length %u\n",
-                     config.read_file->c_str(), file.interfaces().front().snaplen);
+        const CaptureFile::Interface& first = file.interfaces().front();
+        std::fprintf(stderr, "reading from file %s, link-type %s, snapshot length %u\n", config.read_file->c_str(),
+                     link_type_banner(first.link_type).c_str(), first.snaplen);
+        // SLL2's interface indexes are named as on this host (as tcpdump).
+        if (first.link_type == kLinkTypeLinuxSll2)
+            std::fprintf(stderr, "Warning: interface names might be incorrect\n");
     };
     bool classic_started = false;
     // Classic pcap has one interface, known from its file header: the copy
@@ -107,16 +154,19 @@ int read_capture_file(const Config& config, const std::string& filter)
         if (file.pcapng() || classic_started || file.interfaces().empty())
             return;
         classic_started = true;
-        require_ethernet(file, 0);
+        require_readable(file, 0);
+        const CaptureFile::Interface& iface = file.interfaces().front();
         announce();
+        compile_for(iface);
         if (lines)
-            lines->add_interface("");
+            lines->add_interface("", static_cast<text::LinkType>(iface.link_type));
         if (copy) {
             std::vector<uint8_t> header;
             pcapng::append_section_header(header, pcapng::SectionHeader{host_hardware(), host_os(),
                                                                         std::string("xdpcap ") + kVersion});
             pcapng::InterfaceDescription idb;
-            idb.snaplen = file.interfaces().front().snaplen;
+            idb.link_type = iface.link_type;
+            idb.snaplen = iface.snaplen;
             pcapng::append_interface_description(header, idb);
             copy->append(header);
         }
@@ -127,18 +177,20 @@ int read_capture_file(const Config& config, const std::string& filter)
             if (!record)
                 break;
             switch (record->kind) {
-            case CaptureFile::Record::Kind::InterfaceDescription:
-                require_ethernet(file, static_cast<uint32_t>(file.interfaces().size() - 1));
+            case CaptureFile::Record::Kind::InterfaceDescription: {
+                require_readable(file, static_cast<uint32_t>(file.interfaces().size() - 1));
+                const CaptureFile::Interface& iface = file.interfaces().back();
+                // As tcpdump: the file's line first, then any complaint about the filter.
                 announce();
-                if (lines) {
-                    const CaptureFile::Interface& iface = file.interfaces().back();
-                    lines->add_interface(iface.written_by_xdpcap ? iface.name : std::string());
-                }
+                compile_for(iface);
+                if (lines)
+                    lines->add_interface(iface.written_by_xdpcap ? iface.name : std::string(),
+                                         static_cast<text::LinkType>(iface.link_type));
                 [[fallthrough]];
+            }
             case CaptureFile::Record::Kind::SectionHeader:
             case CaptureFile::Record::Kind::Other:
-                if (copy)
-                    copy->append(record->block.data(), record->block.size());
+                copy_block(record->block);
                 continue;
             case CaptureFile::Record::Kind::Statistics:
                 // The input's counts describe the whole capture, not this copy.
@@ -148,7 +200,8 @@ int read_capture_file(const Config& config, const std::string& filter)
             }
             const CaptureFile::Packet& p = record->packet;
             start_classic();
-            if (classic && classic->run({p.data, p.cap_len}, p.orig_len) == 0)
+            if (filtering &&
+                classic_for(file.interfaces().at(p.interface_id).link_type)->run({p.data, p.cap_len}, p.orig_len) == 0)
                 continue;
             ++kept;
             if (copy) {
@@ -173,6 +226,7 @@ int read_capture_file(const Config& config, const std::string& filter)
                              p.timestamp_ns);
         }
         start_classic(); // a file without packets is copied as one too
+        start_copy();    // and one without interfaces
         if (copy)
             copy->flush();
         if (lines)

@@ -73,6 +73,7 @@ uint32_t ClassicProgram::run(std::span<const uint8_t> captured, uint32_t wire_le
 }
 
 static_assert(kNetmaskUnknown == PCAP_NETMASK_UNKNOWN);
+static_assert(DLT_EN10MB == 1);
 
 uint32_t interface_netmask(const std::string& interface)
 {
@@ -95,9 +96,9 @@ uint32_t interface_netmask(const std::string& interface)
     return 0;
 }
 
-ClassicProgram compile_filter(const std::string& expression, uint32_t netmask, uint32_t snaplen)
+ClassicProgram compile_filter(const std::string& expression, uint32_t netmask, uint32_t snaplen, int link_type)
 {
-    const std::unique_ptr<pcap_t, PcapCloser> pcap(pcap_open_dead(DLT_EN10MB, static_cast<int>(snaplen)));
+    const std::unique_ptr<pcap_t, PcapCloser> pcap(pcap_open_dead(link_type, static_cast<int>(snaplen)));
     if (!pcap)
         throw Error("cannot set up libpcap to compile the filter");
     auto native = std::make_unique<ClassicProgram::Native>();

@@ -34,7 +34,8 @@ public:
 private:
     struct Native;
     explicit ClassicProgram(std::unique_ptr<Native> native);
-    friend ClassicProgram compile_filter(const std::string& expression, uint32_t netmask, uint32_t snaplen);
+    friend ClassicProgram compile_filter(const std::string& expression, uint32_t netmask, uint32_t snaplen,
+                                         int link_type);
 
     std::unique_ptr<Native> native_;
 };
@@ -47,10 +48,11 @@ inline constexpr uint32_t kNetmaskUnknown = 0xffffffff;
 // when the addresses cannot be listed.
 uint32_t interface_netmask(const std::string& interface);
 
-// For Ethernet (DLT_EN10MB), optimised. The netmask (host byte order) gives
-// `ip broadcast` its meaning. Raises Error with libpcap's message.
+// For frames of `link_type` (libpcap's DLT number; Ethernet, DLT_EN10MB, by
+// default), optimised. The netmask (host byte order) gives `ip broadcast`
+// its meaning. Raises Error with libpcap's message.
 ClassicProgram compile_filter(const std::string& expression, uint32_t netmask = kNetmaskUnknown,
-                              uint32_t snaplen = 262144);
+                              uint32_t snaplen = 262144, int link_type = 1);
 
 // The listing `tcpdump -d` prints, one line per instruction.
 std::string dump_classic(const ClassicProgram& program);

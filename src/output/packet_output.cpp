@@ -27,12 +27,6 @@ PacketOutput::PacketOutput(Sink sink, Format format, bool packet_buffered, std::
     update_line_prefixes();
 }
 
-void PacketOutput::add_interface(std::string name)
-{
-    interface_names_.push_back(std::move(name));
-    update_line_prefixes();
-}
-
 namespace {
 
 // "eth0" of "eth0@cpu3:exit".
@@ -65,6 +59,18 @@ void PacketOutput::update_line_prefixes()
             prefix += ' ';
         }
         line_prefixes_.push_back(std::move(prefix));
+    }
+}
+
+void PacketOutput::add_interface(std::string name, text::LinkType link_type)
+{
+    interface_names_.push_back(std::move(name));
+    update_line_prefixes();
+    link_types_.resize(interface_names_.size(), text::LinkType::Ethernet);
+    link_types_.back() = link_type;
+    if (link_type == text::LinkType::LinuxSll2 && !host_interface_names_) {
+        host_interface_names_ = std::make_unique<text::HostInterfaceNames>();
+        text_.decode.interface_names = host_interface_names_.get();
     }
 }
 
@@ -262,9 +268,10 @@ const char* xdp_action_name(uint32_t action) noexcept
 // interface and direction (--print-cpu, or several interfaces), the verdict
 // of trace-mode exit records, with --print-cpu -e the hash, then the decode
 // and any dump.
-void PacketOutput::put_packet_text(text::Writer& out, const std::string& prefix, const Sample& sample,
+void PacketOutput::put_packet_text(text::Writer& out, uint32_t interface_id, const Sample& sample,
                                    uint64_t realtime_ns)
 {
+    const std::string& prefix = line_prefixes_[interface_id];
     timestamps_.put(out, realtime_ns);
     // As tcpdump: with one interface, or a file that names none, the decode
     // follows the time.
@@ -306,6 +313,7 @@ void PacketOutput::put_packet_text(text::Writer& out, const std::string& prefix,
         out.put(' ');
     }
     text_.decode.checksum_not_ready = (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL) != 0;
+    text_.decode.link_type = interface_id < link_types_.size() ? link_types_[interface_id] : text::LinkType::Ethernet;
     text::format_frame(out, sample.data, sample.cap_len, sample.orig_len, text_.decode);
 }
 
@@ -330,7 +338,7 @@ void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& s
     }
     // A record whose lengths cannot be takes tcpdump's line instead.
     if (!text::put_invalid_header(out, sample.cap_len, sample.orig_len)) [[likely]]
-        put_packet_text(out, prefix, sample, realtime_ns);
+        put_packet_text(out, interface_id, sample, realtime_ns);
     start[out.size()] = '\n';
     sink.commit(out.size() + 1);
     if (owned)

@@ -21,6 +21,7 @@
 #include "kernel/record.hpp"
 #include "output/rotation.hpp"
 #include "output/sink.hpp"
+#include "text/host_interface_names.hpp"
 #include "text/options.hpp"
 #include "text/tcp_flows.hpp"
 
@@ -50,8 +51,9 @@ public:
         if (labels && format_ == Format::Pcapng && !packet_ids_)
             packet_ids_ = std::make_unique<PacketIds>();
     }
-    // -r: the next interface of the file, as its description blocks come.
-    void add_interface(std::string name);
+    // -r: the next interface of the file, as its description blocks come,
+    // and the link-level header of its packets.
+    void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
 
     // pcapng: SHB and every IDB, flushed before any packet.
     void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);
@@ -142,7 +144,7 @@ private:
     pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
-    void put_packet_text(text::Writer& out, const std::string& prefix, const Sample& sample, uint64_t realtime_ns);
+    void put_packet_text(text::Writer& out, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     // --print's lines are a side show: when they cannot be written the
     // capture into the file goes on without them.
     void print_line(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
@@ -167,6 +169,10 @@ private:
     // with no prefix (then no direction either).
     std::vector<std::string> line_prefixes_;
     void update_line_prefixes();
+    // Per interface id; Ethernet for ids past its end (live captures).
+    std::vector<text::LinkType> link_types_;
+    // The names of SLL2 headers' interface indexes, once a file has them.
+    std::unique_ptr<text::HostInterfaceNames> host_interface_names_;
     std::vector<uint8_t> rx_hash_algorithms_;
     DropLabels* drop_labels_ = nullptr;
     std::unique_ptr<PacketIds> packet_ids_; // --drops, pcapng

@@ -164,8 +164,11 @@ size_t decode_frame(Writer& w, const uint8_t* data, uint32_t caplen, uint32_t or
     bool abandoned = false;
     DecodeOptions options = o;
     options.abandoned = &abandoned;
-    const size_t link_length =
-        detail::print_ethernet(w, detail::Bytes{data, caplen}, origlen < caplen ? caplen : origlen, options);
+    const detail::Bytes frame{data, caplen};
+    const size_t length = origlen < caplen ? caplen : origlen;
+    const size_t link_length = o.link_type == LinkType::Ethernet
+        ? detail::print_ethernet(w, frame, length, options)
+        : detail::print_linux_cooked(w, frame, length, o.link_type == LinkType::LinuxSll2, options);
     return abandoned ? 0 : link_length;
 }
 
@@ -177,6 +180,10 @@ void dump_frame(Writer& w, const uint8_t* data, uint32_t caplen, size_t link_len
     const size_t start = level > 1 ? 0 : link_length < caplen ? link_length : caplen;
     const uint8_t* bytes = data + start;
     const size_t n = caplen - start;
+    // Nothing past a link-level header that took the whole capture: no
+    // dump, not even its first line break (tcpdump's -A).
+    if (n == 0)
+        return;
     if (!o.hex_ascii && !o.hex) {
         // ASCII: line breaks kept, other unprintable bytes as '.'. A CR is
         // a '.' only with two bytes or more after it, the next not a LF

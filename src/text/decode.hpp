@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "text/writer.hpp"
 
@@ -14,7 +15,26 @@ namespace xdpcap::text {
 
 class TcpFlows;
 
+// The link-level header a frame starts with: libpcap's DLT numbers.
+enum class LinkType : uint16_t {
+    Ethernet = 1,   // DLT_EN10MB
+    LinuxSll = 113, // DLT_LINUX_SLL
+    LinuxSll2 = 276, // DLT_LINUX_SLL2
+};
+
+// An SLL2 header names its interface by index, which tcpdump shows as the
+// name that index has on the host reading the file.
+class InterfaceNames {
+public:
+    virtual ~InterfaceNames() = default;
+    // Empty where no interface has the index.
+    virtual std::string_view name(uint32_t index) noexcept = 0;
+};
+
 struct DecodeOptions {
+    LinkType link_type = LinkType::Ethernet;
+    // SLL2's interface names; nullptr: none known ("?").
+    InterfaceNames* interface_names = nullptr;
     bool quick = false;      // -q: less protocol detail
     bool link_header = false; // -e: MAC addresses, ethertype and frame length
     // -v, -vv, -vvv: 0 to 3. IP header fields and options, checksums, and
@@ -62,8 +82,10 @@ constexpr size_t decode_length_bound(uint32_t caplen) noexcept
     return kMaxDecodeLength + dump_length_bound(caplen);
 }
 
-// The protocol decode, without timestamp or newline. Returns the length of
-// the link-level header (Ethernet and VLAN tags) as far as it was captured.
+// The protocol decode, without timestamp or newline, from the link-level
+// header options.link_type says. Returns the length of the link-level
+// header (Ethernet or Linux cooked, VLAN tags, LLC) as far as it was
+// captured, as tcpdump counts it for -x.
 size_t decode_frame(Writer& out, const uint8_t* data, uint32_t caplen, uint32_t origlen,
                     const DecodeOptions& options) noexcept;
 

@@ -1,5 +1,6 @@
 // The text decoder's layers and what they share. decode.cpp reads the
-// Ethernet header and its VLAN tags and hands the payload on: ARP, LLC and
+// Ethernet header and its VLAN tags (cooked.cpp a Linux cooked header) and
+// hands the payload on: ARP, LLC and
 // STP (link.cpp), LLDP (lldp.cpp), IPv4 and IPv6 (ip.cpp), TCP and UDP (transport.cpp), ICMP
 // and ICMPv6 (icmp.cpp), GRE, VXLAN, Geneve and MPLS (encapsulation.cpp),
 // which lead back to Ethernet or IP, and what tcpdump recognises by port
@@ -147,6 +148,9 @@ inline bool default_data_wanted(const DecodeOptions& o) noexcept { return !o.qui
 // the header on, captured or not. print_ethernet() returns the length of the
 // link-level header as far as it was captured.
 size_t print_ethernet(Writer& w, const Bytes& frame, size_t length, const DecodeOptions& o) noexcept;
+// A Linux cooked header, SLL (16 bytes) or SLL2 (20), and its payload
+// (cooked.cpp). Returns the link-level header's length as print_ethernet().
+size_t print_linux_cooked(Writer& w, const Bytes& frame, size_t length, bool v2, const DecodeOptions& o) noexcept;
 // The payloads of the ethertypes decoded (IPv4, IPv6, ARP, RARP, MPLS, LLDP);
 // false, with nothing written, for others.
 bool print_ethertype_payload(Writer& w, uint16_t type, const Bytes& payload, size_t length,
@@ -154,7 +158,7 @@ bool print_ethertype_payload(Writer& w, uint16_t type, const Bytes& payload, siz
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept;
 // The LLC header's length as tcpdump counts it; negative where the data
 // after it was not decoded (the caller dumps it from the LLC header on).
-// `macs`: the frame's destination and source addresses.
+// `macs`: the frame's destination and source addresses; nullptr: none.
 long print_llc(Writer& w, const Bytes& llc, size_t length, const uint8_t* macs, const DecodeOptions& o) noexcept;
 void print_lldp(Writer& w, const Bytes& lldp, size_t length, const DecodeOptions& o) noexcept; // lldp.cpp
 

@@ -623,19 +623,27 @@ long print_llc(Writer& w, const Bytes& llc, size_t length, const uint8_t* macs, 
         }
     }
     if (!o.link_header) {
+        // Without addresses (a Linux cooked header has the sender's only),
+        // the SAPs alone.
         if (ssap == dsap) {
-            put_mac(w, macs + 6);
-            w.put(" > "sv);
-            put_mac(w, macs);
-            w.put(' ');
+            if (macs) {
+                put_mac(w, macs + 6);
+                w.put(" > "sv);
+                put_mac(w, macs);
+                w.put(' ');
+            }
             put_sap(w, dsap, "Unknown DSAP"sv);
         } else {
-            put_mac(w, macs + 6);
-            w.put(' ');
+            if (macs) {
+                put_mac(w, macs + 6);
+                w.put(' ');
+            }
             put_sap(w, ssap, "Unknown SSAP"sv);
             w.put(" > "sv);
-            put_mac(w, macs);
-            w.put(' ');
+            if (macs) {
+                put_mac(w, macs);
+                w.put(' ');
+            }
             put_sap(w, dsap, "Unknown DSAP"sv);
         }
         w.put(' ');

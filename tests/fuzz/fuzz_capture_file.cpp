@@ -32,6 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
                 frame[i] = p.data[i];
             xdpcap::text::Writer writer(out.get(), xdpcap::text::kMaxDecodeLength);
             // As the text view: an impossible header is said, not decoded.
+            // Each packet by its interface's link-level header, as -r
+            // (which refuses others: those are decoded as Ethernet here).
+            const uint16_t link_type = file.interfaces()[p.interface_id].link_type;
+            options.link_type = link_type == 113 ? xdpcap::text::LinkType::LinuxSll
+                : link_type == 276              ? xdpcap::text::LinkType::LinuxSll2
+                                                : xdpcap::text::LinkType::Ethernet;
             if (!xdpcap::text::put_invalid_header(writer, p.cap_len, p.orig_len))
                 xdpcap::text::format_frame(writer, frame.get(), p.cap_len, p.orig_len, options);
         }

@@ -1,6 +1,6 @@
 // Feeds arbitrary bytes to the text decoder as a captured frame: the first
-// four bytes choose the options (the verbosity too) and how much longer than
-// captured the frame was; the rest is the frame. The decoder must never read past the captured
+// four bytes choose the options (the verbosity and the link-level header
+// too) and how much longer than captured the frame was; the rest is the frame. The decoder must never read past the captured
 // bytes (the sanitizers watch a buffer of exactly that size) nor write past
 // the room it was given.
 #include <cstdint>
@@ -28,6 +28,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     options.tcp_flows = (data[0] & 32) ? &flows : nullptr;
     options.verbose = data[0] >> 6; // -v to -vvv
     options.checksum_not_ready = data[3] & 0x80;
+    // Bits 5-6: the link-level header (Ethernet, SLL, SLL2; 3 is Ethernet too).
+    const uint8_t link = (data[3] >> 5) & 3;
+    options.link_type = link == 1 ? xdpcap::text::LinkType::LinuxSll
+        : link == 2              ? xdpcap::text::LinkType::LinuxSll2
+                                 : xdpcap::text::LinkType::Ethernet;
     const uint32_t missing = uint32_t{data[1]} << 8 | data[2];
     const uint8_t room_choice = data[3];
 
