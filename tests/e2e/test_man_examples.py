@@ -4,7 +4,7 @@
 Usage (root): /usr/bin/python3 tests/e2e/test_man_examples.py PATH/TO/xdpcap PATH/TO/xdpcap.8
 
 The commands are read from the page itself (the .EX blocks of EXAMPLES),
-with eth0 and eth1's index 3 replaced by the lab's cap0 and cap1, and run in
+with eth0 and eth1's number 3 (in tcpdump -D) replaced by the lab's cap0 and cap1, and run in
 order in one directory, as a user would type them: a capture runs while
 frames (DNS queries among them) cross the link and stops by itself (-c) or
 on ^C; then it must have exited 0 without an error line, and left the files
@@ -119,9 +119,11 @@ def test(binary, page):
         os.chmod(tmp, 0o755)
         pcap = os.path.join(tmp, "traffic.pcap")
         N.write_frames(pcap, frames())
-        index = N.run(["ip", "-n", lab.cap_ns, "-o", "link", "show", lab.cap_ifs[1]]).stdout.split(":", 1)[0]
+        # The example's "-i 3" is eth1's number in tcpdump -D: here cap1's.
+        listed = N.run(["ip", "netns", "exec", lab.cap_ns, "tcpdump", "-D"]).stdout.splitlines()
+        number = next(l.split(".", 1)[0] for l in listed if l.split(".", 1)[1].split(" ", 1)[0] == lab.cap_ifs[1])
         for command in commands:
-            line = command.replace("eth0", lab.cap_if).replace("-i 3 ", f"-i {index} ")
+            line = command.replace("eth0", lab.cap_if).replace("-i 3 ", f"-i {number} ")
             # The binary under test, wherever the command names it.
             line = re.sub(r"(^|\| )xdpcap ", lambda m: m.group(1) + binary + " ", line)
             x = Example(lab, f"PATH={bindir}:$PATH {line}", tmp)
@@ -130,7 +132,7 @@ def test(binary, page):
             else:
                 N.check(x.listening.wait(N.scaled(15)) or x.proc.poll() is not None,
                         f"{command}: starts listening", x.err)
-                for i, gen_if in enumerate(lab.gen_ifs if f"-i {index}" in line else [lab.gen_if]):
+                for i, gen_if in enumerate(lab.gen_ifs if f"-i {number}" in line else [lab.gen_if]):
                     lab.send(pcap, N.cpus()[0], gap_us=20 if i == 0 else 200, gen_if=gen_if)
                 time.sleep(N.scaled(0.5))
                 x.interrupt()
