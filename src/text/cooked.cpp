@@ -136,16 +136,8 @@ size_t print_linux_cooked(Writer& w, const Bytes& frame, size_t frame_length, bo
             type = 0;
             break;
         }
-        if (o.link_header) {
-            const uint16_t tci = payload.u16(0);
-            w.put("vlan "sv);
-            w.dec(tci & 0x0fffu);
-            w.put(", p "sv);
-            w.dec(tci >> 13);
-            if (tci & 0x1000)
-                w.put(", DEI"sv);
-            w.put(", "sv);
-        }
+        if (o.link_header)
+            put_vlan_tci(w, payload.u16(0));
         type = payload.u16(2);
         if (type <= 1500)
             type = kProtocol8022;

@@ -100,15 +100,8 @@ size_t print_ethernet(Writer& w, const Bytes& frame, size_t frame_length, const 
             put_truncated(w, "vlan"sv);
             return frame.size;
         }
-        const uint16_t tci = frame.u16(offset);
+        put_vlan_tci(w, frame.u16(offset));
         type = frame.u16(offset + 2);
-        w.put("vlan "sv);
-        w.dec(tci & 0x0fffu);
-        w.put(", p "sv);
-        w.dec(tci >> 13);
-        if (tci & 0x1000)
-            w.put(", DEI"sv);
-        w.put(", "sv);
         if (o.link_header) {
             put_link_ethertype(w, type, o.quick);
         } else {

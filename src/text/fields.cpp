@@ -398,6 +398,17 @@ void put_protocol(Writer& w, uint8_t protocol) noexcept
 }
 
 // tcpdump's mark for a header the capture cut short, with its space.
+void put_vlan_tci(Writer& w, uint16_t tci) noexcept
+{
+    w.put("vlan "sv);
+    w.dec(tci & 0x0fffu);
+    w.put(", p "sv);
+    w.dec(tci >> 13);
+    if (tci & 0x1000)
+        w.put(", DEI"sv);
+    w.put(", "sv);
+}
+
 void put_truncated(Writer& w, std::string_view what) noexcept
 {
     w.put(" [|"sv);

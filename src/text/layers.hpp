@@ -132,6 +132,8 @@ const char* ip_protocol_name(uint8_t protocol) noexcept;
 const char* ip_protocol_verbose_name(uint8_t protocol) noexcept;
 void put_protocol(Writer& w, uint8_t protocol) noexcept;
 void put_truncated(Writer& w, std::string_view what) noexcept;
+// An 802.1Q tag's control field as tcpdump prints it: "vlan ID, p P[, DEI], ".
+void put_vlan_tci(Writer& w, uint16_t tci) noexcept;
 // The same mark where tcpdump abandons the packet: see DecodeOptions::abandoned.
 void put_abandoned(Writer& w, std::string_view what, const DecodeOptions& o) noexcept;
 void put_endpoints(Writer& w, const Endpoints& e, const Bytes& l4, bool with_ports) noexcept;
