@@ -5,12 +5,17 @@
  * xdpcap_meta header and never changes the traffic.
  */
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "rx_meta.h"
 #include "sample.h"
+#include "process.h"
 
 /* Slot 0: the capture program of the hook, for its filter's tail call. */
 struct {
@@ -41,7 +46,7 @@ struct {
  * the value size to hold the metadata and `snaplen` bytes.
  */
 struct wire_frame {
-	struct xdpcap_meta meta;
+	__u8 head[XDPCAP_HEAD_ROOM]; /* the metadata (and process) end where the frame starts */
 	__u8 frame[XDPCAP_MAX_SAMPLE_SIZE];
 };
 
@@ -61,7 +66,8 @@ struct {
  * CPU's scratch entry and output from there. `frame_len` is without the tag.
  */
 static __always_inline void output_tagged(void *ctx, const int from, __u64 frame_len, struct xdpcap_counters *c,
-					  struct xdpcap_meta *meta, __u16 proto_be, __u16 tci)
+					  struct xdpcap_meta *meta, const struct xdpcap_process *process, __u16 proto_be,
+					  __u16 tci)
 {
 	__u32 key = bpf_get_smp_processor_id();
 	struct wire_frame *w = bpf_map_lookup_elem(&wire_scratch, &key);
@@ -69,7 +75,6 @@ static __always_inline void output_tagged(void *ctx, const int from, __u64 frame
 		account_output(c, -EFAULT);
 		return;
 	}
-	w->meta = *meta;
 	if (load_frame_bytes(ctx, from, 0, 0, w->frame, ETH_ADDRS_LEN)) {
 		account_output(c, -EFAULT);
 		return;
@@ -107,21 +112,190 @@ static __always_inline void output_tagged(void *ctx, const int from, __u64 frame
 				     rest_less_one + 1))
 			return account_output(c, -EFAULT);
 	}
-	__u64 size = sizeof(w->meta) + cap_len;
+	__u64 head_len;
+	__u8 *record = place_head(w->head, meta, process, &head_len);
+	__u64 size = head_len + cap_len;
 	asm volatile("" : "+r"(size));
-	if (size > sizeof(w->meta) + XDPCAP_MAX_SAMPLE_SIZE || size > sizeof(w->meta) + limit)
+	if (size > head_len + XDPCAP_MAX_SAMPLE_SIZE || size > head_len + limit)
 		return account_output(c, -EFAULT);
-	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, w, size);
+	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, record, size);
 	if (!err)
 		err = output_parts(ctx, from, 0, meta, VLAN_TAG_LEN);
 	account_output(c, err);
 }
 
+#define VLAN_ETHERTYPE_8021Q 0x8100
+#define VLAN_ETHERTYPE_8021AD 0x88a8
+#define ICMP_ECHO_REQUEST 8
+#define ICMP_ECHO_REPLY 0
+#define ICMPV6_ECHO_REQUEST 128
+#define ICMPV6_ECHO_REPLY 129
+
+/* A frame's transport endpoints, as far as attribution needs them. */
+struct flow {
+	struct bpf_sock_tuple tuple; /* as the packet has them: source first */
+	__u32 tuple_len;             /* of tuple.ipv4 or tuple.ipv6 */
+	__u8 family;                 /* 4 or 6; 0: neither */
+	__u8 protocol;               /* IPPROTO_TCP, _UDP, _ICMP, _ICMPV6 */
+	__u8 icmp_type;
+	__be16 echo_id;
+};
+
+struct vlan_header {
+	__be16 tci;
+	__be16 proto;
+};
+
+/* Reads the frame's addresses and ports (or echo identifier) from the
+ * linear bytes; family 0 when they are not there. IPv6 extension headers
+ * and later IPv4 fragments are not followed. */
+static __always_inline void parse_flow(void *data, void *data_end, struct flow *f)
+{
+	f->family = 0;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > data_end)
+		return;
+	__be16 proto = eth->h_proto;
+	void *l3 = eth + 1;
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		if (proto != bpf_htons(VLAN_ETHERTYPE_8021Q) && proto != bpf_htons(VLAN_ETHERTYPE_8021AD))
+			break;
+		struct vlan_header *vlan = l3;
+		if ((void *)(vlan + 1) > data_end)
+			return;
+		proto = vlan->proto;
+		l3 = vlan + 1;
+	}
+	void *l4;
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = l3;
+		if ((void *)(ip + 1) > data_end || ip->ihl < 5 || (ip->frag_off & bpf_htons(0x1fff)))
+			return;
+		f->tuple.ipv4.saddr = ip->saddr;
+		f->tuple.ipv4.daddr = ip->daddr;
+		f->tuple_len = sizeof(f->tuple.ipv4);
+		f->protocol = ip->protocol;
+		f->family = 4;
+		l4 = l3 + ip->ihl * 4;
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = l3;
+		if ((void *)(ip6 + 1) > data_end)
+			return;
+		__builtin_memcpy(f->tuple.ipv6.saddr, &ip6->saddr, 16);
+		__builtin_memcpy(f->tuple.ipv6.daddr, &ip6->daddr, 16);
+		f->tuple_len = sizeof(f->tuple.ipv6);
+		f->protocol = ip6->nexthdr;
+		f->family = 6;
+		l4 = ip6 + 1;
+	} else {
+		return;
+	}
+	__be16 *words = l4;
+	if ((void *)(words + 4) > data_end) {
+		f->family = 0;
+		return;
+	}
+	if (f->protocol == IPPROTO_ICMP || f->protocol == IPPROTO_ICMPV6) {
+		/* type, code, checksum, identifier */
+		f->icmp_type = *(__u8 *)words;
+		f->echo_id = words[2];
+		return;
+	}
+	if (f->family == 4) {
+		f->tuple.ipv4.sport = words[0];
+		f->tuple.ipv4.dport = words[1];
+	} else {
+		f->tuple.ipv6.sport = words[0];
+		f->tuple.ipv6.dport = words[1];
+	}
+}
+
+/* The echo flow of an ICMP echo packet: `sent` an echo request that left,
+ * else a reply that came in. Zero family when it is neither. */
+static __always_inline void echo_key_of(const struct flow *f, int sent, struct echo_key *key)
+{
+	key->family = 0;
+	const __u8 request = f->protocol == IPPROTO_ICMP ? ICMP_ECHO_REQUEST : ICMPV6_ECHO_REQUEST;
+	const __u8 reply = f->protocol == IPPROTO_ICMP ? ICMP_ECHO_REPLY : ICMPV6_ECHO_REPLY;
+	if ((f->family == 4 && f->protocol != IPPROTO_ICMP) || (f->family == 6 && f->protocol != IPPROTO_ICMPV6) ||
+	    f->icmp_type != (sent ? request : reply))
+		return;
+	__builtin_memset(key, 0, sizeof(*key));
+	key->family = f->family;
+	key->id = f->echo_id;
+	/* Sent: source is local. Received: destination is. */
+	if (f->family == 4) {
+		__builtin_memcpy(key->local, sent ? &f->tuple.ipv4.saddr : &f->tuple.ipv4.daddr, 4);
+		__builtin_memcpy(key->remote, sent ? &f->tuple.ipv4.daddr : &f->tuple.ipv4.saddr, 4);
+	} else {
+		__builtin_memcpy(key->local, sent ? f->tuple.ipv6.saddr : f->tuple.ipv6.daddr, 16);
+		__builtin_memcpy(key->remote, sent ? f->tuple.ipv6.daddr : f->tuple.ipv6.saddr, 16);
+	}
+}
+
+/* The owner of the socket the stack will deliver a received frame to, found
+ * as the stack finds it; an echo reply's from its request. */
+static __always_inline const struct socket_owner *received_owner(void *ctx, void *data, void *data_end)
+{
+	struct flow f = {};
+	parse_flow(data, data_end, &f);
+	if (!f.family)
+		return 0;
+	struct bpf_sock *sk = 0;
+	if (f.protocol == IPPROTO_TCP)
+		sk = bpf_sk_lookup_tcp(ctx, &f.tuple, f.tuple_len, BPF_F_CURRENT_NETNS, 0);
+	else if (f.protocol == IPPROTO_UDP)
+		sk = bpf_sk_lookup_udp(ctx, &f.tuple, f.tuple_len, BPF_F_CURRENT_NETNS, 0);
+	if (sk) {
+		const struct socket_owner *owner = owner_of((__u64)sk);
+		bpf_sk_release(sk);
+		return owner;
+	}
+	struct echo_key key;
+	echo_key_of(&f, 0, &key);
+	if (!key.family)
+		return 0;
+	return bpf_map_lookup_elem(&echo_owners, &key);
+}
+
+/* The owner of a sent skb's socket: a request socket (a SYN-ACK) is its
+ * listener's, a time-wait socket nobody's. An echo request's owner is kept
+ * for its reply. */
+static __always_inline const struct socket_owner *sent_owner(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	if (!sk)
+		return 0;
+	struct bpf_sock *full = bpf_sk_fullsock(sk);
+	if (!full)
+		full = bpf_get_listener_sock(sk);
+	if (!full)
+		return 0;
+	const struct socket_owner *owner = owner_of((__u64)full);
+	if (!owner)
+		return 0;
+	if (full->protocol == IPPROTO_ICMP || full->protocol == IPPROTO_ICMPV6 || full->type == 3 /* SOCK_RAW */) {
+		struct flow f = {};
+		parse_flow((void *)(long)skb->data, (void *)(long)skb->data_end, &f);
+		struct echo_key key;
+		echo_key_of(&f, 1, &key);
+		if (key.family)
+			bpf_map_update_elem(&echo_owners, &key, owner, BPF_ANY);
+	}
+	return owner;
+}
+
 static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 {
-	struct xdpcap_counters *c = count_packet(XDPCAP_COUNTERS_INGRESS);
+	const struct socket_owner *owner = 0;
+	if (attribute || process_filter)
+		owner = received_owner(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end);
+	struct xdpcap_counters *c = count_packet_of(XDPCAP_COUNTERS_INGRESS, owner_wanted(owner));
 	if (!c)
 		return XDP_PASS;
+	struct xdpcap_process process;
+	describe_owner(&process, owner);
 	__u32 key = 0;
 	const struct xdpcap_rx_meta *rx = bpf_map_lookup_elem(&rx_meta, &key);
 	const __u16 rx_flags = rx ? rx->flags : 0;
@@ -138,9 +312,9 @@ static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 	}
 	meta.flags = rx_flags;
 	if (rx && tagged)
-		output_tagged(ctx, XDPCAP_FROM_XDP, frame_len, c, &meta, rx->vlan_proto, rx->vlan_tci);
+		output_tagged(ctx, XDPCAP_FROM_XDP, frame_len, c, &meta, &process, rx->vlan_proto, rx->vlan_tci);
 	else
-		output_sample(ctx, XDPCAP_FROM_XDP, c, &meta);
+		output_sample(ctx, XDPCAP_FROM_XDP, c, &meta, &process);
 	return XDP_PASS;
 }
 
@@ -184,9 +358,16 @@ static __always_inline int checksum_partial(struct __sk_buff *skb)
 static __always_inline int sample_skb(struct __sk_buff *skb, __u32 counters_key, __u32 queue, __u8 direction,
 				      __u8 hook)
 {
-	struct xdpcap_counters *c = count_packet(counters_key);
+	const struct socket_owner *owner = 0;
+	if (attribute || process_filter)
+		owner = direction == XDPCAP_DIR_EGRESS
+				? sent_owner(skb)
+				: received_owner(skb, (void *)(long)skb->data, (void *)(long)skb->data_end);
+	struct xdpcap_counters *c = count_packet_of(counters_key, owner_wanted(owner));
 	if (!c)
 		return TC_ACT_UNSPEC;
+	struct xdpcap_process process;
+	describe_owner(&process, owner);
 	struct xdpcap_meta meta;
 	const __u64 wire_len = (__u64)skb->len + (skb->vlan_present ? VLAN_TAG_LEN : 0);
 	fill_meta(&meta, c, queue, wire_len, sample_length(wire_len), direction, hook);
@@ -201,9 +382,10 @@ static __always_inline int sample_skb(struct __sk_buff *skb, __u32 counters_key,
 		meta.flags |= XDPCAP_FLAG_CSUM_PARTIAL;
 	if (skb->vlan_present) {
 		meta.flags |= XDPCAP_FLAG_VLAN_RESTORED;
-		output_tagged(skb, XDPCAP_FROM_SKB, skb->len, c, &meta, (__u16)skb->vlan_proto, (__u16)skb->vlan_tci);
+		output_tagged(skb, XDPCAP_FROM_SKB, skb->len, c, &meta, &process, (__u16)skb->vlan_proto,
+			      (__u16)skb->vlan_tci);
 	} else {
-		output_sample(skb, XDPCAP_FROM_SKB, c, &meta);
+		output_sample(skb, XDPCAP_FROM_SKB, c, &meta, &process);
 	}
 	/* Same value as TCX_NEXT: the next program, or the default, decides. */
 	return TC_ACT_UNSPEC;

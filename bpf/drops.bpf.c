@@ -16,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "sample.h"
+#include "process.h"
 
 /* Just the members read here; CO-RE relocates them against the running
  * kernel's BTF (6.1 and 6.18 lay sk_buff out differently). */
@@ -34,8 +35,11 @@ struct net_device {
 	} nd_net;
 } __attribute__((preserve_access_index));
 
+struct sock;
+
 struct sk_buff {
 	struct net_device *dev;
+	struct sock *sk;
 	unsigned int len;
 	unsigned char *head;
 	unsigned char *data;
@@ -90,7 +94,7 @@ struct {
  * kernel memory, which only bpf_probe_read_kernel reaches. Userspace sets
  * the entries and the value size (metadata plus snaplen). */
 struct drop_frame {
-	struct xdpcap_meta meta;
+	__u8 head[XDPCAP_HEAD_ROOM]; /* the metadata (and process) end where the frame starts */
 	__u8 frame[XDPCAP_MAX_SAMPLE_SIZE];
 };
 
@@ -122,21 +126,39 @@ static __always_inline long copy_frame(__u8 *to, __u64 n, __u64 limit, __u64 fro
 	return (long)n;
 }
 
+/* Per CPU: the dropped skb's socket, for attribution. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drop_socket SEC(".maps");
+
 static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view *v)
 {
-	struct xdpcap_counters *c = count_packet(XDPCAP_COUNTERS_DROPS);
+	const struct socket_owner *owner = 0;
+	if (attribute || process_filter) {
+		__u32 key = 0;
+		const __u64 *sock = bpf_map_lookup_elem(&drop_socket, &key);
+		if (sock)
+			owner = owner_of(*sock);
+	}
+	struct xdpcap_counters *c = count_packet_of(XDPCAP_COUNTERS_DROPS, owner_wanted(owner));
 	if (!c)
 		return;
+	struct xdpcap_process process;
+	describe_owner(&process, owner);
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct drop_frame *w = bpf_map_lookup_elem(&drop_scratch, &cpu);
 	if (!w)
 		return account_output(c, -EFAULT);
 	const int tagged = (v->flags & XDPCAP_FLAG_VLAN_RESTORED) != 0;
 	const __u64 wire_len = (__u64)v->frame_len + (tagged ? VLAN_TAG_LEN : 0);
-	fill_meta(&w->meta, c, 0, wire_len, sample_length(wire_len), v->direction, XDPCAP_HOOK_DROP);
-	w->meta.verdict = v->reason;
-	w->meta.location = v->location;
-	w->meta.flags = v->flags;
+	struct xdpcap_meta meta;
+	fill_meta(&meta, c, 0, wire_len, sample_length(wire_len), v->direction, XDPCAP_HOOK_DROP);
+	meta.verdict = v->reason;
+	meta.location = v->location;
+	meta.flags = v->flags;
 
 	__u64 limit = snaplen;
 	if (limit > XDPCAP_MAX_SAMPLE_SIZE)
@@ -145,7 +167,7 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	 * original length, as a snapshot length cut would be. The first
 	 * record's bytes are copied here, the rest go out as parts. */
 	const __u64 linear = v->data_end > v->data ? v->data_end - v->data : 0;
-	const __u64 want = w->meta.cap_len;
+	const __u64 want = meta.cap_len;
 	__u64 first = want < XDPCAP_MAX_SAMPLE_SIZE ? want : XDPCAP_MAX_SAMPLE_SIZE;
 	__u64 captured;
 	__u32 shift = 0;
@@ -169,21 +191,25 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 		captured = want < linear + VLAN_TAG_LEN ? want : linear + VLAN_TAG_LEN;
 	} else {
 		if (tagged)
-			w->meta.flags &= ~XDPCAP_FLAG_VLAN_RESTORED;
+			meta.flags &= ~XDPCAP_FLAG_VLAN_RESTORED;
 		copied = copy_frame(w->frame, first < linear ? first : linear, limit, v->data);
 		if (copied < 0)
 			return account_output(c, -EFAULT);
 		captured = want < linear ? want : linear;
 	}
 	/* Equal to `copied` unless the first record is full and parts follow. */
-	w->meta.cap_len = (__u32)captured;
-	__u64 size = sizeof(w->meta) + (__u64)copied;
+	meta.cap_len = (__u32)captured;
+	__u64 head_len;
+	__u8 *record = place_head(w->head, &meta, &process, &head_len);
+	__u64 size = head_len + (__u64)copied;
 	asm volatile("" : "+r"(size));
-	if (size > sizeof(w->meta) + XDPCAP_MAX_SAMPLE_SIZE || size > sizeof(w->meta) + limit)
+	if (size > head_len + XDPCAP_MAX_SAMPLE_SIZE || size > head_len + limit)
 		return account_output(c, -EFAULT);
-	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, w, size);
+	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, record, size);
+	/* The parts read cap_len back from the map: 6.1's verifier bounds the
+	 * last part's length only for a value it did not compute itself. */
 	if (!err)
-		err = output_parts(ctx, XDPCAP_FROM_KERNEL, v->data, &w->meta, shift);
+		err = output_parts(ctx, XDPCAP_FROM_KERNEL, v->data, (const struct xdpcap_meta *)record, shift);
 	account_output(c, err);
 }
 
@@ -232,6 +258,11 @@ int xdpcap_drop(struct bpf_raw_tracepoint_args *ctx)
 		v->flags = XDPCAP_FLAG_VLAN_RESTORED;
 		v->vlan_proto = BPF_CORE_READ(skb, vlan_proto);
 		v->vlan_tci = BPF_CORE_READ(skb, vlan_tci);
+	}
+	if (attribute || process_filter) {
+		__u64 *sock = bpf_map_lookup_elem(&drop_socket, &key);
+		if (sock)
+			*sock = (__u64)BPF_CORE_READ(skb, sk);
 	}
 	if (filter_enabled) {
 		bpf_tail_call(ctx, &drop_filter, 0);

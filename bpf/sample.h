@@ -22,6 +22,15 @@ const volatile __u32 capture_ifindex = 0;
 const volatile __u8 filter_enabled = 0;
 /* --sample: keep one packet in `sample_every` of those the filter keeps. */
 const volatile __u32 sample_every = 1;
+/* -k: every record of the hooks that can attribute carries an
+ * xdpcap_process (XDPCAP_FLAG_PROCESS). */
+const volatile __u8 attribute = 0;
+/* --pid, --comm, --cgroup, -- COMMAND: only packets of a wanted socket owner
+ * are sampled; the rest count as seen, not as matched. */
+const volatile __u8 process_filter = 0;
+
+/* The most a record carries in front of its frame bytes. */
+#define XDPCAP_HEAD_ROOM (sizeof(struct xdpcap_meta) + sizeof(struct xdpcap_process))
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -80,19 +89,28 @@ static __always_inline int sampled_out(struct xdpcap_counters *c, __u32 hook_key
 }
 
 /* Counts the packet; null when there is nothing more to do with it (no
- * counters, or --sample leaves it out). */
-static __always_inline struct xdpcap_counters *count_packet(__u32 hook_key)
+ * counters, the process filters or --sample leave it out). `wanted`: the
+ * process filters keep the packet's socket owner. */
+static __always_inline struct xdpcap_counters *count_packet_of(__u32 hook_key, int wanted)
 {
 	struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &hook_key);
 	if (!c)
 		return 0;
-	if (filter_enabled)
-		c->matched++;
-	else
+	/* With a filter expression, the program in front counted it as seen. */
+	if (!filter_enabled)
 		c->seen++;
+	if (process_filter && !wanted)
+		return 0;
+	if (filter_enabled || process_filter)
+		c->matched++;
 	if (sampled_out(c, hook_key))
 		return 0;
 	return c;
+}
+
+static __always_inline struct xdpcap_counters *count_packet(__u32 hook_key)
+{
+	return count_packet_of(hook_key, 1);
 }
 
 static __always_inline __u32 sample_length(__u64 frame_len)
@@ -200,16 +218,50 @@ static __always_inline long output_parts(void *ctx, const int from, __u64 kernel
 /*
  * `ctx` is the hook's context (xdp_md or __sk_buff); the kernel's variant of
  * the helper for that program type appends the first record's packet bytes,
- * from every fragment, after `meta`; the parts follow.
+ * from every fragment, after `meta` (and with -k `process`); the parts follow.
  */
 static __always_inline void output_sample(void *ctx, const int from, struct xdpcap_counters *c,
-					  struct xdpcap_meta *meta)
+					  struct xdpcap_meta *meta, const struct xdpcap_process *process)
 {
 	__u64 flags = BPF_F_CURRENT_CPU | ((__u64)first_record_length(meta->cap_len) << 32);
-	long err = bpf_perf_event_output(ctx, &events, flags, meta, sizeof(*meta));
+	long err;
+	if (attribute) {
+		struct {
+			struct xdpcap_meta meta;
+			struct xdpcap_process process;
+		} head;
+		head.meta = *meta;
+		head.meta.flags |= XDPCAP_FLAG_PROCESS;
+		head.process = *process;
+		err = bpf_perf_event_output(ctx, &events, flags, &head, sizeof(head));
+	} else {
+		err = bpf_perf_event_output(ctx, &events, flags, meta, sizeof(*meta));
+	}
 	if (!err)
 		err = output_parts(ctx, from, 0, meta, 0);
 	account_output(c, err);
+}
+
+/*
+ * A first record built in a scratch entry whose XDPCAP_HEAD_ROOM bytes of
+ * `room` end where its frame bytes start: `meta` (and with -k `process`)
+ * placed right before them. Returns where the record starts; `*head_len` is
+ * the bytes in front of the frame.
+ */
+static __always_inline __u8 *place_head(__u8 *room, const struct xdpcap_meta *meta,
+					const struct xdpcap_process *process, __u64 *head_len)
+{
+	if (attribute) {
+		struct xdpcap_meta *m = (struct xdpcap_meta *)room;
+		*m = *meta;
+		m->flags |= XDPCAP_FLAG_PROCESS;
+		*(struct xdpcap_process *)(room + sizeof(struct xdpcap_meta)) = *process;
+		*head_len = XDPCAP_HEAD_ROOM;
+		return room;
+	}
+	*(struct xdpcap_meta *)(room + sizeof(struct xdpcap_process)) = *meta;
+	*head_len = sizeof(struct xdpcap_meta);
+	return room + sizeof(struct xdpcap_process);
 }
 
 #endif /* XDPCAP_SAMPLE_H */

@@ -14,7 +14,7 @@
 
 /* 'XDPC' in the high 24 bits, ABI version in the low byte. */
 #define XDPCAP_META_MAGIC 0x58445000u
-#define XDPCAP_ABI_VERSION 7u
+#define XDPCAP_ABI_VERSION 8u
 #define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
 
 /*
@@ -77,6 +77,19 @@ struct xdpcap_meta {
 #define XDPCAP_FLAG_VLAN_RESTORED 0x2u /* the tag the NIC took out is back in the sample */
 #define XDPCAP_FLAG_GSO 0x4u           /* sent: a segmentation-offload super-frame */
 #define XDPCAP_FLAG_CSUM_PARTIAL 0x8u  /* sent: the NIC fills the checksum in (CHECKSUM_PARTIAL) */
+#define XDPCAP_FLAG_PROCESS 0x10u      /* an xdpcap_process follows the metadata, before the frame */
+
+/*
+ * Process attribution (-k and the process filters): the process that owns the
+ * packet's local socket, as it was when that process created or last used the
+ * socket. pid 0: no local socket, or none known to xdpcap (unknown).
+ */
+struct xdpcap_process {
+	__u32 pid;       /* thread group id, in the initial pid namespace */
+	__u32 tid;       /* the thread that last used the socket */
+	__u64 cgroup_id; /* cgroup v2 id of that process; 0 when unknown */
+	char comm[16];   /* its command name, NUL-padded */
+};
 
 /*
  * Received frames on a native device-bound XDP hook: what the NIC left in its
@@ -173,7 +186,9 @@ static_assert(offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_meta ABI la
 static_assert(sizeof(struct xdpcap_counters) == 64, "xdpcap_counters ABI size");
 static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program increments seen at offset 0");
 static_assert(offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
-static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 56u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
+static_assert(sizeof(struct xdpcap_process) == 32, "xdpcap_process ABI size");
+static_assert(offsetof(struct xdpcap_process, comm) == 16, "xdpcap_process ABI layout");
+static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 56u + 32u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
 static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
 static_assert(offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
@@ -197,6 +212,8 @@ _Static_assert(__builtin_offsetof(struct xdpcap_meta, tstamp_ns) == 24, "xdpcap_
 _Static_assert(sizeof(struct xdpcap_counters) == 64, "xdpcap_counters ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_counters, seen) == 0, "xdpcap_counters ABI layout");
 _Static_assert(__builtin_offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
+_Static_assert(sizeof(struct xdpcap_process) == 32, "xdpcap_process ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_process, comm) == 16, "xdpcap_process ABI layout");
 _Static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
 _Static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");

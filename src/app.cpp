@@ -22,6 +22,7 @@
 #include "kernel/kernel_btf.hpp"
 #include "kernel/link_events.hpp"
 #include "kernel/loader.hpp"
+#include "kernel/socket_owners.hpp"
 #include "output/packet_output.hpp"
 #include "kernel/promisc.hpp"
 #include "privileges.hpp"
@@ -500,7 +501,8 @@ namespace {
 class LiveCapture {
 public:
     LiveCapture(const Config& config, std::string filter)
-        : config_(config), filter_(std::move(filter)), filtering_(filter_.find_first_not_of(' ') != std::string::npos)
+        : config_(config), filter_(std::move(filter)), filtering_(filter_.find_first_not_of(' ') != std::string::npos),
+          keeps_some_(filtering_ || config.process.filters())
     {
     }
 
@@ -533,7 +535,9 @@ private:
 
     const Config& config_;
     const std::string filter_;
-    const bool filtering_;
+    const bool filtering_;  // a filter expression
+    const bool keeps_some_; // it or the process filters: packets are seen, then kept or not
+    std::optional<SocketOwners> owners_;
     std::optional<StopSignals> signals_;
     std::optional<RunAsUser> run_as_;
     std::optional<DropLabels> drop_labels_;
@@ -581,6 +585,10 @@ void LiveCapture::choose_hooks()
             continue;
         }
         session.traced = choose_trace_targets(session.iface, config_);
+        if (!session.traced.empty() && config_.process.filters())
+            throw Error(session.iface.name + " runs " + program_text(session.traced.front()) +
+                        ": trace mode sees frames before any socket, so --pid, --pname and --cgroup cannot "
+                        "select them; capture without them (-k names no process there)");
         // Trace mode's pcapng interfaces are laid out for one interface.
         if (!session.traced.empty() && sessions_.size() > 1)
             throw Error(session.iface.name + " runs " + program_text(session.traced.front()) +
@@ -629,9 +637,13 @@ void LiveCapture::claim_output()
 void LiveCapture::load_session(Session& session)
 {
     const std::vector<XdpProgramInfo>& traced = session.traced;
+    const Attribution attribution = owners_ ? Attribution{owners_->owners_map_fd(), owners_->echo_map_fd(),
+                                                          config_.process.filters()}
+                                            : Attribution{};
     session.program.emplace(CaptureProgram::load(config_.snaplen, session.iface.ifindex, filtering_, session.direction,
                                                  traced.empty() ? session.receive : ReceiveAt::None,
-                                                 static_cast<uint32_t>(traced.size()), config_.sample_every));
+                                                 static_cast<uint32_t>(traced.size()), config_.sample_every,
+                                                 attribution));
     CaptureProgram& program = *session.program;
     if (!traced.empty())
         program.load_trace(traced, config_.trace_entry, config_.trace_exit, session.trace_filter);
@@ -660,6 +672,9 @@ void LiveCapture::load_session(Session& session)
 
 void LiveCapture::load()
 {
+    // One set of socket owners for every interface.
+    if (config_.process.wanted())
+        owners_.emplace(SocketOwners::load(config_.process));
     for (Session& session : sessions_)
         load_session(session);
     // Trace mode has a single session; otherwise ring i is interface i.
@@ -678,6 +693,9 @@ void LiveCapture::attach()
     // In the order given; an attach that fails unwinds through ~Session,
     // which detaches every interface attached before it.
     bool clsact = false;
+    // First, so that sockets in use when the first packet comes are known.
+    if (owners_)
+        owners_->attach();
     for (Session& session : sessions_) {
         if (config_.promiscuous)
             session.promiscuous = PromiscuousMode::enable(session.iface.ifindex, session.iface.name);
@@ -709,12 +727,14 @@ void LiveCapture::open_output()
     output_->set_rx_hash_algorithms(rx_hash_algorithms(sessions_, *interfaces_));
     output_->set_drop_labels(drop_labels_ ? &*drop_labels_ : nullptr);
     output_->write_hash_types(config_.verbose);
+    if (config_.process.attribute)
+        output_->name_processes();
     std::vector<CaptureSource> sources;
     for (Session& session : sessions_)
         sources.push_back(
             CaptureSource{&*session.program, &*session.rings, session.iface.name, session.iface.ifindex});
     loop_.emplace(std::move(sources), std::move(*links_), *output_, *signals_, clock,
-                  CaptureLoop::Options{config_.count, config_.verbose, filtering_,
+                  CaptureLoop::Options{config_.count, config_.verbose, keeps_some_,
                                        config_.direction == Direction::InOut, drain_interval_ms(config_), *interfaces_, config_.sample_every,
                                        drop_labels_ ? &*drop_labels_ : nullptr, config_.snaplen});
     file_statistics_.emplace(start_ns_);
@@ -725,7 +745,7 @@ void LiveCapture::open_output()
         output_->on_file_end([this](uint32_t pending_interface) {
             // Mid-capture: what the rings still hold goes to the next file.
             return file_statistics_->close(interface_statistics(
-                as_taken(loop_->stats(), interfaces_->ring_of(pending_interface)), filtering_, config_.sample_every,
+                as_taken(loop_->stats(), interfaces_->ring_of(pending_interface)), keeps_some_, config_.sample_every,
                 *interfaces_, *sessions_.front().program, loop_->written_by_interface()));
         });
     }
@@ -740,11 +760,12 @@ void LiveCapture::print_start_lines() const
             std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
                          session.iface.name.c_str());
         // Every interface's rings are the same size: said once.
-        if (&session == &sessions_.front() && session.rings->bytes_per_ring() <= records_size_for(config_.snaplen))
+        const size_t records = records_size_for(config_.snaplen, config_.process.wanted());
+        if (&session == &sessions_.front() && session.rings->bytes_per_ring() <= records)
             std::fprintf(stderr,
                          "xdpcap: warning: rings of %zu KiB cannot hold a %u-byte frame (%zu bytes of records): "
                          "such frames are lost and counted\n",
-                         session.rings->bytes_per_ring() / 1024, config_.snaplen, records_size_for(config_.snaplen));
+                         session.rings->bytes_per_ring() / 1024, config_.snaplen, records);
         if (!session.xdp_hook_holder.empty() && !config_.quiet)
             std::fprintf(stderr, "xdpcap: %s: another xdpcap (%s) takes its received frames with XDP; this one "
                                  "takes them at tc ingress\n",
@@ -792,7 +813,7 @@ std::optional<StopReason> LiveCapture::run()
 StatsFormat LiveCapture::stats_format()
 {
     return StatsFormat{.per_cpu = config_.verbose,
-                       .filtering = filtering_,
+                       .filtering = keeps_some_,
                        .both_directions = config_.direction == Direction::InOut,
                        .trace_points = sessions_.front().program->trace_points(),
                        .sample_every = config_.sample_every,
@@ -813,7 +834,7 @@ int LiveCapture::report(StopReason reason)
         std::fprintf(stderr, "Maximum file limit reached: %u\n", *config_.file_count);
     if (loop_->output_usable() && output_->file_open()) {
         try {
-            output_->finish(file_statistics_->close(interface_statistics(stats, filtering_, config_.sample_every,
+            output_->finish(file_statistics_->close(interface_statistics(stats, keeps_some_, config_.sample_every,
                                                                          *interfaces_, *sessions_.front().program,
                                                                          loop_->written_by_interface())));
         } catch (const OutputClosed&) {

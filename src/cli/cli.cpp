@@ -286,6 +286,11 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"buffer-size", "-B"},
         {"sample", "--sample"},
         {"drops", "--drops"},
+        {"k", "-k"},
+        {"pid", "--pid"},
+        {"pname", "--pname"},
+        {"follow-forks", "--follow-forks"},
+        {"cgroup", "--cgroup"},
         {"no-promiscuous-mode", "-p"},
         {"relinquish-privileges", "-Z"},
         {"at", "--at"},
@@ -307,6 +312,37 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
     }
 }
 
+ProcessSelection parse_process_selection(const cxxopts::ParseResult& result)
+{
+    ProcessSelection process;
+    if (result.count("pid")) {
+        const std::string text = result["pid"].as<std::string>();
+        const auto pid = parse_positive_int(text, "process id for --pid");
+        if (pid > 0x3fffffff)
+            throw Error("invalid process id for --pid: " + text);
+        process.pid = static_cast<uint32_t>(pid);
+    }
+    process.follow_forks = result.count("follow-forks") > 0;
+    if (process.follow_forks && !process.pid)
+        throw Error("--follow-forks follows the processes --pid PID starts: give --pid");
+    if (result.count("pname")) {
+        std::string name = result["pname"].as<std::string>();
+        if (name.empty())
+            throw Error("--pname needs a command name");
+        // The kernel keeps a task's command name in 16 bytes with the NUL.
+        if (name.size() > 15)
+            name.resize(15);
+        process.comm = std::move(name);
+    }
+    if (result.count("cgroup")) {
+        process.cgroup = result["cgroup"].as<std::string>();
+        if (process.cgroup->empty())
+            throw Error("--cgroup needs a cgroup directory");
+    }
+    process.attribute = result.count("k") > 0 || process.filters();
+    return process;
+}
+
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
@@ -315,6 +351,7 @@ cxxopts::Options make_options()
                         "         [-C SIZE] [-G SECONDS] [-W COUNT]\n"
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
                         "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE] [--drops]\n"
+                        "         [-k] [--pid PID [--follow-forks]] [--pname NAME] [--cgroup PATH]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
                         "         [--time-stamp-precision micro|nano]");
     options.positional_help("[expression]");
@@ -371,6 +408,14 @@ cxxopts::Options make_options()
         ("print", "Print packet lines on standard output also while writing -w FILE")
         ("drops", "Also capture the packets the kernel drops on the interface, each with the kernel's reason "
                   "and the code that dropped it")
+        ("k", "Name the process that owns each packet's local socket: its pid, thread and command in the "
+              "file (epb_processid_threadid and a comment) and on packet lines")
+        ("pid", "Capture only the packets of process PID's sockets (implies -k)", cxxopts::value<std::string>(), "PID")
+        ("follow-forks", "With --pid: also the packets of the processes PID starts")
+        ("pname", "Capture only the packets of processes with this command name (implies -k)",
+             cxxopts::value<std::string>(), "NAME")
+        ("cgroup", "Capture only the packets of processes in this cgroup v2 directory or below it (implies -k)",
+             cxxopts::value<std::string>(), "PATH")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
         ("ring-pages", "Per-CPU ring size in pages, a power of two, or auto (the default: 32 MiB shared by "
                        "the CPUs of every interface, 1 to 16 MiB each)",
@@ -405,7 +450,7 @@ std::vector<std::string> translate_number_flag(int argc, const char* const* argv
         if (arg == "--")
             options_end = true;
         const bool flags = i > 0 && !options_end && arg.size() > 1 && arg[0] == '-' && arg[1] != '-' &&
-            arg.find('#') != std::string::npos && arg.find_first_not_of("-#AdDehKlLnNpqUvxXt") == std::string::npos;
+            arg.find('#') != std::string::npos && arg.find_first_not_of("-#AdDehkKlLnNpqUvxXt") == std::string::npos;
         if (!flags) {
             args.push_back(std::move(arg));
             continue;
@@ -553,6 +598,7 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.quiet = result.count("quiet") > 0;
     config.print = result.count("print") > 0;
     config.drops = result.count("drops") > 0;
+    config.process = parse_process_selection(result);
     config.text = parse_text_options(result);
     if (config.print && config.writes_to_stdout())
         throw Error("--print cannot be used with -w -: standard output carries the pcapng stream");

@@ -19,6 +19,19 @@ inline constexpr uint32_t kMaxSnaplen = XDPCAP_MAX_SNAPLEN;
 inline constexpr uint32_t kMaxRingPages = 65536;
 inline constexpr uint32_t kMaxSampleEvery = 0xffffffffu;
 
+// Process attribution and the process filters (-k, --pid, --pname,
+// --follow-forks, --cgroup). The filters run in the kernel and imply -k.
+struct ProcessSelection {
+    bool attribute = false;           // -k: name each packet's process
+    std::optional<uint32_t> pid;      // --pid
+    bool follow_forks = false;        // --follow-forks: and the processes it starts
+    std::optional<std::string> comm;  // --pname: a command name, as the kernel keeps it (15 bytes)
+    std::optional<std::string> cgroup; // --cgroup: a cgroup v2 directory, and those below it
+
+    bool filters() const { return pid || comm || cgroup; }
+    bool wanted() const { return attribute || filters(); }
+};
+
 struct Config {
     // -i, in the order given: names, or ifindexes (a number that is no
     // interface's name), resolved when the capture starts. Never empty for
@@ -34,6 +47,7 @@ struct Config {
     bool quiet = false; // -q: tcpdump's quick (shorter) decode, and no start line
     bool print = false; // --print: text lines on stdout while -w writes a file
     bool drops = false; // --drops: also the kernel's drops on the interface (skb:kfree_skb)
+    ProcessSelection process;
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
     bool warnings = true; // start-up warnings on stderr (for Wireshark the interface descriptions carry them)

@@ -38,7 +38,8 @@ void require_drop_reasons()
 }
 
 DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction direction, uint32_t sample_every,
-                              int events_fd, int counters_fd, int sample_ticks_fd, bool with_filter)
+                              int events_fd, int counters_fd, int sample_ticks_fd, bool with_filter,
+                              const Attribution& attribution)
 {
     require_drop_reasons();
     std::unique_ptr<xdpcap_drops, Deleter> skel(xdpcap_drops__open());
@@ -60,6 +61,13 @@ DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction dire
         bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0 ||
         bpf_map__reuse_fd(skel->maps.sample_ticks, sample_ticks_fd) != 0)
         throw Error("cannot share the capture maps with the drop program: " + errno_text(errno));
+    if (attribution.on()) {
+        skel->rodata->attribute = 1;
+        skel->rodata->process_filter = attribution.filter;
+        if (bpf_map__reuse_fd(skel->maps.socket_owners, attribution.owners_fd) != 0 ||
+            bpf_map__reuse_fd(skel->maps.echo_owners, attribution.echo_fd) != 0)
+            throw Error("cannot share the process owners with the drop program: " + errno_text(errno));
+    }
     bpf_program__set_autoload(skel->progs.xdpcap_drop_sample, with_filter);
     size_first_record_scratch(skel->maps.drop_scratch, snaplen, true);
     size_part_scratch(skel->maps.part_scratch, snaplen);

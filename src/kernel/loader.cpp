@@ -79,7 +79,7 @@ bool receives_with_tc(ReceiveAt receive)
 }
 
 LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction,
-                     ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every)
+                     ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every, const Attribution& attribution)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -91,6 +91,16 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     attempt.skel->rodata->capture_ifindex = ifindex;
     attempt.skel->rodata->filter_enabled = with_filter;
     attempt.skel->rodata->sample_every = sample_every;
+    if (attribution.on()) {
+        attempt.skel->rodata->attribute = 1;
+        attempt.skel->rodata->process_filter = attribution.filter;
+        if (bpf_map__reuse_fd(attempt.skel->maps.socket_owners, attribution.owners_fd) != 0 ||
+            bpf_map__reuse_fd(attempt.skel->maps.echo_owners, attribution.echo_fd) != 0) {
+            attempt.err = errno;
+            attempt.skel.reset();
+            return attempt;
+        }
+    }
     // Without the helper (a locked-down kernel) or the field's place in the
     // kernel's BTF, sent frames go unflagged.
     if (const auto ip_summed = kernel_btf().skb_ip_summed; ip_summed && ip_summed->bits == 2 && direction != Direction::In &&
@@ -124,16 +134,19 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
 } // namespace
 
 CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
-                                    ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every)
+                                    ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every,
+                                    const Attribution& attribution)
 {
     libbpf_set_print(collect_libbpf_log);
     g_libbpf_log.clear();
-    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, receive, trace_programs, sample_every);
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, receive, trace_programs, sample_every,
+                                    attribution);
     bool multi_buffer = true;
     if (!attempt.skel && direction != Direction::Out && receives_with_xdp(receive)) {
         const std::string frags_reason = last_log_line();
         g_libbpf_log.clear();
-        attempt = try_load(snaplen, ifindex, false, with_filter, direction, receive, trace_programs, sample_every);
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction, receive, trace_programs, sample_every,
+                           attribution);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -154,7 +167,7 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
         throw Error("cannot load the capture program: " + errno_text(attempt.err) +
                     (reason.empty() ? "" : " (" + reason + ")"));
     }
-    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, receive, ifindex);
+    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, receive, ifindex, attribution);
 }
 
 namespace {
@@ -386,7 +399,7 @@ void CaptureProgram::load_drops(Direction direction, bool with_filter)
 {
     drops_.emplace(DropProgram::load(skel_->rodata->snaplen, ifindex_, direction, skel_->rodata->sample_every,
                                      bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters),
-                                     bpf_map__fd(skel_->maps.sample_ticks), with_filter));
+                                     bpf_map__fd(skel_->maps.sample_ticks), with_filter, attribution_));
     drops_loaded_ = true;
 }
 

@@ -86,7 +86,8 @@ public:
     // those its filter keeps, counted over all CPUs.
     static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
                                Direction direction = Direction::In, ReceiveAt receive = ReceiveAt::Xdp,
-                               uint32_t trace_programs = 0, uint32_t sample_every = 1);
+                               uint32_t trace_programs = 0, uint32_t sample_every = 1,
+                               const Attribution& attribution = {});
     // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
     // target; attach() attaches them.
     // `filter` as for TracePrograms::load().
@@ -175,10 +176,10 @@ public:
 
 private:
     CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction,
-                   ReceiveAt receive, uint32_t ifindex)
+                   ReceiveAt receive, uint32_t ifindex, const Attribution& attribution)
         : skel_(std::move(skel)), multi_buffer_(multi_buffer),
           ingress_(direction != Direction::Out && receive != ReceiveAt::None),
-          egress_loaded_(direction != Direction::In), receive_(receive), ifindex_(ifindex)
+          egress_loaded_(direction != Direction::In), receive_(receive), ifindex_(ifindex), attribution_(attribution)
     {
     }
     std::vector<xdpcap_counters> read_key(uint32_t key) const;
@@ -204,6 +205,7 @@ private:
     bool egress_loaded_;
     ReceiveAt receive_;
     uint32_t ifindex_;
+    Attribution attribution_;
     XdpMode attached_mode_ = XdpMode::Auto;
 };
 

@@ -29,6 +29,8 @@ struct Sample {
     uint16_t hash_type = 0; // received: enum xdp_rss_hash_type bits
     uint16_t flags = 0;     // XDPCAP_FLAG_*
     uint64_t location = 0;  // drops: the kernel code address that dropped it
+    // With XDPCAP_FLAG_PROCESS (-k): the packet's socket owner; pid 0 unknown.
+    xdpcap_process process = {};
 };
 
 enum class RecordKind {
@@ -70,20 +72,23 @@ constexpr uint32_t part_length(uint32_t cap_len, uint32_t offset)
 inline constexpr size_t kRecordPrefixSize = XDPCAP_PERF_HEADER_SIZE + XDPCAP_RAW_SIZE_FIELD;
 // Largest record the capture program can produce.
 inline constexpr size_t kMaxRecordSize = XDPCAP_PERF_HEADER_SIZE +
-    ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_meta) + XDPCAP_MAX_SAMPLE_SIZE + 7) & ~size_t{7});
+    ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_meta) + sizeof(xdpcap_process) + XDPCAP_MAX_SAMPLE_SIZE + 7) &
+     ~size_t{7});
 
-// Size of the first record of a capture of cap_len bytes.
-constexpr size_t record_size_for(size_t cap_len)
+// Size of the first record of a capture of cap_len bytes; `process`: it
+// carries an xdpcap_process (-k).
+constexpr size_t record_size_for(size_t cap_len, bool process = false)
 {
     return XDPCAP_PERF_HEADER_SIZE +
-        ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_meta) + first_record_length(static_cast<uint32_t>(cap_len)) + 7) &
+        ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_meta) + (process ? sizeof(xdpcap_process) : 0) +
+          first_record_length(static_cast<uint32_t>(cap_len)) + 7) &
          ~size_t{7});
 }
 
 // Ring bytes of every record of a capture of cap_len bytes.
-constexpr size_t records_size_for(size_t cap_len)
+constexpr size_t records_size_for(size_t cap_len, bool process = false)
 {
-    size_t size = record_size_for(cap_len);
+    size_t size = record_size_for(cap_len, process);
     for (size_t offset = XDPCAP_MAX_SAMPLE_SIZE; offset < cap_len; offset += XDPCAP_MAX_SAMPLE_SIZE)
         size += XDPCAP_PERF_HEADER_SIZE +
             ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_part) +
@@ -105,6 +110,12 @@ inline T load(const uint8_t* p) noexcept
     T value;
     std::memcpy(&value, p, sizeof value);
     return value;
+}
+
+// Out of line: only -k's records take it.
+[[gnu::noinline]] inline xdpcap_process load_process(const uint8_t* p) noexcept
+{
+    return load<xdpcap_process>(p);
 }
 
 inline DecodedRecord decode_part(const uint8_t* raw, uint32_t raw_size) noexcept
@@ -147,7 +158,8 @@ inline DecodedRecord decode_part(const uint8_t* raw, uint32_t raw_size) noexcept
         const auto meta = record_detail::load<xdpcap_meta>(raw);
         if (meta.tag != XDPCAP_META_TAG)
             return record_detail::invalid("foreign or mangled metadata tag");
-        if (first_record_length(meta.cap_len) > raw_size - sizeof(xdpcap_meta))
+        const size_t head = sizeof(xdpcap_meta) + (meta.flags & XDPCAP_FLAG_PROCESS ? sizeof(xdpcap_process) : 0);
+        if (head > raw_size || first_record_length(meta.cap_len) > raw_size - head)
             return record_detail::invalid("captured length overruns the sample");
         if (meta.cap_len > meta.orig_len || meta.cap_len > XDPCAP_MAX_SNAPLEN)
             return record_detail::invalid("captured length exceeds the frame length");
@@ -156,7 +168,9 @@ inline DecodedRecord decode_part(const uint8_t* raw, uint32_t raw_size) noexcept
         DecodedRecord decoded{RecordKind::Sample, {}, 0, nullptr};
         decoded.sample = Sample{meta.ifindex,   meta.rx_queue, meta.orig_len, meta.cap_len, meta.drops_before,
                                 meta.tstamp_ns, meta.direction, meta.hook,    meta.program, meta.verdict,
-                                raw + sizeof(xdpcap_meta), meta.hash,      meta.hash_type, meta.flags, meta.location};
+                                raw + head,     meta.hash,      meta.hash_type, meta.flags,  meta.location};
+        if (meta.flags & XDPCAP_FLAG_PROCESS) [[unlikely]]
+            decoded.sample.process = record_detail::load_process(raw + sizeof(xdpcap_meta));
         return decoded;
     }
     case PERF_RECORD_LOST: {

@@ -11,7 +11,8 @@
 namespace xdpcap {
 
 // A first record put together in a map (a tag put back, a dropped frame):
-// one entry per CPU when `used`, each holding the metadata and as much of
+// one entry per CPU when `used`, each holding the metadata, room for the
+// process (-k), and as much of
 // the frame as one record carries, and at least the MAC addresses and the
 // tag, which are copied whatever the snapshot length.
 inline void size_first_record_scratch(bpf_map* map, uint32_t snaplen, bool used)
@@ -19,7 +20,8 @@ inline void size_first_record_scratch(bpf_map* map, uint32_t snaplen, bool used)
     const int cpus = libbpf_num_possible_cpus();
     bpf_map__set_max_entries(map, used && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
     const uint32_t frame_bytes = std::clamp(snaplen, 16u, XDPCAP_MAX_SAMPLE_SIZE);
-    bpf_map__set_value_size(map, static_cast<uint32_t>(sizeof(xdpcap_meta) + ((frame_bytes + 7) & ~7u)));
+    bpf_map__set_value_size(
+        map, static_cast<uint32_t>(sizeof(xdpcap_meta) + sizeof(xdpcap_process) + ((frame_bytes + 7) & ~7u)));
 }
 
 // The parts of frames longer than one record: an entry per CPU where a

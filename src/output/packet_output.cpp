@@ -216,6 +216,13 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     // Where Wireshark shows and filters it: frame.comment contains "NO_SOCKET".
     if (sample.hook == XDPCAP_HOOK_DROP && drop_labels_)
         packet.comment = drop_labels_->comment(sample.verdict, sample.location);
+    if (sample.flags & XDPCAP_FLAG_PROCESS) [[unlikely]] {
+        packet.has_process = true;
+        packet.pid = sample.process.pid;
+        packet.tid = sample.process.tid;
+        if (process_labels_)
+            packet.process_comment = process_labels_->label(sample.process);
+    }
     if (packet_ids_) [[unlikely]]
         packet.packet_id = sample.hook == XDPCAP_HOOK_DROP ? packet_ids_->dropped(sample.data, sample.cap_len)
                                                            : packet_ids_->captured(sample.data, sample.cap_len);
@@ -283,6 +290,13 @@ void PacketOutput::put_packet_text(text::Writer& out, uint32_t interface_id, con
         else if (sample.direction == XDPCAP_DIR_INGRESS)
             out.put(text_.cpu_prefix ? "In " : "In  ");
     }
+    if ((sample.flags & XDPCAP_FLAG_PROCESS) && process_labels_) [[unlikely]] {
+        if (const std::string_view label = process_labels_->label(sample.process); !label.empty()) {
+            out.put('(');
+            out.put(label);
+            out.put(") ");
+        }
+    }
     if (sample.hook == XDPCAP_HOOK_FEXIT) {
         if (const char* verdict = xdp_action_name(sample.verdict)) {
             out.put(verdict);
@@ -320,7 +334,7 @@ void PacketOutput::put_packet_text(text::Writer& out, uint32_t interface_id, con
 void PacketOutput::write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
 {
     const std::string& prefix = line_prefixes_[interface_id];
-    const size_t room = 96 + prefix.size() + text::decode_length_bound(sample.cap_len) + text::dump_length_bound(sample.cap_len);
+    const size_t room = 160 + prefix.size() + text::decode_length_bound(sample.cap_len) + text::dump_length_bound(sample.cap_len);
     char* const start = reinterpret_cast<char*>(sink.reserve(room));
     const bool owned = &sink == &sink_;
     // After reserve(), which may have flushed: this line belongs to the next chunk.

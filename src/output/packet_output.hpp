@@ -17,6 +17,7 @@
 #include "kernel/interface_map.hpp"
 #include "output/file_command.hpp"
 #include "output/packet_ids.hpp"
+#include "output/process_labels.hpp"
 #include "output/pcapng.hpp"
 #include "kernel/record.hpp"
 #include "output/rotation.hpp"
@@ -51,6 +52,10 @@ public:
         if (labels && format_ == Format::Pcapng && !packet_ids_)
             packet_ids_ = std::make_unique<PacketIds>();
     }
+    // -k: packets whose record names its socket's owner carry
+    // epb_processid_threadid and a comment "proc NAME:PID", and text lines
+    // "(proc NAME:PID)" after the interface, as macOS tcpdump -k.
+    void name_processes() { process_labels_ = std::make_unique<ProcessLabels>(); }
     // -r: the next interface of the file, as its description blocks come,
     // and the link-level header of its packets.
     void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
@@ -176,6 +181,7 @@ private:
     std::vector<uint8_t> rx_hash_algorithms_;
     DropLabels* drop_labels_ = nullptr;
     std::unique_ptr<PacketIds> packet_ids_; // --drops, pcapng
+    std::unique_ptr<ProcessLabels> process_labels_; // -k
     bool hash_type_comments_ = false;
     text::TextOptions text_;
     // Relative TCP sequence numbers (not with -S); text_.decode points here.

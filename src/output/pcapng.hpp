@@ -78,6 +78,12 @@ struct EnhancedPacket {
     uint32_t hash = 0;
     std::string_view comment = {}; // opt_comment; omitted when empty
     uint64_t packet_id = 0; // epb_packetid; omitted when 0
+    // -k: epb_processid_threadid (0, 0: unknown) and a second opt_comment
+    // naming the process (omitted when empty).
+    bool has_process = false;
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    std::string_view process_comment = {};
 };
 
 void append_section_header(std::vector<uint8_t>& out, const SectionHeader& shb);
@@ -114,12 +120,19 @@ constexpr size_t enhanced_packet_size(uint32_t cap_len, bool has_verdict = false
 inline constexpr size_t kEpbHashSize = 4 + 8;
 // epb_packetid: code and length (4), u64.
 inline constexpr size_t kEpbPacketIdSize = 4 + 8;
+// epb_processid_threadid: code and length (4), u32 pid, u32 tid.
+inline constexpr size_t kEpbProcessSize = 4 + 8;
+
+constexpr size_t comment_size(std::string_view comment)
+{
+    return comment.empty() ? 0 : 4 + pad4(comment.size());
+}
 
 constexpr size_t enhanced_packet_size(const EnhancedPacket& pkt)
 {
     return enhanced_packet_size(pkt.cap_len, pkt.has_verdict) + (pkt.drop_count ? kEpbDropCountSize : 0) +
-        (pkt.has_hash ? kEpbHashSize : 0) + (pkt.packet_id ? kEpbPacketIdSize : 0) +
-        (pkt.comment.empty() ? 0 : 4 + pad4(pkt.comment.size()));
+        (pkt.has_hash ? kEpbHashSize : 0) + (pkt.packet_id ? kEpbPacketIdSize : 0) + comment_size(pkt.comment) +
+        (pkt.has_process ? kEpbProcessSize : 0) + comment_size(pkt.process_comment);
 }
 
 // The block around the packet bytes, for output that gathers the packet
@@ -139,6 +152,7 @@ inline constexpr uint16_t kEpbDropCount = 4;
 inline constexpr uint16_t kEpbPacketId = 5;
 inline constexpr uint16_t kEpbQueue = 6;
 inline constexpr uint16_t kEpbVerdict = 7;
+inline constexpr uint16_t kEpbProcessIdThreadId = 8;
 
 namespace detail {
 template <class T>
@@ -146,6 +160,17 @@ inline uint8_t* store(uint8_t* p, T value) noexcept
 {
     std::memcpy(p, &value, sizeof value);
     return p + sizeof value;
+}
+
+inline uint8_t* store_comment(uint8_t* p, std::string_view comment) noexcept
+{
+    p = store<uint16_t>(p, kOptComment);
+    p = store<uint16_t>(p, static_cast<uint16_t>(comment.size()));
+    std::memcpy(p, comment.data(), comment.size());
+    p += comment.size();
+    const size_t padding = pad4(comment.size()) - comment.size();
+    std::memset(p, 0, padding);
+    return p + padding;
 }
 } // namespace detail
 
@@ -197,15 +222,15 @@ inline uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& p
         p = store<uint32_t>(p, kEpbPacketId | 8u << 16);
         p = store<uint64_t>(p, pkt.packet_id);
     }
-    if (!pkt.comment.empty()) [[unlikely]] {
-        p = store<uint16_t>(p, kOptComment);
-        p = store<uint16_t>(p, static_cast<uint16_t>(pkt.comment.size()));
-        std::memcpy(p, pkt.comment.data(), pkt.comment.size());
-        p += pkt.comment.size();
-        const size_t comment_padding = pad4(pkt.comment.size()) - pkt.comment.size();
-        std::memset(p, 0, comment_padding);
-        p += comment_padding;
+    if (pkt.has_process) [[unlikely]] {
+        p = store<uint32_t>(p, kEpbProcessIdThreadId | 8u << 16);
+        p = store<uint32_t>(p, pkt.pid);
+        p = store<uint32_t>(p, pkt.tid);
     }
+    if (!pkt.comment.empty()) [[unlikely]]
+        p = detail::store_comment(p, pkt.comment);
+    if (!pkt.process_comment.empty()) [[unlikely]]
+        p = detail::store_comment(p, pkt.process_comment);
     p = store<uint32_t>(p, kOptEndOfOpt);
     return store<uint32_t>(p, static_cast<uint32_t>(block_size));
 }

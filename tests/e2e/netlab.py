@@ -1306,7 +1306,7 @@ def pcapng_records(path, allow_tail=False):
     """IDBs, EPBs and ISBs of a pcapng file, parsed.
 
     Returns dict(idbs=[{name, snaplen, linktype}], epbs=[{if_id, caplen,
-    origlen, data, dropcount, flags, hashes=[(algorithm, bytes)], comments}], isbs=[{if_id, ifrecv, ifdrop, osdrop,
+    origlen, data, dropcount, flags, hashes=[(algorithm, bytes)], comments, process=(pid, tid) or None}], isbs=[{if_id, ifrecv, ifdrop, osdrop,
     usrdeliv, filteraccept, starttime, endtime}], tail, problems).  Without
     allow_tail an incomplete final block is a problem too.
     """
@@ -1327,8 +1327,10 @@ def pcapng_records(path, allow_tail=False):
             pad = (caplen + 3) & ~3
             rec = {"if_id": if_id, "caplen": caplen, "origlen": origlen,
                    "data": body[20:20 + caplen], "dropcount": None, "flags": None,
-                   "hashes": [], "comments": []}
+                   "hashes": [], "comments": [], "process": None}
             for code, val in parse_options(e, body[20 + pad:]):
+                if code == 8 and len(val) == 8:
+                    rec["process"] = struct.unpack(e + "II", val)
                 if code == 4 and len(val) == 8:
                     rec["dropcount"] = struct.unpack(e + "Q", val)[0]
                 elif code == 2 and len(val) == 4:

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 build=${1:-build}
 tests=(e2e_capture_exact e2e_bad_input e2e_bad_input_more e2e_filter e2e_sigkill e2e_directions e2e_trace
        e2e_multi_iface e2e_privileges e2e_rx_vlan e2e_fault_iface_moved e2e_fault_two_captures
-       e2e_nic_metadata e2e_veth_mode e2e_drops e2e_super_frames e2e_redirects)
+       e2e_nic_metadata e2e_veth_mode e2e_drops e2e_super_frames e2e_redirects e2e_process)
 scale=${XDPCAP_VM_TIME_SCALE:-10}
 mkdir -p "$build/meson-logs"
 rm -f "$build/meson-logs/vm.json"

@@ -428,3 +428,27 @@ TEST(Cli, TcpdumpHabits)
               "--immediate-mode applies to a live capture, not to -r");
     EXPECT_EQ(error_of({"-r", "f.pcap", "-y", "EN10MB"}), "-y applies to a live capture, not to -r");
 }
+
+TEST(Cli, ProcessSelection)
+{
+    const Config k = parse_config({"-i", "eth0", "-k"});
+    EXPECT_TRUE(k.process.attribute);
+    EXPECT_FALSE(k.process.filters());
+    const Config pid = parse_config({"-i", "eth0", "--pid", "42", "--follow-forks"});
+    EXPECT_TRUE(pid.process.attribute);
+    EXPECT_EQ(pid.process.pid, 42u);
+    EXPECT_TRUE(pid.process.follow_forks);
+    const Config name = parse_config({"-i", "eth0", "--pname", "a-very-long-command-name"});
+    EXPECT_EQ(name.process.comm, "a-very-long-com"); // as the kernel keeps it
+    EXPECT_FALSE(parse_config({"-i", "eth0"}).process.wanted());
+}
+
+TEST(Cli, ProcessSelectionBadInput)
+{
+    EXPECT_NE(error_of({"-i", "eth0", "--pid", "0"}).find("--pid"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "eth0", "--pid", "abc"}).find("--pid"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "eth0", "--follow-forks"}).find("give --pid"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "eth0", "--pname", ""}).find("--pname needs"), std::string::npos);
+    EXPECT_NE(error_of({"-r", "f.pcapng", "-k"}).find("-k applies to a live capture"), std::string::npos);
+    EXPECT_NE(error_of({"-r", "f.pcapng", "--pid", "3"}).find("--pid applies to a live capture"), std::string::npos);
+}

@@ -237,3 +237,48 @@ TEST(DecodeRecord, PartOfAnotherAbiVersionIsNotAPart)
     std::memcpy(record.data() + 12, &tag, 4);
     EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
 }
+
+// -k: the process follows the metadata, then the frame.
+TEST(DecodeRecord, ProcessBetweenMetadataAndFrame)
+{
+    const std::vector<uint8_t> frame = {0xaa, 0xbb, 0xcc};
+    struct {
+        xdpcap_meta meta;
+        xdpcap_process process;
+    } head{};
+    head.meta = xdpcap_meta{XDPCAP_META_TAG, 7, 2, 60, 3, 0, 42, XDPCAP_DIR_EGRESS, XDPCAP_HOOK_TC_EGRESS,
+                            0, 0, 0, 0, XDPCAP_FLAG_PROCESS, 0};
+    head.process.pid = 1234;
+    head.process.tid = 1240;
+    head.process.cgroup_id = 77;
+    std::memcpy(head.process.comm, "curl", 4);
+    const auto record = test::raw_sample_record(head, frame.data(), frame.size());
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.process.pid, 1234u);
+    EXPECT_EQ(decoded.sample.process.tid, 1240u);
+    EXPECT_EQ(decoded.sample.process.cgroup_id, 77u);
+    EXPECT_STREQ(decoded.sample.process.comm, "curl");
+    EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
+    EXPECT_EQ(record.size(), record_size_for(frame.size(), true));
+}
+
+TEST(DecodeRecord, ProcessFlagWithoutRoomIsRefused)
+{
+    // Flagged, but only the metadata and 3 frame bytes are there.
+    auto record = sample_record({1, 2, 3}, 3);
+    xdpcap_meta meta;
+    std::memcpy(&meta, record.data() + 12, sizeof meta);
+    meta.flags = XDPCAP_FLAG_PROCESS;
+    std::memcpy(record.data() + 12, &meta, sizeof meta);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, NoProcessWithoutTheFlag)
+{
+    const auto record = sample_record({1, 2, 3}, 3);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample);
+    EXPECT_EQ(decoded.sample.process.pid, 0u);
+    EXPECT_EQ(record_size_for(3, true) - record_size_for(3), sizeof(xdpcap_process));
+}

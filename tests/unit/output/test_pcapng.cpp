@@ -224,3 +224,32 @@ TEST(Pcapng, ExitRecordCarriesXdpVerdict)
     EXPECT_EQ(Bytes(out.begin() + 48, out.end()), verdict);
     EXPECT_EQ(out[4], 72);
 }
+
+// -k: epb_processid_threadid (8: u32 pid, u32 tid) and the process's comment.
+TEST(Pcapng, EnhancedPacketCarriesProcess)
+{
+    const uint8_t data[] = {1, 2, 3, 4};
+    pcapng::EnhancedPacket packet{0, 0, 4, 4, 0, 0, data};
+    packet.has_process = true;
+    packet.pid = 0x1234;
+    packet.tid = 0x1240;
+    packet.process_comment = "proc curl:4660";
+    ASSERT_EQ(pcapng::enhanced_packet_size(packet), pcapng::enhanced_packet_size(4) + 12 + 4 + 16);
+    Bytes out(pcapng::enhanced_packet_size(packet), 0xee);
+    const size_t written = pcapng::write_enhanced_packet(out.data(), packet);
+    const Bytes expected = {
+        0x06, 0x00, 0x00, 0x00, 0x58, 0x00, 0x00, 0x00, // type, length 88
+        0x00, 0x00, 0x00, 0x00,                         // interface id
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // timestamp
+        0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, // caplen, origlen
+        0x01, 0x02, 0x03, 0x04,                         // data
+        0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00, // epb_flags: inbound
+        0x06, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, // epb_queue 0
+        0x08, 0x00, 0x08, 0x00, 0x34, 0x12, 0x00, 0x00, 0x40, 0x12, 0x00, 0x00, // pid, tid
+        0x01, 0x00, 0x0e, 0x00, 'p', 'r', 'o', 'c', ' ', 'c', 'u', 'r', 'l', ':', '4', '6', '6', '0', 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, // opt_endofopt
+        0x58, 0x00, 0x00, 0x00,
+    };
+    EXPECT_EQ(written, expected.size());
+    EXPECT_EQ(out, expected);
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Process attribution (-k, the process filters): kprobes on the kernel's
+ * socket security hooks, which run in the context of the process that
+ * creates, connects, accepts, sends or receives on a socket. Each records
+ * that process as the socket's owner in socket_owners, with its command
+ * name taken then, so that a process that exits at once is still named.
+ * A socket a listener clones in softirq inherits the listener's owner; a
+ * freed socket's entry goes. They only read: no socket or task changes.
+ */
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "process.h"
+
+/* Just the members read here; CO-RE relocates them against the running
+ * kernel's BTF. */
+struct sock {
+	__u8 sk_kern_sock : 1;
+} __attribute__((preserve_access_index));
+
+struct socket {
+	struct sock *sk;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	int tgid;
+	struct task_struct *real_parent;
+} __attribute__((preserve_access_index));
+
+/* The process filters, set by userspace before load; unset ones keep all. */
+const volatile __u32 want_pid = 0;          /* --pid, -- COMMAND */
+const volatile __u8 want_descendants = 0;   /* and the processes it starts */
+const volatile __u8 match_comm = 0;         /* --comm */
+const volatile char want_comm[16] = {};
+const volatile __u64 want_cgroup = 0;       /* --cgroup, --container */
+const volatile __u32 want_cgroup_level = 0; /* its depth below the root */
+
+#define MAX_ANCESTORS 32
+
+static __always_inline int descends_from(__u32 pid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	/* A bounded loop: the verifier walks it (Linux 5.3 and later). */
+	for (int i = 0; i < MAX_ANCESTORS; i++) {
+		if (!task)
+			return 0;
+		const int tgid = BPF_CORE_READ(task, tgid);
+		if ((__u32)tgid == pid)
+			return 1;
+		if (tgid <= 1)
+			return 0;
+		task = BPF_CORE_READ(task, real_parent);
+	}
+	return 0;
+}
+
+static __always_inline int wanted(const struct xdpcap_process *p)
+{
+	if (want_pid && p->pid != want_pid && !(want_descendants && descends_from(want_pid)))
+		return 0;
+	if (match_comm) {
+#pragma unroll
+		for (int i = 0; i < 16; i++) {
+			if (p->comm[i] != want_comm[i])
+				return 0;
+			if (!p->comm[i])
+				break;
+		}
+	}
+	if (want_cgroup && bpf_get_current_ancestor_cgroup_id(want_cgroup_level) != want_cgroup)
+		return 0;
+	return 1;
+}
+
+static __always_inline int same_owner(const struct xdpcap_process *a, const struct xdpcap_process *b)
+{
+	const __u64 *x = (const __u64 *)a->comm;
+	const __u64 *y = (const __u64 *)b->comm;
+	return a->pid == b->pid && a->tid == b->tid && a->cgroup_id == b->cgroup_id && x[0] == y[0] && x[1] == y[1];
+}
+
+/* The current process now owns the socket. */
+static __always_inline void record_owner(struct sock *sk)
+{
+	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_kern_sock))
+		return;
+	const __u64 id = bpf_get_current_pid_tgid();
+	struct socket_owner owner = {};
+	owner.process.pid = (__u32)(id >> 32);
+	owner.process.tid = (__u32)id;
+	owner.process.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(owner.process.comm, sizeof(owner.process.comm));
+	__u64 key = (__u64)sk;
+	const struct socket_owner *known = bpf_map_lookup_elem(&socket_owners, &key);
+	/* Every send and receive comes here: rewrite only what changed. */
+	if (known && same_owner(&known->process, &owner.process))
+		return;
+	owner.wanted = wanted(&owner.process);
+	bpf_map_update_elem(&socket_owners, &key, &owner, BPF_ANY);
+}
+
+SEC("kprobe/security_socket_post_create")
+int BPF_KPROBE(xdpcap_socket_created, struct socket *sock)
+{
+	record_owner(BPF_CORE_READ(sock, sk));
+	return 0;
+}
+
+SEC("kprobe/security_socket_connect")
+int BPF_KPROBE(xdpcap_socket_connect, struct socket *sock)
+{
+	record_owner(BPF_CORE_READ(sock, sk));
+	return 0;
+}
+
+SEC("kprobe/security_socket_sendmsg")
+int BPF_KPROBE(xdpcap_socket_sendmsg, struct socket *sock)
+{
+	record_owner(BPF_CORE_READ(sock, sk));
+	return 0;
+}
+
+SEC("kprobe/security_socket_recvmsg")
+int BPF_KPROBE(xdpcap_socket_recvmsg, struct socket *sock)
+{
+	record_owner(BPF_CORE_READ(sock, sk));
+	return 0;
+}
+
+/* accept(): the new socket joins the accepting process. */
+SEC("kprobe/security_sock_graft")
+int BPF_KPROBE(xdpcap_socket_accepted, struct sock *sk)
+{
+	record_owner(sk);
+	return 0;
+}
+
+/* A listener's child, made in softirq when the handshake completes: the
+ * listener's owner until a process accepts it. */
+SEC("kprobe/security_sk_clone")
+int BPF_KPROBE(xdpcap_socket_cloned, struct sock *parent, struct sock *child)
+{
+	__u64 parent_key = (__u64)parent;
+	const struct socket_owner *owner = bpf_map_lookup_elem(&socket_owners, &parent_key);
+	if (!owner)
+		return 0;
+	struct socket_owner copy = *owner;
+	__u64 child_key = (__u64)child;
+	bpf_map_update_elem(&socket_owners, &child_key, &copy, BPF_ANY);
+	return 0;
+}
+
+/* The address may hold another socket next. */
+SEC("kprobe/security_sk_free")
+int BPF_KPROBE(xdpcap_socket_freed, struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	bpf_map_delete_elem(&socket_owners, &key);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

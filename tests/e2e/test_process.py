@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+"""End-to-end: -k names the process that owns each packet's local socket.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_process.py PATH/TO/xdpcap
+
+xdpcap -k captures cap0 in its namespace while the test's own processes
+(tests/e2e/process_peer.py, each with a command name of its own) talk to
+peers in the other namespace. The oracle for every attributed packet is the
+test's own knowledge of who sent it: the pid and thread each process reports,
+and `ss -tnpi`'s pid for a connection while it is open. Checked from the file
+(epb_processid_threadid read from the blocks, and the packet comment):
+  * TCP client and server in the captured namespace, IPv4 and IPv6: every
+    packet of the connection, both directions, names that process;
+  * UDP, and an ICMP ping socket (the echo reply too);
+  * a socket passed to a forked child: the handshake names the parent, the
+    child's data and everything after it the child;
+  * a thread that sends: its thread id from its data on;
+  * 30 short-lived clients, each gone before the capture ends: each one's
+    packets name it;
+  * a connection accepted before xdpcap started and idle since: its packets
+    are unknown (pid 0), never another process;
+  * --pid keeps only that process's packets; --pname only that name's;
+  * tshark reads the file without complaint and `frame.comment contains`
+    finds a process by name; capinfos and tcpdump -r read it.
+On a kernel where the socket hooks cannot be probed (no kprobe events), -k
+is refused in one line, with nothing left attached.
+"""
+
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "process_peer.py")
+CAP4, GEN4 = "198.18.41.1", "198.18.41.2"
+CAP6, GEN6 = "2001:db8:41::1", "2001:db8:41::2"
+SHORT_LIVED = 30
+
+
+def kprobes_available():
+    return os.path.exists("/sys/bus/event_source/devices/kprobe/type") or \
+        os.path.exists("/sys/kernel/tracing/kprobe_events") or \
+        os.path.exists("/sys/kernel/debug/tracing/kprobe_events")
+
+
+def address(lab):
+    for ns, dev, v4, v6 in ((lab.cap_ns, lab.cap_if, CAP4, CAP6), (lab.gen_ns, lab.gen_if, GEN4, GEN6)):
+        lab.sysctl(ns, f"net.ipv6.conf.{dev}.disable_ipv6", "0")
+        N.run(["ip", "-n", ns, "addr", "add", f"{v4}/24", "dev", dev])
+        N.run(["ip", "-n", ns, "addr", "add", f"{v6}/64", "dev", dev, "nodad"])
+        N.run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        lab.sysctl(ns, "net.ipv4.ping_group_range", "0 2147483647")
+
+
+class Peers:
+    """Processes of the test, each reporting who sent its data."""
+
+    def __init__(self, lab):
+        self.lab = lab
+        self.reports = {}  # label -> dict(pid, tid, port, name)
+
+    def start(self, ns, name, *args):
+        return self.lab.popen(ns, ["/usr/bin/python3", "-S", PEER, name] + [str(a) for a in args],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def ready(self, p, word="ready"):
+        line = p.stdout.readline().strip()
+        N.check(line == word, f"peer says {word}", line)
+
+    def finish(self, label, p, name, timeout=30):
+        out, _ = p.communicate(timeout=N.scaled(timeout))
+        self.lab.forget(p)
+        lines = [l for l in out.splitlines() if l.startswith("pid ")]
+        N.check(p.returncode == 0 and lines, f"{label}: the peer finished", out)
+        words = lines[-1].split()
+        self.reports[label] = {"pid": int(words[1]), "tid": int(words[3]), "port": int(words[5]), "name": name,
+                               "main": p.pid}
+        return self.reports[label]
+
+
+def complaints(stderr):
+    return [l for l in stderr.splitlines() if l.strip() and not l.startswith("Running as user")]
+
+
+def frames_of(recs):
+    """(epb, src port, dst port, proto) of each packet with a transport."""
+    import struct
+    out = []
+    for epb in recs["epbs"]:
+        d = epb["data"]
+        if len(d) < 14:
+            continue
+        et = struct.unpack("!H", d[12:14])[0]
+        if et == 0x0800 and len(d) >= 34:
+            ihl = (d[14] & 15) * 4
+            proto = d[23]
+            l4 = 14 + ihl
+        elif et == 0x86DD and len(d) >= 54:
+            proto = d[20]
+            l4 = 54
+        else:
+            continue
+        if proto in (6, 17) and len(d) >= l4 + 4:
+            sport, dport = struct.unpack("!HH", d[l4:l4 + 4])
+        elif proto in (1, 58) and len(d) >= l4 + 8:
+            sport = dport = struct.unpack("!H", d[l4 + 4:l4 + 6])[0]  # the echo identifier
+        else:
+            continue
+        tcp_flags = d[l4 + 13] if proto == 6 and len(d) > l4 + 13 else 0
+        out.append((epb, sport, dport, proto, d[l4 + 20:] if proto == 6 else b"", tcp_flags))
+    return out
+
+
+def packets_of_port(frames, port, proto):
+    return [f for f in frames if f[3] == proto and port in (f[1], f[2])]
+
+
+def check_named(frames, label, report, proto, name=None, pid=None, tid=None):
+    pkts = packets_of_port(frames, report["port"], proto)
+    N.check(len(pkts) >= 2, f"{label}: its packets are in the file, both directions",
+            f"{len(pkts)} packets on port {report['port']}")
+    want_pid = pid if pid is not None else report["pid"]
+    want_name = name if name is not None else report["name"]
+    wrong = [(f[0]["process"], f[0]["comments"]) for f in pkts
+             if f[0]["process"] is None or f[0]["process"][0] != want_pid or
+             (tid is not None and f[0]["process"][1] != tid) or
+             f"proc {want_name[:15]}:{want_pid}" not in " ".join(f[0]["comments"])]
+    N.check(not wrong, f"{label}: all {len(pkts)} packets name {want_name}:{want_pid}"
+            + (f" tid {tid}" if tid is not None else ""), wrong[:5])
+
+
+def refusal(binary):
+    with N.NetLab() as lab:
+        rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-w", "/dev/null"])
+        msgs = N.messages(err)
+        N.check(rc == 1 and len(err) == 1 and "process attribution needs a kprobe on" in err[0],
+                "-k without kprobe events: refused in one line, exit 1", (rc, err))
+        N.check(not any("Traceback" in l for l in msgs), "no stack trace")
+        lab.assert_clean()
+        rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "--pname", "curl", "-w", "/dev/null"])
+        N.check(rc == 1 and len(err) == 1, "--pname likewise", (rc, err))
+        lab.assert_clean()
+
+
+def scenario(lab, peers, tmp, binary):
+    cap, gen = lab.cap_ns, lab.gen_ns
+    # Accepted before the capture starts, then idle: the test writes to it later.
+    hold = peers.start(cap, "xdpc-hold", "tcp-hold", CAP4, 7409)
+    peers.ready(hold)
+    holder = lab.popen(gen, ["/usr/bin/python3", "-S", "-c",
+                             "import socket,sys\n"
+                             f"s=socket.create_connection(('{CAP4}',7409))\n"
+                             "print(s.getsockname()[1],flush=True)\n"
+                             "sys.stdin.readline()\n"
+                             "s.sendall(b'late data')\n"
+                             "sys.stdin.readline()\n"],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hold_port = int(holder.stdout.readline())
+    peers.ready(hold, "accepted")
+
+    path = os.path.join(tmp, "k.pcapng")
+    x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-w", path])
+    x.wait_listening()
+
+    # Client and server on our side, both families.
+    for fam, caddr, gaddr, base in (("4", CAP4, GEN4, 7400), ("6", CAP6, GEN6, 7420)):
+        srv = peers.start(gen, "remote-srv", "tcp-server", gaddr, base + 1)
+        peers.ready(srv)
+        cli = peers.start(cap, f"xdpc-cli{fam}", "tcp-client", gaddr, base + 1)
+        # ss as a second oracle while the connection is open is racy for a
+        # short one: checked on the long-lived one below.
+        peers.finish(f"tcp{fam} client", cli, f"xdpc-cli{fam}")
+        peers.finish(f"tcp{fam} remote server", srv, "remote-srv")
+        srv = peers.start(cap, f"xdpc-srv{fam}", "tcp-server", caddr, base + 2)
+        peers.ready(srv)
+        cli = peers.start(gen, "remote-cli", "tcp-client", caddr, base + 2)
+        peers.finish(f"tcp{fam} remote client", cli, "remote-cli")
+        peers.finish(f"tcp{fam} server", srv, f"xdpc-srv{fam}")
+        usrv = peers.start(gen, "remote-udp", "udp-server", gaddr, base + 3)
+        peers.ready(usrv)
+        ucli = peers.start(cap, f"xdpc-udp{fam}", "udp-client", gaddr, base + 3)
+        peers.finish(f"udp{fam} client", ucli, f"xdpc-udp{fam}")
+        peers.finish(f"udp{fam} remote", usrv, "remote-udp")
+        ping = peers.start(cap, f"xdpc-ping{fam}", "ping", gaddr)
+        peers.finish(f"ping{fam}", ping, f"xdpc-ping{fam}")
+
+    # A forked child, a thread.
+    for how in ("fork", "thread"):
+        srv = peers.start(gen, "remote-srv", "tcp-server", GEN4, 7431 if how == "fork" else 7432)
+        peers.ready(srv)
+        cli = peers.start(cap, f"xdpc-{how}", "tcp-client", GEN4, 7431 if how == "fork" else 7432, how)
+        peers.finish(how, cli, f"xdpc-{how}-kid" if how == "fork" else f"xdpc-{how}")
+        peers.finish(f"{how} remote", srv, "remote-srv")
+
+    # Short-lived clients, each a process of its own, gone at once.
+    srv = lab.popen(gen, ["/usr/bin/python3", "-S", "-c",
+                          "import socket\n"
+                          f"l=socket.socket();l.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);l.bind(('{GEN4}',7440));l.listen(64)\n"
+                          "print('ready',flush=True)\n"
+                          f"for _ in range({SHORT_LIVED}):\n"
+                          "  c,_=l.accept()\n"
+                          "  while c.recv(4096): pass\n"
+                          "  c.sendall(b'ok');c.close()\n"],
+                    stdout=subprocess.PIPE, text=True)
+    N.check(srv.stdout.readline().strip() == "ready", "short-lived clients' server listens")
+    short = []
+    for i in range(0, SHORT_LIVED, 5):
+        batch = [peers.start(cap, f"xdpc-short{i + k}", "tcp-client", GEN4, 7440) for k in range(5)]
+        for k, p in enumerate(batch):
+            short.append(peers.finish(f"short{i + k}", p, f"xdpc-short{i + k}"))
+    srv.wait(timeout=N.scaled(30))
+    lab.forget(srv)
+
+    # The connection from before the start: data in, the kernel's ACK out,
+    # nobody reading. ss names the holder meanwhile (a second oracle).
+    ss = N.run(["ip", "netns", "exec", cap, "ss", "-tnpi", "state", "established", f"( sport = :7409 )"])
+    N.check(f"pid={hold.pid}," in ss.stdout, "ss names the holding process (the oracle sees it)", ss.stdout)
+    holder.stdin.write("go\n")
+    holder.stdin.flush()
+    time.sleep(N.scaled(0.5))
+    N.check(x.stop() == 0, "xdpcap stopped cleanly", x.stderr)
+    holder.stdin.write("end\n")
+    holder.stdin.close()
+    holder.wait(timeout=N.scaled(10))
+    lab.forget(holder)
+    hold.stdin.close()
+    hold.wait(timeout=N.scaled(10))
+    lab.forget(hold)
+    return path, short, hold_port
+
+
+def check_file(path, peers, short, hold_port):
+    recs = N.pcapng_records(path)
+    N.check(not recs["problems"], "the file is well formed", recs["problems"])
+    frames = frames_of(recs)
+    r = peers.reports
+    for fam in ("4", "6"):
+        check_named(frames, f"TCP{fam} client", r[f"tcp{fam} client"], 6)
+        check_named(frames, f"TCP{fam} server (accepted)", r[f"tcp{fam} server"], 6)
+        check_named(frames, f"UDP{fam} client", r[f"udp{fam} client"], 17)
+        check_named(frames, f"ping{fam} socket, reply included", r[f"ping{fam}"], 1 if fam == "4" else 58)
+    # Fork: the handshake is the parent's, the child's data on is the child's.
+    fork = r["fork"]
+    pkts = packets_of_port(frames, fork["port"], 6)
+    first_child = next((i for i, f in enumerate(pkts) if b"from the child" in f[4]), None)
+    N.check(first_child is not None and first_child >= 3, "fork: the child's data is in the file", len(pkts))
+    before = {f[0]["process"] for f in pkts[:first_child]}
+    after = {f[0]["process"][0] if f[0]["process"] else None for f in pkts[first_child:]}
+    N.check(all(p and p[0] == fork["main"] for p in before), "fork: the handshake names the parent",
+            (before, fork["main"]))
+    N.check(after == {fork["pid"]} and fork["pid"] != fork["main"],
+            "fork: the child's data and everything after it name the child", (after, fork))
+    # Thread: from its data on, the sending thread's id.
+    thread = r["thread"]
+    pkts = packets_of_port(frames, thread["port"], 6)
+    first = next((i for i, f in enumerate(pkts) if b"from a thread" in f[4]), None)
+    N.check(first is not None, "thread: its data is in the file")
+    tids = {f[0]["process"] for f in pkts[first:]}
+    N.check(tids == {(thread["pid"], thread["tid"])} and thread["tid"] != thread["pid"],
+            "thread: its data and everything after name pid and the thread's tid", (tids, thread))
+    N.check(all(f"tid {thread['tid']}" in " ".join(f[0]["comments"]) for f in pkts[first:]),
+            "thread: the comment names the thread")
+    # Short-lived.
+    for s in short:
+        check_named(frames, f"short-lived {s['name']}", s, 6)
+    # From before the start, idle: unknown, never another process.
+    pkts = packets_of_port(frames, hold_port, 6)
+    N.check(len(pkts) >= 2, "the idle connection's late data and its ACK are in the file", len(pkts))
+    N.check(all(f[0]["process"] == (0, 0) and not f[0]["comments"] for f in pkts),
+            "a connection from before the start, idle since: unknown (pid 0), no comment",
+            [(f[0]["process"], f[0]["comments"]) for f in pkts])
+    # Every record carries the option; nothing names a process that is not ours.
+    ours = {v["pid"] for v in r.values()} | {v["main"] for v in r.values()} | {s["pid"] for s in short}
+    strangers = {f[0]["process"] for f in frames if f[0]["process"] and f[0]["process"][0] not in ours | {0}}
+    N.check(not strangers, "no packet names a process other than the test's", strangers)
+    N.check(all(e["process"] is not None for e in recs["epbs"]), "every record carries epb_processid_threadid")
+    # Readers.
+    cp = N.run(["tshark", "-r", path, "-Y", 'frame.comment contains "xdpc-srv4"', "-T", "fields", "-e", "frame.number"])
+    N.check(cp.returncode == 0 and not complaints(cp.stderr) and len(cp.stdout.split()) == len(
+        packets_of_port(frames, r["tcp4 server"]["port"], 6)),
+        "tshark: frame.comment contains finds the server's packets, no complaint", (cp.stdout, cp.stderr))
+    cp = N.run(["tshark", "-r", path, "-V"])
+    N.check(cp.returncode == 0 and not complaints(cp.stderr), "tshark -V reads every record", cp.stderr[-500:])
+    N.check(N.capinfos_count(path) == len(recs["epbs"]), "capinfos counts every packet")
+    N.check(N.tcpdump_count(path) == len(recs["epbs"]), "tcpdump -r reads every packet")
+
+
+def filters(lab, peers, tmp, binary):
+    """--pid and --pname keep only their process's packets."""
+    cap, gen = lab.cap_ns, lab.gen_ns
+    for option in ("--pid", "--pname"):
+        srv = lab.popen(gen, ["/usr/bin/python3", "-S", "-c",
+                              "import socket\n"
+                              f"l=socket.socket();l.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);l.bind(('{GEN4}',7450));l.listen(8)\n"
+                              "print('ready',flush=True)\n"
+                              "for _ in range(2):\n"
+                              "  c,_=l.accept()\n"
+                              "  while c.recv(4096): pass\n"
+                              "  c.sendall(b'ok');c.close()\n"],
+                        stdout=subprocess.PIPE, text=True)
+        N.check(srv.stdout.readline().strip() == "ready", "the filters' server listens")
+        # The wanted process waits for the capture before its first packet.
+        wanted = lab.popen(cap, ["/usr/bin/python3", "-S", "-c",
+                                 "import sys\n"
+                                 "open('/proc/self/comm','w').write('xdpc-wanted')\n"
+                                 "sys.stdin.readline()\n"
+                                 f"sys.argv=['p','xdpc-wanted','tcp-client','{GEN4}','7450']\n"
+                                 f"exec(open('{PEER}').read())\n"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        path = os.path.join(tmp, f"filter{option}.pcapng")
+        arg = str(wanted.pid) if option == "--pid" else "xdpc-wanted"
+        x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, option, arg, "-w", path])
+        x.wait_listening()
+        other = peers.start(cap, "xdpc-other", "tcp-client", GEN4, 7450)
+        other_report = peers.finish(f"{option} other", other, "xdpc-other")
+        wanted.stdin.write("go\n")
+        wanted.stdin.close()
+        out = wanted.stdout.read()
+        wanted.wait(timeout=N.scaled(30))
+        lab.forget(wanted)
+        srv.wait(timeout=N.scaled(30))
+        lab.forget(srv)
+        time.sleep(N.scaled(0.3))
+        N.check(x.stop() == 0, f"{option}: xdpcap stopped cleanly", x.stderr)
+        wanted_port = int(out.split()[5])
+        frames = frames_of(N.pcapng_records(path))
+        mine = packets_of_port(frames, wanted_port, 6)
+        N.check(len(mine) >= 6 and mine[0][5] == 0x02 and all(f[0]["process"][0] == wanted.pid for f in mine),
+                f"{option}: the wanted process's connection is there from its SYN, named", len(mine))
+        N.check(len(frames) == len(mine), f"{option}: nothing else is kept (not the other client's "
+                f"{len(packets_of_port(frames, other_report['port'], 6))} packets)", len(frames))
+        st = N.final_stats(x.err_lines)
+        N.check(st is not None, f"{option}: statistics printed", x.err_lines)
+        lab.assert_clean()
+
+
+def test(binary):
+    if not kprobes_available():
+        N.log("  kernel: no kprobe events; -k must be refused in one line")
+        refusal(binary)
+        return
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        address(lab)
+        peers = Peers(lab)
+        path, short, hold_port = scenario(lab, peers, tmp, binary)
+        lab.assert_clean()
+        check_file(path, peers, short, hold_port)
+        filters(lab, peers, tmp, binary)
+
+
+if __name__ == "__main__":
+    N.main(test)

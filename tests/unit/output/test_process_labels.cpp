@@ -1,0 +1,47 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "output/process_labels.hpp"
+
+using namespace xdpcap;
+
+namespace {
+
+xdpcap_process process(uint32_t pid, uint32_t tid, const char* comm)
+{
+    xdpcap_process p{};
+    p.pid = pid;
+    p.tid = tid;
+    std::strncpy(p.comm, comm, sizeof p.comm);
+    return p;
+}
+
+} // namespace
+
+TEST(ProcessLabels, NamesTheProcessAsMacOsTcpdump)
+{
+    ProcessLabels labels;
+    EXPECT_EQ(labels.label(process(1234, 1234, "curl")), "proc curl:1234");
+    EXPECT_EQ(labels.label(process(1234, 1240, "curl")), "proc curl:1234 tid 1240");
+    EXPECT_EQ(labels.label(process(0, 0, "")), "");
+}
+
+TEST(ProcessLabels, FifteenBytesAndNoControlCharacters)
+{
+    ProcessLabels labels;
+    xdpcap_process p = process(7, 7, "");
+    std::memcpy(p.comm, "abcdefghijklmno\0", 16);
+    EXPECT_EQ(labels.label(p), "proc abcdefghijklmno:7");
+    p.comm[1] = '\n';
+    EXPECT_EQ(labels.label(p), "proc a?cdefghijklmno:7");
+}
+
+TEST(ProcessLabels, AnOwnerSharingASlotIsNotConfused)
+{
+    ProcessLabels labels;
+    // Every pid in turn: any two that share a slot are told apart.
+    for (uint32_t pid = 1; pid < 2000; ++pid)
+        ASSERT_EQ(labels.label(process(pid, pid, "x")), "proc x:" + std::to_string(pid));
+    EXPECT_EQ(labels.label(process(5, 5, "y")), "proc y:5");
+}
