@@ -138,8 +138,11 @@ struct flow {
 	__u8 family;                 /* 4 or 6; 0: neither */
 	__u8 protocol;               /* IPPROTO_TCP, _UDP, _ICMP, _ICMPV6 */
 	__u8 icmp_type;
+	__u8 tcp_flags;
 	__be16 echo_id;
 };
+
+#define TCP_FLAG_FIN 0x01
 
 struct vlan_header {
 	__be16 tci;
@@ -209,6 +212,52 @@ static __always_inline void parse_flow(void *data, void *data_end, struct flow *
 		f->tuple.ipv6.sport = words[0];
 		f->tuple.ipv6.dport = words[1];
 	}
+	if (f->protocol == IPPROTO_TCP) {
+		__u8 *flags = l4 + 13;
+		if ((void *)(flags + 1) > data_end) {
+			f->family = 0;
+			return;
+		}
+		f->tcp_flags = *flags;
+	}
+}
+
+/* A TCP packet's connection, local end first; zero family if not TCP. */
+static __always_inline void connection_of(const struct flow *f, int sent, struct connection_key *key)
+{
+	__builtin_memset(key, 0, sizeof(*key));
+	if (f->protocol != IPPROTO_TCP || !f->family)
+		return;
+	key->family = f->family;
+	if (f->family == 4) {
+		key->local_port = sent ? f->tuple.ipv4.sport : f->tuple.ipv4.dport;
+		key->remote_port = sent ? f->tuple.ipv4.dport : f->tuple.ipv4.sport;
+		__builtin_memcpy(key->local, sent ? &f->tuple.ipv4.saddr : &f->tuple.ipv4.daddr, 4);
+		__builtin_memcpy(key->remote, sent ? &f->tuple.ipv4.daddr : &f->tuple.ipv4.saddr, 4);
+	} else {
+		key->local_port = sent ? f->tuple.ipv6.sport : f->tuple.ipv6.dport;
+		key->remote_port = sent ? f->tuple.ipv6.dport : f->tuple.ipv6.sport;
+		__builtin_memcpy(key->local, sent ? f->tuple.ipv6.saddr : f->tuple.ipv6.daddr, 16);
+		__builtin_memcpy(key->remote, sent ? f->tuple.ipv6.daddr : f->tuple.ipv6.saddr, 16);
+	}
+}
+
+/* A whole socket's owner, kept for the connection's last packets once one
+ * of them closes it; else, with no owner at hand, the one kept. */
+static __always_inline const struct socket_owner *connection_owner(const struct flow *f, int sent,
+								   const struct socket_owner *owner)
+{
+	if (f->protocol != IPPROTO_TCP || (owner && !(f->tcp_flags & TCP_FLAG_FIN)))
+		return owner;
+	struct connection_key key;
+	connection_of(f, sent, &key);
+	if (!key.family)
+		return owner;
+	if (owner) {
+		bpf_map_update_elem(&closing_owners, &key, owner, BPF_ANY);
+		return owner;
+	}
+	return bpf_map_lookup_elem(&closing_owners, &key);
 }
 
 /* The echo flow of an ICMP echo packet: `sent` an echo request that left,
@@ -234,6 +283,34 @@ static __always_inline void echo_key_of(const struct flow *f, int sent, struct e
 	}
 }
 
+/* Bound to no address of its own (0.0.0.0 or ::): a listener or an
+ * unconnected datagram socket that takes any local address. */
+static __always_inline int wildcard_bound(struct bpf_sock *sk)
+{
+	if (sk->family == 2 /* AF_INET */)
+		return sk->src_ip4 == 0;
+	return (sk->src_ip6[0] | sk->src_ip6[1] | sk->src_ip6[2] | sk->src_ip6[3]) == 0;
+}
+
+/* The destination is this namespace's: one of its addresses or broadcast
+ * addresses, or multicast (IPv4 224/4 and 255.255.255.255, IPv6 ff00::/8). */
+static __always_inline int to_this_host(const struct flow *f)
+{
+	struct local_address key = {};
+	key.family = f->family;
+	if (f->family == 4) {
+		const __u32 dst = bpf_ntohl(f->tuple.ipv4.daddr);
+		if ((dst >> 28) == 0xe || dst == 0xffffffffu)
+			return 1;
+		__builtin_memcpy(key.addr, &f->tuple.ipv4.daddr, 4);
+	} else {
+		if (((const __u8 *)f->tuple.ipv6.daddr)[0] == 0xff)
+			return 1;
+		__builtin_memcpy(key.addr, f->tuple.ipv6.daddr, 16);
+	}
+	return bpf_map_lookup_elem(&local_addresses, &key) != 0;
+}
+
 /* The owner of the socket the stack will deliver a received frame to, found
  * as the stack finds it; an echo reply's from its request. */
 static __always_inline const struct socket_owner *received_owner(void *ctx, void *data, void *data_end)
@@ -248,10 +325,17 @@ static __always_inline const struct socket_owner *received_owner(void *ctx, void
 	else if (f.protocol == IPPROTO_UDP)
 		sk = bpf_sk_lookup_udp(ctx, &f.tuple, f.tuple_len, BPF_F_CURRENT_NETNS, 0);
 	if (sk) {
+		const int wildcard = wildcard_bound(sk);
 		const struct socket_owner *owner = owner_of((__u64)sk);
 		bpf_sk_release(sk);
-		return owner;
+		/* A wildcard socket has the port, not the address: the packet
+		 * may be on its way through. */
+		if (wildcard && !to_this_host(&f))
+			return 0;
+		return connection_owner(&f, 0, owner);
 	}
+	if (f.protocol == IPPROTO_TCP)
+		return connection_owner(&f, 0, 0);
 	struct echo_key key;
 	echo_key_of(&f, 0, &key);
 	if (!key.family)
@@ -264,26 +348,24 @@ static __always_inline const struct socket_owner *received_owner(void *ctx, void
  * for its reply. */
 static __always_inline const struct socket_owner *sent_owner(struct __sk_buff *skb)
 {
+	struct flow f = {};
+	parse_flow((void *)(long)skb->data, (void *)(long)skb->data_end, &f);
+	const struct socket_owner *owner = 0;
 	struct bpf_sock *sk = skb->sk;
-	if (!sk)
-		return 0;
-	struct bpf_sock *full = bpf_sk_fullsock(sk);
-	if (!full)
-		full = bpf_get_listener_sock(sk);
-	if (!full)
-		return 0;
-	const struct socket_owner *owner = owner_of((__u64)full);
-	if (!owner)
-		return 0;
-	if (full->protocol == IPPROTO_ICMP || full->protocol == IPPROTO_ICMPV6 || full->type == 3 /* SOCK_RAW */) {
-		struct flow f = {};
-		parse_flow((void *)(long)skb->data, (void *)(long)skb->data_end, &f);
+	if (sk) {
+		struct bpf_sock *full = bpf_sk_fullsock(sk);
+		if (!full)
+			full = bpf_get_listener_sock(sk);
+		if (full)
+			owner = owner_of((__u64)full);
+	}
+	if (owner && (f.protocol == IPPROTO_ICMP || f.protocol == IPPROTO_ICMPV6)) {
 		struct echo_key key;
 		echo_key_of(&f, 1, &key);
 		if (key.family)
 			bpf_map_update_elem(&echo_owners, &key, owner, BPF_ANY);
 	}
-	return owner;
+	return connection_owner(&f, 1, owner);
 }
 
 static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Process attribution (-k, the process filters): kprobes on the kernel's
- * socket security hooks, which run in the context of the process that
- * creates, connects, accepts, sends or receives on a socket. Each records
- * that process as the socket's owner in socket_owners, with its command
- * name taken then, so that a process that exits at once is still named.
- * A socket a listener clones in softirq inherits the listener's owner; a
- * freed socket's entry goes. They only read: no socket or task changes.
+ * Process attribution (-k, the process filters): programs that run in the
+ * context of the process that creates, connects, accepts, sends or
+ * receives on a socket. Each records that process as the socket's owner in
+ * socket_owners, with its command name taken then, so that a process that
+ * exits at once is still named. A socket a listener clones in softirq
+ * inherits the listener's owner; a freed socket's entry goes.
+ *
+ * Two sets, one loaded (socket_owners.cpp chooses): kprobes on the socket
+ * security hooks where the kernel has kprobe events; else hooks on the
+ * cgroup v2 root (socket creation, connect, UDP sendmsg) and raw
+ * tracepoints (TCP sendmsg, sock_send_length, sock_recv_length,
+ * inet_sock_set_state). They only read and allow: no socket, task or
+ * verdict changes.
  */
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
@@ -18,7 +24,24 @@
 
 /* Just the members read here; CO-RE relocates them against the running
  * kernel's BTF. */
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct net {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+struct sock_common {
+	unsigned short skc_family;
+	__u16 skc_num; /* the local port, host order */
+	struct {
+		struct net *net;
+	} skc_net;
+} __attribute__((preserve_access_index));
+
 struct sock {
+	struct sock_common __sk_common;
 	__u8 sk_kern_sock : 1;
 } __attribute__((preserve_access_index));
 
@@ -83,25 +106,32 @@ static __always_inline int same_owner(const struct xdpcap_process *a, const stru
 	return a->pid == b->pid && a->tid == b->tid && a->cgroup_id == b->cgroup_id && x[0] == y[0] && x[1] == y[1];
 }
 
-/* The current process now owns the socket. */
-static __always_inline void record_owner(struct sock *sk)
+/* The current process now owns the socket at `sock`. */
+static __always_inline void record_owner_of(__u64 sock)
 {
-	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_kern_sock))
-		return;
 	const __u64 id = bpf_get_current_pid_tgid();
 	struct socket_owner owner = {};
 	owner.process.pid = (__u32)(id >> 32);
 	owner.process.tid = (__u32)id;
 	owner.process.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(owner.process.comm, sizeof(owner.process.comm));
-	__u64 key = (__u64)sk;
-	const struct socket_owner *known = bpf_map_lookup_elem(&socket_owners, &key);
+	const struct socket_owner *known = bpf_map_lookup_elem(&socket_owners, &sock);
 	/* Every send and receive comes here: rewrite only what changed. */
 	if (known && same_owner(&known->process, &owner.process))
 		return;
 	owner.wanted = wanted(&owner.process);
-	bpf_map_update_elem(&socket_owners, &key, &owner, BPF_ANY);
+	bpf_map_update_elem(&socket_owners, &sock, &owner, BPF_ANY);
 }
+
+/* The same for a socket the kernel may have made for itself. */
+static __always_inline void record_owner(struct sock *sk)
+{
+	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_kern_sock))
+		return;
+	record_owner_of((__u64)sk);
+}
+
+/* --- Where the kernel has kprobe events --- */
 
 SEC("kprobe/security_socket_post_create")
 int BPF_KPROBE(xdpcap_socket_created, struct socket *sock)
@@ -160,6 +190,133 @@ int BPF_KPROBE(xdpcap_socket_freed, struct sock *sk)
 {
 	__u64 key = (__u64)sk;
 	bpf_map_delete_elem(&socket_owners, &key);
+	return 0;
+}
+
+/* --- Elsewhere: the cgroup v2 root's socket hooks and raw tracepoints --- */
+
+/* A user socket, made by the process now running (inet_create). */
+SEC("cgroup/sock_create")
+int xdpcap_cgroup_sock_create(struct bpf_sock *sk)
+{
+	record_owner_of((__u64)sk);
+	return 1;
+}
+
+/* Only user sockets reach the cgroup hooks. */
+static __always_inline int record_addr_user(struct bpf_sock_addr *ctx)
+{
+	struct bpf_sock *sk = ctx->sk;
+	if (sk)
+		record_owner_of((__u64)sk);
+	return 1;
+}
+
+SEC("cgroup/connect4")
+int xdpcap_cgroup_connect4(struct bpf_sock_addr *ctx)
+{
+	return record_addr_user(ctx);
+}
+
+SEC("cgroup/connect6")
+int xdpcap_cgroup_connect6(struct bpf_sock_addr *ctx)
+{
+	return record_addr_user(ctx);
+}
+
+/* UDP sends with an address, before the datagram leaves. */
+SEC("cgroup/sendmsg4")
+int xdpcap_cgroup_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return record_addr_user(ctx);
+}
+
+SEC("cgroup/sendmsg6")
+int xdpcap_cgroup_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return record_addr_user(ctx);
+}
+
+/* TCP sends, before the data is queued (Linux 6.10 and later). */
+SEC("raw_tp/tcp_sendmsg_locked")
+int xdpcap_tcp_sendmsg(struct bpf_raw_tracepoint_args *ctx)
+{
+	record_owner((struct sock *)ctx->args[0]);
+	return 0;
+}
+
+/* Any send or receive, once done (Linux 6.4 and later): the owner of the
+ * packets that follow. */
+SEC("raw_tp/sock_send_length")
+int xdpcap_sock_sent(struct bpf_raw_tracepoint_args *ctx)
+{
+	record_owner((struct sock *)ctx->args[0]);
+	return 0;
+}
+
+SEC("raw_tp/sock_recv_length")
+int xdpcap_sock_received(struct bpf_raw_tracepoint_args *ctx)
+{
+	record_owner((struct sock *)ctx->args[0]);
+	return 0;
+}
+
+#define TCP_SYN_RECV 3
+#define TCP_CLOSE 7
+#define TCP_LISTEN 10
+
+/* A listening socket's owner, by namespace, family and port: a child the
+ * listener makes in softirq names no listener, only its own local port. */
+struct listener_key {
+	__u32 netns;
+	__u16 family;
+	__u16 port;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct listener_key);
+	__type(value, struct socket_owner);
+} listener_owners SEC(".maps");
+
+static __always_inline void listener_key_of(struct sock *sk, struct listener_key *key)
+{
+	key->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	key->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	key->port = BPF_CORE_READ(sk, __sk_common.skc_num);
+}
+
+/* TCP state changes: listen() (in the listening process), a listener's
+ * child (softirq), a socket's close. */
+SEC("raw_tp/inet_sock_set_state")
+int xdpcap_tcp_state(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct sock *sk = (struct sock *)ctx->args[0];
+	const int old_state = (int)ctx->args[1];
+	const int new_state = (int)ctx->args[2];
+	struct listener_key key = {};
+	__u64 sock = (__u64)sk;
+	if (new_state == TCP_LISTEN) {
+		record_owner(sk);
+		const struct socket_owner *owner = bpf_map_lookup_elem(&socket_owners, &sock);
+		if (owner) {
+			struct socket_owner copy = *owner;
+			listener_key_of(sk, &key);
+			bpf_map_update_elem(&listener_owners, &key, &copy, BPF_ANY);
+		}
+	} else if (old_state == TCP_LISTEN && new_state == TCP_SYN_RECV) {
+		listener_key_of(sk, &key);
+		const struct socket_owner *owner = bpf_map_lookup_elem(&listener_owners, &key);
+		if (owner) {
+			struct socket_owner copy = *owner;
+			bpf_map_update_elem(&socket_owners, &sock, &copy, BPF_ANY);
+		}
+	} else if (new_state == TCP_CLOSE && old_state == TCP_LISTEN) {
+		listener_key_of(sk, &key);
+		bpf_map_delete_elem(&listener_owners, &key);
+		bpf_map_delete_elem(&socket_owners, &sock);
+	}
 	return 0;
 }
 

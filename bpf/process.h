@@ -50,6 +50,47 @@ struct {
 	__type(value, struct socket_owner);
 } echo_owners SEC(".maps");
 
+/*
+ * A TCP connection's owner by its addresses and ports, kept from the first
+ * FIN that passes while the socket is still whole: its last packets are
+ * handled by a time-wait socket, or the kernel's own, which no process owns.
+ */
+struct connection_key {
+	__u8 family;
+	__u8 reserved;
+	__be16 local_port;
+	__be16 remote_port;
+	__u16 reserved2;
+	__u8 local[16];
+	__u8 remote[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct connection_key);
+	__type(value, struct socket_owner);
+} closing_owners SEC(".maps");
+
+/*
+ * The capture namespace's own addresses (and broadcast addresses), filled
+ * by userspace at start: a socket bound to the wildcard address owns only
+ * packets to one of them. A packet the host forwards names nobody, even when
+ * a local listener has its port.
+ */
+struct local_address {
+	__u8 family; /* 4 or 6 */
+	__u8 reserved[3];
+	__u8 addr[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct local_address);
+	__type(value, __u8);
+} local_addresses SEC(".maps");
+
 static __always_inline const struct socket_owner *owner_of(__u64 sock)
 {
 	if (!sock)

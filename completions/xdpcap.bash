@@ -18,7 +18,7 @@ _xdpcap_options="-i --interface -w --write -r --read -s --snapshot-length -c --c
     -B --buffer-size --sample -Z --relinquish-privileges
     -L --list-data-link-types -K --dont-verify-checksums --immediate-mode --print-cpu
     -e -x -X -A -t -n -N -S --number -l --print --drops
-    -k --pid --follow-forks --pname --cgroup
+    -k --pid --follow-forks --pname --cgroup --container --container-netns
     -h --help --version"
 
 _xdpcap()

@@ -22,6 +22,8 @@ packages=(
     xdp-tools
     # the kernel-6.1 guest stage (tests/vm): Debian's own kernel under QEMU
     qemu-system-x86 linux-image-amd64 busybox-static
+    # --container: a podman container from a local busybox image
+    podman runc
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,9 @@
 #include "app.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -23,6 +25,8 @@
 #include "kernel/link_events.hpp"
 #include "kernel/loader.hpp"
 #include "kernel/socket_owners.hpp"
+#include "command.hpp"
+#include "containers.hpp"
 #include "output/packet_output.hpp"
 #include "kernel/promisc.hpp"
 #include "privileges.hpp"
@@ -494,6 +498,17 @@ std::vector<Session> lookup_sessions(const Config& config)
 
 namespace {
 
+// --container-netns: this process moves into the container's network
+// namespace, where -i's interfaces are looked up and captured.
+void enter_network_namespace(pid_t pid, const std::string& name)
+{
+    const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+    const UniqueFd ns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns || ::setns(ns.get(), CLONE_NEWNET) != 0)
+        throw Error("--container-netns: cannot enter " + name + "'s network namespace (" + path +
+                    "): " + errno_text(errno));
+}
+
 // One live capture, from the interfaces named to the exit status. Each step
 // is a member, called by run_capture() in order. Members are declared in
 // the order they are made, so they are undone in reverse: the loop before
@@ -537,6 +552,9 @@ private:
     const std::string filter_;
     const bool filtering_;  // a filter expression
     const bool keeps_some_; // it or the process filters: packets are seen, then kept or not
+    std::optional<CommandChild> command_; // -- COMMAND
+    std::optional<Container> container_;  // --container
+    std::optional<ContainerNames> container_names_; // -k: the containers of the owners' cgroups
     std::optional<SocketOwners> owners_;
     std::optional<StopSignals> signals_;
     std::optional<RunAsUser> run_as_;
@@ -555,6 +573,12 @@ private:
 
 void LiveCapture::choose_hooks()
 {
+    // First: with --container-netns, -i's names are the container's.
+    if (config_.process.container) {
+        container_ = find_container(*config_.process.container);
+        if (config_.process.container_netns)
+            enter_network_namespace(container_->pid, container_->name);
+    }
     sessions_ = lookup_sessions(config_);
     // Compiled first: a syntax error is reported before anything is touched.
     // Each interface's own netmask, for "ip broadcast" and the like.
@@ -637,9 +661,7 @@ void LiveCapture::claim_output()
 void LiveCapture::load_session(Session& session)
 {
     const std::vector<XdpProgramInfo>& traced = session.traced;
-    const Attribution attribution = owners_ ? Attribution{owners_->owners_map_fd(), owners_->echo_map_fd(),
-                                                          config_.process.filters()}
-                                            : Attribution{};
+    const Attribution attribution = owners_ ? owners_->attribution(config_.process.filters()) : Attribution{};
     session.program.emplace(CaptureProgram::load(config_.snaplen, session.iface.ifindex, filtering_, session.direction,
                                                  traced.empty() ? session.receive : ReceiveAt::None,
                                                  static_cast<uint32_t>(traced.size()), config_.sample_every,
@@ -672,9 +694,21 @@ void LiveCapture::load_session(Session& session)
 
 void LiveCapture::load()
 {
-    // One set of socket owners for every interface.
-    if (config_.process.wanted())
-        owners_.emplace(SocketOwners::load(config_.process));
+    // One set of socket owners for every interface. -- COMMAND's child is
+    // forked first: its pid is what the owners are filtered by.
+    if (config_.process.wanted()) {
+        ProcessSelection selection = config_.process;
+        if (container_)
+            selection.cgroup = container_->cgroup_path;
+        if (!selection.command.empty()) {
+            command_.emplace(CommandChild::spawn(selection.command, run_as_, config_.writes_to_stdout()));
+            selection.pid = static_cast<uint32_t>(command_->pid());
+            selection.follow_forks = true;
+        }
+        owners_.emplace(SocketOwners::load(selection));
+        owners_->learn_local_addresses();
+        container_names_.emplace(container_);
+    }
     for (Session& session : sessions_)
         load_session(session);
     // Trace mode has a single session; otherwise ring i is interface i.
@@ -727,8 +761,8 @@ void LiveCapture::open_output()
     output_->set_rx_hash_algorithms(rx_hash_algorithms(sessions_, *interfaces_));
     output_->set_drop_labels(drop_labels_ ? &*drop_labels_ : nullptr);
     output_->write_hash_types(config_.verbose);
-    if (config_.process.attribute)
-        output_->name_processes();
+    if (container_names_)
+        output_->name_processes([this](uint64_t cgroup) { return container_names_->of(cgroup); });
     std::vector<CaptureSource> sources;
     for (Session& session : sessions_)
         sources.push_back(
@@ -736,7 +770,8 @@ void LiveCapture::open_output()
     loop_.emplace(std::move(sources), std::move(*links_), *output_, *signals_, clock,
                   CaptureLoop::Options{config_.count, config_.verbose, keeps_some_,
                                        config_.direction == Direction::InOut, drain_interval_ms(config_), *interfaces_, config_.sample_every,
-                                       drop_labels_ ? &*drop_labels_ : nullptr, config_.snaplen});
+                                       drop_labels_ ? &*drop_labels_ : nullptr, config_.snaplen,
+                                       command_ ? command_->exit_fd() : -1});
     file_statistics_.emplace(start_ns_);
     if (rotation_) {
         output_->rotate(std::move(*rotation_), config_.postrotate_command
@@ -778,6 +813,10 @@ void LiveCapture::print_start_lines() const
                          session.iface.name.c_str(), why->c_str(), remedy.remedy.c_str());
         }
     }
+    if (owners_ && config_.warnings) {
+        if (const auto limitation = owners_->limitation())
+            std::fprintf(stderr, "xdpcap: warning: %s\n", limitation->c_str());
+    }
     if (config_.quiet)
         return;
     for (const XdpProgramInfo& p : sessions_.front().traced)
@@ -797,6 +836,9 @@ std::optional<StopReason> LiveCapture::run()
         output_->begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
                        describe_interfaces(sessions_, config_, filtering_ ? filter_ : "", *interfaces_));
         print_start_lines();
+        // Listening: the command's first packet is captured.
+        if (command_)
+            command_->start();
         return loop_->run();
     } catch (const OutputClosed&) {
         return std::nullopt;
@@ -846,6 +888,12 @@ int LiveCapture::report(StopReason reason)
     if (!output_->print_failure().empty())
         std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
                      output_->print_failure().c_str());
+    if (reason == StopReason::CommandExited) {
+        if (const auto status = command_->reap(); status && *status != 0 && config_.warnings)
+            std::fprintf(stderr, "xdpcap: %s %s %d\n", command_->name().c_str(),
+                         WIFEXITED(*status) ? "exited with status" : "was killed by signal",
+                         WIFEXITED(*status) ? WEXITSTATUS(*status) : WTERMSIG(*status));
+    }
     if (failure.empty() && reason == StopReason::InterfaceGone)
         failure = loop_->gone_interface() + " went away" +
             (loop_->gone_moved() ? " (moved to another network namespace)" : "") + "; capture stopped";

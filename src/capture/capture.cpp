@@ -21,6 +21,7 @@ constexpr uint64_t kTimerToken = ~uint64_t{0};
 constexpr uint64_t kSignalToken = ~uint64_t{0} - 1;
 constexpr uint64_t kOutputToken = ~uint64_t{0} - 2;
 constexpr uint64_t kLinkToken = ~uint64_t{0} - 3;
+constexpr uint64_t kCommandToken = ~uint64_t{0} - 4;
 
 void epoll_add(int epoll_fd, int fd, uint64_t token)
 {
@@ -73,6 +74,8 @@ CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, P
     epoll_add(epoll_.get(), timer_.get(), kTimerToken);
     epoll_add(epoll_.get(), signals_.fd(), kSignalToken);
     epoll_add(epoll_.get(), links_.fd(), kLinkToken);
+    if (options_.command_exit_fd >= 0)
+        epoll_add(epoll_.get(), options_.command_exit_fd, kCommandToken);
     signals_.on_status([this] { print_stats(); });
     uint64_t token = 0;
     for (const CaptureSource& source : sources_) {
@@ -120,6 +123,10 @@ StopReason CaptureLoop::run()
                 } else if (events[i].data.u64 == kOutputToken) {
                     merger_.output_gone();
                     return StopReason::ReaderGone;
+                } else if (events[i].data.u64 == kCommandToken) {
+                    // Readable for good: watched no more.
+                    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, options_.command_exit_fd, nullptr);
+                    command_exited_ = std::chrono::steady_clock::now();
                 } else if (events[i].data.u64 == kTimerToken) {
                     uint64_t expirations;
                     (void)!::read(timer_.get(), &expirations, sizeof expirations);
@@ -150,6 +157,9 @@ StopReason CaptureLoop::run()
                 return StopReason::CountReached;
             if (stop)
                 return StopReason::Signal;
+            if (command_exited_ &&
+                std::chrono::steady_clock::now() - *command_exited_ >= std::chrono::milliseconds(kCommandGraceMs))
+                return StopReason::CommandExited;
         }
     } catch (const OutputClosed&) {
         merger_.output_failed();

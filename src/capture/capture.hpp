@@ -4,6 +4,7 @@
 // accounting.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,7 +24,7 @@
 
 namespace xdpcap {
 
-enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed };
+enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed, CommandExited };
 
 // One interface's capture: its programs and its per-CPU rings. The loop's
 // ring i runs over the sources in order, each source's rings in order, which
@@ -47,7 +48,11 @@ public:
         uint32_t sample_every = 1;
         DropLabels* drop_labels = nullptr; // --drops
         uint32_t snaplen = XDPCAP_MAX_SNAPLEN;
+        // -- COMMAND: readable once the command exited (a pidfd); the capture
+        // then stops, kCommandGraceMs later for its last packets.
+        int command_exit_fd = -1;
     };
+    static constexpr int kCommandGraceMs = 200;
 
     // `links`: opened before the sources were attached.
     CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, PacketOutput& output, StopSignals& signals,
@@ -108,6 +113,7 @@ private:
         int cpu;
     };
     std::vector<CaptureSource> sources_;
+    std::optional<std::chrono::steady_clock::time_point> command_exited_;
     std::vector<uint32_t> ifindexes_; // by source
     LinkEvents links_;
     std::vector<RingPlace> places_; // by loop ring

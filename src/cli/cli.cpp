@@ -291,6 +291,8 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"pname", "--pname"},
         {"follow-forks", "--follow-forks"},
         {"cgroup", "--cgroup"},
+        {"container", "--container"},
+        {"container-netns", "--container-netns"},
         {"no-promiscuous-mode", "-p"},
         {"relinquish-privileges", "-Z"},
         {"at", "--at"},
@@ -339,6 +341,16 @@ ProcessSelection parse_process_selection(const cxxopts::ParseResult& result)
         if (process.cgroup->empty())
             throw Error("--cgroup needs a cgroup directory");
     }
+    if (result.count("container")) {
+        process.container = result["container"].as<std::string>();
+        if (process.container->empty())
+            throw Error("--container needs a container's name or ID");
+        if (process.cgroup)
+            throw Error("give either --container or --cgroup: a container is its cgroup");
+    }
+    process.container_netns = result.count("container-netns") > 0;
+    if (process.container_netns && !process.container)
+        throw Error("--container-netns looks for -i inside the --container's network namespace: give --container");
     process.attribute = result.count("k") > 0 || process.filters();
     return process;
 }
@@ -352,9 +364,10 @@ cxxopts::Options make_options()
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
                         "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE] [--drops]\n"
                         "         [-k] [--pid PID [--follow-forks]] [--pname NAME] [--cgroup PATH]\n"
+                        "         [--container NAME|ID [--container-netns]]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
                         "         [--time-stamp-precision micro|nano]");
-    options.positional_help("[expression]");
+    options.positional_help("[expression] [-- COMMAND [ARGS]]");
     // clang-format off
     options.add_options()
         ("i,interface", "Capture on IFACE (required): a name, or a number as tcpdump -D and -D list it; "
@@ -416,6 +429,9 @@ cxxopts::Options make_options()
              cxxopts::value<std::string>(), "NAME")
         ("cgroup", "Capture only the packets of processes in this cgroup v2 directory or below it (implies -k)",
              cxxopts::value<std::string>(), "PATH")
+        ("container", "Capture only the packets of this podman or docker container's processes (implies -k)",
+             cxxopts::value<std::string>(), "NAME|ID")
+        ("container-netns", "With --container: the -i interfaces are inside the container's network namespace")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
         ("ring-pages", "Per-CPU ring size in pages, a power of two, or auto (the default: 32 MiB shared by "
                        "the CPUs of every interface, 1 to 16 MiB each)",
@@ -516,7 +532,15 @@ uint32_t ring_pages_from_kib(const std::string& text, size_t page_bytes)
 CliOutcome parse_cli(int argc, const char* const* argv)
 {
     auto options = make_options();
-    const std::vector<std::string> args = translate_number_flag(argc, argv);
+    std::vector<std::string> args = translate_number_flag(argc, argv);
+    // xdpcap [options] [expression] -- COMMAND [ARGS]: the rest is the command's.
+    std::vector<std::string> command;
+    if (const auto dashes = std::find(args.begin() + (args.empty() ? 0 : 1), args.end(), "--"); dashes != args.end()) {
+        command.assign(dashes + 1, args.end());
+        args.erase(dashes, args.end());
+        if (command.empty())
+            throw Error("-- must be followed by a command to run");
+    }
     std::vector<const char*> arg_pointers;
     for (const std::string& arg : args)
         arg_pointers.push_back(arg.c_str());
@@ -599,6 +623,14 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.print = result.count("print") > 0;
     config.drops = result.count("drops") > 0;
     config.process = parse_process_selection(result);
+    if (!command.empty()) {
+        if (config.process.pid)
+            throw Error("give either --pid or -- COMMAND: the command's packets are those of its process");
+        if (config.read_file)
+            throw Error("-- COMMAND applies to a live capture, not to -r");
+        config.process.command = std::move(command);
+        config.process.attribute = true;
+    }
     config.text = parse_text_options(result);
     if (config.print && config.writes_to_stdout())
         throw Error("--print cannot be used with -w -: standard output carries the pcapng stream");

@@ -27,8 +27,11 @@ struct ProcessSelection {
     bool follow_forks = false;        // --follow-forks: and the processes it starts
     std::optional<std::string> comm;  // --pname: a command name, as the kernel keeps it (15 bytes)
     std::optional<std::string> cgroup; // --cgroup: a cgroup v2 directory, and those below it
+    std::vector<std::string> command;  // -- COMMAND [ARGS]: run it; only its packets (and its children's)
+    std::optional<std::string> container; // --container: a podman or docker container's cgroup
+    bool container_netns = false;         // --container-netns: -i names interfaces inside it
 
-    bool filters() const { return pid || comm || cgroup; }
+    bool filters() const { return pid || comm || cgroup || !command.empty() || container; }
     bool wanted() const { return attribute || filters(); }
 };
 

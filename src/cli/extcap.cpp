@@ -255,10 +255,11 @@ std::vector<std::string> capture_command(const Request& request)
     // -q: no start line, since Wireshark shows whatever reaches stderr as an error.
     std::vector<std::string> command = {"xdpcap", "-i", request.interface, "-w", request.fifo, "-q"};
     command.insert(command.end(), request.options.begin(), request.options.end());
-    if (request.filter.find_first_not_of(' ') != std::string::npos) {
-        command.emplace_back("--");
-        command.push_back(request.filter);
-    }
+    // One word, last; "--" would start a command to run. A leading space
+    // keeps a filter that starts with '-' from reading as an option, and
+    // changes nothing for libpcap.
+    if (request.filter.find_first_not_of(' ') != std::string::npos)
+        command.push_back(request.filter.front() == '-' ? " " + request.filter : request.filter);
     return command;
 }
 

@@ -65,7 +65,9 @@ DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction dire
         skel->rodata->attribute = 1;
         skel->rodata->process_filter = attribution.filter;
         if (bpf_map__reuse_fd(skel->maps.socket_owners, attribution.owners_fd) != 0 ||
-            bpf_map__reuse_fd(skel->maps.echo_owners, attribution.echo_fd) != 0)
+            bpf_map__reuse_fd(skel->maps.echo_owners, attribution.echo_fd) != 0 ||
+            bpf_map__reuse_fd(skel->maps.closing_owners, attribution.closing_fd) != 0 ||
+            bpf_map__reuse_fd(skel->maps.local_addresses, attribution.local_fd) != 0)
             throw Error("cannot share the process owners with the drop program: " + errno_text(errno));
     }
     bpf_program__set_autoload(skel->progs.xdpcap_drop_sample, with_filter);

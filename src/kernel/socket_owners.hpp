@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/config.hpp"
+#include "unique_fd.hpp"
 
 struct xdpcap_owners;
 
@@ -19,6 +22,8 @@ namespace xdpcap {
 struct Attribution {
     int owners_fd = -1;
     int echo_fd = -1;
+    int closing_fd = -1;
+    int local_fd = -1;
     bool filter = false; // only the packets of wanted owners
 
     bool on() const noexcept { return owners_fd >= 0; }
@@ -30,6 +35,10 @@ struct CgroupId {
     uint32_t level = 0; // directories between it and the root
 };
 
+// The root of the cgroup v2 hierarchy, as a directory fd; `what` starts the
+// one-line Error where there is none.
+UniqueFd open_cgroup2_root(const char* what);
+
 // `path`: a directory on a cgroup2 file system, or a path below the cgroup2
 // root as /proc/PID/cgroup shows it ("/system.slice/x.service"). Raises
 // Error in one line when it is neither.
@@ -40,16 +49,28 @@ public:
     struct Deleter {
         void operator()(xdpcap_owners* skel) const noexcept; // detaches the kprobes too
     };
-    // Raises Error in one line where the kernel cannot run the kprobes.
+    // Kprobes on the socket security hooks where the kernel has kprobe
+    // events; else hooks on the cgroup v2 root and raw tracepoints. Raises
+    // Error in one line where the kernel can run neither.
     static SocketOwners load(const ProcessSelection& selection);
+    // This network namespace's addresses, for the hooks to tell a packet to
+    // this host from one passing through. Raises Error in one line.
+    void learn_local_addresses();
     // From now on every socket a process uses gets its owner recorded.
     void attach();
-    int owners_map_fd() const;
-    int echo_map_fd() const;
+    // Once attached: what this kernel cannot tell, for one warning line.
+    std::optional<std::string> limitation() const;
+    // For the capture programs: Attribution with these maps.
+    Attribution attribution(bool filter) const;
 
 private:
-    explicit SocketOwners(std::unique_ptr<xdpcap_owners, Deleter> skel) : skel_(std::move(skel)) {}
+    SocketOwners(std::unique_ptr<xdpcap_owners, Deleter> skel, bool kprobes)
+        : skel_(std::move(skel)), kprobes_(kprobes)
+    {
+    }
     std::unique_ptr<xdpcap_owners, Deleter> skel_;
+    bool kprobes_;
+    std::vector<const char*> missing_; // tracepoints this kernel lacks
 };
 
 } // namespace xdpcap

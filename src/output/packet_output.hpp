@@ -55,7 +55,10 @@ public:
     // -k: packets whose record names its socket's owner carry
     // epb_processid_threadid and a comment "proc NAME:PID", and text lines
     // "(proc NAME:PID)" after the interface, as macOS tcpdump -k.
-    void name_processes() { process_labels_ = std::make_unique<ProcessLabels>(); }
+    void name_processes(ProcessLabels::ContainerOf container_of = {})
+    {
+        process_labels_ = std::make_unique<ProcessLabels>(std::move(container_of));
+    }
     // -r: the next interface of the file, as its description blocks come,
     // and the link-level header of its packets.
     void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);

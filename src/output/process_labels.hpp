@@ -1,12 +1,14 @@
 // -k: the words that name a packet's process, "proc curl:1234" (with
-// " tid 1240" when another thread than the main one used the socket), for
-// the packet comment and the text line. Made once per owner and kept in a
-// small table, so a packet costs a lookup, not a format.
+// ", tid 1240" when another thread than the main one used the socket, and
+// ", container web" for a container's process), for the packet comment and
+// the text line. Made once per owner and kept in a small table, so a packet
+// costs a lookup, not a format.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +18,10 @@ namespace xdpcap {
 
 class ProcessLabels {
 public:
+    // The container a cgroup belongs to, empty for none; asked once per owner.
+    using ContainerOf = std::function<std::string(uint64_t cgroup_id)>;
+    explicit ProcessLabels(ContainerOf container_of = {}) : container_of_(std::move(container_of)) {}
+
     // Empty for an unknown owner (pid 0).
     std::string_view label(const xdpcap_process& process)
     {
@@ -26,6 +32,12 @@ public:
             slot.key = process;
             slot.used = true;
             format(process, slot.text);
+            if (container_of_) {
+                if (const std::string container = container_of_(process.cgroup_id); !container.empty()) {
+                    slot.text += ", container ";
+                    slot.text += container;
+                }
+            }
         }
         return slot.text;
     }
@@ -41,7 +53,7 @@ public:
         text += ':';
         text += std::to_string(process.pid);
         if (process.tid != process.pid && process.tid != 0) {
-            text += " tid ";
+            text += ", tid ";
             text += std::to_string(process.tid);
         }
     }
@@ -58,6 +70,7 @@ private:
         std::string text;
     };
     std::array<Slot, kSlots> slots_{};
+    ContainerOf container_of_;
 };
 
 } // namespace xdpcap

@@ -317,6 +317,10 @@ class NetLab(Scoped):
             self._created.append(ns)
             for scope in ("all", "default"):
                 self.sysctl(ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
+            # New namespaces inherit IPv4 forwarding from the host's (which
+            # a container engine may have turned on): a lab forwards nothing
+            # unless its test says so.
+            self.sysctl(ns, "net.ipv4.ip_forward", "0")
         devs = []
         for i, (cap, gen) in enumerate(zip(self.cap_ifs, self.gen_ifs)):
             run(["ip", "-n", self.cap_ns, "link", "add", cap, "address", f"02:00:00:00:ca:{i + 1:02x}",

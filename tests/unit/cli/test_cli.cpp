@@ -368,9 +368,10 @@ TEST(Cli, NumberFlag)
     EXPECT_TRUE(bundled.text.number);
     EXPECT_TRUE(bundled.text.decode.link_header);
     EXPECT_EQ(bundled.text.decode.hex, 1);
-    // A filter word after "--" is left alone.
-    EXPECT_EQ(parse_config({"-i", "e", "--", "-#"}).filter, "-#");
-    EXPECT_FALSE(parse_config({"-i", "e", "--", "-#"}).text.number);
+    // After "--" the words are the command's, -# included.
+    const Config command = parse_config({"-i", "e", "--", "prog", "-#"});
+    EXPECT_EQ(command.process.command, (std::vector<std::string>{"prog", "-#"}));
+    EXPECT_FALSE(command.text.number);
 }
 
 TEST(Cli, PrintWithPcapng)
@@ -451,4 +452,17 @@ TEST(Cli, ProcessSelectionBadInput)
     EXPECT_NE(error_of({"-i", "eth0", "--pname", ""}).find("--pname needs"), std::string::npos);
     EXPECT_NE(error_of({"-r", "f.pcapng", "-k"}).find("-k applies to a live capture"), std::string::npos);
     EXPECT_NE(error_of({"-r", "f.pcapng", "--pid", "3"}).find("--pid applies to a live capture"), std::string::npos);
+}
+
+TEST(Cli, CommandAfterDashes)
+{
+    const Config c = parse_config({"-i", "eth0", "-w", "f.pcapng", "tcp", "--", "curl", "-s", "--fail", "x"});
+    EXPECT_EQ(c.process.command, (std::vector<std::string>{"curl", "-s", "--fail", "x"}));
+    EXPECT_EQ(c.filter, "tcp");
+    EXPECT_TRUE(c.process.attribute);
+    EXPECT_TRUE(c.process.filters());
+    EXPECT_NE(error_of({"-i", "eth0", "--"}).find("-- must be followed by a command"), std::string::npos);
+    EXPECT_NE(error_of({"-i", "eth0", "--pid", "3", "--", "curl"}).find("either --pid or -- COMMAND"),
+              std::string::npos);
+    EXPECT_NE(error_of({"-r", "f", "--", "curl"}).find("live capture"), std::string::npos);
 }

@@ -66,7 +66,7 @@ TEST(Extcap, RecognisesWiresharksCalls)
     EXPECT_TRUE(is_call({"--extcap-version"}));
     EXPECT_FALSE(is_call({"-i", "eth0", "-w", "out.pcapng"}));
     EXPECT_FALSE(is_call({"--version"}));
-    // After "--" everything is the filter expression.
+    // After "--" everything is the command to run.
     EXPECT_FALSE(is_call({"-i", "eth0", "--", "--capture"}));
 }
 
@@ -92,7 +92,7 @@ TEST(Extcap, CaptureRequestBecomesTheNormalCommandLine)
     EXPECT_EQ(r.fifo, "/tmp/wireshark_extcap_x");
     const std::vector<std::string> expected = {
         "xdpcap", "-i", "cap0", "-w", "/tmp/wireshark_extcap_x", "-q", "--snapshot-length", "96", "--direction", "in",
-        "--xdp-mode", "generic", "--no-promiscuous-mode", "--drops", "--", "udp port 53"};
+        "--xdp-mode", "generic", "--no-promiscuous-mode", "--drops", "udp port 53"};
     const auto command = extcap::capture_command(r);
     EXPECT_EQ(command, expected);
 

@@ -23,7 +23,7 @@ TEST(ProcessLabels, NamesTheProcessAsMacOsTcpdump)
 {
     ProcessLabels labels;
     EXPECT_EQ(labels.label(process(1234, 1234, "curl")), "proc curl:1234");
-    EXPECT_EQ(labels.label(process(1234, 1240, "curl")), "proc curl:1234 tid 1240");
+    EXPECT_EQ(labels.label(process(1234, 1240, "curl")), "proc curl:1234, tid 1240");
     EXPECT_EQ(labels.label(process(0, 0, "")), "");
 }
 
@@ -44,4 +44,20 @@ TEST(ProcessLabels, AnOwnerSharingASlotIsNotConfused)
     for (uint32_t pid = 1; pid < 2000; ++pid)
         ASSERT_EQ(labels.label(process(pid, pid, "x")), "proc x:" + std::to_string(pid));
     EXPECT_EQ(labels.label(process(5, 5, "y")), "proc y:5");
+}
+
+TEST(ProcessLabels, NamesTheContainerOncePerOwner)
+{
+    int asked = 0;
+    ProcessLabels labels([&](uint64_t cgroup) {
+        ++asked;
+        return cgroup == 77 ? std::string("web") : std::string();
+    });
+    xdpcap_process p = process(10, 10, "wget");
+    p.cgroup_id = 77;
+    EXPECT_EQ(labels.label(p), "proc wget:10, container web");
+    EXPECT_EQ(labels.label(p), "proc wget:10, container web");
+    p.cgroup_id = 78;
+    EXPECT_EQ(labels.label(p), "proc wget:10");
+    EXPECT_EQ(asked, 2);
 }

@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""End-to-end: --container keeps a podman container's packets and names it.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_container.py PATH/TO/xdpcap
+
+A podman container (runc, an image imported from a local busybox root file
+system, its storage under the test's own directory) joins the capture
+namespace's network (`--network ns:`), so its sockets are local to cap0.
+Its `nc` keeps a connection to a server in the other namespace open while a
+process outside the container makes its own. The oracles: `ss -tnpi` in the
+namespace names the host pid of the container's nc while the connection is
+open, and /proc/PID/cgroup holds the container's ID.
+  * xdpcap -i cap0 --container NAME: exactly the container's connection,
+    every packet naming nc with that pid, ", container NAME" in its comment;
+    the other process's packets are not in the file;
+  * -k alone: the container's packets say ", container ID12" (its ID's first
+    12 characters), the other process's none;
+  * run from the other namespace, --container NAME --container-netns finds
+    cap0 inside the container's network namespace, where without it there is
+    no such interface;
+  * an unknown container and a stopped one: one line, exit 1, nothing
+    attached.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+import test_process as P  # noqa: E402
+
+CAP4, GEN4 = "198.18.42.1", "198.18.42.2"
+PORT = 7470
+
+
+class Podman:
+    """podman with its storage and configuration under `tmp`."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        storage = os.path.join(tmp, "storage.conf")
+        with open(storage, "w") as f:
+            f.write('[storage]\ndriver = "overlay"\n'
+                    f'graphroot = "{tmp}/graph"\nrunroot = "{tmp}/run"\n')
+        conf = os.path.join(tmp, "containers.conf")
+        with open(conf, "w") as f:
+            f.write('[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n'
+                    '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
+                    f'events_logfile_path = "{tmp}/events.log"\n')
+        self.env = dict(os.environ, CONTAINERS_STORAGE_CONF=storage, CONTAINERS_CONF=conf)
+        self.names = []
+        self.image = None
+
+    def run(self, *args, check_rc=True, timeout=120):
+        cp = subprocess.run(["podman"] + list(args), env=self.env, capture_output=True, text=True,
+                            timeout=N.scaled(timeout), stdin=subprocess.DEVNULL)
+        if check_rc and cp.returncode != 0:
+            raise N.TestFailure(f"podman {' '.join(args)}: {cp.returncode}: {cp.stderr.strip()}")
+        return cp
+
+    def build_image(self):
+        root = os.path.join(self.tmp, "rootfs")
+        os.makedirs(os.path.join(root, "bin"))
+        shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))
+        for tool in ("sh", "nc", "wget", "sleep", "cat"):
+            os.symlink("busybox", os.path.join(root, "bin", tool))
+        tar = os.path.join(self.tmp, "rootfs.tar")
+        N.run(["tar", "-C", root, "-cf", tar, "."])
+        self.image = "localhost/xdpcapt-bb:1"
+        self.run("import", "-q", tar, self.image)
+
+    def start(self, name, netns, *cmd):
+        self.names.append(name)
+        self.run("run", "-d", "--name", name, "--network", f"ns:/run/netns/{netns}", self.image, *cmd)
+        return int(self.run("inspect", "-f", "{{.State.Pid}}", name).stdout.strip())
+
+    def close(self):
+        for name in self.names:
+            self.run("rm", "-f", "-t", "0", name, check_rc=False)
+        if self.image:
+            self.run("rmi", "-f", self.image, check_rc=False)
+        subprocess.run(["umount", "-R", os.path.join(self.tmp, "graph")], capture_output=True)
+
+
+def server(lab, count):
+    """A TCP server in the other namespace answering `count` connections once each closes."""
+    p = lab.popen(lab.gen_ns, ["/usr/bin/python3", "-S", "-c",
+                               "import socket\n"
+                               f"l=socket.socket();l.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+                               f"l.bind(('{GEN4}',{PORT}));l.listen(16)\n"
+                               "print('ready',flush=True)\n"
+                               f"for _ in range({count}):\n"
+                               "  c,_=l.accept()\n"
+                               "  while c.recv(4096): pass\n"
+                               "  c.sendall(b'ok');c.close()\n"],
+                  stdout=subprocess.PIPE, text=True)
+    N.check(p.stdout.readline().strip() == "ready", "the server listens")
+    return p
+
+
+def nc_pid_by_ss(lab):
+    """The host pid ss names for the container's open connection (the oracle)."""
+    end = time.monotonic() + N.scaled(10)
+    while time.monotonic() < end:
+        ss = N.run(["ip", "netns", "exec", lab.cap_ns, "ss", "-tnpi", "state", "established",
+                    f"( dport = :{PORT} )"]).stdout
+        for part in ss.split("users:(("):
+            if part.startswith('"nc"'):
+                pid = int(part.split("pid=")[1].split(",")[0])
+                local = [w for w in ss.split() if w.startswith(CAP4 + ":")]
+                return pid, int(local[0].split(":")[1])
+        time.sleep(0.1)
+    raise N.TestFailure("ss shows no nc connection from the container")
+
+
+def container_round(lab, pod, tmp, binary, name, args, ns=None):
+    """One capture while the container's nc and an outside client each connect once."""
+    srv = server(lab, 2)
+    path = os.path.join(tmp, f"{name}-{len(os.listdir(tmp))}.pcapng")
+    x = N.Xdpcap(lab, binary, args + ["-w", path], ns=ns)
+    x.wait_listening()
+    # The container's nc holds its connection until its stdin (a sleep) ends.
+    pod.start(name, lab.cap_ns, "sh", "-c", f"sleep 2 | nc {GEN4} {PORT}")
+    nc_pid, nc_port = nc_pid_by_ss(lab)
+    with open(f"/proc/{nc_pid}/cgroup") as f:
+        cgroup = f.read()
+    cid = pod.run("inspect", "-f", "{{.Id}}", name).stdout.strip()
+    N.check(cid in cgroup, "the oracle: ss's nc is in the container's cgroup", (cgroup, cid))
+    other = lab.popen(lab.cap_ns, ["/usr/bin/python3", "-S", "-c",
+                                   "import socket,sys\n"
+                                   f"s=socket.create_connection(('{GEN4}',{PORT}))\n"
+                                   "print(s.getsockname()[1],flush=True)\n"
+                                   "s.sendall(b'x');s.shutdown(socket.SHUT_WR);s.recv(10)\n"],
+                      stdout=subprocess.PIPE, text=True)
+    other_port = int(other.stdout.readline())
+    other.wait(timeout=N.scaled(10))
+    lab.forget(other)
+    srv.wait(timeout=N.scaled(30))
+    lab.forget(srv)
+    time.sleep(N.scaled(0.5))
+    N.check(x.stop() == 0, f"{name}: xdpcap stopped cleanly", x.stderr)
+    pod.run("rm", "-f", "-t", "0", name)
+    pod.names.remove(name)
+    frames = P.frames_of(N.pcapng_records(path))
+    return frames, nc_pid, nc_port, other_port, cid
+
+
+def test(binary):
+    if not shutil.which("podman") or not shutil.which("runc"):
+        raise N.TestSkip("podman and runc are not installed (scripts/deps.sh installs them)")
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        for ns, dev, addr in ((lab.cap_ns, lab.cap_if, CAP4), (lab.gen_ns, lab.gen_if, GEN4)):
+            N.run(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev])
+            N.run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        work = os.path.join(tmp, "podman")
+        os.makedirs(work)
+        pod = Podman(work)
+        os.environ.update(CONTAINERS_STORAGE_CONF=pod.env["CONTAINERS_STORAGE_CONF"],
+                          CONTAINERS_CONF=pod.env["CONTAINERS_CONF"])
+        caps = os.path.join(tmp, "caps")
+        os.makedirs(caps)
+        try:
+            pod.build_image()
+            # --container: the container is found by name once it runs; the
+            # capture starts after it, so a first container holds the name.
+            pod.start("xdpcapt-web", lab.cap_ns, "sleep", "60")
+            frames, nc_pid, nc_port, other_port, cid = container_round(
+                lab, pod, caps, binary, "xdpcapt-nc", ["-i", lab.cap_if, "-k"])
+            mine = P.packets_of_port(frames, nc_port, 6)
+            N.check(len(mine) >= 6 and all(f[0]["process"][0] == nc_pid for f in mine),
+                    "-k: the container's connection names ss's nc pid", (len(mine), nc_pid))
+            N.check(all(f"proc nc:{nc_pid}, container {cid[:12]}" in " ".join(f[0]["comments"]) for f in mine),
+                    "-k: each of its packets says the container's short ID", mine[0][0]["comments"])
+            others = P.packets_of_port(frames, other_port, 6)
+            N.check(others and all("container" not in " ".join(f[0]["comments"]) for f in others),
+                    "-k: the outside process's packets name no container", others[0][0]["comments"] if others else None)
+
+            # --container NAME, the container running before the capture.
+            srv = server(lab, 2)
+            pod.start("xdpcapt-held", lab.cap_ns, "sh", "-c", f"sleep 3; sleep 2 | nc {GEN4} {PORT}")
+            path = os.path.join(caps, "held.pcapng")
+            x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "--container", "xdpcapt-held", "-w", path])
+            x.wait_listening()
+            nc_pid, nc_port = nc_pid_by_ss(lab)
+            other = lab.popen(lab.cap_ns, ["/usr/bin/python3", "-S", "-c",
+                                           "import socket\n"
+                                           f"s=socket.create_connection(('{GEN4}',{PORT}))\n"
+                                           "s.sendall(b'x');s.shutdown(socket.SHUT_WR);s.recv(10)\n"])
+            other.wait(timeout=N.scaled(10))
+            lab.forget(other)
+            srv.wait(timeout=N.scaled(30))
+            lab.forget(srv)
+            time.sleep(N.scaled(0.5))
+            N.check(x.stop() == 0, "--container: xdpcap stopped cleanly", x.stderr)
+            frames = P.frames_of(N.pcapng_records(path))
+            mine = P.packets_of_port(frames, nc_port, 6)
+            N.check(len(mine) >= 6 and len(mine) == len(frames),
+                    "--container: exactly the container's connection is kept", (len(mine), len(frames)))
+            N.check(all(f[0]["process"][0] == nc_pid and
+                        f"proc nc:{nc_pid}, container xdpcapt-held" in " ".join(f[0]["comments"]) for f in mine),
+                    "--container: each packet names nc and the container by name",
+                    [(f[0]["process"], f[0]["comments"]) for f in mine[:3]])
+            lab.assert_clean()
+
+            # --container-netns, from the other namespace: cap0 is the container's.
+            rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "--container", "xdpcapt-web", "-c", "1",
+                                                        "-w", "/dev/null"], ns=lab.gen_ns)
+            N.check(rc == 1 and len(err) == 1 and "cap0" in err[0],
+                    "without --container-netns, cap0 is not in xdpcap's namespace (one line)", (rc, err))
+            x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "--container", "xdpcapt-web", "--container-netns",
+                                       "-w", os.path.join(caps, "netns.pcapng")], ns=lab.gen_ns)
+            x.wait_listening()
+            N.check(x.stop() == 0, "--container-netns: cap0 is found and captured inside the container's "
+                    "network namespace", x.stderr)
+            lab.assert_clean()
+
+            for who, words in (("unknown", "no running podman or docker container"), ("stopped", "is not running")):
+                target = "xdpcapt-nosuch" if who == "unknown" else "xdpcapt-web"
+                if who == "stopped":
+                    pod.run("stop", "-t", "0", "xdpcapt-web")
+                rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "--container", target,
+                                                            "-w", "/dev/null"])
+                N.check(rc == 1 and len(err) == 1 and words in err[0], f"--container {who}: one line, exit 1",
+                        (rc, err))
+                lab.assert_clean()
+        finally:
+            pod.close()
+
+
+if __name__ == "__main__":
+    N.main(test)
