@@ -7,7 +7,8 @@ xdpcap -k captures cap0 in its namespace while the test's own processes
 (tests/e2e/process_peer.py, each with a command name of its own) talk to
 peers in the other namespace. The oracle for every attributed packet is the
 test's own knowledge of who sent it: the pid and thread each process reports,
-and `ss -tnpi`'s pid for a connection while it is open. Checked from the file
+`ss -tnpie`'s pid for a connection while it is open, and that connection's
+socket inode among /proc/PID/fd. Checked from the file
 (epb_processid_threadid read from the blocks, and the packet comment):
   * TCP client and server in the captured namespace, IPv4 and IPv6: every
     packet of the connection, both directions, names that process;
@@ -26,6 +27,7 @@ and `ss -tnpi`'s pid for a connection while it is open. Checked from the file
   * -- COMMAND keeps only the packets of the command and its children, from
     the first SYN, stops once it exits and says its exit status; an unknown
     command is refused in one line;
+  * text lines say "(proc NAME:PID)" right after the time;
   * tshark reads the file without complaint and `frame.comment contains`
     finds a process by name; capinfos and tcpdump -r read it.
 Both ways of recording owners are covered: kprobes on the socket security
@@ -52,27 +54,10 @@ SHORT_LIVED = 30
 OWNER_PROGRAMS = ("xdpcap_socket_", "xdpcap_cgroup_", "xdpcap_tcp_", "xdpcap_sock_")
 
 
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            words = line.split()
-            if words[2] == "cgroup2":
-                return words[1]
-    return None
-
-
-def owner_hooks():
-    """xdpcap's attribution programs still loaded, and those on the cgroup v2 root."""
-    import json
-    progs = json.loads(N.run(["bpftool", "-j", "prog", "show"]).stdout.strip() or "[]")
-    loaded = sorted(p.get("name", "") for p in progs if p.get("name", "").startswith(OWNER_PROGRAMS))
-    attached = []
-    root = cgroup2_root()
-    if root:
-        cp = N.run(["bpftool", "-j", "cgroup", "show", root], check_rc=False)
-        attached = sorted(a.get("name", "") for a in json.loads(cp.stdout.strip() or "[]")
-                          if a.get("name", "").startswith(OWNER_PROGRAMS))
-    return loaded, attached
+def owner_programs(x):
+    """{id: name} of the attribution programs this xdpcap holds (other tests
+    may run their own beside it)."""
+    return {i: n for i, n in N.held_programs(x.proc.pid).items() if n.startswith(OWNER_PROGRAMS)}
 
 
 def address(lab):
@@ -180,8 +165,8 @@ def scenario(lab, peers, tmp, binary):
     path = os.path.join(tmp, "k.pcapng")
     x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-w", path])
     x.wait_listening()
-    loaded, _attached = owner_hooks()
-    N.check(loaded, "the attribution programs are loaded while it runs", loaded)
+    owners = owner_programs(x)
+    N.check(len(owners) >= 5, "the attribution programs are loaded while it runs", owners)
     N.check(not [l for l in x.err_lines if "warning" in l], "no warning: this kernel tells every owner", x.err_lines)
 
     # Client and server on our side, both families.
@@ -235,12 +220,18 @@ def scenario(lab, peers, tmp, binary):
 
     # The connection from before the start: data in, the kernel's ACK out,
     # nobody reading. ss names the holder meanwhile (a second oracle).
-    ss = N.run(["ip", "netns", "exec", cap, "ss", "-tnpi", "state", "established", f"( sport = :7409 )"])
+    ss = N.run(["ip", "netns", "exec", cap, "ss", "-tnpie", "state", "established", f"( sport = :7409 )"])
     N.check(f"pid={hold.pid}," in ss.stdout, "ss names the holding process (the oracle sees it)", ss.stdout)
+    inode = ss.stdout.split(" ino:")[1].split()[0] if " ino:" in ss.stdout else None
+    fds = [os.readlink(f"/proc/{hold.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{hold.pid}/fd")]
+    N.check(inode and f"socket:[{inode}]" in fds, "/proc/PID/fd holds the socket ss shows (the second oracle)",
+            (inode, fds))
     holder.stdin.write("go\n")
     holder.stdin.flush()
     time.sleep(N.scaled(0.5))
     N.check(x.stop() == 0, "xdpcap stopped cleanly", x.stderr)
+    N.check(not N.wait_programs_gone(list(owners)), "nothing of the attribution stays loaded or attached",
+            N.programs_alive(list(owners)))
     holder.stdin.write("end\n")
     holder.stdin.close()
     holder.wait(timeout=N.scaled(10))
@@ -308,9 +299,10 @@ def check_file(path, peers, short, hold_port):
 
 
 def filters(lab, peers, tmp, binary):
-    """--pid and --pname keep only their process's packets."""
+    """--pid and --pname keep only their process's packets, also beside an expression."""
     cap, gen = lab.cap_ns, lab.gen_ns
-    for option in ("--pid", "--pname"):
+    # The last round adds a filter expression: both must keep a packet.
+    for option, expression in (("--pid", []), ("--pname", []), ("--pname", ["tcp", "port", "7450"])):
         srv = lab.popen(gen, ["/usr/bin/python3", "-S", "-c",
                               "import socket\n"
                               f"l=socket.socket();l.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);l.bind(('{GEN4}',7450));l.listen(8)\n"
@@ -329,9 +321,9 @@ def filters(lab, peers, tmp, binary):
                                  f"sys.argv=['p','xdpc-wanted','tcp-client','{GEN4}','7450']\n"
                                  f"exec(open('{PEER}').read())\n"],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        path = os.path.join(tmp, f"filter{option}.pcapng")
+        path = os.path.join(tmp, f"filter{option}{len(expression)}.pcapng")
         arg = str(wanted.pid) if option == "--pid" else "xdpc-wanted"
-        x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, option, arg, "-w", path])
+        x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, option, arg, "-w", path] + expression)
         x.wait_listening()
         other = peers.start(cap, "xdpc-other", "tcp-client", GEN4, 7450)
         other_report = peers.finish(f"{option} other", other, "xdpc-other")
@@ -449,19 +441,36 @@ def forwarded(lab, peers, tmp, binary):
         N.run(["ip", "netns", "del", fwd], check_rc=False)
 
 
+def text_lines(lab, peers, tmp, binary):
+    """Packet lines say (proc NAME:PID) after the time, as macOS tcpdump -k."""
+    cap, gen = lab.cap_ns, lab.gen_ns
+    srv = peers.start(gen, "remote-srv", "tcp-server", GEN4, 7480)
+    peers.ready(srv)
+    x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-l", "tcp port 7480"])
+    x.wait_listening()
+    cli = peers.start(cap, "xdpc-text", "tcp-client", GEN4, 7480)
+    report = peers.finish("text client", cli, "xdpc-text")
+    peers.finish("text server", srv, "remote-srv")
+    time.sleep(N.scaled(0.3))
+    N.check(x.stop() == 0, "text: xdpcap stopped cleanly", x.stderr)
+    lines = bytes(x.out).decode().splitlines()
+    N.check(len(lines) >= 6 and all(f" (proc xdpc-text:{report['pid']}) IP " in l for l in lines),
+            "text: every line of the connection names the process after the time", lines[:3])
+    N.check(all(l.split(" ", 1)[1].startswith("(proc ") for l in lines),
+            "text: with one interface, nothing comes between the time and the process", lines[:2])
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         address(lab)
         peers = Peers(lab)
         path, short, hold_port = scenario(lab, peers, tmp, binary)
         lab.assert_clean()
-        N.check(owner_hooks() == ([], []), "nothing of the attribution stays loaded or attached to a cgroup",
-                owner_hooks())
         check_file(path, peers, short, hold_port)
         filters(lab, peers, tmp, binary)
         command(lab, peers, tmp, binary)
         forwarded(lab, peers, tmp, binary)
-        N.check(owner_hooks() == ([], []), "after the filtered captures, nothing stays either", owner_hooks())
+        text_lines(lab, peers, tmp, binary)
 
 
 if __name__ == "__main__":
