@@ -11,7 +11,8 @@
   process_peer.py NAME tcp-hold ADDR PORT       accept one connection and never read it
 
 Each prints "ready" once listening (servers) and then, once done, one line
-"pid PID tid TID port LOCALPORT" naming who sent the data (the child, the thread).
+"pid PID tid TID port LOCALPORT peer REMOTEPORT" naming who sent the data (the
+child, the thread); a ping's ports are its echo identifier.
 The command name is set to NAME (15 bytes at most) before any socket exists.
 """
 
@@ -31,8 +32,8 @@ def family_of(addr):
     return socket.AF_INET6 if ":" in addr else socket.AF_INET
 
 
-def report(pid, tid, port):
-    print(f"pid {pid} tid {tid} port {port}", flush=True)
+def report(pid, tid, port, peer):
+    print(f"pid {pid} tid {tid} port {port} peer {peer}", flush=True)
 
 
 def main():
@@ -47,7 +48,7 @@ def main():
         s.sendto(echo, (addr, 0))
         s.settimeout(10)
         s.recvfrom(2048)
-        report(os.getpid(), threading.get_native_id(), s.getsockname()[1])
+        report(os.getpid(), threading.get_native_id(), s.getsockname()[1], s.getsockname()[1])
         return
     port = int(sys.argv[4])
     if role in ("tcp-server", "tcp-hold"):
@@ -63,9 +64,10 @@ def main():
             return
         while c.recv(65536):
             pass
+        peer = c.getpeername()[1]
         c.sendall(b"answer")
         c.close()
-        report(os.getpid(), threading.get_native_id(), port)
+        report(os.getpid(), threading.get_native_id(), port, peer)
         return
     if role == "udp-server":
         s = socket.socket(fam, socket.SOCK_DGRAM)
@@ -73,14 +75,14 @@ def main():
         print("ready", flush=True)
         data, peer = s.recvfrom(2048)
         s.sendto(b"answer", peer)
-        report(os.getpid(), threading.get_native_id(), port)
+        report(os.getpid(), threading.get_native_id(), port, peer[1])
         return
     if role == "udp-client":
         s = socket.socket(fam, socket.SOCK_DGRAM)
         s.sendto(b"question", (addr, port))
         s.settimeout(10)
         s.recvfrom(2048)
-        report(os.getpid(), threading.get_native_id(), s.getsockname()[1])
+        report(os.getpid(), threading.get_native_id(), s.getsockname()[1], port)
         return
     if role == "tcp-client":
         how = sys.argv[5] if len(sys.argv) > 5 else ""
@@ -95,7 +97,7 @@ def main():
                 s.sendall(b"from the child")
                 s.shutdown(socket.SHUT_WR)
                 s.recv(65536)
-                report(os.getpid(), threading.get_native_id(), local)
+                report(os.getpid(), threading.get_native_id(), local, port)
                 os._exit(0)
             s.close()
             os.waitpid(child, 0)
@@ -113,12 +115,12 @@ def main():
             t = threading.Thread(target=send)
             t.start()
             t.join()
-            report(os.getpid(), sent["tid"], local)
+            report(os.getpid(), sent["tid"], local, port)
             return
         s.sendall(b"question")
         s.shutdown(socket.SHUT_WR)
         s.recv(65536)
-        report(os.getpid(), threading.get_native_id(), local)
+        report(os.getpid(), threading.get_native_id(), local, port)
         return
     sys.exit(f"unknown role {role}")
 

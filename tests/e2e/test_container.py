@@ -170,12 +170,12 @@ def test(binary):
             pod.start("xdpcapt-web", lab.cap_ns, "sleep", "60")
             frames, nc_pid, nc_port, other_port, cid = container_round(
                 lab, pod, caps, binary, "xdpcapt-nc", ["-i", lab.cap_if, "-k"])
-            mine = P.packets_of_port(frames, nc_port, 6)
+            mine = P.packets_of_port(frames, nc_port, 6, PORT)
             N.check(len(mine) >= 6 and all(f[0]["process"][0] == nc_pid for f in mine),
                     "-k: the container's connection names ss's nc pid", (len(mine), nc_pid))
             N.check(all(f"proc nc:{nc_pid}, container {cid[:12]}" in " ".join(f[0]["comments"]) for f in mine),
                     "-k: each of its packets says the container's short ID", mine[0][0]["comments"])
-            others = P.packets_of_port(frames, other_port, 6)
+            others = P.packets_of_port(frames, other_port, 6, PORT)
             N.check(others and all("container" not in " ".join(f[0]["comments"]) for f in others),
                     "-k: the outside process's packets name no container", others[0][0]["comments"] if others else None)
 
@@ -197,7 +197,7 @@ def test(binary):
             time.sleep(N.scaled(0.5))
             N.check(x.stop() == 0, "--container: xdpcap stopped cleanly", x.stderr)
             frames = P.frames_of(N.pcapng_records(path))
-            mine = P.packets_of_port(frames, nc_port, 6)
+            mine = P.packets_of_port(frames, nc_port, 6, PORT)
             N.check(len(mine) >= 6 and len(mine) == len(frames),
                     "--container: exactly the container's connection is kept", (len(mine), len(frames)))
             N.check(all(f[0]["process"][0] == nc_pid and

@@ -16,7 +16,7 @@ socket inode among /proc/PID/fd. Checked from the file
   * a socket passed to a forked child: the handshake names the parent, the
     child's data and everything after it the child;
   * a thread that sends: its thread id from its data on;
-  * 30 short-lived clients, each gone before the capture ends: each one's
+  * 50 short-lived clients, each gone before the capture ends: each one's
     packets name it;
   * a connection accepted before xdpcap started and idle since: its packets
     are unknown (pid 0), never another process;
@@ -48,7 +48,7 @@ import netlab as N  # noqa: E402
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "process_peer.py")
 CAP4, GEN4 = "198.18.41.1", "198.18.41.2"
 CAP6, GEN6 = "2001:db8:41::1", "2001:db8:41::2"
-SHORT_LIVED = 30
+SHORT_LIVED = 50
 
 
 OWNER_PROGRAMS = ("xdpcap_socket_", "xdpcap_cgroup_", "xdpcap_tcp_", "xdpcap_sock_")
@@ -90,8 +90,8 @@ class Peers:
         lines = [l for l in out.splitlines() if l.startswith("pid ")]
         N.check(p.returncode == 0 and lines, f"{label}: the peer finished", out)
         words = lines[-1].split()
-        self.reports[label] = {"pid": int(words[1]), "tid": int(words[3]), "port": int(words[5]), "name": name,
-                               "main": p.pid}
+        self.reports[label] = {"pid": int(words[1]), "tid": int(words[3]), "port": int(words[5]),
+                               "peer": int(words[7]), "name": name, "main": p.pid}
         return self.reports[label]
 
 
@@ -128,12 +128,19 @@ def frames_of(recs):
     return out
 
 
-def packets_of_port(frames, port, proto):
-    return [f for f in frames if f[3] == proto and port in (f[1], f[2])]
+def packets_of_port(frames, port, proto, peer=None):
+    """One flow's packets: by its local port, and its peer's port when given
+    (an ephemeral port can come back for a later connection)."""
+    return [f for f in frames if f[3] == proto and port in (f[1], f[2]) and
+            (peer is None or {f[1], f[2]} == {port, peer})]
+
+
+def packets_of(frames, report, proto):
+    return packets_of_port(frames, report["port"], proto, report["peer"])
 
 
 def check_named(frames, label, report, proto, name=None, pid=None, tid=None):
-    pkts = packets_of_port(frames, report["port"], proto)
+    pkts = packets_of(frames, report, proto)
     N.check(len(pkts) >= 2, f"{label}: its packets are in the file, both directions",
             f"{len(pkts)} packets on port {report['port']}")
     want_pid = pid if pid is not None else report["pid"]
@@ -254,7 +261,7 @@ def check_file(path, peers, short, hold_port):
         check_named(frames, f"ping{fam} socket, reply included", r[f"ping{fam}"], 1 if fam == "4" else 58)
     # Fork: the handshake is the parent's, the child's data on is the child's.
     fork = r["fork"]
-    pkts = packets_of_port(frames, fork["port"], 6)
+    pkts = packets_of(frames, fork, 6)
     first_child = next((i for i, f in enumerate(pkts) if b"from the child" in f[4]), None)
     N.check(first_child is not None and first_child >= 3, "fork: the child's data is in the file", len(pkts))
     before = {f[0]["process"] for f in pkts[:first_child]}
@@ -265,7 +272,7 @@ def check_file(path, peers, short, hold_port):
             "fork: the child's data and everything after it name the child", (after, fork))
     # Thread: from its data on, the sending thread's id.
     thread = r["thread"]
-    pkts = packets_of_port(frames, thread["port"], 6)
+    pkts = packets_of(frames, thread, 6)
     first = next((i for i, f in enumerate(pkts) if b"from a thread" in f[4]), None)
     N.check(first is not None, "thread: its data is in the file")
     tids = {f[0]["process"] for f in pkts[first:]}
@@ -277,7 +284,7 @@ def check_file(path, peers, short, hold_port):
     for s in short:
         check_named(frames, f"short-lived {s['name']}", s, 6)
     # From before the start, idle: unknown, never another process.
-    pkts = packets_of_port(frames, hold_port, 6)
+    pkts = packets_of_port(frames, hold_port, 6, 7409)
     N.check(len(pkts) >= 2, "the idle connection's late data and its ACK are in the file", len(pkts))
     N.check(all(f[0]["process"] == (0, 0) and not f[0]["comments"] for f in pkts),
             "a connection from before the start, idle since: unknown (pid 0), no comment",
@@ -290,7 +297,7 @@ def check_file(path, peers, short, hold_port):
     # Readers.
     cp = N.run(["tshark", "-r", path, "-Y", 'frame.comment contains "xdpc-srv4"', "-T", "fields", "-e", "frame.number"])
     N.check(cp.returncode == 0 and not complaints(cp.stderr) and len(cp.stdout.split()) == len(
-        packets_of_port(frames, r["tcp4 server"]["port"], 6)),
+        packets_of(frames, r["tcp4 server"], 6)),
         "tshark: frame.comment contains finds the server's packets, no complaint", (cp.stdout, cp.stderr))
     cp = N.run(["tshark", "-r", path, "-V"])
     N.check(cp.returncode == 0 and not complaints(cp.stderr), "tshark -V reads every record", cp.stderr[-500:])
@@ -336,9 +343,9 @@ def filters(lab, peers, tmp, binary):
         lab.forget(srv)
         time.sleep(N.scaled(0.3))
         N.check(x.stop() == 0, f"{option}: xdpcap stopped cleanly", x.stderr)
-        wanted_port = int(out.split()[5])
+        wanted_port, wanted_peer = int(out.split()[5]), int(out.split()[7])
         frames = frames_of(N.pcapng_records(path))
-        mine = packets_of_port(frames, wanted_port, 6)
+        mine = packets_of_port(frames, wanted_port, 6, wanted_peer)
         N.check(len(mine) >= 6 and mine[0][5] == 0x02 and all(f[0]["process"][0] == wanted.pid for f in mine),
                 f"{option}: the wanted process's connection is there from its SYN, named", len(mine))
         N.check(len(frames) == len(mine), f"{option}: nothing else is kept (not the other client's "
@@ -381,8 +388,8 @@ def command(lab, peers, tmp, binary):
     for run in ("cmd1", "cmd2"):
         with open(os.path.join(tmp, run)) as f:
             words = f.read().split()
-        pid, port = int(words[1]), int(words[5])
-        mine = packets_of_port(frames, port, 6)
+        pid, port, peer = int(words[1]), int(words[5]), int(words[7])
+        mine = packets_of_port(frames, port, 6, peer)
         kept += len(mine)
         N.check(len(mine) >= 6 and mine[0][5] == 0x02 and all(f[0]["process"][0] == pid for f in mine),
                 f"-- COMMAND: its child {run}'s connection, from its SYN, each packet naming it", len(mine))
@@ -429,12 +436,12 @@ def forwarded(lab, peers, tmp, binary):
         time.sleep(N.scaled(0.3))
         N.check(x.stop() == 0, "forwarded: xdpcap stopped cleanly", x.stderr)
         frames = frames_of(N.pcapng_records(path))
-        passing = [f for f in packets_of_port(frames, through_report["port"], 6)]
+        passing = packets_of(frames, through_report, 6)
         N.check(len(passing) >= 6, "the forwarded connection crossed cap0", len(passing))
         N.check(all(f[0]["process"] == (0, 0) for f in passing),
                 "forwarded traffic names nobody, not the wildcard listener on its port",
                 {f[0]["process"] for f in passing})
-        mine = packets_of_port(frames, local_report["port"], 6)
+        mine = packets_of(frames, local_report, 6)
         N.check(len(mine) >= 6 and all(f[0]["process"][0] == wild_report["pid"] for f in mine),
                 "the same listener's own connection names it", {f[0]["process"] for f in mine})
     finally:
