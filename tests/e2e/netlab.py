@@ -497,6 +497,68 @@ def build_bpf_object(source, tmp, defines=()):
     return obj
 
 
+class TcxProgram:
+    """OBJ's tc program attached last on DEV's tcx ingress in namespace NS,
+    through a BPF link this process holds (Debian 12's bpftool and tc predate
+    tcx); close() detaches it. `id` is the program's id."""
+
+    BPF_OBJ_GET, BPF_LINK_CREATE, BPF_TCX_INGRESS = 7, 28, 46
+    CLONE_NEWNET = 0x40000000
+
+    def __init__(self, ns, dev, obj, ifindex):
+        import ctypes
+        import platform
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._nr = {"x86_64": 321, "aarch64": 280}[platform.machine()]
+        pin = f"/sys/fs/bpf/xdpcapt-{os.getpid()}-{secrets.token_hex(3)}"
+        run(["bpftool", "prog", "load", obj, pin, "type", "classifier"])
+        try:
+            self.id = json.loads(run(["bpftool", "-j", "prog", "show", "pinned", pin]).stdout)["id"]
+            path = ctypes.create_string_buffer(pin.encode())
+            attr = struct.pack("=QII", ctypes.addressof(path), 0, 0).ljust(64, b"\0")
+            prog_fd = self._bpf(self.BPF_OBJ_GET, attr)
+        finally:
+            os.unlink(pin)
+        try:
+            home = os.open("/proc/self/ns/net", os.O_RDONLY)
+            there = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+            try:
+                self._setns(there)
+                # ifindex is looked up in the caller's namespace.
+                attr = struct.pack("=IIII", prog_fd, ifindex, self.BPF_TCX_INGRESS, 0).ljust(64, b"\0")
+                self.link_fd = self._bpf(self.BPF_LINK_CREATE, attr)
+            finally:
+                self._setns(home)
+                os.close(home)
+                os.close(there)
+        finally:
+            os.close(prog_fd)
+        log(f"  tcx   program {self.id} ({os.path.basename(obj)}) on {dev}'s tcx ingress in {ns}")
+
+    def _bpf(self, cmd, attr):
+        import ctypes
+        buf = ctypes.create_string_buffer(attr, len(attr))
+        fd = self._libc.syscall(self._nr, cmd, buf, len(attr))
+        if fd < 0:
+            raise TestFailure(f"bpf({cmd}) failed: {os.strerror(ctypes.get_errno())}")
+        return fd
+
+    def _setns(self, fd):
+        import ctypes
+        if self._libc.setns(fd, self.CLONE_NEWNET) != 0:
+            raise TestFailure(f"setns failed: {os.strerror(ctypes.get_errno())}")
+
+    def run_count(self):
+        """How often it ran (kernel.bpf_stats_enabled must be 1)."""
+        cp = run(["bpftool", "-j", "prog", "show", "id", str(self.id)])
+        return int(json.loads(cp.stdout).get("run_cnt", 0))
+
+    def close(self):
+        if self.link_fd >= 0:
+            os.close(self.link_fd)
+            self.link_fd = -1
+
+
 def held_programs(pid):
     """{id: name} of the BPF programs process `pid` holds file descriptors of."""
     ids = set()

@@ -20,7 +20,9 @@ nothing attached to cap0, no output file left behind.  Cases:
     CAP_IPC_LOCK) and a 4 MiB locked-memory limit (capsh, ulimit -l): an
     explicit --ring-pages 4096 (16 MiB per CPU) fails with a message about the
     locked-memory limit, while the default ring size shrinks until it fits and
-    captures every frame. (Another user than root, because the kernel charges
+    captures every frame; under a 512 KiB limit it is refused rather than
+    shrunk below two of the longest frames' records, and with -s 1500 it
+    shrinks further and captures. (Another user than root, because the kernel charges
     every perf ring of a user to that user: rings of tests running in
     parallel as root would count against the limit.)
 """
@@ -163,9 +165,9 @@ def test(binary):
         shutil.copy(binary, open_binary)
         os.chmod(open_binary, 0o755)
 
-        def limited(*args):
+        def limited(*args, kib=4096):
             caps = "cap_bpf,cap_net_admin,cap_perfmon"
-            cmd = "ulimit -l 4096 && exec " + " ".join([open_binary] + list(args))
+            cmd = f"ulimit -l {kib} && exec " + " ".join([open_binary] + list(args))
             return ["capsh", "--keep=1", "--user=nobody", f"--inh={caps}", f"--addamb={caps}", "--", "-c", cmd]
 
         paranoid = int(open("/proc/sys/kernel/perf_event_paranoid").read())
@@ -196,6 +198,22 @@ def test(binary):
         # Shrunk, the default still holds every record of the longest frame.
         N.expect(not [l for l in x.err_lines if "cannot hold" in l],
                  "default rings under a 4 MiB locked-memory limit: no ring too small for a 262144-byte frame",
+                 x.stderr)
+
+        # The floor: the default shrinks no further than two of the longest
+        # frames. 512 KiB per CPU would fit the limit (with the kernel's own
+        # perf_event_mlock_kb allowance) but not two 262144-byte frames'
+        # records; a shorter snapshot length lets it shrink that far.
+        check_failure(lab, "default rings under a 512 KiB locked-memory limit, -s 262144: refused, not shrunk "
+                      "below two frames", limited("-i", "cap0", "-w", "-", kib=512), msg_re=r"locked-memory limit")
+        x = N.Xdpcap(lab, None, [], argv=limited("-s", "1500", "-i", "cap0", "-w", "-", kib=512))
+        x.wait_listening()
+        lab.send(corpus, N.cpus()[0], gap_us=500)
+        time.sleep(0.3)
+        rc = x.stop(signal.SIGINT)
+        st = N.final_stats(x.err_lines)
+        N.expect(rc == 0 and st is not None and st["captured"] == len(frames),
+                 f"default rings under a 512 KiB limit with -s 1500: shrunk further, {len(frames)} captured",
                  x.stderr)
         lab.assert_clean()
 

@@ -20,6 +20,10 @@ Then tc programs attached to cap0's ingress before xdpcap starts: one that
 drops every frame (TC_ACT_SHOT) and one that redirects every frame out of
 another veth; 20 frames sent from gen0 must still be captured on cap0.
 
+On kernels with tcx (6.6+), the same two programs attached to cap0's tcx
+ingress through a BPF link before xdpcap starts, as Cilium attaches there:
+xdpcap's program goes before them (BPF_F_BEFORE), and they still run.
+
 Oracle: tcpdump -i cap0, run beside each capture, sees all 20 frames (its
 packet socket tap sees redirected frames and runs before tc ingress): this
 proves the frames reached cap0.  Checks: xdpcap -i cap0 -w FILE (defaults)
@@ -31,6 +35,7 @@ clsact qdisc, the other veth's transmit counter).
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -201,7 +206,41 @@ def test(binary):
                 N.expect(moved >= COUNT, f"{name}: the program ran (sink0 sent {moved} frames)")
             N.run(["ip", "netns", "exec", lab.cap_ns, "tc", "qdisc", "del", "dev", lab.cap_if, "clsact"])
 
+        if kernel_has_tcx():
+            tcx_before_xdpcap(lab, binary, tmp, sink0)
+        else:
+            N.log("  info  no tcx before Linux 6.6: the clsact cases above are the ones a CNI has here")
         lab.assert_clean()
+
+
+def kernel_has_tcx():
+    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
+    return (major, minor) >= (6, 6)
+
+
+def tcx_before_xdpcap(lab, binary, tmp, sink0):
+    """A CNI's program on cap0's tcx ingress (as Cilium attaches on 6.6+),
+    there before xdpcap: xdpcap's goes before it, and sees every frame."""
+    stats = N.run(["sysctl", "-n", "kernel.bpf_stats_enabled"]).stdout.strip()
+    N.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"])
+    try:
+        for n, name, action, target in ((6, "TC_ACT_SHOT on cap0's tcx", SHOT, None),
+                                        (7, "bpf_redirect(sink0) on cap0's tcx", REDIRECT, sink0)):
+            N.log(f"  --    {name}, attached before xdpcap starts; frames sent from gen0")
+            program = N.TcxProgram(lab.cap_ns, lab.cap_if, build(tmp, f"cap0-{n}", action, target),
+                                   ifindex(lab, lab.cap_ns, lab.cap_if))
+            try:
+                tx_before = tx_packets(lab.cap_ns, "sink0")
+                capture(lab, binary, tmp, f"cap0-{n}", name, frames(n), lab.gen_ns, lab.gen_if)
+                runs = program.run_count()
+                N.expect(runs >= COUNT, f"{name}: the program ran after xdpcap's ({runs} runs)")
+                if action == REDIRECT:
+                    moved = tx_packets(lab.cap_ns, "sink0") - tx_before
+                    N.expect(moved >= COUNT, f"{name}: it moved the frames (sink0 sent {moved})")
+            finally:
+                program.close()
+    finally:
+        N.run(["sysctl", "-qw", f"kernel.bpf_stats_enabled={stats}"])
 
 
 if __name__ == "__main__":
