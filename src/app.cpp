@@ -22,6 +22,7 @@
 #include "host.hpp"
 #include "kernel/drop_labels.hpp"
 #include "kernel/kernel_btf.hpp"
+#include "kernel/link_attributes.hpp"
 #include "kernel/link_events.hpp"
 #include "kernel/loader.hpp"
 #include "kernel/socket_owners.hpp"
@@ -203,16 +204,18 @@ std::vector<std::string> interface_names(const std::vector<Session>& sessions, c
     return names;
 }
 
-// Per pcapng interface, in interface_names()' order: epb_hash's algorithm
-// byte for the hashes received there.
-std::vector<uint8_t> rx_hash_algorithms(const std::vector<Session>& sessions, const InterfaceMap& map)
+// Per pcapng interface, in interface_names()' order: what its packets'
+// options depend on.
+std::vector<PacketOutput::InterfaceTraits> interface_traits(const std::vector<Session>& sessions,
+                                                            const InterfaceMap& map)
 {
-    std::vector<uint8_t> algorithms;
+    std::vector<PacketOutput::InterfaceTraits> traits;
     for (const Session& session : sessions) {
-        const uint8_t algorithm = rss_hash_algorithm(session.iface.name);
-        algorithms.insert(algorithms.end(), session.rings->count() * map.per_ring(), algorithm);
+        const PacketOutput::InterfaceTraits of_session{rss_hash_algorithm(session.iface.name),
+                                                       queues_in_use(session.iface.name) == 1};
+        traits.insert(traits.end(), session.rings->count() * map.per_ring(), of_session);
     }
-    return algorithms;
+    return traits;
 }
 
 // Why received frames on the session's interface lack the VLAN tags the
@@ -758,7 +761,7 @@ void LiveCapture::open_output()
                     config_.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                     config_.packet_buffered, interface_names(sessions_, *interfaces_), config_.text,
                     std::move(print_sink));
-    output_->set_rx_hash_algorithms(rx_hash_algorithms(sessions_, *interfaces_));
+    output_->set_interface_traits(interface_traits(sessions_, *interfaces_));
     output_->set_drop_labels(drop_labels_ ? &*drop_labels_ : nullptr);
     output_->write_hash_types(config_.verbose);
     if (container_names_)

@@ -214,6 +214,7 @@ int read_capture_file(const Config& config, const std::string& filter)
                     epb.orig_len = std::max(p.orig_len, p.cap_len);
                     epb.data = p.data;
                     epb.direction = 0;
+                    epb.has_queue = false;
                     uint8_t* out = copy->reserve(pcapng::enhanced_packet_size(epb));
                     copy->commit(pcapng::write_enhanced_packet(out, epb));
                 }

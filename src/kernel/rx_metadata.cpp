@@ -4,8 +4,6 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/ethtool.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -23,7 +21,9 @@
 
 #include "error.hpp"
 #include "unique_fd.hpp"
+#include "kernel/kallsyms.hpp"
 #include "kernel/kernel_btf.hpp"
+#include "kernel/link_attributes.hpp"
 #include "rx_meta.skel.h"
 #include "rx_meta_hash.skel.h"
 #include "xdpcap_abi.h"
@@ -34,49 +34,6 @@ namespace {
 
 // libbpf 1.1's headers lack it (Linux 6.3).
 constexpr uint32_t kXdpDevBoundOnly = 1U << 6;
-
-// Addresses of a few kernel symbols from /proc/kallsyms; 0 where not found
-// or hidden (kptr_restrict). The file has about 200 000 lines: read in large
-// chunks, and only a line whose name matches has its address parsed.
-std::vector<uint64_t> kernel_symbol_addresses(const std::vector<const char*>& names)
-{
-    std::vector<uint64_t> found(names.size(), 0);
-    const UniqueFd fd(::open("/proc/kallsyms", O_RDONLY | O_CLOEXEC));
-    if (!fd)
-        return found;
-    constexpr size_t kChunk = 1 << 16;
-    const auto buffer = std::make_unique_for_overwrite<char[]>(kChunk);
-    size_t held = 0; // bytes of an unfinished line kept at the start
-    size_t left = names.size();
-    while (left > 0) {
-        const ssize_t n = ::read(fd.get(), buffer.get() + held, kChunk - held);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        const std::string_view text(buffer.get(), held + static_cast<size_t>(n));
-        size_t start = 0;
-        for (size_t end; left > 0 && (end = text.find('\n', start)) != std::string_view::npos; start = end + 1) {
-            // "ffffffff81234560 T name" or "... t name\t[module]"
-            const std::string_view line = text.substr(start, end - start);
-            const size_t type_at = line.find(' ');
-            if (type_at == std::string_view::npos || line.size() < type_at + 4)
-                continue;
-            const std::string_view name = line.substr(type_at + 3, line.find('\t', type_at + 3) - (type_at + 3));
-            for (size_t i = 0; i < names.size(); ++i) {
-                if (found[i] == 0 && name == names[i]) {
-                    std::from_chars(line.data(), line.data() + type_at, found[i], 16);
-                    --left;
-                }
-            }
-        }
-        held = text.size() - start;
-        if (held == kChunk)
-            held = 0; // a line longer than the buffer: no symbol of ours
-        std::memmove(buffer.get(), buffer.get() + start, held);
-    }
-    return found;
-}
 
 std::vector<bpf_insn> translated_instructions(int prog_fd)
 {
@@ -276,46 +233,12 @@ struct VethPeer {
 VethPeer veth_peer(const std::string& ifname)
 {
     VethPeer peer;
-    const unsigned ifindex = ::if_nametoindex(ifname.c_str());
-    UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
-    if (ifindex == 0 || !fd)
+    const auto attributes = link_attributes(::if_nametoindex(ifname.c_str()));
+    if (!attributes)
         return peer;
-    struct {
-        nlmsghdr header;
-        ifinfomsg info;
-    } request{};
-    request.header.nlmsg_len = sizeof request;
-    request.header.nlmsg_type = RTM_GETLINK;
-    request.header.nlmsg_flags = NLM_F_REQUEST;
-    request.header.nlmsg_seq = 1;
-    request.info.ifi_family = AF_UNSPEC;
-    request.info.ifi_index = static_cast<int>(ifindex);
-    if (::send(fd.get(), &request, sizeof request, 0) != static_cast<ssize_t>(sizeof request))
-        return peer;
-    std::vector<uint8_t> reply(32 * 1024);
-    const ssize_t got = ::recv(fd.get(), reply.data(), reply.size(), 0);
-    if (got < static_cast<ssize_t>(NLMSG_HDRLEN + sizeof(ifinfomsg)))
-        return peer;
-    nlmsghdr header;
-    std::memcpy(&header, reply.data(), sizeof header);
-    if (header.nlmsg_type != RTM_NEWLINK || header.nlmsg_len > static_cast<size_t>(got))
-        return peer;
-    bool other_namespace = false;
-    size_t offset = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg));
-    while (offset + sizeof(rtattr) <= header.nlmsg_len) {
-        rtattr attr;
-        std::memcpy(&attr, reply.data() + offset, sizeof attr);
-        if (attr.rta_len < sizeof attr || offset + attr.rta_len > header.nlmsg_len)
-            break;
-        const auto type = attr.rta_type & NLA_TYPE_MASK;
-        if (type == IFLA_LINK && attr.rta_len >= RTA_LENGTH(sizeof(uint32_t)))
-            std::memcpy(&peer.ifindex, reply.data() + offset + RTA_LENGTH(0), sizeof(uint32_t));
-        else if (type == IFLA_LINK_NETNSID)
-            other_namespace = true;
-        offset += RTA_ALIGN(attr.rta_len);
-    }
+    peer.ifindex = attributes->link;
     char name[IF_NAMESIZE] = {};
-    if (peer.ifindex != 0 && !other_namespace && ::if_indextoname(peer.ifindex, name))
+    if (peer.ifindex != 0 && !attributes->link_in_other_namespace && ::if_indextoname(peer.ifindex, name))
         peer.name = name;
     return peer;
 }

@@ -189,12 +189,15 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
 [[gnu::always_inline]] inline pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id, const Sample& sample,
                                                      uint64_t realtime_ns)
 {
-    pcapng::EnhancedPacket packet{};
+    pcapng::EnhancedPacket packet; // not {}: every member without a default is set below
     packet.interface_id = interface_id;
     packet.timestamp_ns = realtime_ns;
     packet.cap_len = sample.cap_len;
     packet.orig_len = sample.orig_len;
+    const InterfaceTraits traits =
+        interface_id < interface_traits_.size() ? interface_traits_[interface_id] : InterfaceTraits{};
     packet.queue = sample.rx_queue;
+    packet.has_queue = !traits.single_queue || sample.rx_queue != 0;
     packet.drop_count = sample.drops_before;
     packet.data = sample.data;
     packet.direction = sample.direction;
@@ -207,9 +210,8 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     if (sample.flags & XDPCAP_FLAG_HASH) {
         packet.has_hash = true;
         packet.hash = sample.hash;
-        packet.hash_algorithm = sample.direction == XDPCAP_DIR_INGRESS && interface_id < rx_hash_algorithms_.size()
-            ? rx_hash_algorithms_[interface_id]
-            : pcapng::kHashUnregistered;
+        packet.hash_algorithm =
+            sample.direction == XDPCAP_DIR_INGRESS ? traits.rx_hash_algorithm : pcapng::kHashUnregistered;
         if (hash_type_comments_) [[unlikely]]
             packet.comment = rss_hash_type_comment(sample.hash_type);
     }

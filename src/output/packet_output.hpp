@@ -36,9 +36,18 @@ public:
     PacketOutput(Sink sink, Format format, bool packet_buffered, std::vector<std::string> interface_names,
                  const text::TextOptions& text = {}, std::optional<Sink> print = std::nullopt);
 
-    // Per interface id, epb_hash's algorithm byte for received packets'
-    // hashes (the NIC's RSS function); unset ones are unregistered.
-    void set_rx_hash_algorithms(std::vector<uint8_t> algorithms) { rx_hash_algorithms_ = std::move(algorithms); }
+    // What a live interface's packets' options depend on.
+    struct InterfaceTraits {
+        // epb_hash's algorithm byte for received packets' hashes (the NIC's
+        // RSS function).
+        uint8_t rx_hash_algorithm = pcapng::kHashUnregistered;
+        // One RX and one TX queue: epb_queue only on a packet whose queue
+        // is not 0. Its 8 bytes say nothing otherwise (a 64-byte frame's
+        // block is 7 % smaller without them).
+        bool single_queue = false;
+    };
+    // Per interface id; ids past its end get the defaults.
+    void set_interface_traits(std::vector<InterfaceTraits> traits) { interface_traits_ = std::move(traits); }
     // -v: a received packet's RSS hash type (L4_IPV4_TCP, ...) in its
     // comment. Off by default: a string per packet costs more than the
     // packet at 64 bytes, and -e's text lines show the type.
@@ -181,7 +190,7 @@ private:
     std::vector<text::LinkType> link_types_;
     // The names of SLL2 headers' interface indexes, once a file has them.
     std::unique_ptr<text::HostInterfaceNames> host_interface_names_;
-    std::vector<uint8_t> rx_hash_algorithms_;
+    std::vector<InterfaceTraits> interface_traits_;
     DropLabels* drop_labels_ = nullptr;
     std::unique_ptr<PacketIds> packet_ids_; // --drops, pcapng
     std::unique_ptr<ProcessLabels> process_labels_; // -k

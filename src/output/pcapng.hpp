@@ -75,6 +75,7 @@ struct EnhancedPacket {
     uint32_t flags = 0; // further epb_flags bits: kFlag*
     bool has_hash = false; // epb_hash with `hash_algorithm` and the 32-bit `hash`
     uint8_t hash_algorithm = 0;
+    bool has_queue = true; // epb_queue with `queue` (in what would be padding)
     uint32_t hash = 0;
     std::string_view comment = {}; // opt_comment; omitted when empty
     uint64_t packet_id = 0; // epb_packetid; omitted when 0
@@ -100,8 +101,11 @@ constexpr size_t pad4(size_t n) { return (n + 3) & ~size_t{3}; }
 
 // type, length, interface id, ts high, ts low, caplen, origlen | data | options | length
 inline constexpr size_t kEpbFixedSize = 28 + 4;
-// On every packet: epb_flags (4+4), epb_queue (4+4), opt_endofopt (4).
-inline constexpr size_t kEpbOptionsSize = 8 + 8 + 4;
+// On every packet: epb_flags (4+4), opt_endofopt (4).
+inline constexpr size_t kEpbOptionsSize = 8 + 4;
+// epb_queue (4+4): on every packet of a device with several queues; on a
+// device with one, only where the queue is not 0 (never, unless it grows).
+inline constexpr size_t kEpbQueueSize = 4 + 4;
 // epb_dropcount (4+8): only after a loss. The per-packet counts add up to
 // the statistics blocks' isb_osdrop, so a packet without one had none
 // before it.
@@ -111,9 +115,10 @@ inline constexpr size_t kEpbDropCountSize = 4 + 8;
 inline constexpr size_t kEpbVerdictSize = 4 + 12;
 
 // A packet with no loss before it, no hash and no comment.
-constexpr size_t enhanced_packet_size(uint32_t cap_len, bool has_verdict = false)
+constexpr size_t enhanced_packet_size(uint32_t cap_len, bool has_verdict = false, bool has_queue = true)
 {
-    return kEpbFixedSize + pad4(cap_len) + kEpbOptionsSize + (has_verdict ? kEpbVerdictSize : 0);
+    return kEpbFixedSize + pad4(cap_len) + kEpbOptionsSize + (has_queue ? kEpbQueueSize : 0) +
+        (has_verdict ? kEpbVerdictSize : 0);
 }
 
 // epb_hash: code and length (4), algorithm byte and u32 (5) padded to 8.
@@ -130,7 +135,7 @@ constexpr size_t comment_size(std::string_view comment)
 
 constexpr size_t enhanced_packet_size(const EnhancedPacket& pkt)
 {
-    return enhanced_packet_size(pkt.cap_len, pkt.has_verdict) + (pkt.drop_count ? kEpbDropCountSize : 0) +
+    return enhanced_packet_size(pkt.cap_len, pkt.has_verdict, pkt.has_queue) + (pkt.drop_count ? kEpbDropCountSize : 0) +
         (pkt.has_hash ? kEpbHashSize : 0) + (pkt.packet_id ? kEpbPacketIdSize : 0) + comment_size(pkt.comment) +
         (pkt.has_process ? kEpbProcessSize : 0) + comment_size(pkt.process_comment);
 }
@@ -198,8 +203,10 @@ inline uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& p
     uint8_t* p = out + (pad4(pkt.cap_len) - pkt.cap_len);
     p = store<uint32_t>(p, kEpbFlags | 4u << 16);
     p = store<uint32_t>(p, (pkt.direction & 3u) | pkt.flags);
-    p = store<uint32_t>(p, kEpbQueue | 4u << 16);
-    p = store<uint32_t>(p, pkt.queue);
+    if (pkt.has_queue) {
+        p = store<uint32_t>(p, kEpbQueue | 4u << 16);
+        p = store<uint32_t>(p, pkt.queue);
+    }
     if (pkt.drop_count) [[unlikely]] {
         p = store<uint32_t>(p, kEpbDropCount | 8u << 16);
         p = store<uint64_t>(p, pkt.drop_count);

@@ -28,12 +28,12 @@ Bytes frame64()
 }
 
 // The file's bytes after the section header and interface description.
-Bytes packet_blocks(const std::vector<Bytes>& records, bool verbose = false)
+Bytes packet_blocks(const std::vector<Bytes>& records, bool verbose = false, bool single_queue = false)
 {
     MemFile file;
     {
         PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0"});
-        output.set_rx_hash_algorithms({pcapng::kHashToeplitz});
+        output.set_interface_traits({{pcapng::kHashToeplitz, single_queue}});
         output.write_hash_types(verbose);
         output.begin({}, {pcapng::InterfaceDescription{}});
         for (const Bytes& record : records) {
@@ -96,6 +96,28 @@ TEST(PacketLayout, PlainFrameOf64BytesIs116Bytes)
     const Bytes blocks = packet_blocks({sample_record(frame64(), 64)});
     ASSERT_EQ(blocks.size(), 116u);
     EXPECT_EQ(blocks, expected);
+}
+
+Bytes with_queue(Bytes record, uint32_t queue)
+{
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_meta, rx_queue), &queue, 4);
+    return record;
+}
+
+// A device with one queue (a veth, lo, a bridge): a packet of queue 0
+// carries no epb_queue; one of another queue (the device grew) still does.
+TEST(PacketLayout, PlainFrameOf64BytesOnASingleQueueDeviceIs108Bytes)
+{
+    Bytes expected = plain_block(108);
+    expected.resize(expected.size() - 8); // no epb_queue
+    end_block(expected, 108);
+    EXPECT_EQ(packet_blocks({with_queue(sample_record(frame64(), 64), 0)}, false, true), expected);
+
+    Bytes queue2 = plain_block(116);
+    end_block(queue2, 116);
+    EXPECT_EQ(packet_blocks({sample_record(frame64(), 64)}, false, true), queue2) << "queue 2 is said";
+    EXPECT_EQ(packet_blocks({with_queue(sample_record(frame64(), 64), 0)}, false, false).size(), 116u)
+        << "a device with several queues: queue 0 is said too";
 }
 
 TEST(PacketLayout, FrameWithAHashIs128BytesWithoutItsTypeUnlessVerbose)

@@ -109,6 +109,23 @@ TEST(Pcapng, EnhancedPacketCarriesOutboundDirection)
     EXPECT_EQ(Bytes(out.begin() + 32, out.begin() + 40), flags);
 }
 
+TEST(Pcapng, EnhancedPacketWithoutQueue)
+{
+    const uint8_t data[] = {1, 2, 3, 4};
+    pcapng::EnhancedPacket packet{0, 0, 4, 4, 0, 0, data, pcapng::kDirectionInbound};
+    packet.has_queue = false;
+    ASSERT_EQ(pcapng::enhanced_packet_size(packet), 48u);
+    ASSERT_EQ(pcapng::enhanced_packet_size(4, false, false), 48u);
+    Bytes out(48, 0xee);
+    EXPECT_EQ(pcapng::write_enhanced_packet(out.data(), packet), 48u);
+    const Bytes options = {
+        0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00, // epb_flags: inbound
+        0x00, 0x00, 0x00, 0x00,                         // opt_endofopt
+        0x30, 0x00, 0x00, 0x00,                         // block length 48
+    };
+    EXPECT_EQ(Bytes(out.begin() + 32, out.end()), options);
+}
+
 TEST(Pcapng, EnhancedPacketCarriesHashCommentAndOffloadFlags)
 {
     const uint8_t data[] = {1, 2, 3, 4};

@@ -189,7 +189,7 @@ TEST_F(TextOutput, PcapngRecordsHashTypeAndOffloadFlags)
         MemFile file;
         {
             PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0", "eth1@cpu0"});
-            output.set_rx_hash_algorithms({pcapng::kHashToeplitz, pcapng::kHashUnregistered});
+            output.set_interface_traits({{pcapng::kHashToeplitz}, {pcapng::kHashUnregistered}});
             output.write_hash_types(verbose);
             Sample received = sample();
             received.flags = XDPCAP_FLAG_HASH;
