@@ -44,11 +44,30 @@ struct sk_buff {
 	unsigned char *head;
 	unsigned char *data;
 	unsigned int tail; /* an offset from head on 64-bit kernels */
+	unsigned int end;  /* likewise: where skb_shared_info starts */
 	__u16 mac_header;
 	int skb_iif;
 	__u32 vlan_all;
 	__be16 vlan_proto;
 	__u16 vlan_tci;
+} __attribute__((preserve_access_index));
+
+/* A page fragment as both layouts have it: struct bio_vec until 6.7 (a
+ * page pointer), struct skb_frag from then (a netmem_ref, whose bit 0 marks
+ * device memory no CPU reads). Its members are read as raw bytes. */
+struct xdpcap_frag {
+	__u64 page;
+	__u32 len;
+	__u32 offset;
+};
+
+struct skb_shared_info {
+	__u8 nr_frags;
+	struct xdpcap_frag frags[17];
+} __attribute__((preserve_access_index));
+
+struct page {
+	unsigned long flags;
 } __attribute__((preserve_access_index));
 
 /* Before 6.2 a bit says whether vlan_tci holds a tag; from 6.2 a tag is
@@ -95,7 +114,8 @@ struct {
  * the entries and the value size (metadata plus snaplen). */
 struct drop_frame {
 	__u8 head[XDPCAP_HEAD_ROOM]; /* the metadata (and process) end where the frame starts */
-	__u8 frame[XDPCAP_MAX_SAMPLE_SIZE];
+	/* Twice the frame: copy_pieces' bound on its destination (plus a tag). */
+	__u8 frame[2 * XDPCAP_MAX_SAMPLE_SIZE + XDPCAP_DROP_FRAME_SLACK];
 };
 
 struct {
@@ -113,17 +133,157 @@ static __always_inline int vlan_tag_held(struct sk_buff *skb)
 	return BPF_CORE_READ(skb, vlan_all) != 0;
 }
 
-/* Up to `n` (<= limit, a constant to the verifier) linear frame bytes from
- * kernel address `from` into `to`; returns the bytes copied or -1. */
-static __always_inline long copy_frame(__u8 *to, __u64 n, __u64 limit, __u64 from)
+/*
+ * A dropped skb's bytes past its linear part are in page fragments, which a
+ * tracing program reaches only through the kernel's direct map:
+ * page_address(page) = page_offset_base + (page - vmemmap_base) /
+ * sizeof(struct page) * PAGE_SIZE (x86-64). Userspace sets read_pages where
+ * that holds, with the addresses of the two bases where the kernel places
+ * them at boot (CONFIG_RANDOMIZE_MEMORY), else 0 for the fixed 4-level ones.
+ */
+const volatile __u8 read_pages = 0;
+const volatile __u64 page_offset_base_at = 0;
+const volatile __u64 vmemmap_base_at = 0;
+
+#define DIRECT_MAP_4LEVEL 0xffff888000000000ULL
+#define VMEMMAP_4LEVEL 0xffffea0000000000ULL
+#define PAGE_SHIFT 12
+#define MAX_FRAGS 17
+#define MAX_PIECES (1 + MAX_FRAGS)
+
+/* Where a dropped frame's bytes are: its linear part, then each fragment
+ * in order, as kernel addresses; `total` bytes in all. */
+struct frame_pieces {
+	__u64 addr[MAX_PIECES];
+	__u32 len[MAX_PIECES];
+	__u32 count;
+	__u32 total;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct frame_pieces);
+} drop_pieces SEC(".maps");
+
+static __always_inline void find_pieces(struct frame_pieces *p, struct sk_buff *skb, __u64 data, __u64 data_end)
 {
-	n &= 0xffff;
-	asm volatile("" : "+r"(n));
-	if (n > XDPCAP_MAX_SAMPLE_SIZE || n > limit)
-		return -1;
-	if (n && bpf_probe_read_kernel(to, n, (const void *)from))
-		return -1;
-	return (long)n;
+	p->addr[0] = data;
+	p->len[0] = data_end > data ? (__u32)(data_end - data) : 0;
+	p->count = 1;
+	p->total = p->len[0];
+	if (!read_pages)
+		return;
+	__u64 direct = DIRECT_MAP_4LEVEL, vmemmap = VMEMMAP_4LEVEL;
+	if (page_offset_base_at && bpf_probe_read_kernel(&direct, sizeof(direct), (const void *)page_offset_base_at))
+		return;
+	if (vmemmap_base_at && bpf_probe_read_kernel(&vmemmap, sizeof(vmemmap), (const void *)vmemmap_base_at))
+		return;
+	const __u64 page_size = bpf_core_type_size(struct page);
+	struct skb_shared_info *shinfo =
+		(struct skb_shared_info *)((__u64)BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, end));
+	const __u8 frags = BPF_CORE_READ(shinfo, nr_frags);
+	const __u64 frags_at = (__u64)shinfo + bpf_core_field_offset(struct skb_shared_info, frags);
+	if (!page_size)
+		return;
+	for (__u32 i = 0; i < MAX_FRAGS; i++) {
+		if (i >= frags)
+			break;
+		struct xdpcap_frag frag;
+		if (bpf_probe_read_kernel(&frag, sizeof(frag), (const void *)(frags_at + i * sizeof(frag))))
+			return;
+		/* Device memory (bit 0) or not a page of the map: the frame ends here. */
+		if ((frag.page & 1) || frag.page < vmemmap)
+			return;
+		p->addr[i + 1] = direct + ((frag.page - vmemmap) / page_size << PAGE_SHIFT) + frag.offset;
+		p->len[i + 1] = frag.len;
+		p->count = i + 2;
+		p->total += frag.len;
+	}
+}
+
+/* bpf_loop's state: one piece per call, so that the verifier checks the
+ * step once rather than every path through all the pieces. */
+struct copy_job {
+	__u8 *to;
+	const struct frame_pieces *pieces;
+	__u64 from;  /* frame offset of the first byte wanted */
+	__u64 n;     /* bytes wanted */
+	__u64 done;  /* bytes copied */
+	__u64 start; /* frame offset of the piece at hand */
+	long err;
+};
+
+static long copy_piece(__u64 index, void *ctx)
+{
+	struct copy_job *job = ctx;
+	const struct frame_pieces *p = job->pieces;
+	if (index >= MAX_PIECES || index >= p->count || job->done >= job->n)
+		return 1;
+	const __u64 end = job->start + p->len[index];
+	const __u64 at = job->from + job->done;
+	if (at < end) {
+		__u64 take = end - at;
+		if (take > job->n - job->done)
+			take = job->n - job->done;
+		__u64 into = job->done;
+		asm volatile("" : "+r"(take), "+r"(into));
+		/* The destination has room for twice the snapshot length. */
+		if (take > XDPCAP_MAX_SAMPLE_SIZE || take > snaplen || into > XDPCAP_MAX_SAMPLE_SIZE || into > snaplen ||
+		    bpf_probe_read_kernel(job->to + into, take, (const void *)(p->addr[index] + (at - job->start)))) {
+			job->err = -EFAULT;
+			return 1;
+		}
+		job->done += take;
+	}
+	job->start = end;
+	return 0;
+}
+
+/* `n` bytes of the frame from offset `from` into `to`, which has room for
+ * two snapshot lengths; 0, or -EFAULT when the pieces do not hold them. */
+static __always_inline long copy_pieces(__u8 *to, const struct frame_pieces *p, __u64 from, __u64 n)
+{
+	if (!n)
+		return 0;
+	struct copy_job job = {.to = to, .pieces = p, .from = from, .n = n};
+	bpf_loop(MAX_PIECES, copy_piece, &job, 0);
+	return job.err ? job.err : job.done == n ? 0 : -EFAULT;
+}
+
+/*
+ * The parts of a dropped frame longer than one record, each built in the
+ * CPU's scratch entry after its first record went out: the part header
+ * where the metadata was, its bytes where the frame's were. `shift`: a tag
+ * put back in front of the frame's own bytes.
+ */
+static __always_inline long output_drop_parts(void *ctx, struct drop_frame *w, const struct frame_pieces *pieces,
+					      __u64 cap_len, __u64 tstamp_ns, __u32 shift)
+{
+	struct xdpcap_part *part = (struct xdpcap_part *)(w->head + XDPCAP_HEAD_ROOM - sizeof(struct xdpcap_part));
+	part->tag = XDPCAP_PART_TAG;
+	part->tstamp_ns = tstamp_ns;
+#pragma unroll
+	for (__u32 i = 1; i <= XDPCAP_MAX_PARTS; i++) {
+		const __u64 offset = (__u64)i * XDPCAP_MAX_SAMPLE_SIZE;
+		if (offset >= cap_len)
+			break;
+		__u64 len = cap_len - offset;
+		asm volatile("" : "+r"(len));
+		if (len > XDPCAP_MAX_SAMPLE_SIZE)
+			len = XDPCAP_MAX_SAMPLE_SIZE;
+		if (len < 1 || len > snaplen)
+			break;
+		part->offset = (__u32)offset;
+		long err = copy_pieces(w->frame, pieces, offset - shift, len);
+		if (err)
+			return err;
+		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, part, sizeof(*part) + len);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* Per CPU: the dropped skb's socket, for attribution. */
@@ -160,56 +320,45 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	meta.location = v->location;
 	meta.flags = v->flags;
 
-	__u64 limit = snaplen;
-	if (limit > XDPCAP_MAX_SAMPLE_SIZE)
-		limit = XDPCAP_MAX_SAMPLE_SIZE;
-	/* Only the linear bytes are in reach; a paged rest is counted in the
-	 * original length, as a snapshot length cut would be. The first
-	 * record's bytes are copied here, the rest go out as parts. */
-	const __u64 linear = v->data_end > v->data ? v->data_end - v->data : 0;
-	const __u64 want = meta.cap_len;
-	__u64 first = want < XDPCAP_MAX_SAMPLE_SIZE ? want : XDPCAP_MAX_SAMPLE_SIZE;
-	__u64 captured;
-	__u32 shift = 0;
-	long copied;
-	if (tagged && first >= ETH_ADDRS_LEN + VLAN_TAG_LEN && linear >= ETH_ADDRS_LEN &&
-	    limit >= ETH_ADDRS_LEN + VLAN_TAG_LEN) {
-		if (copy_frame(w->frame, ETH_ADDRS_LEN, ETH_ADDRS_LEN, v->data) < 0)
+	__u32 key = 0;
+	const struct frame_pieces *pieces = bpf_map_lookup_elem(&drop_pieces, &key);
+	if (!pieces)
+		return account_output(c, -EFAULT);
+	/* What the pieces hold; a rest they do not reach (device memory, a
+	 * GRO frag_list) is counted in the original length, as a snapshot
+	 * length cut would be. */
+	const int restore = tagged && meta.cap_len >= ETH_ADDRS_LEN + VLAN_TAG_LEN && pieces->total >= ETH_ADDRS_LEN;
+	const __u64 shift = restore ? VLAN_TAG_LEN : 0;
+	const __u64 want = meta.cap_len < pieces->total + shift ? meta.cap_len : pieces->total + shift;
+	const __u64 first = want < XDPCAP_MAX_SAMPLE_SIZE ? want : XDPCAP_MAX_SAMPLE_SIZE;
+	if (restore) {
+		if (copy_pieces(w->frame, pieces, 0, ETH_ADDRS_LEN))
 			return account_output(c, -EFAULT);
 		__be16 tci_be = bpf_htons(v->vlan_tci);
 		__builtin_memcpy(w->frame + ETH_ADDRS_LEN, &v->vlan_proto, 2);
 		__builtin_memcpy(w->frame + ETH_ADDRS_LEN + 2, &tci_be, 2);
-		__u64 rest = first - (ETH_ADDRS_LEN + VLAN_TAG_LEN);
-		if (rest > linear - ETH_ADDRS_LEN)
-			rest = linear - ETH_ADDRS_LEN;
-		copied = copy_frame(w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, rest,
-				    limit - (ETH_ADDRS_LEN + VLAN_TAG_LEN), v->data + ETH_ADDRS_LEN);
-		if (copied < 0)
+		if (copy_pieces(w->frame + ETH_ADDRS_LEN + VLAN_TAG_LEN, pieces, ETH_ADDRS_LEN,
+				first - (ETH_ADDRS_LEN + VLAN_TAG_LEN)))
 			return account_output(c, -EFAULT);
-		copied += ETH_ADDRS_LEN + VLAN_TAG_LEN;
-		shift = VLAN_TAG_LEN;
-		captured = want < linear + VLAN_TAG_LEN ? want : linear + VLAN_TAG_LEN;
 	} else {
 		if (tagged)
 			meta.flags &= ~XDPCAP_FLAG_VLAN_RESTORED;
-		copied = copy_frame(w->frame, first < linear ? first : linear, limit, v->data);
-		if (copied < 0)
+		if (copy_pieces(w->frame, pieces, 0, first))
 			return account_output(c, -EFAULT);
-		captured = want < linear ? want : linear;
 	}
-	/* Equal to `copied` unless the first record is full and parts follow. */
-	meta.cap_len = (__u32)captured;
+	meta.cap_len = (__u32)want;
 	__u64 head_len;
 	__u8 *record = place_head(w->head, &meta, &process, &head_len);
-	__u64 size = head_len + (__u64)copied;
+	__u64 size = head_len + first;
 	asm volatile("" : "+r"(size));
-	if (size > head_len + XDPCAP_MAX_SAMPLE_SIZE || size > head_len + limit)
+	if (size > head_len + XDPCAP_MAX_SAMPLE_SIZE || size > head_len + snaplen)
 		return account_output(c, -EFAULT);
 	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, record, size);
 	/* The parts read cap_len back from the map: 6.1's verifier bounds the
 	 * last part's length only for a value it did not compute itself. */
 	if (!err)
-		err = output_parts(ctx, XDPCAP_FROM_KERNEL, v->data, (const struct xdpcap_meta *)record, shift);
+		err = output_drop_parts(ctx, w, pieces, ((const struct xdpcap_meta *)record)->cap_len, meta.tstamp_ns,
+					(__u32)shift);
 	account_output(c, err);
 }
 
@@ -247,6 +396,10 @@ int xdpcap_drop(struct bpf_raw_tracepoint_args *ctx)
 	}
 	v->data = head + mac;
 	v->data_end = head + BPF_CORE_READ(skb, tail);
+	struct frame_pieces *pieces = bpf_map_lookup_elem(&drop_pieces, &key);
+	if (!pieces)
+		return 0;
+	find_pieces(pieces, skb, v->data, v->data_end);
 	v->frame_len = BPF_CORE_READ(skb, len) + (__u32)(data - v->data);
 	v->pkt_type = direction == XDPCAP_DIR_EGRESS ? PACKET_OUTGOING : PACKET_HOST;
 	v->ifindex = capture_ifindex;

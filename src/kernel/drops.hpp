@@ -32,13 +32,20 @@ public:
     // `body`: translated for FilterHook::Drop with view_map_fd().
     void install_filter(std::span<const bpf_insn> body, int counters_fd);
     void attach();
+    // Why dropped frames keep only their linear bytes here; nothing when
+    // their page fragments are read too.
+    std::optional<std::string> limitation() const { return limitation_; }
     // Drops the kernel did not run the program for: it was already running
     // on that CPU (a drop in an interrupt of a drop). 0 where unknown.
     uint64_t missed() const noexcept;
 
 private:
-    explicit DropProgram(std::unique_ptr<xdpcap_drops, Deleter> skel) : skel_(std::move(skel)) {}
+    DropProgram(std::unique_ptr<xdpcap_drops, Deleter> skel, std::optional<std::string> limitation)
+        : skel_(std::move(skel)), limitation_(std::move(limitation))
+    {
+    }
     std::unique_ptr<xdpcap_drops, Deleter> skel_;
+    std::optional<std::string> limitation_;
     UniqueFd filter_;
 };
 

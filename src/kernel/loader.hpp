@@ -100,6 +100,7 @@ public:
     bool captures_drops() const noexcept { return drops_loaded_; }
     // The map a FilterHook::Drop filter reads.
     int drop_view_map_fd() const { return drops_->view_map_fd(); }
+    std::optional<std::string> drop_limitation() const { return drops_ ? drops_->limitation() : std::nullopt; }
     void install_drop_filter(std::span<const bpf_insn> filter_body);
 
     // A capture program: XDP's and tc ingress's take received frames (one

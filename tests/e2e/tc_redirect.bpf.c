@@ -10,6 +10,8 @@
  *   ACTION_REDIRECT_INGRESS  bpf_redirect(TARGET_IFINDEX, BPF_F_INGRESS): into
  *                            the target's ingress
  *   ACTION_SHOT              TC_ACT_SHOT: drop it
+ *   ACTION_SHOT_LARGE        drop every fourth frame longer than 60 000 bytes
+ *                            (a super-frame), pass the rest
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -19,13 +21,16 @@
 #define ACTION_REDIRECT_PEER 2
 #define ACTION_REDIRECT_INGRESS 3
 #define ACTION_SHOT 4
+#define ACTION_SHOT_LARGE 5
 
 #ifndef ACTION
 #error "compile with -DACTION=N"
 #endif
-#if ACTION != ACTION_SHOT && !defined(TARGET_IFINDEX)
+#if ACTION != ACTION_SHOT && ACTION != ACTION_SHOT_LARGE && !defined(TARGET_IFINDEX)
 #error "compile with -DTARGET_IFINDEX=N"
 #endif
+
+__u32 large_seen = 0;
 
 SEC("tc")
 int tc_redirect(struct __sk_buff *skb)
@@ -38,6 +43,10 @@ int tc_redirect(struct __sk_buff *skb)
 	return bpf_redirect(TARGET_IFINDEX, BPF_F_INGRESS);
 #elif ACTION == ACTION_SHOT
 	return TC_ACT_SHOT;
+#elif ACTION == ACTION_SHOT_LARGE
+	if (skb->len <= 60000)
+		return TC_ACT_OK;
+	return large_seen++ % 4 == 3 ? TC_ACT_SHOT : TC_ACT_OK; /* races only move which one */
 #else
 #error "unknown ACTION"
 #endif

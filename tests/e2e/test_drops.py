@@ -26,6 +26,8 @@ cap1, which is not captured, must not appear. Checked:
     delivered (the records written there), none lost;
   * -Q in keeps only drops of received frames (an nft rule's), -Q out only
     those of sent ones (a qdisc's);
+  * with kernel.kptr_restrict 2 one warning says dropped frames keep only
+    their linear bytes (not with -q, nor with the addresses shown);
   * SIGKILL leaves none of the programs and links the process held (its
     fdinfo) on the tracepoint.
 """
@@ -357,6 +359,8 @@ def test(binary):
         one_direction(lab, binary, tmp, "in")
         one_direction(lab, binary, tmp, "out")
 
+        hidden_addresses(lab, binary, tmp)
+
         # SIGKILL: the tracepoint's link goes with the process.
         x = lab.xdpcap(binary, ["--drops", "-w", os.path.join(tmp, "killed.pcapng")])
         x.wait_listening()
@@ -371,6 +375,30 @@ def test(binary):
             time.sleep(0.1)
             after = drop_attachments(prog_ids, link_ids)
         N.check(not after[0] and not after[1], "after SIGKILL no drop program and no kfree_skb link remains", after)
+
+
+def hidden_addresses(lab, binary, tmp):
+    """kptr_restrict 2 hides where the kernel's direct map is: one warning
+    that dropped frames keep their linear bytes only; none otherwise, or
+    with -q."""
+    line = ("xdpcap: warning: dropped frames keep only their linear bytes (their headers, mostly): "
+            "/proc/kallsyms hides kernel addresses (kernel.kptr_restrict)")
+    before = N.run(["sysctl", "-n", "kernel.kptr_restrict"]).stdout.strip()
+    try:
+        for setting, extra, expected in (("2", [], [line]), ("2", ["-q"], []), ("1", [], [])):
+            N.run(["sysctl", "-qw", f"kernel.kptr_restrict={setting}"])
+            x = lab.xdpcap(binary, ["--drops", *extra, "-w", os.path.join(tmp, "hidden.pcapng")])
+            if extra:
+                time.sleep(N.scaled(1.5))  # -q: no listening line to wait for
+            else:
+                x.wait_listening()
+            rc = x.stop(signal.SIGINT)
+            got = [l for l in x.err_lines if "linear bytes" in l]
+            N.expect(rc == 0 and got == expected,
+                     f"kptr_restrict {setting}{' with -q' if extra else ''}: "
+                     f"{'the' if expected else 'no'} warning on dropped frames' linear bytes", x.err_lines)
+    finally:
+        N.run(["sysctl", "-qw", f"kernel.kptr_restrict={before}"])
 
 
 if __name__ == "__main__":
