@@ -16,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "sample.h"
+#include "frame_pieces.h"
 #include "process.h"
 
 /* Just the members read here; CO-RE relocates them against the running
@@ -50,24 +51,6 @@ struct sk_buff {
 	__u32 vlan_all;
 	__be16 vlan_proto;
 	__u16 vlan_tci;
-} __attribute__((preserve_access_index));
-
-/* A page fragment as both layouts have it: struct bio_vec until 6.7 (a
- * page pointer), struct skb_frag from then (a netmem_ref, whose bit 0 marks
- * device memory no CPU reads). Its members are read as raw bytes. */
-struct xdpcap_frag {
-	__u64 page;
-	__u32 len;
-	__u32 offset;
-};
-
-struct skb_shared_info {
-	__u8 nr_frags;
-	struct xdpcap_frag frags[17];
-} __attribute__((preserve_access_index));
-
-struct page {
-	unsigned long flags;
 } __attribute__((preserve_access_index));
 
 /* Before 6.2 a bit says whether vlan_tci holds a tag; from 6.2 a tag is
@@ -109,22 +92,6 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } drop_sampler SEC(".maps");
 
-/* Per CPU (indexed by CPU id), the sample being put together: the frame is
- * kernel memory, which only bpf_probe_read_kernel reaches. Userspace sets
- * the entries and the value size (metadata plus snaplen). */
-struct drop_frame {
-	__u8 head[XDPCAP_HEAD_ROOM]; /* the metadata (and process) end where the frame starts */
-	/* Twice the frame: copy_pieces' bound on its destination (plus a tag). */
-	__u8 frame[2 * XDPCAP_MAX_SAMPLE_SIZE + XDPCAP_DROP_FRAME_SLACK];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct drop_frame);
-} drop_scratch SEC(".maps");
-
 static __always_inline int vlan_tag_held(struct sk_buff *skb)
 {
 	struct sk_buff___vlan_bit *old = (void *)skb;
@@ -133,157 +100,12 @@ static __always_inline int vlan_tag_held(struct sk_buff *skb)
 	return BPF_CORE_READ(skb, vlan_all) != 0;
 }
 
-/*
- * A dropped skb's bytes past its linear part are in page fragments, which a
- * tracing program reaches only through the kernel's direct map:
- * page_address(page) = page_offset_base + (page - vmemmap_base) /
- * sizeof(struct page) * PAGE_SIZE (x86-64). Userspace sets read_pages where
- * that holds, with the addresses of the two bases where the kernel places
- * them at boot (CONFIG_RANDOMIZE_MEMORY), else 0 for the fixed 4-level ones.
- */
-const volatile __u8 read_pages = 0;
-const volatile __u64 page_offset_base_at = 0;
-const volatile __u64 vmemmap_base_at = 0;
-
-#define DIRECT_MAP_4LEVEL 0xffff888000000000ULL
-#define VMEMMAP_4LEVEL 0xffffea0000000000ULL
-#define PAGE_SHIFT 12
-#define MAX_FRAGS 17
-#define MAX_PIECES (1 + MAX_FRAGS)
-
-/* Where a dropped frame's bytes are: its linear part, then each fragment
- * in order, as kernel addresses; `total` bytes in all. */
-struct frame_pieces {
-	__u64 addr[MAX_PIECES];
-	__u32 len[MAX_PIECES];
-	__u32 count;
-	__u32 total;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct frame_pieces);
-} drop_pieces SEC(".maps");
-
+/* Where a dropped skb's bytes are: from its Ethernet header to the end of
+ * its linear part, then its page fragments. */
 static __always_inline void find_pieces(struct frame_pieces *p, struct sk_buff *skb, __u64 data, __u64 data_end)
 {
-	p->addr[0] = data;
-	p->len[0] = data_end > data ? (__u32)(data_end - data) : 0;
-	p->count = 1;
-	p->total = p->len[0];
-	if (!read_pages)
-		return;
-	__u64 direct = DIRECT_MAP_4LEVEL, vmemmap = VMEMMAP_4LEVEL;
-	if (page_offset_base_at && bpf_probe_read_kernel(&direct, sizeof(direct), (const void *)page_offset_base_at))
-		return;
-	if (vmemmap_base_at && bpf_probe_read_kernel(&vmemmap, sizeof(vmemmap), (const void *)vmemmap_base_at))
-		return;
-	const __u64 page_size = bpf_core_type_size(struct page);
-	struct skb_shared_info *shinfo =
-		(struct skb_shared_info *)((__u64)BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, end));
-	const __u8 frags = BPF_CORE_READ(shinfo, nr_frags);
-	const __u64 frags_at = (__u64)shinfo + bpf_core_field_offset(struct skb_shared_info, frags);
-	if (!page_size)
-		return;
-	for (__u32 i = 0; i < MAX_FRAGS; i++) {
-		if (i >= frags)
-			break;
-		struct xdpcap_frag frag;
-		if (bpf_probe_read_kernel(&frag, sizeof(frag), (const void *)(frags_at + i * sizeof(frag))))
-			return;
-		/* Device memory (bit 0) or not a page of the map: the frame ends here. */
-		if ((frag.page & 1) || frag.page < vmemmap)
-			return;
-		p->addr[i + 1] = direct + ((frag.page - vmemmap) / page_size << PAGE_SHIFT) + frag.offset;
-		p->len[i + 1] = frag.len;
-		p->count = i + 2;
-		p->total += frag.len;
-	}
-}
-
-/* bpf_loop's state: one piece per call, so that the verifier checks the
- * step once rather than every path through all the pieces. */
-struct copy_job {
-	__u8 *to;
-	const struct frame_pieces *pieces;
-	__u64 from;  /* frame offset of the first byte wanted */
-	__u64 n;     /* bytes wanted */
-	__u64 done;  /* bytes copied */
-	__u64 start; /* frame offset of the piece at hand */
-	long err;
-};
-
-static long copy_piece(__u64 index, void *ctx)
-{
-	struct copy_job *job = ctx;
-	const struct frame_pieces *p = job->pieces;
-	if (index >= MAX_PIECES || index >= p->count || job->done >= job->n)
-		return 1;
-	const __u64 end = job->start + p->len[index];
-	const __u64 at = job->from + job->done;
-	if (at < end) {
-		__u64 take = end - at;
-		if (take > job->n - job->done)
-			take = job->n - job->done;
-		__u64 into = job->done;
-		asm volatile("" : "+r"(take), "+r"(into));
-		/* The destination has room for twice the snapshot length. */
-		if (take > XDPCAP_MAX_SAMPLE_SIZE || take > snaplen || into > XDPCAP_MAX_SAMPLE_SIZE || into > snaplen ||
-		    bpf_probe_read_kernel(job->to + into, take, (const void *)(p->addr[index] + (at - job->start)))) {
-			job->err = -EFAULT;
-			return 1;
-		}
-		job->done += take;
-	}
-	job->start = end;
-	return 0;
-}
-
-/* `n` bytes of the frame from offset `from` into `to`, which has room for
- * two snapshot lengths; 0, or -EFAULT when the pieces do not hold them. */
-static __always_inline long copy_pieces(__u8 *to, const struct frame_pieces *p, __u64 from, __u64 n)
-{
-	if (!n)
-		return 0;
-	struct copy_job job = {.to = to, .pieces = p, .from = from, .n = n};
-	bpf_loop(MAX_PIECES, copy_piece, &job, 0);
-	return job.err ? job.err : job.done == n ? 0 : -EFAULT;
-}
-
-/*
- * The parts of a dropped frame longer than one record, each built in the
- * CPU's scratch entry after its first record went out: the part header
- * where the metadata was, its bytes where the frame's were. `shift`: a tag
- * put back in front of the frame's own bytes.
- */
-static __always_inline long output_drop_parts(void *ctx, struct drop_frame *w, const struct frame_pieces *pieces,
-					      __u64 cap_len, __u64 tstamp_ns, __u32 shift)
-{
-	struct xdpcap_part *part = (struct xdpcap_part *)(w->head + XDPCAP_HEAD_ROOM - sizeof(struct xdpcap_part));
-	part->tag = XDPCAP_PART_TAG;
-	part->tstamp_ns = tstamp_ns;
-#pragma unroll
-	for (__u32 i = 1; i <= XDPCAP_MAX_PARTS; i++) {
-		const __u64 offset = (__u64)i * XDPCAP_MAX_SAMPLE_SIZE;
-		if (offset >= cap_len)
-			break;
-		__u64 len = cap_len - offset;
-		asm volatile("" : "+r"(len));
-		if (len > XDPCAP_MAX_SAMPLE_SIZE)
-			len = XDPCAP_MAX_SAMPLE_SIZE;
-		if (len < 1 || len > snaplen)
-			break;
-		part->offset = (__u32)offset;
-		long err = copy_pieces(w->frame, pieces, offset - shift, len);
-		if (err)
-			return err;
-		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, part, sizeof(*part) + len);
-		if (err)
-			return err;
-	}
-	return 0;
+	start_pieces(p, data, data_end > data ? data_end - data : 0);
+	add_page_frags(p, (__u64)BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, end));
 }
 
 /* Per CPU: the dropped skb's socket, for attribution. */
@@ -309,7 +131,7 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	struct xdpcap_process process;
 	describe_owner(&process, owner);
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct drop_frame *w = bpf_map_lookup_elem(&drop_scratch, &cpu);
+	struct gather_frame *w = bpf_map_lookup_elem(&gather_scratch, &cpu);
 	if (!w)
 		return account_output(c, -EFAULT);
 	const int tagged = (v->flags & XDPCAP_FLAG_VLAN_RESTORED) != 0;
@@ -321,7 +143,7 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	meta.flags = v->flags;
 
 	__u32 key = 0;
-	const struct frame_pieces *pieces = bpf_map_lookup_elem(&drop_pieces, &key);
+	const struct frame_pieces *pieces = bpf_map_lookup_elem(&frame_pieces, &key);
 	if (!pieces)
 		return account_output(c, -EFAULT);
 	/* What the pieces hold; a rest they do not reach (device memory, a
@@ -357,8 +179,8 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	/* The parts read cap_len back from the map: 6.1's verifier bounds the
 	 * last part's length only for a value it did not compute itself. */
 	if (!err)
-		err = output_drop_parts(ctx, w, pieces, ((const struct xdpcap_meta *)record)->cap_len, meta.tstamp_ns,
-					(__u32)shift);
+		err = output_piece_parts(ctx, w, pieces, ((const struct xdpcap_meta *)record)->cap_len, meta.tstamp_ns,
+					 (__u32)shift);
 	account_output(c, err);
 }
 
@@ -396,7 +218,7 @@ int xdpcap_drop(struct bpf_raw_tracepoint_args *ctx)
 	}
 	v->data = head + mac;
 	v->data_end = head + BPF_CORE_READ(skb, tail);
-	struct frame_pieces *pieces = bpf_map_lookup_elem(&drop_pieces, &key);
+	struct frame_pieces *pieces = bpf_map_lookup_elem(&frame_pieces, &key);
 	if (!pieces)
 		return 0;
 	find_pieces(pieces, skb, v->data, v->data_end);

@@ -36,11 +36,11 @@
 #define XDPCAP_MAX_PARTS ((XDPCAP_MAX_SNAPLEN + XDPCAP_MAX_SAMPLE_SIZE - 1u) / XDPCAP_MAX_SAMPLE_SIZE - 1u)
 
 /*
- * --drops builds each record in a per-CPU entry whose frame room is twice
- * one record's bytes (the bound the verifier proves for a copy at a varying
+ * --drops and trace mode build records in a per-CPU entry whose frame room is
+ * twice one record's bytes (the bound the verifier proves for a copy at a varying
  * offset) plus this, for the MAC addresses and a tag put back in front.
  */
-#define XDPCAP_DROP_FRAME_SLACK 16u
+#define XDPCAP_GATHER_FRAME_SLACK 16u
 
 /*
  * The most of a frame an XDP program reaches: bpf_xdp_load_bytes() takes no

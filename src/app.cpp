@@ -816,9 +816,11 @@ void LiveCapture::print_start_lines() const
                          session.iface.name.c_str(), why->c_str(), remedy.remedy.c_str());
         }
     }
-    // Once: every interface's drop program reads the kernel alike.
-    if (const auto limitation = sessions_.front().program->drop_limitation(); limitation && !config_.quiet)
-        std::fprintf(stderr, "xdpcap: warning: %s\n", limitation->c_str());
+    // Once: every interface's tracing programs read the kernel alike.
+    if (!config_.quiet) {
+        for (const std::string& limitation : sessions_.front().program->page_limitations())
+            std::fprintf(stderr, "xdpcap: warning: %s\n", limitation.c_str());
+    }
     if (owners_ && config_.warnings) {
         if (const auto limitation = owners_->limitation())
             std::fprintf(stderr, "xdpcap: warning: %s\n", limitation->c_str());

@@ -32,36 +32,6 @@ std::optional<std::string> drop_reasons_refusal(const KernelBtf& btf)
     return std::nullopt;
 }
 
-namespace {
-
-// Where a dropped skb's page fragments are in the kernel's direct map, for
-// the drop program to read them (x86-64). The two bases are variables
-// where the kernel places the map at boot (CONFIG_DYNAMIC_MEMORY_LAYOUT),
-// else the fixed 4-level ones. Nothing when kptr_restrict hides the
-// addresses: then only the linear bytes are read.
-struct DirectMap {
-    std::optional<std::string> unreadable; // why not
-    uint64_t page_offset_base_at = 0;
-    uint64_t vmemmap_base_at = 0;
-};
-
-constexpr const char* kLinearOnly = "dropped frames keep only their linear bytes (their headers, mostly): ";
-
-DirectMap find_direct_map()
-{
-#if defined(__x86_64__)
-    const std::vector<uint64_t> at = kernel_symbol_addresses({"_text", "page_offset_base", "vmemmap_base"});
-    if (at[0] == 0)
-        return {std::string(kLinearOnly) + "/proc/kallsyms hides kernel addresses (kernel.kptr_restrict)"};
-    if ((at[1] == 0) != (at[2] == 0))
-        return {std::string(kLinearOnly) + "this kernel's direct map is laid out in a way xdpcap does not know"};
-    return {std::nullopt, at[1], at[2]};
-#else
-    return {std::string(kLinearOnly) + "page fragments are read on x86-64 only"};
-#endif
-}
-
-} // namespace
 
 void require_drop_reasons()
 {
@@ -103,9 +73,13 @@ DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction dire
             throw Error("cannot share the process owners with the drop program: " + errno_text(errno));
     }
     bpf_program__set_autoload(skel->progs.xdpcap_drop_sample, with_filter);
-    size_drop_scratch(skel->maps.drop_scratch, snaplen);
-    size_part_scratch(skel->maps.part_scratch, 0); // parts are built in drop_scratch
+    size_gather_scratch(skel->maps.gather_scratch, snaplen, true);
+    size_part_scratch(skel->maps.part_scratch, 0); // parts are built in gather_scratch
     const DirectMap direct_map = find_direct_map();
+    const std::optional<std::string> limitation =
+        direct_map.unreadable ? std::optional<std::string>("dropped frames keep only their linear bytes (their "
+                                                           "headers, mostly): " + *direct_map.unreadable)
+                              : std::nullopt;
     skel->rodata->read_pages = !direct_map.unreadable;
     skel->rodata->page_offset_base_at = direct_map.page_offset_base_at;
     skel->rodata->vmemmap_base_at = direct_map.vmemmap_base_at;
@@ -121,7 +95,7 @@ DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction dire
         if (bpf_map_update_elem(bpf_map__fd(skel->maps.drop_sampler), &slot, &sampler, BPF_ANY) != 0)
             throw Error("cannot link the filter to the drop program: " + errno_text(errno));
     }
-    return DropProgram(std::move(skel), direct_map.unreadable);
+    return DropProgram(std::move(skel), limitation);
 }
 
 int DropProgram::view_map_fd() const

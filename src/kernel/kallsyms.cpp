@@ -55,4 +55,18 @@ std::vector<uint64_t> kernel_symbol_addresses(const std::vector<const char*>& na
     return found;
 }
 
+DirectMap find_direct_map()
+{
+#if defined(__x86_64__)
+    const std::vector<uint64_t> at = kernel_symbol_addresses({"_text", "page_offset_base", "vmemmap_base"});
+    if (at[0] == 0)
+        return {"/proc/kallsyms hides kernel addresses (kernel.kptr_restrict)"};
+    if ((at[1] == 0) != (at[2] == 0))
+        return {"this kernel's direct map is laid out in a way xdpcap does not know"};
+    return {std::nullopt, at[1], at[2]};
+#else
+    return {"page fragments are read on x86-64 only"};
+#endif
+}
+
 } // namespace xdpcap

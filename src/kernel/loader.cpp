@@ -20,6 +20,7 @@
 #include "filter/ebpf_insn.hpp"
 #include "capture/stats.hpp"
 #include "kernel/filter_front.hpp"
+#include "kernel/kallsyms.hpp"
 #include "kernel/scratch_maps.hpp"
 #include "kernel/kernel_btf.hpp"
 #include "kernel/program_btf.hpp"
@@ -281,6 +282,10 @@ TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bo
                                   int counters_fd, int sample_ticks_fd, std::span<const bpf_insn> filter)
 {
     TracePrograms out;
+    const DirectMap direct_map = find_direct_map();
+    if (direct_map.unreadable && snaplen > XDPCAP_MAX_SAMPLE_SIZE)
+        out.limitation_ = "traced frames are kept up to " + std::to_string(XDPCAP_MAX_SAMPLE_SIZE) +
+            " bytes: " + *direct_map.unreadable;
     out.entry_ = entry;
     out.exit_ = exit;
     for (size_t index = 0; index < targets.size(); ++index) {
@@ -300,6 +305,11 @@ TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bo
         skel->rodata->program_index = static_cast<uint16_t>(index);
         skel->rodata->filter_enabled = !filter.empty();
         skel->rodata->sample_every = sample_every;
+        // Frames longer than one record: their parts from the fragments' pages.
+        skel->rodata->read_pages = !direct_map.unreadable;
+        skel->rodata->page_offset_base_at = direct_map.page_offset_base_at;
+        skel->rodata->vmemmap_base_at = direct_map.vmemmap_base_at;
+        size_gather_scratch(skel->maps.gather_scratch, snaplen, snaplen > XDPCAP_MAX_SAMPLE_SIZE);
         // Into the same rings, counters and sampling ticks as the capture
         // object's hooks.
         if (bpf_map__reuse_fd(skel->maps.events, events_fd) != 0 ||

@@ -45,6 +45,9 @@ public:
                               uint32_t ifindex, uint32_t sample_every, int events_fd, int counters_fd,
                               int sample_ticks_fd, std::span<const bpf_insn> filter);
     void attach();
+    // Why traced frames are cut at one record here; nothing when their
+    // fragments' pages are read.
+    const std::optional<std::string>& limitation() const noexcept { return limitation_; }
 
 private:
     struct Instance {
@@ -65,6 +68,7 @@ private:
     std::vector<Instance> instances_;
     bool entry_ = true;
     bool exit_ = true;
+    std::optional<std::string> limitation_;
 };
 
 // Where received frames are taken.
@@ -100,7 +104,17 @@ public:
     bool captures_drops() const noexcept { return drops_loaded_; }
     // The map a FilterHook::Drop filter reads.
     int drop_view_map_fd() const { return drops_->view_map_fd(); }
-    std::optional<std::string> drop_limitation() const { return drops_ ? drops_->limitation() : std::nullopt; }
+    // What the tracing programs cannot read here (the pages of fragments),
+    // one line each; empty when they read every frame whole.
+    std::vector<std::string> page_limitations() const
+    {
+        std::vector<std::string> lines;
+        if (trace_ && trace_->limitation())
+            lines.push_back(*trace_->limitation());
+        if (drops_ && drops_->limitation())
+            lines.push_back(*drops_->limitation());
+        return lines;
+    }
     void install_drop_filter(std::span<const bpf_insn> filter_body);
 
     // A capture program: XDP's and tc ingress's take received frames (one

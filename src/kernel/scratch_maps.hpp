@@ -24,14 +24,16 @@ inline void size_first_record_scratch(bpf_map* map, uint32_t snaplen, bool used)
         map, static_cast<uint32_t>(sizeof(xdpcap_meta) + sizeof(xdpcap_process) + ((frame_bytes + 7) & ~7u)));
 }
 
-// --drops' entries: twice the frame room, and the slack for a tag.
-inline void size_drop_scratch(bpf_map* map, uint32_t snaplen)
+// The entries of frame_pieces.h's gather_scratch (--drops, trace mode):
+// twice the frame room, and the slack for a tag.
+// `used`: one entry per CPU, else one (the program never gets that far).
+inline void size_gather_scratch(bpf_map* map, uint32_t snaplen, bool used)
 {
     const int cpus = libbpf_num_possible_cpus();
-    bpf_map__set_max_entries(map, cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
+    bpf_map__set_max_entries(map, used && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
     const uint32_t frame_bytes = std::clamp(snaplen, 16u, XDPCAP_MAX_SAMPLE_SIZE);
     bpf_map__set_value_size(map, static_cast<uint32_t>(sizeof(xdpcap_meta) + sizeof(xdpcap_process) +
-                                                       ((2 * frame_bytes + XDPCAP_DROP_FRAME_SLACK + 7) & ~7u)));
+                                                       ((2 * frame_bytes + XDPCAP_GATHER_FRAME_SLACK + 7) & ~7u)));
 }
 
 // The parts of frames longer than one record: an entry per CPU where a

@@ -37,6 +37,8 @@ With it (Debian 12's 6.1, tests/vm):
 - behind a libxdp dispatcher (xdp-loader, two components): -D lists both;
   without --program both are traced (names end in the program name);
   --program ID traces that one only;
+- frames of 65 051 and 65 151 bytes (multi-buffer, under an xdp.frags
+  program, MTU 65535): whole at entry and at exit, byte for byte;
 - the interface going away while traced: one line, exit 2, nothing left.
 """
 
@@ -389,6 +391,8 @@ def test_traced(lab, binary, tmp, obj, prog):
     path, rows, err = capture(lab, binary, tmp, "dispatcher-one", ["-Q", "in", "--program", str(first)], frames)
     check_entry_exit("--program ID", path, rows, frames, first, err)
 
+    long_frames(lab, binary, tmp)
+
     # The interface goes away while traced: as in the ordinary mode.
     x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "gone.pcapng")])
     x.wait_listening()
@@ -401,6 +405,36 @@ def test_traced(lab, binary, tmp, obj, prog):
     N.expect(rc == 2 and msgs == [f"xdpcap: {lab.cap_if} went away; capture stopped"],
              "the traced interface going away stops xdpcap with one line, exit 2", (rc, x.err_lines))
     N.expect(traced_by_xdpcap() == ([], []), "and leaves nothing of xdpcap's in the kernel", traced_by_xdpcap())
+
+
+def long_frames(lab, binary, tmp):
+    """Multi-buffer frames longer than one record (65 024 bytes) under an
+    xdp.frags program: whole at entry and at exit, their parts read from the
+    fragments' pages."""
+    loader = ["nsenter", f"--net=/run/netns/{lab.cap_ns}", "xdp-loader"]
+    N.run(loader + ["unload", "--all", lab.cap_if])
+    for ns, dev in ((lab.cap_ns, lab.cap_if), (lab.gen_ns, lab.gen_if)):
+        N.run(["ip", "-n", ns, "link", "set", "dev", dev, "mtu", "65535"])
+    obj_dir = os.path.join(tmp, "frags")
+    os.mkdir(obj_dir)
+    obj = N.build_bpf_object("xdp_frags_pass.bpf.c", obj_dir)
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "dev", lab.cap_if, "xdpdrv", "obj", obj, "sec", "xdp.frags"])
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    frames = [bytes(Ether(dst="02:00:00:00:7a:01", src="02:00:00:00:7a:02") /
+                    IP(src="198.18.80.2", dst="198.18.80.1", flags="DF") / UDP(sport=40000, dport=7000) /
+                    (N.MARKER + bytes([seq]) + bytes((seq + k) & 0xff for k in range(size))))
+              for seq, size in enumerate((65000, 65100, 3000))]
+    path, rows, err = capture(lab, binary, tmp, "long", ["-Q", "in"], frames)
+    for point in ("entry", "exit"):
+        got = [r for r in rows if r["if_name"].endswith(":" + point)]
+        N.check_exact(frames, [r["data"] for r in got],
+                      f"frames of {', '.join(str(len(f)) for f in frames)} bytes: each once at {point}, "
+                      "byte for byte")
+        N.expect(all(r["len"] == r["cap_len"] for r in got), f"long frames at {point}: none cut",
+                 [(r["len"], r["cap_len"]) for r in got])
+    st = N.final_stats(err)
+    N.expect(st is not None and st["dropped"] == 0, "long frames: none dropped", err)
 
 
 def test(binary):
