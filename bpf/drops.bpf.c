@@ -39,9 +39,11 @@ struct net_device {
 struct sock;
 
 struct sk_buff {
+	struct sk_buff *next; /* on a frag_list: the next segment */
 	struct net_device *dev;
 	struct sock *sk;
 	unsigned int len;
+	unsigned int data_len; /* the bytes not in the linear part */
 	unsigned char *head;
 	unsigned char *data;
 	unsigned int tail; /* an offset from head on 64-bit kernels */
@@ -100,12 +102,38 @@ static __always_inline int vlan_tag_held(struct sk_buff *skb)
 	return BPF_CORE_READ(skb, vlan_all) != 0;
 }
 
+/* bpf_loop's state for a GRO frame's frag_list: a segment per call. */
+struct frag_list_walk {
+	struct frame_pieces *pieces;
+	struct sk_buff *skb; /* the segment at hand; 0 at the end */
+};
+
+static long add_listed_segment(__u64 index, void *ctx)
+{
+	struct frag_list_walk *walk = ctx;
+	struct sk_buff *skb = walk->skb;
+	if (!skb)
+		return 1;
+	const __u32 headlen = BPF_CORE_READ(skb, len) - BPF_CORE_READ(skb, data_len);
+	if (!add_piece(walk->pieces, (__u64)BPF_CORE_READ(skb, data), headlen) ||
+	    !add_page_frags(walk->pieces, (__u64)BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, end)))
+		return 1;
+	walk->skb = BPF_CORE_READ(skb, next);
+	return 0;
+}
+
 /* Where a dropped skb's bytes are: from its Ethernet header to the end of
- * its linear part, then its page fragments. */
+ * its linear part, its page fragments, then each segment a GRO frame keeps
+ * on its frag_list, in order, as far as each is read whole. */
 static __always_inline void find_pieces(struct frame_pieces *p, struct sk_buff *skb, __u64 data, __u64 data_end)
 {
 	start_pieces(p, data, data_end > data ? data_end - data : 0);
-	add_page_frags(p, (__u64)BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, end));
+	const __u64 shinfo = (__u64)BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, end);
+	if (!add_page_frags(p, shinfo))
+		return;
+	struct frag_list_walk walk = {.pieces = p, .skb = BPF_CORE_READ((struct skb_shared_info *)shinfo, frag_list)};
+	if (walk.skb)
+		bpf_loop(MAX_PIECES, add_listed_segment, &walk, 0);
 }
 
 /* Per CPU: the dropped skb's socket, for attribution. */
@@ -143,7 +171,7 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	meta.flags = v->flags;
 
 	__u32 key = 0;
-	const struct frame_pieces *pieces = bpf_map_lookup_elem(&frame_pieces, &key);
+	struct frame_pieces *pieces = bpf_map_lookup_elem(&frame_pieces, &key);
 	if (!pieces)
 		return account_output(c, -EFAULT);
 	/* What the pieces hold; a rest they do not reach (device memory, a

@@ -24,8 +24,11 @@ struct xdpcap_frag {
 	__u32 offset;
 };
 
+struct sk_buff;
+
 struct skb_shared_info {
 	__u8 nr_frags;
+	struct sk_buff *frag_list;
 	struct xdpcap_frag frags[17];
 } __attribute__((preserve_access_index));
 
@@ -41,7 +44,10 @@ const volatile __u64 vmemmap_base_at = 0;
 #define VMEMMAP_4LEVEL 0xffffea0000000000ULL
 #define PAGE_SHIFT 12
 #define MAX_FRAGS 17
-#define MAX_PIECES (1 + MAX_FRAGS)
+/* A GRO frame's segments on a frag_list each add theirs: enough for a
+ * 64 KiB one of MTU-sized segments. Bytes past the last piece are counted
+ * in the frame's length, not captured. */
+#define MAX_PIECES 64
 
 /* Where a frame's bytes are: its linear part, then each fragment in order,
  * as kernel addresses; `total` bytes in all. */
@@ -50,6 +56,12 @@ struct frame_pieces {
 	__u32 len[MAX_PIECES];
 	__u32 count;
 	__u32 total;
+	/* copy_pieces' progress, kept here rather than on the stack: the
+	 * verifier does not track map memory, so the step it checks converges
+	 * at once instead of once per piece. */
+	__u32 copy_at;    /* the piece at hand */
+	__u64 copy_start; /* its frame offset */
+	__u64 copy_done;  /* bytes copied */
 };
 
 struct {
@@ -87,85 +99,105 @@ static __always_inline void start_pieces(struct frame_pieces *p, __u64 data, __u
 	p->total = (__u32)len;
 }
 
-/* Then the page fragments listed in the skb_shared_info at `shinfo`, as
- * far as they can be read. */
-static __always_inline void add_page_frags(struct frame_pieces *p, __u64 shinfo)
+/* One more piece (none for no bytes); false when there is no room for it. */
+static __always_inline int add_piece(struct frame_pieces *p, __u64 addr, __u32 len)
 {
-	if (!read_pages)
-		return;
-	__u64 direct = DIRECT_MAP_4LEVEL, vmemmap = VMEMMAP_4LEVEL;
-	if (page_offset_base_at && bpf_probe_read_kernel(&direct, sizeof(direct), (const void *)page_offset_base_at))
-		return;
-	if (vmemmap_base_at && bpf_probe_read_kernel(&vmemmap, sizeof(vmemmap), (const void *)vmemmap_base_at))
-		return;
-	const __u64 page_size = bpf_core_type_size(struct page);
-	const __u8 frags = BPF_CORE_READ((struct skb_shared_info *)shinfo, nr_frags);
-	const __u64 frags_at = shinfo + bpf_core_field_offset(struct skb_shared_info, frags);
-	if (!page_size)
-		return;
-	for (__u32 i = 0; i < MAX_FRAGS; i++) {
-		if (i >= frags)
-			break;
-		struct xdpcap_frag frag;
-		if (bpf_probe_read_kernel(&frag, sizeof(frag), (const void *)(frags_at + i * sizeof(frag))))
-			return;
-		/* Device memory (bit 0) or not a page of the map: the frame ends here. */
-		if ((frag.page & 1) || frag.page < vmemmap)
-			return;
-		p->addr[i + 1] = direct + ((frag.page - vmemmap) / page_size << PAGE_SHIFT) + frag.offset;
-		p->len[i + 1] = frag.len;
-		p->count = i + 2;
-		p->total += frag.len;
-	}
+	if (!len)
+		return 1;
+	const __u32 at = p->count;
+	if (at >= MAX_PIECES)
+		return 0;
+	p->addr[at] = addr;
+	p->len[at] = len;
+	p->count = at + 1;
+	p->total += len;
+	return 1;
 }
 
-/* bpf_loop's state: one piece per call, so that the verifier checks the
- * step once rather than every path through all the pieces. */
+/* Then the page fragments listed in the skb_shared_info at `shinfo`;
+ * true when every one of them was added (none to read included). */
+static __always_inline int add_page_frags(struct frame_pieces *p, __u64 shinfo)
+{
+	const __u8 frags = BPF_CORE_READ((struct skb_shared_info *)shinfo, nr_frags);
+	if (!frags)
+		return 1;
+	if (!read_pages)
+		return 0;
+	__u64 direct = DIRECT_MAP_4LEVEL, vmemmap = VMEMMAP_4LEVEL;
+	if (page_offset_base_at && bpf_probe_read_kernel(&direct, sizeof(direct), (const void *)page_offset_base_at))
+		return 0;
+	if (vmemmap_base_at && bpf_probe_read_kernel(&vmemmap, sizeof(vmemmap), (const void *)vmemmap_base_at))
+		return 0;
+	const __u64 page_size = bpf_core_type_size(struct page);
+	const __u64 frags_at = shinfo + bpf_core_field_offset(struct skb_shared_info, frags);
+	if (!page_size)
+		return 0;
+	for (__u32 i = 0; i < MAX_FRAGS; i++) {
+		if (i >= frags)
+			return 1;
+		struct xdpcap_frag frag;
+		if (bpf_probe_read_kernel(&frag, sizeof(frag), (const void *)(frags_at + i * sizeof(frag))))
+			return 0;
+		/* Device memory (bit 0) or not a page of the map: the frame ends here. */
+		if ((frag.page & 1) || frag.page < vmemmap)
+			return 0;
+		if (!add_piece(p, direct + ((frag.page - vmemmap) / page_size << PAGE_SHIFT) + frag.offset, frag.len))
+			return 0;
+	}
+	return frags <= MAX_FRAGS;
+}
+
+/* bpf_loop's state: one piece per call; what changes from one call to the
+ * next is in the pieces' map entry. */
 struct copy_job {
 	__u8 *to;
-	const struct frame_pieces *pieces;
-	__u64 from;  /* frame offset of the first byte wanted */
-	__u64 n;     /* bytes wanted */
-	__u64 done;  /* bytes copied */
-	__u64 start; /* frame offset of the piece at hand */
+	struct frame_pieces *pieces;
+	__u64 from; /* frame offset of the first byte wanted */
+	__u64 n;    /* bytes wanted */
 	long err;
 };
 
 static long copy_piece(__u64 index, void *ctx)
 {
 	struct copy_job *job = ctx;
-	const struct frame_pieces *p = job->pieces;
-	if (index >= MAX_PIECES || index >= p->count || job->done >= job->n)
+	struct frame_pieces *p = job->pieces;
+	const __u32 at = p->copy_at;
+	const __u64 done = p->copy_done;
+	if (at >= MAX_PIECES || at >= p->count || done >= job->n)
 		return 1;
-	const __u64 end = job->start + p->len[index];
-	const __u64 at = job->from + job->done;
-	if (at < end) {
-		__u64 take = end - at;
-		if (take > job->n - job->done)
-			take = job->n - job->done;
-		__u64 into = job->done;
+	const __u64 end = p->copy_start + p->len[at];
+	const __u64 offset = job->from + done;
+	if (offset < end) {
+		__u64 take = end - offset;
+		if (take > job->n - done)
+			take = job->n - done;
+		__u64 into = done;
 		asm volatile("" : "+r"(take), "+r"(into));
 		/* The destination has room for twice the snapshot length. */
 		if (take > XDPCAP_MAX_SAMPLE_SIZE || take > snaplen || into > XDPCAP_MAX_SAMPLE_SIZE || into > snaplen ||
-		    bpf_probe_read_kernel(job->to + into, take, (const void *)(p->addr[index] + (at - job->start)))) {
+		    bpf_probe_read_kernel(job->to + into, take, (const void *)(p->addr[at] + (offset - p->copy_start)))) {
 			job->err = -EFAULT;
 			return 1;
 		}
-		job->done += take;
+		p->copy_done = done + take;
 	}
-	job->start = end;
+	p->copy_start = end;
+	p->copy_at = at + 1;
 	return 0;
 }
 
 /* `n` bytes of the frame from offset `from` into `to`, which has room for
  * two snapshot lengths; 0, or -EFAULT when the pieces do not hold them. */
-static __always_inline long copy_pieces(__u8 *to, const struct frame_pieces *p, __u64 from, __u64 n)
+static __always_inline long copy_pieces(__u8 *to, struct frame_pieces *p, __u64 from, __u64 n)
 {
 	if (!n)
 		return 0;
+	p->copy_at = 0;
+	p->copy_start = 0;
+	p->copy_done = 0;
 	struct copy_job job = {.to = to, .pieces = p, .from = from, .n = n};
 	bpf_loop(MAX_PIECES, copy_piece, &job, 0);
-	return job.err ? job.err : job.done == n ? 0 : -EFAULT;
+	return job.err ? job.err : p->copy_done == n ? 0 : -EFAULT;
 }
 
 /*
@@ -175,7 +207,7 @@ static __always_inline long copy_pieces(__u8 *to, const struct frame_pieces *p, 
  * value it did not compute itself. `shift`: bytes the record has in front of
  * the frame's own (a tag put back).
  */
-static __always_inline long output_piece_parts(void *ctx, struct gather_frame *w, const struct frame_pieces *pieces,
+static __always_inline long output_piece_parts(void *ctx, struct gather_frame *w, struct frame_pieces *pieces,
 					       __u64 cap_len, __u64 tstamp_ns, __u32 shift)
 {
 	struct xdpcap_part *part = (struct xdpcap_part *)(w->head + XDPCAP_HEAD_ROOM - sizeof(struct xdpcap_part));
