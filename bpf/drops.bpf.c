@@ -17,18 +17,11 @@
 
 #include "sample.h"
 #include "frame_pieces.h"
+#include "netns.h"
 #include "process.h"
 
 /* Just the members read here; CO-RE relocates them against the running
  * kernel's BTF (6.1 and 6.18 lay sk_buff out differently). */
-struct ns_common {
-	unsigned int inum;
-} __attribute__((preserve_access_index));
-
-struct net {
-	struct ns_common ns;
-} __attribute__((preserve_access_index));
-
 struct net_device {
 	int ifindex;
 	struct {

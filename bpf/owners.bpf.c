@@ -20,18 +20,11 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "netns.h"
 #include "process.h"
 
 /* Just the members read here; CO-RE relocates them against the running
  * kernel's BTF. */
-struct ns_common {
-	unsigned int inum;
-} __attribute__((preserve_access_index));
-
-struct net {
-	struct ns_common ns;
-} __attribute__((preserve_access_index));
-
 struct sock_common {
 	unsigned short skc_family;
 	__u16 skc_num; /* the local port, host order */
