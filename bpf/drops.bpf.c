@@ -167,9 +167,9 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	struct frame_pieces *pieces = bpf_map_lookup_elem(&frame_pieces, &key);
 	if (!pieces)
 		return account_output(c, -EFAULT);
-	/* What the pieces hold; a rest they do not reach (device memory, a
-	 * GRO frag_list) is counted in the original length, as a snapshot
-	 * length cut would be. */
+	/* What the pieces hold; a rest they do not reach (device memory,
+	 * more than MAX_PIECES pieces, pages where they cannot be read) is
+	 * counted in the original length, as a snapshot length cut would be. */
 	const int restore = tagged && meta.cap_len >= ETH_ADDRS_LEN + VLAN_TAG_LEN && pieces->total >= ETH_ADDRS_LEN;
 	const __u64 shift = restore ? VLAN_TAG_LEN : 0;
 	const __u64 want = meta.cap_len < pieces->total + shift ? meta.cap_len : pieces->total + shift;

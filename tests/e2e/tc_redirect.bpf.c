@@ -10,8 +10,8 @@
  *   ACTION_REDIRECT_INGRESS  bpf_redirect(TARGET_IFINDEX, BPF_F_INGRESS): into
  *                            the target's ingress
  *   ACTION_SHOT              TC_ACT_SHOT: drop it
- *   ACTION_SHOT_LARGE        drop every fourth frame longer than 60 000 bytes
- *                            (a super-frame), pass the rest
+ *   ACTION_SHOT_LARGE        drop every fourth frame longer than LARGE bytes
+ *                            (default 60 000: a super-frame), pass the rest
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -30,6 +30,10 @@
 #error "compile with -DTARGET_IFINDEX=N"
 #endif
 
+#ifndef LARGE
+#define LARGE 60000
+#endif
+
 __u32 large_seen = 0;
 
 SEC("tc")
@@ -44,7 +48,7 @@ int tc_redirect(struct __sk_buff *skb)
 #elif ACTION == ACTION_SHOT
 	return TC_ACT_SHOT;
 #elif ACTION == ACTION_SHOT_LARGE
-	if (skb->len <= 60000)
+	if (skb->len <= LARGE)
 		return TC_ACT_OK;
 	return large_seen++ % 4 == 3 ? TC_ACT_SHOT : TC_ACT_OK; /* races only move which one */
 #else

@@ -14,7 +14,7 @@ tests=(e2e_capture_exact e2e_bad_input e2e_bad_input_more e2e_filter e2e_sigkill
 scale=${XDPCAP_VM_TIME_SCALE:-10}
 mkdir -p "$build/meson-logs"
 rm -f "$build/meson-logs/vm.json"
-tests/vm/guest.sh -t "${XDPCAP_VM_LIMIT:-1500}" -w "$build/meson-logs" -- \
+tests/vm/guest.sh -t "${XDPCAP_VM_LIMIT:-1800}" -w "$build/meson-logs" -- \
     "export CI=${CI:-} XDPCAP_TIME_SCALE=$scale; meson test -C $build --no-rebuild --logbase vm \
      --num-processes 1 --timeout-multiplier $scale --print-errorlogs ${tests[*]} 2>&1 | cat"
 status=$?
