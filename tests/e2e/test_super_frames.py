@@ -245,7 +245,8 @@ def dropped_super_frames(lab, binary, tmp):
 
     Its payload is in page fragments, past the skb's linear bytes. A tc
     egress program behind xdpcap's (clsact, which runs after tcx) drops every
-    fourth frame longer than 60 000 bytes; TCP sends those bytes again.
+    fourth frame longer than 60 000 bytes (20 000 under emulation); TCP
+    sends those bytes again.
     Oracle: the frame's record from the egress hook, written before the
     drop, whose epb_packetid the drop record shares."""
     set_gso(lab, 65536)
@@ -306,7 +307,7 @@ def dropped_gro_frames(lab, binary, tmp):
     The sender segments in software (TSO and GSO off on gen0); GRO on cap0
     (which runs veth's NAPI) merges the segments, the first seventeen into
     page fragments and the rest onto a frag_list. An input rule drops every
-    fourth frame longer than 30 000 bytes. Oracle: tc ingress's record of
+    fourth frame longer than 30 000 bytes (10 000 under emulation). Oracle: tc ingress's record of
     the same frame, before the drop."""
     set_gso(lab, 65536)
     N.run(["ip", "netns", "exec", lab.gen_ns, "ethtool", "-K", lab.gen_if, "tso", "off", "gso", "off"])
