@@ -30,7 +30,8 @@ pacing), the server loses none, and gen0's TX drop counter does not move.
 
 iperf3 sends 16 MiB over TCP (4 MiB under emulation) from gen0 to cap0
 beside the default capture and tcpdump, both on cap0 with the same filter
-(the transfer's frames into cap0): gen0 keeps TSO while xdpcap runs, tcpdump
+(the transfer's frames into cap0) and 64 MiB of buffer each (xdpcap's split
+between its CPUs' rings): gen0 keeps TSO while xdpcap runs, tcpdump
 (the oracle, dropping none) sees super-frames (longer than 1514 bytes), and
 xdpcap, losing none, captures as many of them, and the same frames byte for
 byte.
@@ -53,6 +54,7 @@ FRAMES = 300_000
 EMULATED = float(os.environ.get("XDPCAP_TIME_SCALE", "1") or 1) > 1
 TCP_SIZE = (4 << 20) if EMULATED else (16 << 20)
 TCP_PORT = 5302
+TCP_ORACLE_BUFFER_KIB = 65536
 FEATURES = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
             "tx-checksumming", "scatter-gather")
 
@@ -153,7 +155,7 @@ def tcp_super_frames(lab, binary, tmp, base_features):
     dump_path = os.path.join(tmp, "tcpdump.pcap")
     # A 64 MiB buffer: the oracle must drop nothing; immediate mode and -U:
     # a frame not yet handed over when SIGINT comes would be missing from it.
-    dump = lab.popen(lab.cap_ns, ["tcpdump", "-i", lab.cap_if, "-nn", "-B", "65536", "--immediate-mode", "-U",
+    dump = lab.popen(lab.cap_ns, ["tcpdump", "-i", lab.cap_if, "-nn", "-B", str(TCP_ORACLE_BUFFER_KIB), "--immediate-mode", "-U",
                                   "-w", dump_path, flt],
                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     first = [dump.stderr.readline()]
@@ -161,7 +163,11 @@ def tcp_super_frames(lab, binary, tmp, base_features):
         first.append(dump.stderr.readline())
     N.check("listening on" in first[-1], "tcpdump listens on cap0", first)
     path = os.path.join(tmp, "tcp.pcapng")
-    x = lab.xdpcap(binary, ["-w", path, flt])
+    # The same ring memory as the oracle's buffer (xdpcap's -B is per CPU):
+    # a reader starved on a busy two-CPU host loses nothing in either.
+    # -v: a failure shows which per-CPU counter moved.
+    per_cpu_kib = TCP_ORACLE_BUFFER_KIB // (os.cpu_count() or 1)
+    x = lab.xdpcap(binary, ["-v", "-B", str(per_cpu_kib), "-w", path, flt])
     x.wait_listening()
     during = features(lab)
     server = lab.popen(lab.cap_ns, ["iperf3", "-s", "-1", "-B", "198.18.90.1", "-p", str(TCP_PORT)],
