@@ -151,7 +151,11 @@ struct Session {
     InterfaceInfo iface;
     std::optional<ClassicProgram> classic;
     std::vector<XdpProgramInfo> traced;
+    bool trace_entry = true, trace_exit = true; // trace mode's hook points
     std::vector<bpf_insn> trace_filter; // trace mode with a filter
+    // Another xdpcap's XDP link, held while this one traces its program:
+    // either may stop first, and the last one to stop detaches it.
+    UniqueFd shared_xdp_link;
     std::optional<CaptureProgram> program;
     std::optional<PerfRings> rings;
     std::optional<PromiscuousMode> promiscuous;
@@ -387,6 +391,30 @@ std::optional<std::string> xdp_hook_held_by_xdpcap(const InterfaceInfo& iface, c
     return holders_text(attached.front().program.id);
 }
 
+// With --xdp-mode, where another xdpcap holds the XDP hook and the kernel
+// can trace programs: this one traces that program at its entry (where it
+// sees every received frame, as XDP would) and holds its link. False where
+// it cannot; choose_trace_targets() then refuses in one line.
+bool share_xdp_hook_of_xdpcap(Session& session, const Config& config)
+{
+    if (config.xdp_mode == XdpMode::Auto || config.direction == Direction::Out || why_xdp_cannot_be_traced())
+        return false;
+    const auto attached = xdp_attachments(session.iface.ifindex);
+    if (attached.empty() || !is_xdpcap_program(attached.front().program.name))
+        return false;
+    const XdpProgramInfo& program = attached.front().program;
+    UniqueFd link = xdp_link_of(session.iface.ifindex, program.id);
+    if (!link)
+        return false;
+    session.xdp_hook_holder = holders_text(program.id);
+    session.shared_xdp_link = std::move(link);
+    session.traced = trace_targets(attached.front(), config.trace_program);
+    // Its exit adds nothing: xdpcap passes every frame as it came.
+    session.trace_entry = config.at_given ? config.trace_entry : true;
+    session.trace_exit = config.at_given && config.trace_exit;
+    return true;
+}
+
 // Trace mode's targets when the interface already runs XDP (none otherwise),
 // or the one-line refusal where that cannot be done.
 std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, const Config& config)
@@ -398,8 +426,8 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
             throw Error(iface.name + " runs no XDP program to trace: --at and --program apply to trace mode only");
         return {};
     }
-    // Another xdpcap's own program is not traced: that capture already sees
-    // everything; the refusal names its pid.
+    // Another xdpcap's program is traced only when shared with --xdp-mode
+    // (share_xdp_hook_of_xdpcap); otherwise the refusal names its pid.
     if (why_xdp_cannot_be_traced() || is_xdpcap_program(attached.front().program.name))
         refuse_if_xdp_attached(iface.ifindex, iface.name);
     return trace_targets(attached.front(), config.trace_program);
@@ -483,7 +511,8 @@ std::vector<Session> lookup_sessions(const Config& config)
 {
     std::vector<Session> sessions;
     for (const std::string& argument : config.interfaces) {
-        Session session{lookup_interface(argument), {}, {}, {}, {}, {}, {}, false};
+        Session session{};
+        session.iface = lookup_interface(argument);
         session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
         session.receive = receive_hook(session.iface, config);
         session.direction = capture_direction(session.iface, config);
@@ -611,7 +640,11 @@ void LiveCapture::choose_hooks()
             session.xdp_hook_holder = *holder;
             continue;
         }
-        session.traced = choose_trace_targets(session.iface, config_);
+        if (!share_xdp_hook_of_xdpcap(session, config_)) {
+            session.traced = choose_trace_targets(session.iface, config_);
+            session.trace_entry = config_.trace_entry;
+            session.trace_exit = config_.trace_exit;
+        }
         if (!session.traced.empty() && config_.process.filters())
             throw Error(session.iface.name + " runs " + program_text(session.traced.front()) +
                         ": trace mode sees frames before any socket, so --pid, --pname and --cgroup cannot "
@@ -671,7 +704,7 @@ void LiveCapture::load_session(Session& session)
                                                  attribution));
     CaptureProgram& program = *session.program;
     if (!traced.empty())
-        program.load_trace(traced, config_.trace_entry, config_.trace_exit, session.trace_filter);
+        program.load_trace(traced, session.trace_entry, session.trace_exit, session.trace_filter);
     // The same expression on every hook, each counted on its own.
     if (session.classic) {
         const auto& classic = session.classic->instructions();
@@ -718,8 +751,8 @@ void LiveCapture::load()
     const Session& first = sessions_.front();
     interfaces_.emplace(first.traced.empty()
                             ? InterfaceMap(config_.drops)
-                            : InterfaceMap(static_cast<uint32_t>(first.traced.size()), config_.trace_entry,
-                                           config_.trace_exit, first.program->captures(CaptureProgram::Hook::Egress),
+                            : InterfaceMap(static_cast<uint32_t>(first.traced.size()), first.trace_entry,
+                                           first.trace_exit, first.program->captures(CaptureProgram::Hook::Egress),
                                            config_.drops));
 }
 
@@ -806,8 +839,9 @@ void LiveCapture::print_start_lines() const
                          session.rings->bytes_per_ring() / 1024, config_.snaplen, records);
         if (!session.xdp_hook_holder.empty() && !config_.quiet)
             std::fprintf(stderr, "xdpcap: %s: another xdpcap (%s) takes its received frames with XDP; this one "
-                                 "takes them at tc ingress\n",
-                         session.iface.name.c_str(), session.xdp_hook_holder.c_str());
+                                 "%s\n",
+                         session.iface.name.c_str(), session.xdp_hook_holder.c_str(),
+                         session.shared_xdp_link ? "traces its program" : "takes them at tc ingress");
         // What the file lacks, not a fault: -q leaves it to the interface
         // descriptions and the man page, as tcpdump has nothing to say here.
         if (const auto why = rx_vlan_missing(session); why && !config_.quiet) {
@@ -827,11 +861,12 @@ void LiveCapture::print_start_lines() const
     }
     if (config_.quiet)
         return;
-    for (const XdpProgramInfo& p : sessions_.front().traced)
+    const Session& traced = sessions_.front();
+    for (const XdpProgramInfo& p : traced.traced)
         std::fprintf(stderr, "tracing %s at %s\n", program_text(p).c_str(),
-                     config_.trace_entry && config_.trace_exit ? "entry and exit"
-                         : config_.trace_entry                 ? "entry"
-                                                               : "exit");
+                     traced.trace_entry && traced.trace_exit ? "entry and exit"
+                         : traced.trace_entry                ? "entry"
+                                                             : "exit");
     // tcpdump's line, once per interface.
     for (const Session& session : sessions_)
         std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",

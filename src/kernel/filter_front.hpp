@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "kernel/program_btf.hpp"
 #include "unique_fd.hpp"
 
 namespace xdpcap {
@@ -19,7 +20,8 @@ std::vector<bpf_insn> filter_front(int counters_fd, int32_t counters_key, int ne
                                    std::span<const bpf_insn> filter_body);
 
 // Loads a filter_front() program; raises Error with the verifier's reason.
+// `traceable_as`: the BTF through which fentry can attach to it.
 UniqueFd load_filter_front(bpf_prog_type type, const char* name, const std::vector<bpf_insn>& prog,
-                           bpf_prog_load_opts opts);
+                           bpf_prog_load_opts opts, const std::optional<MainFunction>& traceable_as = std::nullopt);
 
 } // namespace xdpcap

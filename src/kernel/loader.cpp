@@ -251,14 +251,14 @@ std::vector<bpf_insn> filter_front(int counters_fd, int32_t counters_key, int ne
 }
 
 UniqueFd load_filter_front(bpf_prog_type type, const char* name, const std::vector<bpf_insn>& prog,
-                           bpf_prog_load_opts opts)
+                           bpf_prog_load_opts opts, const std::optional<MainFunction>& traceable_as)
 {
     std::string log(1 << 20, '\0');
     opts.sz = sizeof opts;
     opts.log_level = 1;
     opts.log_size = static_cast<uint32_t>(log.size());
     opts.log_buf = log.data();
-    const ProgramBtf btf(prog);
+    const ProgramBtf btf(prog, traceable_as);
     btf.apply(opts);
     const int fd = bpf_prog_load(type, name, "GPL", prog.data(), prog.size(), &opts);
     if (fd < 0) {
@@ -581,16 +581,19 @@ void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_
         throw Error("cannot link the filter to the capture program: " + errno_text(errno));
 
     bpf_prog_load_opts opts{};
+    std::optional<MainFunction> traceable_as;
     if (!tc) {
         opts.expected_attach_type = BPF_XDP;
         // A tail call needs caller and callee to agree on multi-buffer support.
         opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
+        // A second capture on the interface traces this program at its entry.
+        traceable_as = MainFunction{"xdpcap_filter", "xdp_md"};
     }
     filter_prog_[static_cast<int>(hook)] = load_filter_front(tc ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP,
                                                              egress ? "xdpcap_filter_tc"
                                                              : tc   ? "xdpcap_filter_in"
                                                                     : "xdpcap_filter",
-                                                             prog, opts);
+                                                             prog, opts, traceable_as);
 }
 
 bool CaptureProgram::link_defunct() const
@@ -674,8 +677,8 @@ void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
         return;
     const XdpAttachment& a = attached.front();
     if (is_xdpcap_program(a.program.name)) {
-        // Tracing another xdpcap would show nothing it does not capture
-        // already: say who it is, so that it can be stopped.
+        // The hook cannot be shared here (no tracing program type, or its
+        // link is gone): say who holds it, so that it can be stopped.
         throw Error(ifname + " is already being captured by another xdpcap (" + holders_text(a.program.id) +
                     ", XDP program '" + a.program.name + "' id " + std::to_string(a.program.id) +
                     "); stop it first, or capture there without --xdp-mode (at tc ingress) or with -Q out");

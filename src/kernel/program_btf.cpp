@@ -36,28 +36,41 @@ std::vector<uint32_t> subprogram_starts(std::span<const bpf_insn> prog)
     return starts;
 }
 
-ProgramBtf::ProgramBtf(std::span<const bpf_insn> prog)
+ProgramBtf::ProgramBtf(std::span<const bpf_insn> prog, const std::optional<MainFunction>& main)
 {
     const bool references_callback = std::any_of(prog.begin(), prog.end(), [](const bpf_insn& i) {
         return is_wide_load(i) && i.src_reg == BPF_PSEUDO_FUNC;
     });
-    if (!references_callback)
+    if (!references_callback && !main)
         return;
     const std::unique_ptr<btf, decltype(&btf__free)> types(btf__new_empty(), btf__free);
     if (!types)
         throw Error("cannot build the filter's BTF: " + errno_text(errno));
-    const int int_type = btf__add_int(types.get(), "int", 4, BTF_INT_SIGNED);
-    const int proto = int_type > 0 ? btf__add_func_proto(types.get(), int_type) : int_type;
+    auto built = [](int id) {
+        if (id <= 0)
+            throw Error("cannot build the filter's BTF: " + errno_text(-id));
+        return id;
+    };
+    const int int_type = built(btf__add_int(types.get(), "int", 4, BTF_INT_SIGNED));
+    const int part_proto = built(btf__add_func_proto(types.get(), int_type));
+    int main_func = 0;
+    if (main) {
+        // The context needs only its name: the kernel matches it by name.
+        const int context = built(btf__add_struct(types.get(), main->context.c_str(), 0));
+        const int context_ptr = built(btf__add_ptr(types.get(), context));
+        const int main_proto = built(btf__add_func_proto(types.get(), int_type));
+        if (const int err = btf__add_func_param(types.get(), "ctx", context_ptr); err)
+            built(err);
+        main_func = built(btf__add_func(types.get(), main->name.c_str(), BTF_FUNC_GLOBAL, main_proto));
+    }
     const std::vector<uint32_t> starts = subprogram_starts(prog);
-    for (size_t i = 0; i < starts.size() && proto > 0; ++i) {
+    for (size_t i = 0; i < starts.size(); ++i) {
         const std::string name = "xdpcap_filter_part" + std::to_string(i);
-        const int func = btf__add_func(types.get(), name.c_str(), BTF_FUNC_STATIC, proto);
-        if (func <= 0)
-            throw Error("cannot build the filter's BTF: " + errno_text(-func));
+        const int func = i == 0 && main_func ? main_func
+                                             : built(btf__add_func(types.get(), name.c_str(), BTF_FUNC_STATIC,
+                                                                   part_proto));
         func_info_.push_back(bpf_func_info{starts[i], static_cast<uint32_t>(func)});
     }
-    if (proto <= 0)
-        throw Error("cannot build the filter's BTF: " + errno_text(-proto));
     if (const int err = btf__load_into_kernel(types.get()); err)
         throw Error("the kernel refused the filter's BTF: " + errno_text(-err));
     // btf__free() closes its descriptor: keep one of our own.

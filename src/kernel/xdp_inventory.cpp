@@ -47,25 +47,34 @@ std::string full_name(const bpf_prog_info& info, int fd)
     return btf_name && *btf_name ? btf_name : name;
 }
 
+// Every BPF link the kernel has, with its info, until `visit` returns true
+// (it may keep the descriptor it is given).
+template <class Visit>
+void for_each_link(Visit&& visit)
+{
+    for (uint32_t id = 0; bpf_link_get_next_id(id, &id) == 0;) {
+        UniqueFd link(bpf_link_get_fd_by_id(id));
+        bpf_link_info info{};
+        uint32_t len = sizeof info;
+        if (link && bpf_obj_get_info_by_fd(link.get(), &info, &len) == 0 && visit(link, info))
+            return;
+    }
+}
+
 std::vector<XdpProgramInfo> dispatcher_components(uint32_t dispatcher_id)
 {
     std::vector<XdpProgramInfo> found;
-    for (uint32_t id = 0; bpf_link_get_next_id(id, &id) == 0;) {
-        UniqueFd link(bpf_link_get_fd_by_id(id));
-        if (!link)
-            continue;
-        bpf_link_info info{};
-        uint32_t len = sizeof info;
-        if (bpf_obj_get_info_by_fd(link.get(), &info, &len) != 0 || info.type != BPF_LINK_TYPE_TRACING ||
-            info.tracing.target_obj_id != dispatcher_id)
-            continue;
+    for_each_link([&](UniqueFd&, const bpf_link_info& info) {
+        if (info.type != BPF_LINK_TYPE_TRACING || info.tracing.target_obj_id != dispatcher_id)
+            return false;
         XdpProgramInfo component = describe_program(info.prog_id);
         UniqueFd prog(bpf_prog_get_fd_by_id(info.prog_id));
         bpf_prog_info pinfo{};
         uint32_t plen = sizeof pinfo;
         if (prog && bpf_obj_get_info_by_fd(prog.get(), &pinfo, &plen) == 0 && pinfo.type == kProgTypeExt)
             found.push_back(component);
-    }
+        return false;
+    });
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
     return found;
 }
@@ -270,6 +279,18 @@ std::vector<XdpAttachment> xdp_attachments(uint32_t ifindex)
         out.push_back(std::move(a));
     }
     return out;
+}
+
+UniqueFd xdp_link_of(uint32_t ifindex, uint32_t prog_id)
+{
+    UniqueFd found;
+    for_each_link([&](UniqueFd& link, const bpf_link_info& info) {
+        if (info.type != BPF_LINK_TYPE_XDP || info.xdp.ifindex != ifindex || info.prog_id != prog_id)
+            return false;
+        found = std::move(link);
+        return true;
+    });
+    return found;
 }
 
 std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const std::optional<std::string>& wanted)

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "unique_fd.hpp"
+
 namespace xdpcap {
 
 struct XdpProgramInfo {
@@ -39,6 +41,12 @@ int64_t main_function_type_id(int prog_fd);
 // Whether an attached XDP program is one of xdpcap's own (by its function
 // name): another xdpcap captures there.
 bool is_xdpcap_program(std::string_view name);
+
+// A descriptor of the BPF link that keeps `prog_id` attached to the
+// interface's XDP hook: held, it keeps the program there after its owner
+// exits, until the last holder closes it. Empty where none does (attached
+// through netlink, or detached meanwhile).
+UniqueFd xdp_link_of(uint32_t ifindex, uint32_t prog_id);
 
 // What /proc/PID/fdinfo/FD says of a BPF link (link_type, link_id, ...,
 // prog_id) or program (prog_type, ..., prog_id) descriptor: nothing for

@@ -16,15 +16,28 @@ a third corpus, then stops (exit 0). Each one's statistics count its own
 frames, both files hold exactly those frames, byte-exact, and say
 "MECH ingress and MECH egress"; cap0 is clean, no clsact qdisc left.
 
-XDP (explicit --xdp-mode): with a first xdpcap attached with --xdp-mode
+XDP (explicit --xdp-mode) on a kernel with the tracing program type (Debian
+12's 6.1): a second xdpcap with --xdp-mode, while a first one holds the XDP
+hook, traces the first one's program at its entry and holds its XDP link.
+Twice: both generic, the second stopping first; and both native, the first
+with a filter (its front program, built at run time, carries the BTF fentry
+needs), the first stopping first.  The second says so in one line ("...
+another xdpcap (pid P) takes its received frames with XDP; this one traces
+its program", P the first's pid) and "tracing XDP program 'NAME' (id N, ...)
+at entry"; the first's program stays attached while either runs (after the
+first exits too); each captures every frame sent while it runs, byte-exact,
+and counts only those; both exit 0; once both have exited the program is gone
+and cap0 is clean.
+
+XDP (explicit --xdp-mode) on a kernel without the tracing program type:
+with a first xdpcap attached with --xdp-mode
 generic, a second with --xdp-mode generic (-w FILE) or native (text to stdout)
 must be refused: exit 1 within a few seconds, exactly one stderr line
 "xdpcap: cap0 is already being captured by another xdpcap (pid P, XDP program
 'NAME' id N); stop it first, or capture there without --xdp-mode (at tc
 ingress) or with -Q out" with P the first
 xdpcap's pid (found through the fdinfo of its BPF link) and its program's name
-and id as ip link reports them, whether or not the kernel could trace XDP
-programs; nothing on stdout, no output file left; the first program stays
+and id as ip link reports them; nothing on stdout, no output file left; the first program stays
 attached, the first xdpcap keeps running.  A third, in a pid namespace of its
 own (where the first one's process cannot be seen), gets the same line with
 "(pid unknown)".  Frames are then sent and the first captures every one of
@@ -218,6 +231,56 @@ def beside_xdp(binary, tmp, corpora, env, mech):
         lab.assert_clean(f"{label}: after both exited nothing of xdpcap remains attached to cap0")
 
 
+def xdp_shared(binary, tmp, corpora, mode, first_filter, first_stops_first):
+    """A second xdpcap with --xdp-mode MODE traces the XDP program of a first
+    one (with `first_filter`, if any) at entry, holding its link: both
+    capture every frame, either stops first, the last one detaches it."""
+    (pre, pre_frames), (both, both_frames), (post, post_frames) = corpora
+    label = f"--xdp-mode {mode} twice{', the first filtering' if first_filter else ''}, the " \
+            f"{'first' if first_stops_first else 'second'} stopping first"
+    with N.NetLab() as lab:
+        first_out = os.path.join(tmp, f"shared-{mode}-first.pcapng")
+        second_out = os.path.join(tmp, f"shared-{mode}-second.pcapng")
+        first = lab.xdpcap(binary, ["--xdp-mode", mode, "-Q", "in", "-v", "-w", first_out]
+                           + ([first_filter] if first_filter else []))
+        first.wait_listening()
+        prog = lab.xdp_prog()
+        N.check(prog is not None and prog[0] is not None and prog[1],
+                f"{label}: the first xdpcap attached XDP program {prog}")
+        N.log("  info  first alone: " + lab.send(pre, CPU, gap_us=200))
+
+        second = lab.xdpcap(binary, ["--xdp-mode", mode, "-Q", "in", "-v", "-w", second_out])
+        second.wait_listening()
+        note = (f"xdpcap: cap0: another xdpcap (pid {first.proc.pid}) takes its received frames with XDP; "
+                "this one traces its program")
+        N.expect(note in second.err_lines, f"{label}: the second says it traces the first one's program",
+                 second.err_lines)
+        tracing = [l for l in second.err_lines if l.startswith("tracing ")]
+        N.expect(len(tracing) == 1 and tracing[0].startswith(f"tracing XDP program '{prog[1]}' (id {prog[0]}, ")
+                 and tracing[0].endswith(" at entry"), f"{label}: the second traces it at entry only", tracing)
+        N.expect(lab.xdp_prog() == prog, f"{label}: the first one's program stays attached", lab.xdp_prog())
+        N.log("  info  both: " + lab.send(both, CPU, gap_us=200))
+        time.sleep(0.5)
+
+        if first_stops_first:
+            finish(first, first_out, pre_frames + both_frames, tmp, f"{label}: the first xdpcap")
+            N.expect(lab.xdp_prog() == prog, f"{label}: its program stays attached while the second runs",
+                     lab.xdp_prog())
+            staying, staying_out, staying_frames = second, second_out, both_frames + post_frames
+        else:
+            finish(second, second_out, both_frames, tmp, f"{label}: the second xdpcap", notes=(note,))
+            staying, staying_out, staying_frames = first, first_out, pre_frames + both_frames + post_frames
+        N.expect(staying.proc.poll() is None, f"{label}: the other still runs")
+        N.log("  info  the other alone again: " + lab.send(post, CPU, gap_us=200))
+        time.sleep(0.5)
+        finish(staying, staying_out, staying_frames, tmp,
+               f"{label}: the {'second' if first_stops_first else 'first'} xdpcap",
+               notes=(note,) if staying is second else ())
+        lab.assert_clean(f"{label}: after both exited nothing of xdpcap remains attached to cap0")
+        alive = N.wait_programs_gone([prog[0]])
+        N.expect(not alive, f"{label}: program id {prog[0]} is gone", alive)
+
+
 def xdp_refusals(binary, tmp, corpus, frames):
     with N.NetLab() as lab:
         first_out = os.path.join(tmp, "xdp-first.pcapng")
@@ -280,7 +343,11 @@ def test(binary):
         # The clsact path of kernels without tcx (here through the test seam).
         for first_stops_first in (False, True):
             two_default(binary, tmp, order, () if not tcx else NO_TCX, "clsact", first_stops_first)
-        xdp_refusals(binary, tmp, *corpora[0])
+        if N.kernel_has_tracing():
+            xdp_shared(binary, tmp, order, "generic", None, first_stops_first=False)
+            xdp_shared(binary, tmp, order, "native", "len >= 1", first_stops_first=True)
+        else:
+            xdp_refusals(binary, tmp, *corpora[0])
         beside_xdp(binary, tmp, order, (), "tcx" if tcx else "clsact")
         if tcx:
             beside_xdp(binary, tmp, order, NO_TCX, "clsact")
