@@ -62,6 +62,10 @@ struct frame_pieces {
 	__u32 copy_at;    /* the piece at hand */
 	__u64 copy_start; /* its frame offset */
 	__u64 copy_done;  /* bytes copied */
+	/* The direct map's bases, read at the first fragment of a frame (0
+	 * until then): the same for each segment of its frag_list. */
+	__u64 direct;
+	__u64 vmemmap;
 };
 
 struct {
@@ -97,6 +101,23 @@ static __always_inline void start_pieces(struct frame_pieces *p, __u64 data, __u
 	p->len[0] = (__u32)len;
 	p->count = 1;
 	p->total = (__u32)len;
+	p->direct = 0;
+}
+
+/* Where the kernel placed its direct map and its struct pages, into `p`
+ * once per frame; false when they cannot be read. */
+static __always_inline int read_direct_map(struct frame_pieces *p)
+{
+	if (p->direct)
+		return 1;
+	__u64 direct = DIRECT_MAP_4LEVEL, vmemmap = VMEMMAP_4LEVEL;
+	if (page_offset_base_at && bpf_probe_read_kernel(&direct, sizeof(direct), (const void *)page_offset_base_at))
+		return 0;
+	if (vmemmap_base_at && bpf_probe_read_kernel(&vmemmap, sizeof(vmemmap), (const void *)vmemmap_base_at))
+		return 0;
+	p->direct = direct;
+	p->vmemmap = vmemmap;
+	return 1;
 }
 
 /* One more piece (none for no bytes); false when there is no room for it. */
@@ -121,13 +142,9 @@ static __always_inline int add_page_frags(struct frame_pieces *p, __u64 shinfo)
 	const __u8 frags = BPF_CORE_READ((struct skb_shared_info *)shinfo, nr_frags);
 	if (!frags)
 		return 1;
-	if (!read_pages)
+	if (!read_pages || !read_direct_map(p))
 		return 0;
-	__u64 direct = DIRECT_MAP_4LEVEL, vmemmap = VMEMMAP_4LEVEL;
-	if (page_offset_base_at && bpf_probe_read_kernel(&direct, sizeof(direct), (const void *)page_offset_base_at))
-		return 0;
-	if (vmemmap_base_at && bpf_probe_read_kernel(&vmemmap, sizeof(vmemmap), (const void *)vmemmap_base_at))
-		return 0;
+	const __u64 direct = p->direct, vmemmap = p->vmemmap;
 	const __u64 page_size = bpf_core_type_size(struct page);
 	const __u64 frags_at = shinfo + bpf_core_field_offset(struct skb_shared_info, frags);
 	if (!page_size)

@@ -185,16 +185,22 @@ def test(binary):
         N.log("  --    default ring size under a 4 MiB locked-memory limit")
         corpus = os.path.join(tmp, "corpus-memlock.pcap")
         frames = N.build_corpus(corpus, 20, seed=82)
-        x = N.Xdpcap(lab, None, [], argv=limited("-i", "cap0", "-w", "-"))
-        x.wait_listening()
-        lab.send(corpus, N.cpus()[0], gap_us=500)
-        time.sleep(0.3)
-        rc = x.stop(signal.SIGINT)
-        N.expect(rc == 0, "default rings under a 4 MiB locked-memory limit: exits 0", f"{rc}: {x.stderr}")
-        st = N.final_stats(x.err_lines)
-        N.expect(st is not None and st["captured"] == len(frames),
-                 f"default rings under a 4 MiB locked-memory limit: {len(frames)} packets captured",
-                 st["lines"] if st else x.stderr)
+
+        def capture_under_limit(desc, argv):
+            """The corpus through cap0 into `argv` (a limited xdpcap): exit 0, every frame captured."""
+            x = N.Xdpcap(lab, None, [], argv=argv)
+            x.wait_listening()
+            lab.send(corpus, N.cpus()[0], gap_us=500)
+            time.sleep(0.3)
+            rc = x.stop(signal.SIGINT)
+            N.expect(rc == 0, f"{desc}: exits 0", f"{rc}: {x.stderr}")
+            st = N.final_stats(x.err_lines)
+            N.expect(st is not None and st["captured"] == len(frames), f"{desc}: {len(frames)} packets captured",
+                     st["lines"] if st else x.stderr)
+            return x
+
+        x = capture_under_limit("default rings under a 4 MiB locked-memory limit",
+                                limited("-i", "cap0", "-w", "-"))
         # Shrunk, the default still holds every record of the longest frame.
         N.expect(not [l for l in x.err_lines if "cannot hold" in l],
                  "default rings under a 4 MiB locked-memory limit: no ring too small for a 262144-byte frame",
@@ -206,15 +212,8 @@ def test(binary):
         # records; a shorter snapshot length lets it shrink that far.
         check_failure(lab, "default rings under a 512 KiB locked-memory limit, -s 262144: refused, not shrunk "
                       "below two frames", limited("-i", "cap0", "-w", "-", kib=512), msg_re=r"locked-memory limit")
-        x = N.Xdpcap(lab, None, [], argv=limited("-s", "1500", "-i", "cap0", "-w", "-", kib=512))
-        x.wait_listening()
-        lab.send(corpus, N.cpus()[0], gap_us=500)
-        time.sleep(0.3)
-        rc = x.stop(signal.SIGINT)
-        st = N.final_stats(x.err_lines)
-        N.expect(rc == 0 and st is not None and st["captured"] == len(frames),
-                 f"default rings under a 512 KiB limit with -s 1500: shrunk further, {len(frames)} captured",
-                 x.stderr)
+        capture_under_limit("default rings under a 512 KiB limit with -s 1500 (shrunk further)",
+                            limited("-s", "1500", "-i", "cap0", "-w", "-", kib=512))
         lab.assert_clean()
 
 
