@@ -397,10 +397,10 @@ std::optional<std::string> xdp_hook_held_by_xdpcap(const InterfaceInfo& iface, c
 // it cannot; choose_trace_targets() then refuses in one line.
 bool share_xdp_hook_of_xdpcap(Session& session, const Config& config)
 {
-    if (config.xdp_mode == XdpMode::Auto || config.direction == Direction::Out || why_xdp_cannot_be_traced())
+    if (config.xdp_mode == XdpMode::Auto || config.direction == Direction::Out)
         return false;
     const auto attached = xdp_attachments(session.iface.ifindex);
-    if (attached.empty() || !is_xdpcap_program(attached.front().program.name))
+    if (attached.empty() || !is_xdpcap_program(attached.front().program.name) || why_xdp_cannot_be_traced())
         return false;
     const XdpProgramInfo& program = attached.front().program;
     UniqueFd link = xdp_link_of(session.iface.ifindex, program.id);
