@@ -65,6 +65,10 @@ def setup_addresses(lab):
         # bytes. At least 64 segments each keeps super-frames of the sizes
         # the checks below need, whatever the machine's speed.
         lab.sysctl(ns, "net.ipv4.tcp_min_tso_segs", "64")
+        # And a receive window open wide from the start: a reader that the
+        # guest runs slowly never lets autotuning grow the default one past
+        # about 64 KiB, and the sender then sizes its frames to what fits.
+        lab.sysctl(ns, "net.ipv4.tcp_rmem", "4096 4194304 16777216")
 
 
 def set_gso(lab, size):
