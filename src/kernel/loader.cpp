@@ -580,6 +580,7 @@ void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_
     if (bpf_map_update_elem(bpf_map__fd(next), &slot, &capture_fd, BPF_ANY) != 0)
         throw Error("cannot link the filter to the capture program: " + errno_text(errno));
 
+    const char* name = egress ? "xdpcap_filter_tc" : tc ? "xdpcap_filter_in" : "xdpcap_filter";
     bpf_prog_load_opts opts{};
     std::optional<MainFunction> traceable_as;
     if (!tc) {
@@ -587,13 +588,10 @@ void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_
         // A tail call needs caller and callee to agree on multi-buffer support.
         opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
         // A second capture on the interface traces this program at its entry.
-        traceable_as = MainFunction{"xdpcap_filter", "xdp_md"};
+        traceable_as = MainFunction{name, "xdp_md"};
     }
-    filter_prog_[static_cast<int>(hook)] = load_filter_front(tc ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP,
-                                                             egress ? "xdpcap_filter_tc"
-                                                             : tc   ? "xdpcap_filter_in"
-                                                                    : "xdpcap_filter",
-                                                             prog, opts, traceable_as);
+    filter_prog_[static_cast<int>(hook)] =
+        load_filter_front(tc ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP, name, prog, opts, traceable_as);
 }
 
 bool CaptureProgram::link_defunct() const
