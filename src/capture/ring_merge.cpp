@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <new>
 
 namespace xdpcap {
 
@@ -116,9 +115,7 @@ void RingMerger::drain_everything()
         if (!record.data)
             return false;
         Head& head = heads_[ring];
-        // Returned straight into the head (guaranteed copy elision): a copy
-        // of the returned record would stall on store forwarding per packet.
-        ::new (&head.decoded) DecodedRecord(decode_record(record.data, record.size));
+        decode_record_into(record.data, record.size, head.decoded);
         const DecodedRecord& decoded = head.decoded;
         if (decoded.kind == RecordKind::Sample && decoded.sample.cap_len <= XDPCAP_MAX_SAMPLE_SIZE) [[likely]] {
             if (assemblies_[ring].active) [[unlikely]]

@@ -282,3 +282,34 @@ TEST(DecodeRecord, NoProcessWithoutTheFlag)
     EXPECT_EQ(decoded.sample.process.pid, 0u);
     EXPECT_EQ(record_size_for(3, true) - record_size_for(3), sizeof(xdpcap_process));
 }
+
+// The merge decodes each ring's records into the same place: nothing of a
+// -k sample may stay behind in the plain sample decoded after it.
+TEST(DecodeRecord, DecodingIntoAUsedRecordKeepsNothingOfTheLastSample)
+{
+    struct {
+        xdpcap_meta meta;
+        xdpcap_process process;
+    } head{};
+    head.meta = xdpcap_meta{XDPCAP_META_TAG, 7, 2, 60, 3, 0, 42, XDPCAP_DIR_EGRESS, XDPCAP_HOOK_TC_EGRESS,
+                            0, 0, 0x55, 0, XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_HASH, 0};
+    head.process.pid = 1234;
+    const std::vector<uint8_t> frame = {0xaa, 0xbb, 0xcc};
+    const auto with_process = test::raw_sample_record(head, frame.data(), frame.size());
+    DecodedRecord decoded{RecordKind::Other, {}, 0, nullptr};
+    decode_record_into(with_process.data(), with_process.size(), decoded);
+    ASSERT_EQ(decoded.sample.process.pid, 1234u);
+
+    const auto plain = sample_record({1, 2, 3, 4}, 4);
+    decode_record_into(plain.data(), plain.size(), decoded);
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.process.pid, 0u);
+    EXPECT_EQ(decoded.sample.flags, 0u);
+    EXPECT_EQ(decoded.sample.hash, 0u);
+    EXPECT_EQ(decoded.sample.cap_len, 4u);
+
+    const auto lost = lost_record(9);
+    decode_record_into(lost.data(), lost.size(), decoded);
+    EXPECT_EQ(decoded.kind, RecordKind::Lost);
+    EXPECT_EQ(decoded.lost, 9u);
+}
