@@ -59,6 +59,13 @@ generator slowdown are printed for xdpcap, each variant and the baseline.
 --rate PPS has trafgen send PPS frames a second rather than as fast as it
 can: a rate every tool keeps up with compares their cost per frame without
 one of them skipping the frames it lost.
+
+--warm writes and deletes a file as large as a lossless capture of the run,
+in /dev/shm, just before each tool starts. On a virtual machine that hands
+freed memory back to its host (free page reporting: see
+/sys/module/page_reporting), a page the guest touches again first costs a
+fault in the host; without --warm every tool pays that on each page of its
+file, which at 1500 bytes costs more than the tools themselves.
 """
 
 import argparse
@@ -216,6 +223,21 @@ def count_frames(path):
 
 EGRESS = False  # set from --egress: send out of cap0 instead of into it
 RATE = 0  # set from --rate: frames a second trafgen sends at (0: as fast as it can)
+WARM = False  # set from --warm
+
+
+def warm_memory(nbytes):
+    """Writes nbytes to a file in /dev/shm and deletes it: the pages it freed
+    are the ones the next tool's file gets, before the guest reports them
+    back to the host as free."""
+    path = os.path.join(SHM, f"xdpcap-bench-warm-{os.getpid()}")
+    chunk = b"\0" * (1 << 20)
+    try:
+        with open(path, "wb") as f:
+            for _ in range(0, nbytes, len(chunk)):
+                f.write(chunk)
+    finally:
+        os.unlink(path)
 
 
 def generate(lab, conf, frames, gen_cpu):
@@ -288,7 +310,7 @@ class Running:
         raise RuntimeError(f"{self.tool.name} printed no count: {''.join(self.lines)}")
 
 
-def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
+def measure(lab, tool, conf, frames, cap_cpu, gen_cpu, frame_size):
     """Returns (generator seconds, consumer cpu seconds, frames captured, user seconds)."""
     if tool is None:
         return generate(lab, conf, frames, gen_cpu), 0.0, frames, 0.0
@@ -298,6 +320,9 @@ def measure(lab, tool, conf, frames, cap_cpu, gen_cpu):
             return generate(lab, conf, frames, gen_cpu), 0.0, frames, 0.0
         finally:
             run("ip", "-n", lab.cap_ns, "link", "set", "dev", "cap0", "xdpdrv", "off", check=False)
+    if WARM:
+        # A lossless file's size, with room for the block around each frame.
+        warm_memory(frames * (frame_size + 64))
     with Running(lab, tool, cap_cpu) as running:
         seconds = generate(lab, conf, frames, gen_cpu)
         usage = running.stop()
@@ -464,6 +489,9 @@ def main():
                              "kernel side, and print each xdpcap's generator slowdown against it")
     parser.add_argument("--rate", type=int, default=0, metavar="PPS",
                         help="trafgen sends PPS frames a second instead of as fast as it can")
+    parser.add_argument("--warm", action="store_true",
+                        help="before each run, write and delete in /dev/shm as much as the tool will write, so "
+                             "that its file gets memory the host still backs")
     parser.add_argument("--tcp-bulk", type=int, metavar="MIB",
                         help="instead of trafgen frames, one TCP transfer of MIB MiB per tool and round")
     args = parser.parse_args()
@@ -474,9 +502,10 @@ def main():
         parser.error("--filter-runs is for trafgen frames, not with --tcp-bulk")
     # The namespaces go on SIGTERM too: the with blocks run on SystemExit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    global EGRESS, RATE
+    global EGRESS, RATE, WARM
     EGRESS = args.egress
     RATE = args.rate
+    WARM = args.warm
     if os.geteuid() != 0:
         sys.exit("e2e_bench.py: run as root")
     if args.tcp_bulk and not shutil.which("iperf3"):
@@ -506,7 +535,7 @@ def main():
             for round_no in range(args.rounds):
                 for tool in [None] + tools:
                     name = tool.name if tool else "none"
-                    results[name].append(measure(lab, tool, conf, args.frames, cap_cpu, gen_cpu)
+                    results[name].append(measure(lab, tool, conf, args.frames, cap_cpu, gen_cpu, size)
                                          + (idle_cpu(lab, tool, cap_cpu) if tool and args.idle else 0.0,))
                     gen_s, cpu_s, got, user_s, idle = results[name][-1]
                     print(f"  {size:>5} B round {round_no + 1} {name:<8} generator {gen_s:.3f} s, "
