@@ -66,12 +66,9 @@ DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction dire
     if (attribution.on()) {
         skel->rodata->attribute = 1;
         skel->rodata->process_filter = attribution.filter;
-        if (bpf_map__reuse_fd(skel->maps.socket_owners, attribution.owners_fd) != 0 ||
-            bpf_map__reuse_fd(skel->maps.echo_owners, attribution.echo_fd) != 0 ||
-            bpf_map__reuse_fd(skel->maps.closing_owners, attribution.closing_fd) != 0 ||
-            bpf_map__reuse_fd(skel->maps.local_addresses, attribution.local_fd) != 0)
-            throw Error("cannot share the process owners with the drop program: " + errno_text(errno));
     }
+    if (!bind_owner_maps(*skel, attribution))
+        throw Error("cannot share the process owners with the drop program: " + errno_text(errno));
     bpf_program__set_autoload(skel->progs.xdpcap_drop_sample, with_filter);
     size_gather_scratch(skel->maps.gather_scratch, snaplen, true);
     size_part_scratch(skel->maps.part_scratch, 0); // parts are built in gather_scratch

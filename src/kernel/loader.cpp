@@ -95,14 +95,11 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     if (attribution.on()) {
         attempt.skel->rodata->attribute = 1;
         attempt.skel->rodata->process_filter = attribution.filter;
-        if (bpf_map__reuse_fd(attempt.skel->maps.socket_owners, attribution.owners_fd) != 0 ||
-            bpf_map__reuse_fd(attempt.skel->maps.echo_owners, attribution.echo_fd) != 0 ||
-            bpf_map__reuse_fd(attempt.skel->maps.closing_owners, attribution.closing_fd) != 0 ||
-            bpf_map__reuse_fd(attempt.skel->maps.local_addresses, attribution.local_fd) != 0) {
-            attempt.err = errno;
-            attempt.skel.reset();
-            return attempt;
-        }
+    }
+    if (!bind_owner_maps(*attempt.skel, attribution)) {
+        attempt.err = errno;
+        attempt.skel.reset();
+        return attempt;
     }
     // Without the helper (a locked-down kernel) or the field's place in the
     // kernel's BTF, sent frames go unflagged.

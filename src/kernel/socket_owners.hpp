@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <bpf/libbpf.h>
 
 #include "cli/config.hpp"
 #include "unique_fd.hpp"
@@ -28,6 +31,23 @@ struct Attribution {
 
     bool on() const noexcept { return owners_fd >= 0; }
 };
+
+// The owners maps a capture or drop object names (bpf/process.h), before it
+// is loaded: shared from `attribution` when on; otherwise one entry each, so
+// that a capture without -k does not create, and for the LRU maps fill, some
+// 8 MB it never reads. False, with errno set, when one cannot be shared.
+template <class Skeleton>
+bool bind_owner_maps(Skeleton& skel, const Attribution& attribution)
+{
+    bpf_map* const maps[] = {skel.maps.socket_owners, skel.maps.echo_owners, skel.maps.closing_owners,
+                             skel.maps.local_addresses};
+    const int fds[] = {attribution.owners_fd, attribution.echo_fd, attribution.closing_fd, attribution.local_fd};
+    for (size_t i = 0; i < std::size(maps); ++i) {
+        if ((attribution.on() ? bpf_map__reuse_fd(maps[i], fds[i]) : bpf_map__set_max_entries(maps[i], 1)) != 0)
+            return false;
+    }
+    return true;
+}
 
 // A cgroup v2 directory as the kernel numbers it.
 struct CgroupId {

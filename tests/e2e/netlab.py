@@ -583,6 +583,43 @@ def held_programs(pid):
     return programs
 
 
+def held_maps(pid):
+    """{name: max_entries} of the BPF maps process `pid` holds file descriptors of."""
+    found = {}
+    fdinfo = f"/proc/{pid}/fdinfo"
+    try:
+        entries = os.listdir(fdinfo)
+    except OSError:
+        return {}
+    for fd in entries:
+        fields = {}
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    fields[key] = value.strip()
+        except OSError:
+            continue
+        if "map_id" in fields and "max_entries" in fields:
+            found[int(fields["map_id"])] = int(fields["max_entries"])
+    maps = {}
+    for map_id, entries in sorted(found.items()):
+        cp = run(["bpftool", "-j", "map", "show", "id", str(map_id)], check_rc=False)
+        if cp.returncode == 0:
+            maps[json.loads(cp.stdout).get("name", "")] = entries
+    return maps
+
+
+def possible_cpus():
+    """How many CPUs the kernel may bring online (/sys/devices/system/cpu/possible)."""
+    count = 0
+    with open("/sys/devices/system/cpu/possible") as f:
+        for part in f.read().strip().split(","):
+            first, _, last = part.partition("-")
+            count += int(last or first) - int(first) + 1
+    return count
+
+
 def programs_alive(ids):
     """Which of the program ids still exist."""
     return [i for i in ids if run(["bpftool", "prog", "show", "id", str(i)], check_rc=False).returncode == 0]

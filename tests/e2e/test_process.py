@@ -174,6 +174,8 @@ def scenario(lab, peers, tmp, binary):
     x.wait_listening()
     owners = owner_programs(x)
     N.check(len(owners) >= 5, "the attribution programs are loaded while it runs", owners)
+    maps = N.held_maps(x.proc.pid)
+    N.check(maps.get("socket_owners") == 65536, "-k: the socket owners map has its 65536 entries", maps)
     N.check(not [l for l in x.err_lines if "warning" in l], "no warning: this kernel tells every owner", x.err_lines)
 
     # Client and server on our side, both families.
@@ -467,10 +469,26 @@ def text_lines(lab, peers, tmp, binary):
             "text: with one interface, nothing comes between the time and the process", lines[:2])
 
 
+OWNER_MAPS = ("socket_owners", "echo_owners", "closing_owners", "local_addresses")
+
+
+def without_attribution(lab, tmp, binary):
+    """Without -k the capture objects' owner maps, never read, have one entry
+    each (an LRU map may round that up to one per CPU), not the 8 MB the
+    shared ones take."""
+    x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "plain.pcapng")])
+    x.wait_listening()
+    maps = {name: entries for name, entries in N.held_maps(x.proc.pid).items() if name in OWNER_MAPS}
+    N.check(x.stop() == 0, "without -k: xdpcap stopped cleanly", x.stderr)
+    N.check(set(maps) == set(OWNER_MAPS) and all(entries <= N.possible_cpus() for entries in maps.values()),
+            "without -k: each owner map the capture holds has one entry (one per CPU at most)", maps)
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         address(lab)
         peers = Peers(lab)
+        without_attribution(lab, tmp, binary)
         path, short, hold_port = scenario(lab, peers, tmp, binary)
         lab.assert_clean()
         check_file(path, peers, short, hold_port)
