@@ -559,22 +559,28 @@ class TcxProgram:
             self.link_fd = -1
 
 
-def held_programs(pid):
-    """{id: name} of the BPF programs process `pid` holds file descriptors of."""
-    ids = set()
+def _held_fds(pid):
+    """The fields of /proc/PID/fdinfo, one dict per open file descriptor."""
     fdinfo = f"/proc/{pid}/fdinfo"
     try:
         entries = os.listdir(fdinfo)
     except OSError:
-        return {}
+        return
     for fd in entries:
+        fields = {}
         try:
             with open(os.path.join(fdinfo, fd)) as f:
                 for line in f:
-                    if line.startswith("prog_id:"):
-                        ids.add(int(line.split()[1]))
+                    key, _, value = line.partition(":")
+                    fields[key] = value.strip()
         except OSError:
             continue
+        yield fields
+
+
+def held_programs(pid):
+    """{id: name} of the BPF programs process `pid` holds file descriptors of."""
+    ids = {int(fields["prog_id"]) for fields in _held_fds(pid) if "prog_id" in fields}
     programs = {}
     for pid_ in sorted(ids):
         cp = run(["bpftool", "-j", "prog", "show", "id", str(pid_)], check_rc=False)
@@ -585,23 +591,8 @@ def held_programs(pid):
 
 def held_maps(pid):
     """{name: max_entries} of the BPF maps process `pid` holds file descriptors of."""
-    found = {}
-    fdinfo = f"/proc/{pid}/fdinfo"
-    try:
-        entries = os.listdir(fdinfo)
-    except OSError:
-        return {}
-    for fd in entries:
-        fields = {}
-        try:
-            with open(os.path.join(fdinfo, fd)) as f:
-                for line in f:
-                    key, _, value = line.partition(":")
-                    fields[key] = value.strip()
-        except OSError:
-            continue
-        if "map_id" in fields and "max_entries" in fields:
-            found[int(fields["map_id"])] = int(fields["max_entries"])
+    found = {int(fields["map_id"]): int(fields["max_entries"]) for fields in _held_fds(pid)
+             if "map_id" in fields and "max_entries" in fields}
     maps = {}
     for map_id, entries in sorted(found.items()):
         cp = run(["bpftool", "-j", "map", "show", "id", str(map_id)], check_rc=False)
