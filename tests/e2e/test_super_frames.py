@@ -138,19 +138,32 @@ def check_readable(path, st, what):
              (count, st["captured"]))
 
 
+def longest_frames(rows):
+    """The longest received and sent frame."""
+    return tuple(max((length for length, _, d in rows if d == direction), default=0) for direction in (1, 2))
+
+
 def check_whole_transfer(lab, binary, tmp, addr, what):
-    path = os.path.join(tmp, f"{what}.pcapng")
-    x, st = capture(lab, binary, path, what, addr)
-    rows = frames(path)
-    N.expect(st["dropped"] == 0, f"{what}: none dropped", x.stderr)
-    check_readable(path, st, what)
-    N.expect(all(length == cap_len for length, cap_len, _ in rows), f"{what}: every frame whole",
-             [r for r in rows if r[0] != r[1]][:5])
     # An IPv6 payload holds at most 65 535 bytes without BIG TCP.
     over = RECORD if addr == CAP4 else 60000
-    for direction, name in ((1, "received"), (2, "sent")):
-        longest = max((length for length, _, d in rows if d == direction), default=0)
-        N.expect(longest > over, f"{what}: {name} frames longer than {over} bytes among them", longest)
+    # The checks need super-frames longer than one record in both
+    # directions. Their size is the sender's choice: under emulation a
+    # connection whose window stayed small sends none, so a transfer without
+    # them is run again (the capture of every one is checked in full).
+    for attempt in range(3):
+        path = os.path.join(tmp, f"{what}-{attempt}.pcapng")
+        x, st = capture(lab, binary, path, what, addr)
+        rows = frames(path)
+        N.expect(st["dropped"] == 0, f"{what}: none dropped", x.stderr)
+        check_readable(path, st, what)
+        N.expect(all(length == cap_len for length, cap_len, _ in rows), f"{what}: every frame whole",
+                 [r for r in rows if r[0] != r[1]][:5])
+        longest = longest_frames(rows)
+        if min(longest) > over:
+            break
+        N.log(f"  note  {what}: the longest frames were {longest[0]} bytes received and {longest[1]} sent; again")
+    for length, name in zip(longest, ("received", "sent")):
+        N.expect(length > over, f"{what}: {name} frames longer than {over} bytes among them", length)
     up, down = streams(path)
     N.expect(up == bulk_tcp.payload("up", SIZE), f"{what}: the upload rebuilt from the file is the bytes sent",
              len(up))
