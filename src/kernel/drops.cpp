@@ -63,11 +63,7 @@ DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction dire
         bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0 ||
         bpf_map__reuse_fd(skel->maps.sample_ticks, sample_ticks_fd) != 0)
         throw Error("cannot share the capture maps with the drop program: " + errno_text(errno));
-    if (attribution.on()) {
-        skel->rodata->attribute = 1;
-        skel->rodata->process_filter = attribution.filter;
-    }
-    if (!bind_owner_maps(*skel, attribution))
+    if (!apply_attribution(*skel, attribution))
         throw Error("cannot share the process owners with the drop program: " + errno_text(errno));
     bpf_program__set_autoload(skel->progs.xdpcap_drop_sample, with_filter);
     size_gather_scratch(skel->maps.gather_scratch, snaplen, true);

@@ -92,11 +92,7 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     attempt.skel->rodata->capture_ifindex = ifindex;
     attempt.skel->rodata->filter_enabled = with_filter;
     attempt.skel->rodata->sample_every = sample_every;
-    if (attribution.on()) {
-        attempt.skel->rodata->attribute = 1;
-        attempt.skel->rodata->process_filter = attribution.filter;
-    }
-    if (!bind_owner_maps(*attempt.skel, attribution)) {
+    if (!apply_attribution(*attempt.skel, attribution)) {
         attempt.err = errno;
         attempt.skel.reset();
         return attempt;

@@ -32,13 +32,18 @@ struct Attribution {
     bool on() const noexcept { return owners_fd >= 0; }
 };
 
-// The owners maps a capture or drop object names (bpf/process.h), before it
-// is loaded: shared from `attribution` when on; otherwise one entry each, so
-// that a capture without -k does not create, and for the LRU maps fill, some
-// 8 MB it never reads. False, with errno set, when one cannot be shared.
+// A capture or drop object's attribution settings and the owners maps it
+// names (bpf/process.h), before it is loaded: with -k the maps are shared
+// from `attribution`; otherwise one entry each, so that a capture without -k
+// does not create, and for the LRU maps fill, some 8 MB it never reads.
+// False, with errno set, when one cannot be shared.
 template <class Skeleton>
-bool bind_owner_maps(Skeleton& skel, const Attribution& attribution)
+bool apply_attribution(Skeleton& skel, const Attribution& attribution)
 {
+    if (attribution.on()) {
+        skel.rodata->attribute = 1;
+        skel.rodata->process_filter = attribution.filter;
+    }
     bpf_map* const maps[] = {skel.maps.socket_owners, skel.maps.echo_owners, skel.maps.closing_owners,
                              skel.maps.local_addresses};
     const int fds[] = {attribution.owners_fd, attribution.echo_fd, attribution.closing_fd, attribution.local_fd};
