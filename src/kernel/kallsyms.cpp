@@ -1,21 +1,101 @@
 #include "kernel/kallsyms.hpp"
 
+#include <bpf/bpf.h>
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <charconv>
 #include <cstring>
 #include <memory>
 #include <string_view>
 
+#include "filter/ebpf_insn.hpp"
 #include "unique_fd.hpp"
 
 namespace xdpcap {
 
+namespace {
+
+// What the lookup program reads and writes: a name in, its address out.
+struct SymbolQuery {
+    uint64_t address;
+    char name[64];
+};
+static_assert(sizeof(SymbolQuery) == 72);
+
+constexpr int16_t kNameOnStack = -64;
+constexpr int16_t kAddressOnStack = -72;
+
+// A sleepable syscall program: copies the name to its stack (helpers take
+// no context pointer) and calls bpf_kallsyms_lookup_name.
+UniqueFd load_symbol_lookup()
+{
+    std::vector<bpf_insn> prog;
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0, 0));
+    for (int16_t at = 0; at < static_cast<int16_t>(sizeof(SymbolQuery::name)); at += 8) {
+        prog.push_back(make_insn(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_0, BPF_REG_6,
+                                 static_cast<int16_t>(offsetof(SymbolQuery, name) + at), 0));
+        prog.push_back(make_insn(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_0,
+                                 static_cast<int16_t>(kNameOnStack + at), 0));
+    }
+    // The helper leaves the result alone when it refuses (kptr_restrict).
+    prog.push_back(make_insn(BPF_ST | BPF_MEM | BPF_DW, BPF_REG_10, 0, kAddressOnStack, 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_10, 0, 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_1, 0, 0, kNameOnStack));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_2, 0, 0, sizeof(SymbolQuery::name)));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_4, BPF_REG_10, 0, 0));
+    prog.push_back(make_insn(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_4, 0, 0, kAddressOnStack));
+    prog.push_back(make_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_kallsyms_lookup_name));
+    prog.push_back(make_insn(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_1, BPF_REG_10, kAddressOnStack, 0));
+    prog.push_back(make_insn(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_1,
+                             static_cast<int16_t>(offsetof(SymbolQuery, address)), 0));
+    prog.push_back(make_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+    bpf_prog_load_opts opts{};
+    opts.sz = sizeof(opts);
+    opts.prog_flags = BPF_F_SLEEPABLE;
+    return UniqueFd(bpf_prog_load(BPF_PROG_TYPE_SYSCALL, "xdpcap_ksym", "GPL", prog.data(), prog.size(), &opts));
+}
+
+} // namespace
+
+std::optional<std::vector<uint64_t>> look_up_kernel_symbols(const std::vector<const char*>& names)
+{
+    const UniqueFd prog = load_symbol_lookup();
+    if (!prog)
+        return std::nullopt;
+    std::vector<uint64_t> found(names.size(), 0);
+    for (size_t i = 0; i < names.size(); ++i) {
+        SymbolQuery query{};
+        if (std::strlen(names[i]) >= sizeof(query.name))
+            return std::nullopt;
+        std::strcpy(query.name, names[i]);
+        bpf_test_run_opts run{};
+        run.sz = sizeof(run);
+        run.ctx_in = &query;
+        run.ctx_size_in = sizeof(query);
+        if (bpf_prog_test_run_opts(prog.get(), &run) != 0)
+            return std::nullopt;
+        // 0 found; -ENOENT absent; -EPERM hidden, as kallsyms shows hidden ones.
+        if (run.retval == 0)
+            found[i] = query.address;
+    }
+    return found;
+}
+
+std::vector<uint64_t> kernel_symbol_addresses(const std::vector<const char*>& names)
+{
+    if (auto found = look_up_kernel_symbols(names))
+        return std::move(*found);
+    return scan_kallsyms(names);
+}
+
 // About 200 000 lines: read in large chunks, and only a line whose name
 // matches has its address parsed.
-std::vector<uint64_t> kernel_symbol_addresses(const std::vector<const char*>& names)
+std::vector<uint64_t> scan_kallsyms(const std::vector<const char*>& names)
 {
     std::vector<uint64_t> found(names.size(), 0);
     const UniqueFd fd(::open("/proc/kallsyms", O_RDONLY | O_CLOEXEC));
