@@ -66,6 +66,11 @@ freed memory back to its host (free page reporting: see
 /sys/module/page_reporting), a page the guest touches again first costs a
 fault in the host; without --warm every tool pays that on each page of its
 file, which at 1500 bytes costs more than the tools themselves.
+
+--discard has every tool write to /dev/null instead, and counts what each
+says it captured ("N packets captured"): the tools' own CPU, without the
+file system's cost per byte written, which on such a machine depends on
+whether the host still backs the pages a tool happens to get.
 """
 
 import argparse
@@ -142,11 +147,21 @@ class Lab:
 
 class Tool:
     """One capture tool: how to start it, when it is ready, how to count.
-    `expected` is how many frames a lossless run writes (None: all sent)."""
+    `expected` is how many frames a lossless run writes (None: all sent).
+    Without an output file, its count is the first number in the line that
+    `count_pattern` matches."""
 
-    def __init__(self, name, argv, ready_text, output, expected=None):
+    def __init__(self, name, argv, ready_text, output, expected=None, count_pattern=r"(\d+) samples"):
         self.name, self.argv, self.ready_text, self.output = name, argv, ready_text, output
         self.expected = expected
+        self.count_pattern = count_pattern
+
+    def discarding(self):
+        """The same tool writing to /dev/null, counted from what it prints."""
+        if not self.output:
+            return self
+        argv = ["/dev/null" if arg == self.output else arg for arg in self.argv]
+        return Tool(self.name, argv, self.ready_text, None, self.expected, r"(\d+) packets captured")
 
 
 class XdpPass:
@@ -302,9 +317,9 @@ class Running:
             os.unlink(self.tool.output)
 
     def counted(self):
-        """Frames a tool without an output file says it took ("N samples")."""
+        """Frames a tool without an output file says it took."""
         for line in self.lines:
-            m = re.match(r"(\d+) samples", line)
+            m = re.match(self.tool.count_pattern, line)
             if m:
                 return int(m.group(1))
         raise RuntimeError(f"{self.tool.name} printed no count: {''.join(self.lines)}")
@@ -320,7 +335,7 @@ def measure(lab, tool, conf, frames, cap_cpu, gen_cpu, frame_size):
             return generate(lab, conf, frames, gen_cpu), 0.0, frames, 0.0
         finally:
             run("ip", "-n", lab.cap_ns, "link", "set", "dev", "cap0", "xdpdrv", "off", check=False)
-    if WARM:
+    if WARM and tool.output:
         # A lossless file's size, with room for the block around each frame.
         warm_memory(frames * (frame_size + 64))
     with Running(lab, tool, cap_cpu) as running:
@@ -489,12 +504,16 @@ def main():
                              "kernel side, and print each xdpcap's generator slowdown against it")
     parser.add_argument("--rate", type=int, default=0, metavar="PPS",
                         help="trafgen sends PPS frames a second instead of as fast as it can")
+    parser.add_argument("--discard", action="store_true",
+                        help="every tool writes to /dev/null; counts are what the tools print")
     parser.add_argument("--warm", action="store_true",
                         help="before each run, write and delete in /dev/shm as much as the tool will write, so "
                              "that its file gets memory the host still backs")
     parser.add_argument("--tcp-bulk", type=int, metavar="MIB",
                         help="instead of trafgen frames, one TCP transfer of MIB MiB per tool and round")
     args = parser.parse_args()
+    if args.discard and args.tcp_bulk:
+        parser.error("--discard counts frames, --tcp-bulk reads the files: not both")
     args.peers = [] if args.only_xdpcap else [p for p in args.peers.split(",") if p]
     if args.egress and (args.variant or args.tcp_bulk):
         parser.error("--variant and --tcp-bulk are for received frames, not with --egress")
@@ -520,6 +539,8 @@ def main():
 
     with Lab(addresses=bool(args.tcp_bulk)) as lab, tempfile.TemporaryDirectory() as tmp:
         tools = tools_for(args, lab)
+        if args.discard:
+            tools = [tool.discarding() if isinstance(tool, Tool) else tool for tool in tools]
         if args.tcp_bulk:
             print(f"# TCP {args.tcp_bulk} MiB per run, {args.rounds} rounds, capture on CPU {cap_cpu}, "
                   f"iperf3 both ends on CPU {gen_cpu}; tools: {', '.join(t.name for t in tools)}")
