@@ -71,6 +71,10 @@ file, which at 1500 bytes costs more than the tools themselves.
 says it captured ("N packets captured"): the tools' own CPU, without the
 file system's cost per byte written, which on such a machine depends on
 whether the host still backs the pages a tool happens to get.
+
+--dir DIR puts the files in DIR instead of /dev/shm, e.g. on a disk's file
+system, whose page cache takes large writes in large folios where tmpfs
+(without huge=) allocates, charges and lists every 4 KiB page on its own.
 """
 
 import argparse
@@ -89,7 +93,7 @@ import tempfile
 import threading
 import time
 
-SHM = "/dev/shm"
+OUT_DIR = "/dev/shm"  # set from --dir: where the tools write their files
 TCP_CAP_ADDR, TCP_GEN_ADDR = "198.18.0.1", "198.18.0.2"
 
 
@@ -194,7 +198,7 @@ def variant(text):
 
 def tools_for(args, lab):
     tools = []
-    out = os.path.join(SHM, f"xdpcap-bench-{os.getpid()}")
+    out = os.path.join(OUT_DIR, f"xdpcap-bench-{os.getpid()}")
     if args.egress:
         return egress_tools(args, out)
     snap = ["-s", "262144"] if args.tcp_bulk else []
@@ -242,10 +246,10 @@ WARM = False  # set from --warm
 
 
 def warm_memory(nbytes):
-    """Writes nbytes to a file in /dev/shm and deletes it: the pages it freed
+    """Writes nbytes to a file in OUT_DIR and deletes it: the pages it freed
     are the ones the next tool's file gets, before the guest reports them
     back to the host as free."""
-    path = os.path.join(SHM, f"xdpcap-bench-warm-{os.getpid()}")
+    path = os.path.join(OUT_DIR, f"xdpcap-bench-warm-{os.getpid()}")
     chunk = b"\0" * (1 << 20)
     try:
         with open(path, "wb") as f:
@@ -504,6 +508,7 @@ def main():
                              "kernel side, and print each xdpcap's generator slowdown against it")
     parser.add_argument("--rate", type=int, default=0, metavar="PPS",
                         help="trafgen sends PPS frames a second instead of as fast as it can")
+    parser.add_argument("--dir", default="/dev/shm", help="where the tools write their files (default /dev/shm)")
     parser.add_argument("--discard", action="store_true",
                         help="every tool writes to /dev/null; counts are what the tools print")
     parser.add_argument("--warm", action="store_true",
@@ -521,10 +526,13 @@ def main():
         parser.error("--filter-runs is for trafgen frames, not with --tcp-bulk")
     # The namespaces go on SIGTERM too: the with blocks run on SystemExit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    global EGRESS, RATE, WARM
+    global EGRESS, RATE, WARM, OUT_DIR
     EGRESS = args.egress
     RATE = args.rate
     WARM = args.warm
+    OUT_DIR = args.dir
+    if not os.path.isdir(OUT_DIR):
+        parser.error(f"--dir {OUT_DIR}: not a directory")
     if os.geteuid() != 0:
         sys.exit("e2e_bench.py: run as root")
     if args.tcp_bulk and not shutil.which("iperf3"):
