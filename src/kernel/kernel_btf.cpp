@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <bit>
 #include <cstring>
 #include <memory>
@@ -124,15 +125,27 @@ public:
             return {};
         return reinterpret_cast<const char*>(strings_.data() + name_off);
     }
-    // The first type of `kind` named `name`; 0 when there is none.
-    uint32_t find(uint32_t kind, std::string_view name) const noexcept
+    struct Wanted {
+        uint32_t kind;
+        std::string_view name;
+    };
+    // For each of `wanted`, the first type of its kind with its name, 0 when
+    // there is none: one walk over the types for all of them.
+    template <size_t N>
+    std::array<uint32_t, N> find(const std::array<Wanted, N>& wanted) const noexcept
     {
-        for (uint32_t id = 1; id < count(); ++id) {
+        std::array<uint32_t, N> found{};
+        size_t left = N;
+        for (uint32_t id = 1; id < count() && left > 0; ++id) {
             const btf_type t = type(id);
-            if (BTF_INFO_KIND(t.info) == kind && this->name(t.name_off) == name)
-                return id;
+            for (size_t i = 0; i < N; ++i) {
+                if (found[i] == 0 && BTF_INFO_KIND(t.info) == wanted[i].kind && name(t.name_off) == wanted[i].name) {
+                    found[i] = id;
+                    --left;
+                }
+            }
         }
-        return 0;
+        return found;
     }
 
 private:
@@ -209,11 +222,10 @@ std::optional<BitfieldLocation> bitfield_in(const TypeTable& table, uint32_t id,
     return std::nullopt;
 }
 
-std::vector<std::pair<uint32_t, std::string>> enum_values(const TypeTable& table, std::string_view type_name,
+std::vector<std::pair<uint32_t, std::string>> enum_values(const TypeTable& table, uint32_t id,
                                                           std::string_view prefix)
 {
     std::vector<std::pair<uint32_t, std::string>> values;
-    const uint32_t id = table.find(BTF_KIND_ENUM, type_name);
     if (id == 0)
         return values;
     const btf_type type = table.type(id);
@@ -240,11 +252,17 @@ const KernelBtf& kernel_btf()
         if (!table)
             return k;
         k.loaded = true;
-        k.rx_vlan_kfunc = table->find(BTF_KIND_FUNC, "bpf_xdp_metadata_rx_vlan_tag") != 0;
-        k.rx_hash_kfunc = table->find(BTF_KIND_FUNC, "bpf_xdp_metadata_rx_hash") != 0;
-        k.drop_reasons = enum_values(*table, "skb_drop_reason", "SKB_DROP_REASON_");
+        const auto [rx_vlan, rx_hash, drop_reason, sk_buff] = table->find(std::array<TypeTable::Wanted, 4>{{
+            {BTF_KIND_FUNC, "bpf_xdp_metadata_rx_vlan_tag"},
+            {BTF_KIND_FUNC, "bpf_xdp_metadata_rx_hash"},
+            {BTF_KIND_ENUM, "skb_drop_reason"},
+            {BTF_KIND_STRUCT, "sk_buff"},
+        }});
+        k.rx_vlan_kfunc = rx_vlan != 0;
+        k.rx_hash_kfunc = rx_hash != 0;
+        k.drop_reasons = enum_values(*table, drop_reason, "SKB_DROP_REASON_");
         if constexpr (std::endian::native == std::endian::little)
-            k.skb_ip_summed = bitfield_in(*table, table->find(BTF_KIND_STRUCT, "sk_buff"), 0, "ip_summed", 0);
+            k.skb_ip_summed = bitfield_in(*table, sk_buff, 0, "ip_summed", 0);
         return k;
     }();
     return facts;
