@@ -5,6 +5,7 @@
 #include <linux/bpf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <charconv>
@@ -64,14 +65,16 @@ UniqueFd load_symbol_lookup()
 
 std::optional<std::vector<uint64_t>> look_up_kernel_symbols(const std::vector<const char*>& names)
 {
+    const bool all_fit = std::all_of(names.begin(), names.end(),
+                                     [](const char* name) { return std::strlen(name) < sizeof(SymbolQuery::name); });
+    if (!all_fit)
+        return std::nullopt;
     const UniqueFd prog = load_symbol_lookup();
     if (!prog)
         return std::nullopt;
     std::vector<uint64_t> found(names.size(), 0);
     for (size_t i = 0; i < names.size(); ++i) {
         SymbolQuery query{};
-        if (std::strlen(names[i]) >= sizeof(query.name))
-            return std::nullopt;
         std::strcpy(query.name, names[i]);
         bpf_test_run_opts run{};
         run.sz = sizeof(run);
