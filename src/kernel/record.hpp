@@ -159,34 +159,42 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
             return record_detail::decode_part(raw, raw_size, out);
         if (raw_size < sizeof(xdpcap_meta))
             return record_detail::invalid(out, "raw sample too short for metadata");
-        const auto meta = record_detail::load<xdpcap_meta>(raw);
-        if (meta.tag != XDPCAP_META_TAG)
+        // Field by field from the ring, not the struct copied whole: that
+        // copy went through the stack in 16-byte stores, and the narrower
+        // loads of its fields then stalled on store forwarding.
+#define XDPCAP_META_FIELD(name) record_detail::load<decltype(xdpcap_meta::name)>(raw + offsetof(xdpcap_meta, name))
+        if (XDPCAP_META_FIELD(tag) != XDPCAP_META_TAG)
             return record_detail::invalid(out, "foreign or mangled metadata tag");
-        const size_t head = sizeof(xdpcap_meta) + (meta.flags & XDPCAP_FLAG_PROCESS ? sizeof(xdpcap_process) : 0);
-        if (head > raw_size || first_record_length(meta.cap_len) > raw_size - head)
+        const uint16_t flags = XDPCAP_META_FIELD(flags);
+        const uint32_t cap_len = XDPCAP_META_FIELD(cap_len);
+        const uint32_t orig_len = XDPCAP_META_FIELD(orig_len);
+        const uint8_t direction = XDPCAP_META_FIELD(direction);
+        const size_t head = sizeof(xdpcap_meta) + (flags & XDPCAP_FLAG_PROCESS ? sizeof(xdpcap_process) : 0);
+        if (head > raw_size || first_record_length(cap_len) > raw_size - head)
             return record_detail::invalid(out, "captured length overruns the sample");
-        if (meta.cap_len > meta.orig_len || meta.cap_len > XDPCAP_MAX_SNAPLEN)
+        if (cap_len > orig_len || cap_len > XDPCAP_MAX_SNAPLEN)
             return record_detail::invalid(out, "captured length exceeds the frame length");
-        if (meta.direction != XDPCAP_DIR_INGRESS && meta.direction != XDPCAP_DIR_EGRESS)
+        if (direction != XDPCAP_DIR_INGRESS && direction != XDPCAP_DIR_EGRESS)
             return record_detail::invalid(out, "unknown direction");
         out.kind = RecordKind::Sample;
         Sample& sample = out.sample;
-        sample.ifindex = meta.ifindex;
-        sample.rx_queue = meta.rx_queue;
-        sample.orig_len = meta.orig_len;
-        sample.cap_len = meta.cap_len;
-        sample.drops_before = meta.drops_before;
-        sample.tstamp_ns = meta.tstamp_ns;
-        sample.direction = meta.direction;
-        sample.hook = meta.hook;
-        sample.program = meta.program;
-        sample.verdict = meta.verdict;
+        sample.ifindex = XDPCAP_META_FIELD(ifindex);
+        sample.rx_queue = XDPCAP_META_FIELD(rx_queue);
+        sample.orig_len = orig_len;
+        sample.cap_len = cap_len;
+        sample.drops_before = XDPCAP_META_FIELD(drops_before);
+        sample.tstamp_ns = XDPCAP_META_FIELD(tstamp_ns);
+        sample.direction = direction;
+        sample.hook = XDPCAP_META_FIELD(hook);
+        sample.program = XDPCAP_META_FIELD(program);
+        sample.verdict = XDPCAP_META_FIELD(verdict);
         sample.data = raw + head;
-        sample.hash = meta.hash;
-        sample.hash_type = meta.hash_type;
-        sample.flags = meta.flags;
-        sample.location = meta.location;
-        if (meta.flags & XDPCAP_FLAG_PROCESS) [[unlikely]]
+        sample.hash = XDPCAP_META_FIELD(hash);
+        sample.hash_type = XDPCAP_META_FIELD(hash_type);
+        sample.flags = flags;
+        sample.location = XDPCAP_META_FIELD(location);
+#undef XDPCAP_META_FIELD
+        if (flags & XDPCAP_FLAG_PROCESS) [[unlikely]]
             sample.process = record_detail::load_process(raw + sizeof(xdpcap_meta));
         else
             sample.process = {};

@@ -180,8 +180,9 @@ inline uint8_t* store_comment(uint8_t* p, std::string_view comment) noexcept
 } // namespace detail
 
 // Write kEpbHeadSize and enhanced_packet_tail_size(pkt, block_size) bytes.
-// Inline: once per packet, and most of it folds away for a plain packet.
-inline uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
+// Forced inline: once per packet, and most of it folds away for a plain
+// packet; GCC left the tail as a call from write_block's two paths.
+[[gnu::always_inline]] inline uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
 {
     using detail::store;
     uint8_t* p = out;
@@ -194,7 +195,7 @@ inline uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& p
     return store<uint32_t>(p, pkt.orig_len);
 }
 
-inline uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
+[[gnu::always_inline]] inline uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
 {
     using detail::store;
     // Zero padding to 4 bytes: four zeros stored, the options overwrite the
