@@ -21,7 +21,9 @@ constexpr int kPipeBufferSize = 1 << 20;
 } // namespace
 
 Sink::Sink(UniqueFd owned, int fd, std::string name, size_t buffer_size, bool created)
-    : owned_(std::move(owned)), fd_(fd), name_(std::move(name)), buffer_(buffer_size), created_(created)
+    : owned_(std::move(owned)), fd_(fd),
+      preallocation_(owned_ ? Preallocation::for_file(fd) : Preallocation()), name_(std::move(name)),
+      buffer_(buffer_size), created_(created)
 {
     // Never reallocated on the hot path: reserve_around_reference() keeps
     // the count below kMaxSegments.
@@ -112,12 +114,14 @@ void Sink::discard()
         ::unlink(name_.c_str());
         created_ = false;
     }
+    preallocation_.release();
     owned_.reset();
 }
 
 void Sink::close()
 {
     flush();
+    preallocation_.release();
     if (owned_) {
         if (::close(owned_.release()) != 0)
             throw Error("cannot write " + name_ + ": " + errno_text(errno), kExitRuntime);
@@ -130,8 +134,10 @@ void Sink::reopen(const std::string& path)
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         throw Error("cannot create " + path + ": " + errno_text(errno), kExitRuntime);
+    preallocation_.release();
     owned_.reset(fd);
     fd_ = fd;
+    preallocation_ = Preallocation::for_file(fd);
     name_ = path;
     created_ = false;
     bytes_ = 0;
@@ -179,6 +185,7 @@ void Sink::flush()
 
 void Sink::write_segments()
 {
+    preallocation_.extend_to(bytes_); // bytes_ ends with this chunk
     // segments_ keeps the chunk as it was for failed_chunk(); writev advances a copy.
     unwritten_.assign(segments_.begin(), segments_.end());
     size_t size = 0;
@@ -277,6 +284,7 @@ bool Sink::retry_after(int& err)
 
 void Sink::write_all(const uint8_t* data, size_t n)
 {
+    preallocation_.extend_to(bytes_); // bytes_ ends with this chunk
     const uint8_t* const chunk = data;
     const size_t chunk_size = n;
     while (n > 0) {

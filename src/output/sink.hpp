@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "error.hpp"
+#include "output/preallocation.hpp"
 #include "unique_fd.hpp"
 
 namespace xdpcap {
@@ -57,8 +58,8 @@ public:
     static Sink standard_output(size_t buffer_size = kDefaultBufferSize);
 
     Sink(Sink&&) noexcept = default;
-    Sink& operator=(Sink&&) noexcept = default;
-    ~Sink() = default;
+    Sink& operator=(Sink&&) = delete;
+    ~Sink() { preallocation_.release(); } // while the file is still open
 
     // While the output takes nothing (a full pipe), wait for it and for
     // these signals: a stop signal ends the wait with OutputInterrupted.
@@ -155,6 +156,8 @@ private:
 
     UniqueFd owned_;
     int fd_;
+    // A file we opened, on ext4: its blocks are allocated ahead of the writes.
+    Preallocation preallocation_;
     std::string name_;
     std::vector<uint8_t> buffer_;
     size_t used_ = 0;

@@ -1519,6 +1519,55 @@ class Tmpfs(Scoped):
             _cleaning -= 1
 
 
+class LoopExt4(Scoped):
+    """A small ext4 on a loop-mounted image file, on a fresh temporary
+    directory; always unmounted and the image removed.
+
+    with LoopExt4("2M") as fs: fs.path ...
+    No journal, no reserved blocks: its free space is what a capture can fill.
+    """
+
+    def __init__(self, size="2M"):
+        self.size = size
+        self.path = None
+        self.image = None
+        self._mounted = False
+
+    def _setup(self):
+        import tempfile
+        fd, self.image = tempfile.mkstemp(prefix="xdpcapt-ext4-", suffix=".img", dir="/var/tmp")
+        os.close(fd)
+        run(["truncate", "-s", self.size, self.image])
+        run(["mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-m", "0", self.image])
+        self.path = tempfile.mkdtemp(prefix="xdpcapt-ext4-")
+        run(["mount", "-o", "loop", self.image, self.path])
+        self._mounted = True
+        log(f"  lab   ext4 ({self.size}, loop) on {self.path}")
+
+    def close(self):
+        global _cleaning
+        _cleaning += 1
+        try:
+            _unregister_cleanup(self.close)
+            if self.path and self._mounted:
+                cp = run(["umount", self.path], check_rc=False, timeout=10)
+                if cp.returncode != 0:
+                    log(f"  cleanup: umount {self.path}: {cp.stderr.strip()}; lazy unmount")
+                    run(["umount", "-l", self.path], check_rc=False, timeout=10)
+                self._mounted = False
+            if self.path and os.path.isdir(self.path):
+                try:
+                    os.rmdir(self.path)
+                except OSError as e:
+                    log(f"  cleanup: rmdir {self.path}: {e}")
+            self.path = None
+            if self.image and os.path.exists(self.image):
+                os.unlink(self.image)
+            self.image = None
+        finally:
+            _cleaning -= 1
+
+
 def mounted_at(path):
     """True if something is mounted exactly at path."""
     with open("/proc/self/mountinfo") as f:

@@ -3,9 +3,10 @@
 
 Usage (root): /usr/bin/python3 tests/e2e/test_fault_disk_full.py PATH/TO/xdpcap
 
-A 256 KiB tmpfs is mounted on a temporary directory (always unmounted at the
-end) and `xdpcap -i cap0 -v -w TMPFS/full.pcapng` captures more frames than fit.
-Checks: xdpcap exits by itself within a few seconds with status 2 and one
+Twice: on a 256 KiB tmpfs, and on a 2 MiB ext4 (a loop-mounted image, where
+xdpcap allocates the file's blocks ahead of its writes), each mounted on a
+temporary directory and always unmounted at the end, `xdpcap -i cap0 -v -w
+FS/full.pcapng` captures about twice as many frames as fit. Checks: xdpcap exits by itself within a few seconds with status 2 and one
 "xdpcap: ... No space left on device" line naming the file; the statistics are
 still printed and add up (what could not be written is counted); nothing stays
 attached to cap0; the file is a valid prefix of a capture: walking its blocks,
@@ -13,7 +14,7 @@ every complete block has matching length fields and a known type and only the
 final block may be incomplete; the number of complete enhanced packet blocks
 equals "N packets captured", each of them a frame that was sent, none twice;
 tshark and tcpdump -r read that many packets (they may complain about the cut
-end).
+end); no blocks stay allocated past the file's end.
 """
 
 import os
@@ -25,8 +26,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 
-FS_SIZE = "256k"
-COUNT = 600                  # ~470 KiB of frames: about twice what fits
+TMPFS_SIZE = "256k"
+EXT4_SIZE = "2M"
+MEAN_FRAME = 780             # bytes, the corpus's mean frame length
+MIN_COUNT = 600              # ~470 KiB of frames: about twice what the tmpfs holds
 CPU = N.cpus()[0]
 EXIT_WITHIN_S = 5.0
 
@@ -38,12 +41,22 @@ def count_lines(cmd):
 
 
 def test(binary):
-    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, \
-            N.Tmpfs(FS_SIZE) as fs, N.NetLab() as lab:
+    with N.Tmpfs(TMPFS_SIZE) as fs:
+        fill(binary, fs, f"tmpfs {TMPFS_SIZE}")
+    with N.LoopExt4(EXT4_SIZE) as fs:
+        fill(binary, fs, f"ext4 {EXT4_SIZE}")
+
+
+def fill(binary, fs, fs_name):
+    N.log(f"  ----  {fs_name}")
+    free = os.statvfs(fs.path).f_bavail * os.statvfs(fs.path).f_frsize
+    count = max(MIN_COUNT, 2 * free // MEAN_FRAME)
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         corpus = os.path.join(tmp, "corpus.pcap")
-        frames = N.build_corpus(corpus, COUNT, seed=21)
+        frames = N.build_corpus(corpus, count, seed=21)
         total = sum(len(f) for f in frames)
-        N.log(f"  info  corpus of {len(frames)} frames, {total} bytes; file system {FS_SIZE}")
+        N.log(f"  info  corpus of {len(frames)} frames, {total} bytes; {fs_name}, {free} bytes free")
+        N.check(total > 1.5 * free, "the frames are well beyond what fits", f"{total} vs {free}")
         out = os.path.join(fs.path, "full.pcapng")
 
         x = lab.xdpcap(binary, ["-v", "-w", out])
@@ -76,17 +89,21 @@ def test(binary):
         st = N.final_stats(x.err_lines)
         N.check(st is not None, "statistics lines printed after the failure", x.stderr)
         N.check_stats_identity(st)
-        N.expect(st["captured"] < st["received"] <= COUNT,
-                 f"captured < received by filter <= {COUNT} sent (frames sent after the "
+        N.expect(st["captured"] < st["received"] <= count,
+                 f"captured < received by filter <= {count} sent (frames sent after the "
                  "stop are not seen)", "\n".join(st["lines"]))
-        N.expect(st["captured"] < COUNT and st["not_written"] > 0,
+        N.expect(st["captured"] < count and st["not_written"] > 0,
                  "some packets were not written (the disk was full) and are counted "
                  "as 'not written to the output'", "\n".join(st["lines"]))
         lab.assert_clean("the XDP program is detached after the failure")
 
         N.check(os.path.isfile(out), "the (partial) output file is kept")
         size = os.path.getsize(out)
-        N.log(f"  info  file size {size} bytes")
+        allocated = os.stat(out).st_blocks * 512
+        block = os.statvfs(fs.path).f_bsize
+        N.log(f"  info  file size {size} bytes, {allocated} allocated")
+        N.expect(allocated <= (size + block - 1) // block * block,
+                 "no blocks stay allocated past the end of the file", f"{allocated} > {size}")
         recs = N.pcapng_records(out, allow_tail=True)
         N.expect(not recs["problems"],
                  "block walk: every complete block has matching length fields and a known "
@@ -122,4 +139,4 @@ def test(binary):
 
 
 if __name__ == "__main__":
-    N.main(test, tools=N.REQUIRED_TOOLS + ("mount", "umount"))
+    N.main(test, tools=N.REQUIRED_TOOLS + ("mount", "umount", "mkfs.ext4", "truncate"))
