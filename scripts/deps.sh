@@ -12,6 +12,8 @@ packages=(
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
     groff-base man-db iputils-ping util-linux bash-completion zsh strace
+    # a disk full on ext4 (a loop-mounted image): mkfs.ext4
+    e2fsprogs
     # a sender at top speed (trafgen) and at a fixed rate (iperf3) beside a capture on veth, the peer's offload features
     netsniff-ng ethtool iperf3
     # --drops: a firewall rule that drops (NETFILTER_DROP)

@@ -1476,7 +1476,47 @@ def check_isbs_match_stats(recs, st, what="ISBs"):
                     "+ malformed, isb_usrdeliv = written (per CPU)", "\n".join(bad))
 
 
-class Tmpfs(Scoped):
+class _ScratchMount(Scoped):
+    """A file system mounted on a fresh temporary directory. close()
+    unmounts it (lazily if something still holds it), removes the directory
+    and then calls _release() for what else the mount needed."""
+
+    path = None
+    _mounted = False
+
+    def _mount(self, argv, what):
+        import tempfile
+        self.path = tempfile.mkdtemp(prefix="xdpcapt-mnt-")
+        run(argv + [self.path])
+        self._mounted = True
+        log(f"  lab   {what} on {self.path}")
+
+    def _release(self):
+        pass
+
+    def close(self):
+        global _cleaning
+        _cleaning += 1
+        try:
+            _unregister_cleanup(self.close)
+            if self.path and self._mounted:
+                cp = run(["umount", self.path], check_rc=False, timeout=10)
+                if cp.returncode != 0:
+                    log(f"  cleanup: umount {self.path}: {cp.stderr.strip()}; lazy unmount")
+                    run(["umount", "-l", self.path], check_rc=False, timeout=10)
+                self._mounted = False
+            if self.path and os.path.isdir(self.path):
+                try:
+                    os.rmdir(self.path)
+                except OSError as e:
+                    log(f"  cleanup: rmdir {self.path}: {e}")
+            self.path = None
+            self._release()
+        finally:
+            _cleaning -= 1
+
+
+class Tmpfs(_ScratchMount):
     """A small tmpfs mounted on a fresh temporary directory; always unmounted.
 
     with Tmpfs("256k") as fs: fs.path ...   (ro=True mounts it read-only)
@@ -1487,41 +1527,15 @@ class Tmpfs(Scoped):
     def __init__(self, size="256k", ro=False):
         self.size = size
         self.ro = ro
-        self.path = None
-        self._mounted = False
 
     def _setup(self):
-        import tempfile
-        self.path = tempfile.mkdtemp(prefix="xdpcapt-tmpfs-")
         opts = f"size={self.size},mode=0755" + (",ro" if self.ro else "")
-        run(["mount", "-t", "tmpfs", "-o", opts, "xdpcapt-tmpfs", self.path])
-        self._mounted = True
-        log(f"  lab   tmpfs ({opts}) on {self.path}")
-
-    def close(self):
-        global _cleaning
-        _cleaning += 1
-        try:
-            _unregister_cleanup(self.close)
-            if self.path and self._mounted:
-                cp = run(["umount", self.path], check_rc=False, timeout=10)
-                if cp.returncode != 0:
-                    log(f"  cleanup: umount {self.path}: {cp.stderr.strip()}; lazy unmount")
-                    run(["umount", "-l", self.path], check_rc=False, timeout=10)
-                self._mounted = False
-            if self.path and os.path.isdir(self.path):
-                try:
-                    os.rmdir(self.path)
-                except OSError as e:
-                    log(f"  cleanup: rmdir {self.path}: {e}")
-            self.path = None
-        finally:
-            _cleaning -= 1
+        self._mount(["mount", "-t", "tmpfs", "-o", opts, "xdpcapt-tmpfs"], f"tmpfs ({opts})")
 
 
-class LoopExt4(Scoped):
+class LoopExt4(_ScratchMount):
     """A small ext4 on a loop-mounted image file, on a fresh temporary
-    directory; always unmounted and the image removed.
+    directory; always unmounted and the image removed, as Tmpfs.
 
     with LoopExt4("2M") as fs: fs.path ...
     No journal, no reserved blocks: its free space is what a capture can fill.
@@ -1529,9 +1543,7 @@ class LoopExt4(Scoped):
 
     def __init__(self, size="2M"):
         self.size = size
-        self.path = None
         self.image = None
-        self._mounted = False
 
     def _setup(self):
         import tempfile
@@ -1539,33 +1551,12 @@ class LoopExt4(Scoped):
         os.close(fd)
         run(["truncate", "-s", self.size, self.image])
         run(["mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-m", "0", self.image])
-        self.path = tempfile.mkdtemp(prefix="xdpcapt-ext4-")
-        run(["mount", "-o", "loop", self.image, self.path])
-        self._mounted = True
-        log(f"  lab   ext4 ({self.size}, loop) on {self.path}")
+        self._mount(["mount", "-o", "loop", self.image], f"ext4 ({self.size}, loop)")
 
-    def close(self):
-        global _cleaning
-        _cleaning += 1
-        try:
-            _unregister_cleanup(self.close)
-            if self.path and self._mounted:
-                cp = run(["umount", self.path], check_rc=False, timeout=10)
-                if cp.returncode != 0:
-                    log(f"  cleanup: umount {self.path}: {cp.stderr.strip()}; lazy unmount")
-                    run(["umount", "-l", self.path], check_rc=False, timeout=10)
-                self._mounted = False
-            if self.path and os.path.isdir(self.path):
-                try:
-                    os.rmdir(self.path)
-                except OSError as e:
-                    log(f"  cleanup: rmdir {self.path}: {e}")
-            self.path = None
-            if self.image and os.path.exists(self.image):
-                os.unlink(self.image)
-            self.image = None
-        finally:
-            _cleaning -= 1
+    def _release(self):
+        if self.image and os.path.exists(self.image):
+            os.unlink(self.image)
+        self.image = None
 
 
 def mounted_at(path):

@@ -70,6 +70,16 @@ std::vector<uint8_t> pattern(size_t n)
     return bytes;
 }
 
+// A sink on `path` that has written `bytes` and flushed them.
+Sink written_sink(const std::string& path, const std::vector<uint8_t>& bytes)
+{
+    Sink sink = Sink::open_file(path);
+    sink.start();
+    sink.append(bytes.data(), bytes.size());
+    sink.flush();
+    return sink;
+}
+
 constexpr size_t kWritten = 3 << 20;
 // Whole blocks for what was written, and nothing more.
 constexpr uint64_t kTrimmedAtMost = kWritten + 4096;
@@ -86,10 +96,7 @@ TEST(Preallocation, Ext4FileIsAllocatedAheadOfItsWritesAndTrimmedAtClose)
     NEED_EXT4(dir);
     Ext4File file(*dir);
     const std::vector<uint8_t> bytes = pattern(kWritten);
-    Sink sink = Sink::open_file(file.path());
-    sink.start();
-    sink.append(bytes.data(), bytes.size());
-    sink.flush();
+    Sink sink = written_sink(file.path(), bytes);
     EXPECT_EQ(file.size(), kWritten) << "readers see only what was written";
     EXPECT_GE(file.allocated(), Preallocation::kStep) << "blocks allocated ahead of the writes";
     sink.close();
@@ -108,14 +115,16 @@ TEST(Preallocation, Ext4FileIsTrimmedWhenTheSinkGoesAwayUnclosed)
 {
     NEED_EXT4(dir);
     Ext4File file(*dir);
-    const std::vector<uint8_t> bytes = pattern(kWritten);
+    const std::vector<uint8_t> bytes = pattern(kWritten / 2);
+    std::optional<Sink> moved;
     {
-        Sink sink = Sink::open_file(file.path());
-        sink.start();
-        sink.append(bytes.data(), bytes.size());
-        sink.flush();
-        Sink moved = std::move(sink); // the moved-from sink must not trim (or close) anything
-    }
+        Sink sink = written_sink(file.path(), bytes);
+        moved.emplace(std::move(sink));
+    } // the moved-from sink goes away: it must neither trim nor close the file
+    moved->append(bytes.data(), bytes.size());
+    moved->flush();
+    EXPECT_GE(file.allocated(), Preallocation::kStep) << "still allocated ahead";
+    moved.reset();
     EXPECT_EQ(file.size(), kWritten);
     EXPECT_LE(file.allocated(), kTrimmedAtMost);
 }
@@ -125,9 +134,7 @@ TEST(Preallocation, EachRotatedFileIsTrimmed)
     NEED_EXT4(dir);
     Ext4File first(*dir), second(*dir);
     const std::vector<uint8_t> bytes = pattern(kWritten);
-    Sink sink = Sink::open_file(first.path());
-    sink.start();
-    sink.append(bytes.data(), bytes.size());
+    Sink sink = written_sink(first.path(), bytes);
     sink.close();
     sink.reopen(second.path());
     sink.append(bytes.data(), bytes.size());
