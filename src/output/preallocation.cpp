@@ -5,6 +5,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 namespace xdpcap {
 
 Preallocation Preallocation::for_file(int fd) noexcept
@@ -20,8 +22,12 @@ void Preallocation::grow(uint64_t end) noexcept
 {
     const uint64_t to = (end / kStep + 1) * kStep;
     // KEEP_SIZE: readers of the growing file still see only what was written.
-    if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(allocated_end_),
-                    static_cast<off_t>(to - allocated_end_)) != 0) {
+    int rc;
+    do
+        rc = ::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(allocated_end_),
+                         static_cast<off_t>(to - allocated_end_));
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
         growing_ = false;
         return;
     }

@@ -3,9 +3,9 @@
 // given back past the file's end when it is done.
 //
 // ext4 reserves, maps and charges to quota every 4 KiB block that write(2)
-// first reaches (delayed allocation: ext4_da_get_block_prep, a third of
-// xdpcap's CPU at 64-byte frames). Blocks preallocated as unwritten extents,
-// 8 MiB at a time, skip that. tmpfs measured slower with it (each page is
+// first reaches (delayed allocation: ext4_da_write_begin, a third of the
+// consumer's samples at 64-byte frames). Blocks preallocated as unwritten
+// extents, 8 MiB at a time, skip that. tmpfs measured slower with it (each page is
 // allocated either way) and XFS no faster, so only ext4 gets it.
 #pragma once
 

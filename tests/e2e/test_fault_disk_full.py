@@ -6,7 +6,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_fault_disk_full.py PATH/TO/xdpcap
 Twice: on a 256 KiB tmpfs, and on a 2 MiB ext4 (a loop-mounted image, where
 xdpcap allocates the file's blocks ahead of its writes), each mounted on a
 temporary directory and always unmounted at the end, `xdpcap -i cap0 -v -w
-FS/full.pcapng` captures about twice as many frames as fit. Checks: xdpcap exits by itself within a few seconds with status 2 and one
+FS/full.pcapng` captures about twice as many frames as fit.
+Checks: xdpcap exits by itself within a few seconds with status 2 and one
 "xdpcap: ... No space left on device" line naming the file; the statistics are
 still printed and add up (what could not be written is counted); nothing stays
 attached to cap0; the file is a valid prefix of a capture: walking its blocks,
