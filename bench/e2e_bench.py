@@ -61,8 +61,8 @@ can: a rate every tool keeps up with compares their cost per frame without
 one of them skipping the frames it lost.
 
 --warm writes and deletes a file as large as a lossless capture of the run,
-in /dev/shm, just before each tool starts. On a virtual machine that hands
-freed memory back to its host (free page reporting: see
+in the output directory (--dir), just before each tool starts. On a virtual
+machine that hands freed memory back to its host (free page reporting: see
 /sys/module/page_reporting), a page the guest touches again first costs a
 fault in the host; without --warm every tool pays that on each page of its
 file, which at 1500 bytes costs more than the tools themselves.
@@ -512,7 +512,7 @@ def main():
     parser.add_argument("--discard", action="store_true",
                         help="every tool writes to /dev/null; counts are what the tools print")
     parser.add_argument("--warm", action="store_true",
-                        help="before each run, write and delete in /dev/shm as much as the tool will write, so "
+                        help="before each run, write and delete in --dir as much as the tool will write, so "
                              "that its file gets memory the host still backs")
     parser.add_argument("--tcp-bulk", type=int, metavar="MIB",
                         help="instead of trafgen frames, one TCP transfer of MIB MiB per tool and round")

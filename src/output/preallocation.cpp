@@ -27,11 +27,7 @@ void Preallocation::grow(uint64_t end) noexcept
         rc = ::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(allocated_end_),
                          static_cast<off_t>(to - allocated_end_));
     while (rc != 0 && errno == EINTR);
-    if (rc != 0) {
-        growing_ = false;
-        return;
-    }
-    allocated_end_ = to;
+    allocated_end_ = rc == 0 ? to : kStopped;
 }
 
 void Preallocation::release() noexcept
@@ -44,8 +40,7 @@ void Preallocation::release() noexcept
     if (::fstat(fd_, &st) == 0)
         (void)::ftruncate(fd_, st.st_size);
     fd_ = -1;
-    allocated_end_ = 0;
-    growing_ = false;
+    allocated_end_ = kStopped;
 }
 
 } // namespace xdpcap

@@ -25,8 +25,7 @@ public:
     // open until release().
     static Preallocation for_file(int fd) noexcept;
     Preallocation(Preallocation&& other) noexcept
-        : fd_(std::exchange(other.fd_, -1)), allocated_end_(std::exchange(other.allocated_end_, 0)),
-          growing_(std::exchange(other.growing_, false))
+        : fd_(std::exchange(other.fd_, -1)), allocated_end_(std::exchange(other.allocated_end_, kStopped))
     {
     }
     // Releases what this one holds first.
@@ -35,8 +34,7 @@ public:
         if (this != &other) {
             release();
             fd_ = std::exchange(other.fd_, -1);
-            allocated_end_ = std::exchange(other.allocated_end_, 0);
-            growing_ = std::exchange(other.growing_, false);
+            allocated_end_ = std::exchange(other.allocated_end_, kStopped);
         }
         return *this;
     }
@@ -47,7 +45,7 @@ public:
     // say) only stops the preallocation: the write then reports it.
     void extend_to(uint64_t end) noexcept
     {
-        if (end > allocated_end_ && growing_) [[unlikely]]
+        if (end > allocated_end_) [[unlikely]]
             grow(end);
     }
     // Frees the blocks past the file's end (ftruncate to its own size) and
@@ -55,12 +53,15 @@ public:
     void release() noexcept;
 
 private:
-    explicit Preallocation(int fd) noexcept : fd_(fd), growing_(true) {}
+    // allocated_end_ when nothing more is to be allocated: inactive, failed
+    // or released.
+    static constexpr uint64_t kStopped = UINT64_MAX;
+
+    explicit Preallocation(int fd) noexcept : fd_(fd), allocated_end_(0) {}
     void grow(uint64_t end) noexcept;
 
     int fd_ = -1;
-    uint64_t allocated_end_ = 0;
-    bool growing_ = false;
+    uint64_t allocated_end_ = kStopped;
 };
 
 } // namespace xdpcap

@@ -50,7 +50,8 @@ def test(binary):
 
 def fill(binary, fs, fs_name):
     N.log(f"  ----  {fs_name}")
-    free = os.statvfs(fs.path).f_bavail * os.statvfs(fs.path).f_frsize
+    vfs = os.statvfs(fs.path)
+    free = vfs.f_bavail * vfs.f_frsize
     count = max(MIN_COUNT, 2 * free // MEAN_FRAME)
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         corpus = os.path.join(tmp, "corpus.pcap")

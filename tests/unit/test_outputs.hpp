@@ -1,5 +1,5 @@
-// Output files for Sink tests: an in-memory file, a pipe, and write faults
-// injected through the sink's test seam.
+// Output files for Sink tests: an in-memory file, a pipe, a temporary
+// directory, and write faults injected through the sink's test seam.
 #pragma once
 
 #include <fcntl.h>
@@ -10,6 +10,9 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,36 @@ public:
 private:
     int fd_;
 };
+
+// A fresh directory under `parent`, removed with everything in it.
+class TempDir {
+public:
+    explicit TempDir(const std::string& parent = "/tmp")
+    {
+        std::string pattern = parent + "/xdpcap-test-XXXXXX";
+        if (::mkdtemp(pattern.data()))
+            path_ = pattern;
+        EXPECT_FALSE(path_.empty()) << "mkdtemp in " << parent;
+    }
+    ~TempDir()
+    {
+        if (!path_.empty())
+            std::filesystem::remove_all(path_);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return path_; }
+    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+inline Bytes read_file(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return Bytes(std::istreambuf_iterator<char>(in), {});
+}
 
 // A pipe whose contents a test can read back, or whose reader can go away.
 class SmallPipe {

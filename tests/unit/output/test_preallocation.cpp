@@ -10,14 +10,17 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "output/preallocation.hpp"
 #include "output/sink.hpp"
+#include "test_outputs.hpp"
 
 using namespace xdpcap;
+using namespace xdpcap::test;
 
 namespace {
 
@@ -36,42 +39,28 @@ std::optional<std::string> ext4_directory()
     return std::nullopt;
 }
 
-// A file name in an ext4 directory, removed at the end.
-class Ext4File {
-public:
-    explicit Ext4File(const std::string& dir) : path_(dir + "/xdpcap-prealloc-XXXXXX")
-    {
-        const int fd = ::mkstemp(path_.data());
-        EXPECT_GE(fd, 0);
-        ::close(fd);
-    }
-    ~Ext4File() { ::unlink(path_.c_str()); }
-    Ext4File(const Ext4File&) = delete;
-    Ext4File& operator=(const Ext4File&) = delete;
-    const std::string& path() const { return path_; }
-    struct stat status() const
-    {
-        struct stat st{};
-        EXPECT_EQ(::stat(path_.c_str(), &st), 0);
-        return st;
-    }
-    uint64_t allocated() const { return static_cast<uint64_t>(status().st_blocks) * 512; }
-    uint64_t size() const { return static_cast<uint64_t>(status().st_size); }
-
-private:
-    std::string path_;
-};
-
-std::vector<uint8_t> pattern(size_t n)
+uint64_t allocated(const std::string& path)
 {
-    std::vector<uint8_t> bytes(n);
+    struct stat st{};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+uint64_t size_of(const std::string& path)
+{
+    return std::filesystem::file_size(path);
+}
+
+Bytes pattern(size_t n)
+{
+    Bytes bytes(n);
     for (size_t i = 0; i < n; ++i)
         bytes[i] = static_cast<uint8_t>(i * 13 + i / 4096);
     return bytes;
 }
 
 // A sink on `path` that has written `bytes` and flushed them.
-Sink written_sink(const std::string& path, const std::vector<uint8_t>& bytes)
+Sink written_sink(const std::string& path, const Bytes& bytes)
 {
     Sink sink = Sink::open_file(path);
     sink.start();
@@ -94,56 +83,53 @@ constexpr uint64_t kTrimmedAtMost = kWritten + 4096;
 TEST(Preallocation, Ext4FileIsAllocatedAheadOfItsWritesAndTrimmedAtClose)
 {
     NEED_EXT4(dir);
-    Ext4File file(*dir);
-    const std::vector<uint8_t> bytes = pattern(kWritten);
-    Sink sink = written_sink(file.path(), bytes);
-    EXPECT_EQ(file.size(), kWritten) << "readers see only what was written";
-    EXPECT_GE(file.allocated(), Preallocation::kStep) << "blocks allocated ahead of the writes";
+    const TempDir tmp(*dir);
+    const std::string file = tmp / "capture";
+    const Bytes bytes = pattern(kWritten);
+    Sink sink = written_sink(file, bytes);
+    EXPECT_EQ(size_of(file), kWritten) << "readers see only what was written";
+    EXPECT_GE(allocated(file), Preallocation::kStep) << "blocks allocated ahead of the writes";
     sink.close();
-    EXPECT_EQ(file.size(), kWritten);
-    EXPECT_LE(file.allocated(), kTrimmedAtMost) << "no blocks left past the end";
-
-    std::vector<uint8_t> back(kWritten);
-    const int fd = ::open(file.path().c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    EXPECT_EQ(::read(fd, back.data(), back.size()), static_cast<ssize_t>(back.size()));
-    ::close(fd);
-    EXPECT_EQ(back, bytes);
+    EXPECT_EQ(size_of(file), kWritten);
+    EXPECT_LE(allocated(file), kTrimmedAtMost) << "no blocks left past the end";
+    EXPECT_EQ(read_file(file), bytes);
 }
 
 TEST(Preallocation, Ext4FileIsTrimmedWhenTheSinkGoesAwayUnclosed)
 {
     NEED_EXT4(dir);
-    Ext4File file(*dir);
-    const std::vector<uint8_t> bytes = pattern(kWritten / 2);
+    const TempDir tmp(*dir);
+    const std::string file = tmp / "capture";
+    const Bytes bytes = pattern(kWritten / 2);
     std::optional<Sink> moved;
     {
-        Sink sink = written_sink(file.path(), bytes);
+        Sink sink = written_sink(file, bytes);
         moved.emplace(std::move(sink));
     } // the moved-from sink goes away: it must neither trim nor close the file
     moved->append(bytes.data(), bytes.size());
     moved->flush();
-    EXPECT_GE(file.allocated(), Preallocation::kStep) << "still allocated ahead";
+    EXPECT_GE(allocated(file), Preallocation::kStep) << "still allocated ahead";
     moved.reset();
-    EXPECT_EQ(file.size(), kWritten);
-    EXPECT_LE(file.allocated(), kTrimmedAtMost);
+    EXPECT_EQ(size_of(file), kWritten);
+    EXPECT_LE(allocated(file), kTrimmedAtMost);
 }
 
 TEST(Preallocation, EachRotatedFileIsTrimmed)
 {
     NEED_EXT4(dir);
-    Ext4File first(*dir), second(*dir);
-    const std::vector<uint8_t> bytes = pattern(kWritten);
-    Sink sink = written_sink(first.path(), bytes);
+    const TempDir tmp(*dir);
+    const std::string first = tmp / "first", second = tmp / "second";
+    const Bytes bytes = pattern(kWritten);
+    Sink sink = written_sink(first, bytes);
     sink.close();
-    sink.reopen(second.path());
+    sink.reopen(second);
     sink.append(bytes.data(), bytes.size());
     sink.flush();
-    EXPECT_GE(second.allocated(), Preallocation::kStep) << "the next file is allocated ahead too";
+    EXPECT_GE(allocated(second), Preallocation::kStep) << "the next file is allocated ahead too";
     sink.close();
-    for (const Ext4File* file : {&first, &second}) {
-        EXPECT_EQ(file->size(), kWritten);
-        EXPECT_LE(file->allocated(), kTrimmedAtMost);
+    for (const std::string& file : {first, second}) {
+        EXPECT_EQ(size_of(file), kWritten);
+        EXPECT_LE(allocated(file), kTrimmedAtMost);
     }
 }
 
