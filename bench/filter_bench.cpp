@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "filter/compile.hpp"
-#include "filter/ebpf_insn.hpp"
+#include "base/ebpf_insn.hpp"
 #include "filter/translate.hpp"
-#include "kernel/program_btf.hpp"
-#include "unique_fd.hpp"
+#include "programs/program_btf.hpp"
+#include "base/unique_fd.hpp"
 
 namespace {
 

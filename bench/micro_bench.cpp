@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "output/packet_output.hpp"
-#include "kernel/perf_ring.hpp"
-#include "kernel/record.hpp"
-#include "capture/ring_merge.hpp"
+#include "ring/perf_ring.hpp"
+#include "ring/record.hpp"
+#include "ring/ring_merge.hpp"
 #include "xdpcap_abi.h"
 
 namespace {

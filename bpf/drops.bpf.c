@@ -6,7 +6,7 @@
  * address of the code that dropped it, into the capture object's perf event
  * array and counters (userspace hands their fds over before load).
  * It only reads. With a filter, the entry program leaves the frame's view in
- * drop_view and tail-calls a filter program built at run time (loader.cpp),
+ * drop_view and tail-calls a filter program built at run time (programs/capture.cpp),
  * which tail-calls xdpcap_drop_sample for the frames it keeps.
  */
 #include <linux/bpf.h>

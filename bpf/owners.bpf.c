@@ -7,7 +7,7 @@
  * exits at once is still named. A socket a listener clones in softirq
  * inherits the listener's owner; a freed socket's entry goes.
  *
- * Two sets, one loaded (socket_owners.cpp chooses): kprobes on the socket
+ * Two sets, one loaded (programs/owners.cpp chooses): kprobes on the socket
  * security hooks where the kernel has kprobe events; else hooks on the
  * cgroup v2 root (socket creation, connect, UDP sendmsg) and raw
  * tracepoints (TCP sendmsg, sock_send_length, sock_recv_length,

@@ -6,7 +6,7 @@
  * event array and counters (userspace hands over their fds before load).
  * They only read: the traced program's traffic is never changed. With a
  * filter they are not attached themselves: a tracing program built at run
- * time (loader.cpp) runs the filter and tail-calls them for what it keeps.
+ * time (programs/trace.cpp) runs the filter and tail-calls them for what it keeps.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>

@@ -2,11 +2,11 @@
 #include <exception>
 #include <variant>
 
-#include "app.hpp"
+#include "app/app.hpp"
 #include "cli/cli.hpp"
-#include "error.hpp"
-#include "cli/extcap.hpp"
-#include "host.hpp"
+#include "base/error.hpp"
+#include "app/extcap.hpp"
+#include "host/interfaces.hpp"
 
 int main(int argc, char** argv)
 {

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "error.hpp"
-#include "host.hpp"
+#include "base/error.hpp"
+#include "host/interfaces.hpp"
 
 namespace xdpcap {
 

@@ -10,17 +10,17 @@
 #include <string>
 #include <vector>
 
-#include "capture/clock.hpp"
-#include "kernel/drop_labels.hpp"
-#include "kernel/interface_map.hpp"
-#include "kernel/link_events.hpp"
-#include "kernel/loader.hpp"
+#include "ring/clock.hpp"
+#include "output/drop_labels.hpp"
+#include "output/interface_map.hpp"
+#include "host/link_events.hpp"
+#include "programs/capture.hpp"
 #include "output/packet_output.hpp"
-#include "capture/ring_merge.hpp"
-#include "kernel/rings.hpp"
+#include "ring/ring_merge.hpp"
+#include "ring/rings.hpp"
 #include "capture/stats.hpp"
-#include "capture/stop_signals.hpp"
-#include "unique_fd.hpp"
+#include "base/stop_signals.hpp"
+#include "base/unique_fd.hpp"
 
 namespace xdpcap {
 

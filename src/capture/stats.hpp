@@ -8,27 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/counters.hpp"
+#include "base/hooks.hpp"
+#include "ring/tally.hpp"
 #include "xdpcap_abi.h"
 
 namespace xdpcap {
-
-struct RingTally {
-    uint64_t samples = 0;      // sample records taken from the ring
-    uint64_t written = 0;      // packets handed to the output
-    uint64_t discarded = 0;    // samples read after -c was reached
-    uint64_t unwritten = 0;    // samples the output could not take (write failed, reader gone)
-    uint64_t invalid = 0;      // records refused by the decoder
-    uint64_t lost_records = 0; // sum of PERF_RECORD_LOST notices
-    uint64_t out_of_order = 0; // of `written`: written after a newer packet from any ring
-    uint64_t cut = 0;          // of `written`: longer than the snapshot length
-    // Of `written`: captured short of the snapshot length, as far as the hook
-    // reaches (generic XDP's super-frames, paged bytes of a drop).
-    uint64_t partial = 0;
-    // Frames longer than one record that the kernel did not write whole (and
-    // counted as failed): their records, dropped here.
-    uint64_t incomplete = 0;
-    uint64_t stray_parts = 0;
-};
 
 struct CpuStats {
     int cpu = 0;
@@ -42,9 +27,6 @@ struct CpuStats {
     RingTally ring;
     std::string interface; // the interface the ring belongs to
 };
-
-// Field by field, for totals over hooks.
-xdpcap_counters operator+(const xdpcap_counters& a, const xdpcap_counters& b);
 
 struct CaptureTotals {
     uint64_t captured = 0; // written to the output
@@ -70,8 +52,6 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 // counts of consecutive rotated files add up and each matches its packets.
 std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending = std::nullopt);
 
-// Trace mode's hook points, for StatsFormat::trace_points.
-inline constexpr unsigned kTraceEntry = 1, kTraceExit = 2;
 
 struct StatsFormat {
     bool per_cpu = false;         // -v: one line per CPU after the totals

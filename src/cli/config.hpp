@@ -6,14 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "base/hooks.hpp"
 #include "text/options.hpp"
 #include "xdpcap_abi.h"
 
 namespace xdpcap {
-
-enum class XdpMode { Auto, Native, Generic };
-// tcpdump's -Q: received frames (XDP), sent frames (TC egress), or both.
-enum class Direction { In, Out, InOut };
 
 inline constexpr uint32_t kMaxSnaplen = XDPCAP_MAX_SNAPLEN;
 inline constexpr uint32_t kMaxRingPages = 65536;
@@ -82,8 +79,5 @@ struct Config {
     bool writes_to_stdout() const { return output && *output == "-"; }
     bool rotates() const { return file_size || rotate_seconds; }
 };
-
-const char* xdp_mode_name(XdpMode mode);
-const char* direction_name(Direction direction);
 
 } // namespace xdpcap

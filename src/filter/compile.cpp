@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace xdpcap {
 

@@ -38,8 +38,8 @@
 #include <optional>
 #include <string>
 
-#include "error.hpp"
-#include "filter/ebpf_insn.hpp"
+#include "base/error.hpp"
+#include "base/ebpf_insn.hpp"
 #include "xdpcap_abi.h"
 
 namespace xdpcap {

@@ -8,29 +8,20 @@
 #include <cstdio>
 #include <cstring>
 
-#include "error.hpp"
+#include "base/error.hpp"
+#include "output/pcapng_codes.hpp"
 
 namespace xdpcap {
+
+using namespace pcapng;
 
 namespace {
 
 constexpr uint32_t kPcapMagicMicro = 0xa1b2c3d4;
 constexpr uint32_t kPcapMagicNano = 0xa1b23c4d;
-constexpr uint32_t kShb = 0x0A0D0D0A;
-constexpr uint32_t kIdb = 1;
-constexpr uint32_t kObsoletePacket = 2;
-constexpr uint32_t kSimplePacket = 3;
-constexpr uint32_t kIsb = 5;
-constexpr uint32_t kEpb = 6;
-constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
 // Far above any packet (jumbo frames, 64 KiB GSO) and any header block.
 constexpr size_t kMaxBlock = 16u << 20;
 constexpr size_t kReadChunk = 1u << 16;
-
-constexpr uint16_t kOptEnd = 0, kOptComment = 1;
-constexpr uint16_t kIfName = 2, kIfTsresol = 9;
-constexpr uint16_t kEpbFlags = 2, kEpbDropCount = 4, kEpbQueue = 6, kEpbVerdict = 7;
-constexpr uint8_t kVerdictEbpfXdp = 2;
 
 size_t pad4(size_t n)
 {
@@ -132,7 +123,7 @@ void CaptureFile::start()
         malformed("the input is empty");
     uint32_t magic;
     std::memcpy(&magic, buffer_.data() + begin_, 4);
-    if (magic == kShb) {
+    if (magic == kShbType) {
         pcapng_ = true;
         return;
     }
@@ -204,14 +195,13 @@ void CaptureFile::section_header(std::span<const uint8_t> block)
     section_base_ = interfaces_.size();
     ticks_per_second_.clear();
     section_by_xdpcap_ = false;
-    constexpr uint16_t kShbUserApplication = 4;
     constexpr std::string_view kXdpcap = "xdpcap ";
     for (size_t at = 24; at + 4 <= block.size() - 4;) {
         const uint16_t code = u16(block.data() + at);
         const uint16_t length = u16(block.data() + at + 2);
-        if (code == kOptEnd || at + 4 + length > block.size() - 4)
+        if (code == kOptEndOfOpt || at + 4 + length > block.size() - 4)
             break;
-        if (code == kShbUserApplication)
+        if (code == kShbUserAppl)
             section_by_xdpcap_ = std::string_view(reinterpret_cast<const char*>(block.data() + at + 4), length)
                                      .starts_with(kXdpcap);
         at += 4 + pad4(length);
@@ -227,7 +217,7 @@ void CaptureFile::interface_description(std::span<const uint8_t> body)
     for (size_t at = 8; at + 4 <= body.size();) {
         const uint16_t code = u16(body.data() + at);
         const uint16_t length = u16(body.data() + at + 2);
-        if (code == kOptEnd || at + 4 + length > body.size())
+        if (code == kOptEndOfOpt || at + 4 + length > body.size())
             break;
         const uint8_t* value = body.data() + at + 4;
         if (code == kIfName)
@@ -254,7 +244,7 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     const uint8_t* h = buffer_.data() + begin_;
     uint32_t type;
     std::memcpy(&type, h, 4);
-    if (type == kShb) {
+    if (type == kShbType) {
         uint32_t bom;
         std::memcpy(&bom, h + 8, 4);
         if (bom == kByteOrderMagic)
@@ -279,20 +269,20 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     consumed_ = length;
     Record r{Record::Kind::Other, {}, block};
     switch (type) {
-    case kShb:
+    case kShbType:
         section_header(block);
         r.kind = Record::Kind::SectionHeader;
         return r;
-    case kIdb:
+    case kIdbType:
         interface_description(body);
         r.kind = Record::Kind::InterfaceDescription;
         return r;
-    case kIsb:
+    case kIsbType:
         r.kind = Record::Kind::Statistics;
         return r;
-    case kEpb:
-    case kObsoletePacket:
-    case kSimplePacket:
+    case kEpbType:
+    case kObsoletePacketType:
+    case kSpbType:
         break;
     default:
         return r;
@@ -300,7 +290,7 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     Packet& p = r.packet;
     size_t fixed;
     uint32_t local_id;
-    if (type == kSimplePacket) {
+    if (type == kSpbType) {
         if (body.size() < 4)
             malformed("a simple packet block too short");
         local_id = 0;
@@ -310,7 +300,7 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     } else {
         if (body.size() < 20)
             malformed("a packet block too short");
-        local_id = type == kEpb ? u32(body.data()) : u16(body.data());
+        local_id = type == kEpbType ? u32(body.data()) : u16(body.data());
         const uint64_t ticks = (uint64_t{u32(body.data() + 4)} << 32) | u32(body.data() + 8);
         p.cap_len = u32(body.data() + 12);
         p.orig_len = u32(body.data() + 16);
@@ -319,7 +309,7 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
             malformed("a packet of " + std::to_string(p.cap_len) + " bytes in a block of " + std::to_string(length));
         if (local_id < ticks_per_second_.size())
             p.timestamp_ns = to_ns(ticks, ticks_per_second_[local_id]);
-        if (type == kObsoletePacket)
+        if (type == kObsoletePacketType)
             p.drop_count = u16(body.data() + 2);
     }
     if (local_id >= ticks_per_second_.size())
@@ -327,13 +317,13 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     p.interface_id = static_cast<uint32_t>(section_base_ + local_id);
     p.data = body.data() + fixed;
     const size_t snap = interfaces_[p.interface_id].snaplen;
-    if (type == kSimplePacket && snap && p.cap_len > snap)
+    if (type == kSpbType && snap && p.cap_len > snap)
         p.cap_len = static_cast<uint32_t>(snap);
     // Options (not in a Simple Packet Block).
-    for (size_t at = fixed + pad4(p.cap_len); type != kSimplePacket && at + 4 <= body.size();) {
+    for (size_t at = fixed + pad4(p.cap_len); type != kSpbType && at + 4 <= body.size();) {
         const uint16_t code = u16(body.data() + at);
         const uint16_t olen = u16(body.data() + at + 2);
-        if (code == kOptEnd || at + 4 + olen > body.size())
+        if (code == kOptEndOfOpt || at + 4 + olen > body.size())
             break;
         const uint8_t* value = body.data() + at + 4;
         if (code == kOptComment && p.comment.empty())

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 namespace xdpcap {
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 extern char** environ;
 

@@ -1,6 +1,6 @@
 #include "output/packet_output.hpp"
 
-#include "kernel/rss_hash.hpp"
+#include "output/rss_hash.hpp"
 
 #include <algorithm>
 #include <charconv>

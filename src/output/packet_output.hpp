@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "kernel/drop_labels.hpp"
-#include "kernel/interface_map.hpp"
+#include "output/drop_labels.hpp"
+#include "output/interface_map.hpp"
 #include "output/file_command.hpp"
 #include "output/packet_ids.hpp"
 #include "output/process_labels.hpp"
 #include "output/pcapng.hpp"
-#include "kernel/record.hpp"
+#include "output/sample.hpp"
 #include "output/rotation.hpp"
 #include "output/sink.hpp"
 #include "text/host_interface_names.hpp"

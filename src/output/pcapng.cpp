@@ -6,28 +6,6 @@ namespace xdpcap::pcapng {
 
 namespace {
 
-enum : uint16_t {
-    kShbHardware = 2,
-    kShbOs = 3,
-    kShbUserAppl = 4,
-    kIfName = 2,
-    kIfDescription = 3,
-    kIfTsresol = 9,
-    kIfFilter = 11,
-    kIfOs = 12,
-    kIfHardware = 15,
-    kIsbStartTime = 2,
-    kIsbEndTime = 3,
-    kIsbIfRecv = 4,
-    kIsbIfDrop = 5,
-    kIsbFilterAccept = 6,
-    kIsbOsDrop = 7,
-    kIsbUsrDeliv = 8,
-};
-
-constexpr uint8_t kTsresolNanoseconds = 9;
-constexpr uint8_t kFilterLibpcapString = 0;
-
 template <class T>
 void put(std::vector<uint8_t>& out, T value)
 {

@@ -11,27 +11,9 @@
 #include <string_view>
 #include <vector>
 
-namespace xdpcap::pcapng {
+#include "output/pcapng_codes.hpp"
 
-inline constexpr uint32_t kShbType = 0x0A0D0D0A;
-inline constexpr uint32_t kIdbType = 0x00000001;
-inline constexpr uint32_t kEpbType = 0x00000006;
-inline constexpr uint32_t kIsbType = 0x00000005;
-inline constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
-inline constexpr uint16_t kLinkTypeEthernet = 1;
-inline constexpr uint32_t kDirectionInbound = 1;
-inline constexpr uint32_t kDirectionOutbound = 2;
-// epb_verdict's type byte for a Linux eBPF XDP action.
-inline constexpr uint8_t kVerdictEbpfXdp = 2;
-// epb_flags bits beyond the direction.
-inline constexpr uint32_t kFlagChecksumNotReady = 1u << 9; // the NIC fills the checksum in
-inline constexpr uint32_t kFlagSegmentationOffload = 1u << 11; // one frame for several on the wire
-// epb_hash's algorithm byte for the hash functions NICs use for RSS, and
-// one pcapng does not register, for any other (the kernel's own flow hash).
-inline constexpr uint8_t kHashXor = 1;
-inline constexpr uint8_t kHashCrc32 = 2;
-inline constexpr uint8_t kHashToeplitz = 5;
-inline constexpr uint8_t kHashUnregistered = 255;
+namespace xdpcap::pcapng {
 
 struct SectionHeader {
     std::string hardware;
@@ -148,17 +130,6 @@ constexpr size_t enhanced_packet_tail_size(const EnhancedPacket& pkt, size_t blo
 {
     return block_size - kEpbHeadSize - pkt.cap_len;
 }
-// Option codes of the per-packet block.
-inline constexpr uint16_t kOptEndOfOpt = 0;
-inline constexpr uint16_t kOptComment = 1;
-inline constexpr uint16_t kEpbFlags = 2;
-inline constexpr uint16_t kEpbHash = 3;
-inline constexpr uint16_t kEpbDropCount = 4;
-inline constexpr uint16_t kEpbPacketId = 5;
-inline constexpr uint16_t kEpbQueue = 6;
-inline constexpr uint16_t kEpbVerdict = 7;
-inline constexpr uint16_t kEpbProcessIdThreadId = 8;
-
 namespace detail {
 template <class T>
 inline uint8_t* store(uint8_t* p, T value) noexcept

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace xdpcap {
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "capture/stop_signals.hpp"
+#include "base/stop_signals.hpp"
 
 namespace xdpcap {
 

@@ -12,9 +12,9 @@
 
 #include <sys/uio.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "output/preallocation.hpp"
-#include "unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 namespace xdpcap {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "input/capture_file.hpp"
 #include "text/decode.hpp"
 

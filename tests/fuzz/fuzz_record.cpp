@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernel/perf_ring.hpp"
-#include "kernel/record.hpp"
+#include "ring/perf_ring.hpp"
+#include "ring/record.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernel/perf_ring.hpp"
+#include "ring/perf_ring.hpp"
 
 namespace xdpcap::test {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
 
 using namespace xdpcap;
 

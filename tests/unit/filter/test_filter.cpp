@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "ebpf_interp.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
 #include "filter/compile.hpp"
 #include "filter/disasm.hpp"
-#include "filter/ebpf_insn.hpp"
+#include "base/ebpf_insn.hpp"
 #include "filter/translate.hpp"
-#include "kernel/program_btf.hpp"
+#include "programs/program_btf.hpp"
 
 using namespace xdpcap;
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "input/capture_file.hpp"
 
 using namespace xdpcap;

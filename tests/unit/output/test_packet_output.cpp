@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "kernel/record.hpp"
+#include "ring/record.hpp"
 #include "output/packet_output.hpp"
 #include "output/pcapng.hpp"
 #include "record_builder.hpp"

@@ -1,0 +1,422 @@
+#include "programs/capture.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <linux/pkt_cls.h>
+#include <net/if.h>
+
+#include <algorithm>
+#include <cstddef>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "capture.skel.h"
+#include "base/counters.hpp"
+#include "base/error.hpp"
+#include "base/ebpf_insn.hpp"
+#include "programs/filter_front.hpp"
+#include "programs/libbpf_log.hpp"
+#include "programs/trace.hpp"
+#include "host/kallsyms.hpp"
+#include "programs/scratch_maps.hpp"
+#include "programs/kernel_btf.hpp"
+#include "programs/program_btf.hpp"
+#include "programs/xdp_inventory.hpp"
+
+namespace xdpcap {
+
+void SkeletonDeleter::operator()(xdpcap_capture* skel) const noexcept
+{
+    xdpcap_capture__destroy(skel);
+}
+
+namespace {
+
+struct LoadAttempt {
+    std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel;
+    int err = 0;
+};
+
+bool receives_with_xdp(ReceiveAt receive)
+{
+    return receive == ReceiveAt::Xdp || receive == ReceiveAt::NativeXdpElseTc;
+}
+
+bool receives_with_tc(ReceiveAt receive)
+{
+    return receive == ReceiveAt::Tc || receive == ReceiveAt::NativeXdpElseTc;
+}
+
+LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction,
+                     ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every, const Attribution& attribution)
+{
+    LoadAttempt attempt;
+    attempt.skel.reset(xdpcap_capture__open());
+    if (!attempt.skel) {
+        attempt.err = errno;
+        return attempt;
+    }
+    attempt.skel->rodata->snaplen = snaplen;
+    attempt.skel->rodata->capture_ifindex = ifindex;
+    attempt.skel->rodata->filter_enabled = with_filter;
+    attempt.skel->rodata->sample_every = sample_every;
+    if (!apply_attribution(*attempt.skel, attribution)) {
+        attempt.err = errno;
+        attempt.skel.reset();
+        return attempt;
+    }
+    // Without the helper (a locked-down kernel) or the field's place in the
+    // kernel's BTF, sent frames go unflagged.
+    if (const auto ip_summed = kernel_btf().skb_ip_summed; ip_summed && ip_summed->bits == 2 && direction != Direction::In &&
+        libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, BPF_FUNC_probe_read_kernel, nullptr) > 0) {
+        attempt.skel->rodata->read_ip_summed = 1;
+        attempt.skel->rodata->ip_summed_byte = ip_summed->byte_offset;
+        attempt.skel->rodata->ip_summed_shift = ip_summed->shift;
+    }
+    const bool ingress = direction != Direction::Out;
+    const bool xdp = ingress && receives_with_xdp(receive);
+    const bool tc_ingress = ingress && receives_with_tc(receive);
+    const bool egress = direction != Direction::In;
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_frags, xdp && frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, xdp && !frags);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_ingress, tc_ingress);
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_egress, egress);
+    // Received frames need it where the VLAN tag can be had back: from the
+    // skb at tc, from the NIC's RX metadata at XDP.
+    const bool rebuilds = egress || tc_ingress || (xdp && kernel_rx_metadata().vlan);
+    size_first_record_scratch(attempt.skel->maps.wire_scratch, snaplen, rebuilds);
+    size_part_scratch(attempt.skel->maps.part_scratch, snaplen);
+    // Trace mode: an entry and an exit pair per traced program.
+    if (trace_programs > 1)
+        bpf_map__set_max_entries(attempt.skel->maps.counters, XDPCAP_COUNTERS_TRACE(trace_programs, 0));
+    attempt.err = -xdpcap_capture__load(attempt.skel.get());
+    if (attempt.err)
+        attempt.skel.reset();
+    return attempt;
+}
+
+} // namespace
+
+CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
+                                    ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every,
+                                    const Attribution& attribution)
+{
+    collect_libbpf_log();
+    LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, receive, trace_programs, sample_every,
+                                    attribution);
+    bool multi_buffer = true;
+    if (!attempt.skel && direction != Direction::Out && receives_with_xdp(receive)) {
+        const std::string frags_reason = last_libbpf_log_line();
+        clear_libbpf_log();
+        attempt = try_load(snaplen, ifindex, false, with_filter, direction, receive, trace_programs, sample_every,
+                           attribution);
+        multi_buffer = false;
+        if (!attempt.skel) {
+            if (attempt.err == EPERM)
+                throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                            " (needs root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)");
+            std::string reason = last_libbpf_log_line();
+            if (reason.empty())
+                reason = frags_reason;
+            throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                        (reason.empty() ? "" : " (" + reason + ")"));
+        }
+    }
+    if (!attempt.skel) {
+        if (attempt.err == EPERM)
+            throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                        " (needs root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)");
+        const std::string reason = last_libbpf_log_line();
+        throw Error("cannot load the capture program: " + errno_text(attempt.err) +
+                    (reason.empty() ? "" : " (" + reason + ")"));
+    }
+    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, receive, ifindex, attribution);
+}
+
+
+void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
+                                std::span<const bpf_insn> filter)
+{
+    trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
+                                       skel_->rodata->sample_every, bpf_map__fd(skel_->maps.events),
+                                       bpf_map__fd(skel_->maps.counters), bpf_map__fd(skel_->maps.sample_ticks),
+                                       filter));
+    traced_ = true;
+    trace_programs_ = static_cast<uint32_t>(targets.size());
+    trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);
+}
+
+void CaptureProgram::load_drops(Direction direction, bool with_filter)
+{
+    drops_.emplace(DropProgram::load(skel_->rodata->snaplen, ifindex_, direction, skel_->rodata->sample_every,
+                                     bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters),
+                                     bpf_map__fd(skel_->maps.sample_ticks), with_filter, attribution_));
+    drops_loaded_ = true;
+}
+
+void CaptureProgram::install_drop_filter(std::span<const bpf_insn> filter_body)
+{
+    drops_->install_filter(filter_body, bpf_map__fd(skel_->maps.counters));
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_drop_counters() const
+{
+    return read_key(XDPCAP_COUNTERS_DROPS);
+}
+
+int CaptureProgram::program_fd(Hook hook) const
+{
+    if (hook == Hook::Egress)
+        return bpf_program__fd(skel_->progs.xdpcap_egress);
+    if (hook == Hook::TcIngress)
+        return bpf_program__fd(skel_->progs.xdpcap_ingress);
+    return bpf_program__fd(multi_buffer_ ? skel_->progs.xdpcap_frags : skel_->progs.xdpcap_linear);
+}
+
+bool CaptureProgram::loads(Hook hook) const noexcept
+{
+    switch (hook) {
+    case Hook::Ingress: return ingress_ && receives_with_xdp(receive_);
+    case Hook::TcIngress: return ingress_ && receives_with_tc(receive_);
+    case Hook::Egress: return egress_loaded_;
+    }
+    return false;
+}
+
+namespace {
+
+const char* mechanism_name(const std::optional<TcHook>& hook)
+{
+    if (!hook)
+        return "";
+    return hook->mechanism() == TcHook::Mechanism::Tcx ? "tcx" : "clsact";
+}
+
+} // namespace
+
+const char* CaptureProgram::egress_mechanism() const noexcept
+{
+    return mechanism_name(egress_);
+}
+
+const char* CaptureProgram::ingress_mechanism() const noexcept
+{
+    return mechanism_name(tc_ingress_);
+}
+
+int CaptureProgram::rx_meta_map_fd() const
+{
+    return ingress_ && rx_front_build(kernel_rx_metadata()) ? bpf_map__fd(skel_->maps.rx_meta) : -1;
+}
+
+int CaptureProgram::rx_vlan_view_map_fd() const
+{
+    return kernel_rx_metadata().vlan ? rx_meta_map_fd() : -1;
+}
+
+int CaptureProgram::events_map_fd() const
+{
+    return bpf_map__fd(skel_->maps.events);
+}
+
+void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname)
+{
+    // Egress first: it cannot disturb received traffic if XDP then fails.
+    if (egress_loaded_)
+        egress_.emplace(TcHook::attach(entry_fd(Hook::Egress), ifindex, ifname, TcHook::Point::Egress));
+    if (ingress_ && receive_ == ReceiveAt::Tc)
+        tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
+    else if (ingress_)
+        attach_xdp(ifindex, mode, ifname);
+    if (trace_)
+        trace_->attach();
+    if (drops_)
+        drops_->attach();
+}
+
+void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname)
+{
+    auto failure = [&](const char* what, int err) {
+        std::string hint;
+        if (err == EBUSY || err == EEXIST)
+            hint = " (another XDP program was attached meanwhile)";
+        else if (err == EINVAL && !multi_buffer_)
+            hint = " (the MTU may be too large for a program without multi-buffer support)";
+        else if (err == EOPNOTSUPP)
+            hint = " (the driver does not support this XDP mode)";
+        return Error("cannot attach to " + ifname + " in " + what + " mode: " + errno_text(err) + hint);
+    };
+
+    // Returns 0 once attached, else the errno of the attempt.
+    auto attempt = [&](uint32_t flags, XdpMode as) -> int {
+        bpf_link_create_opts opts{};
+        opts.sz = sizeof opts;
+        opts.flags = flags;
+        // A device-bound program attaches natively only.
+        const int prog = rx_front_ && as == XdpMode::Native ? rx_front_->program_fd() : entry_fd(Hook::Ingress);
+        const int fd = bpf_link_create(prog, static_cast<int>(ifindex), BPF_XDP, &opts);
+        if (fd < 0)
+            return errno;
+        link_.reset(fd);
+        attached_mode_ = as;
+        return 0;
+    };
+
+    if (mode == XdpMode::Generic) {
+        if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
+            throw failure("generic", err);
+        return;
+    }
+    // The tail call into the capture program needs both to be multi-buffer.
+    if (rx_front_build(kernel_rx_metadata()) && multi_buffer_) {
+        try {
+            rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Ingress)));
+        } catch (const Error& e) {
+            rx_front_failure_ = e.what();
+        }
+    }
+    int native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
+    if (native_err != 0 && rx_front_ && native_err != EBUSY && native_err != EEXIST && native_err != EPERM) {
+        // Natively without it, should the front be what the driver refuses.
+        rx_front_failure_ = "the driver refused a program bound to the device: " + errno_text(native_err);
+        rx_front_.reset();
+        native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
+    }
+    if (native_err == 0)
+        return;
+    rx_front_.reset();
+    if (mode == XdpMode::Native || native_err == EBUSY || native_err == EEXIST || native_err == EPERM)
+        throw failure("native", native_err);
+    if (receive_ == ReceiveAt::NativeXdpElseTc) {
+        // Generic XDP would miss frames tc redirects and cut super-frames.
+        tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
+        return;
+    }
+    if (int err = attempt(XDP_FLAGS_SKB_MODE, XdpMode::Generic))
+        throw failure("generic", err);
+}
+
+int CaptureProgram::entry_fd(Hook hook) const
+{
+    const UniqueFd& filter = filter_prog_[static_cast<int>(hook)];
+    return filter ? filter.get() : program_fd(hook);
+}
+
+void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_body)
+{
+    const bool egress = hook == Hook::Egress;
+    const bool tc = hook != Hook::Ingress;
+    const int32_t counters_key = egress ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
+    const int32_t go_on = tc ? TC_ACT_UNSPEC : XDP_PASS;
+    bpf_map* next = egress ? skel_->maps.egress_next
+        : tc               ? skel_->maps.ingress_next
+                           : skel_->maps.capture_next;
+    const std::vector<bpf_insn> prog =
+        filter_front(bpf_map__fd(skel_->maps.counters), counters_key, bpf_map__fd(next), 0, go_on, filter_body);
+
+    const uint32_t slot = 0;
+    const int capture_fd = program_fd(hook);
+    if (bpf_map_update_elem(bpf_map__fd(next), &slot, &capture_fd, BPF_ANY) != 0)
+        throw Error("cannot link the filter to the capture program: " + errno_text(errno));
+
+    const char* name = egress ? "xdpcap_filter_tc" : tc ? "xdpcap_filter_in" : "xdpcap_filter";
+    bpf_prog_load_opts opts{};
+    std::optional<MainFunction> traceable_as;
+    if (!tc) {
+        opts.expected_attach_type = BPF_XDP;
+        // A tail call needs caller and callee to agree on multi-buffer support.
+        opts.prog_flags = multi_buffer_ ? BPF_F_XDP_HAS_FRAGS : 0;
+        // A second capture on the interface traces this program at its entry.
+        traceable_as = MainFunction{name, "xdp_md"};
+    }
+    filter_prog_[static_cast<int>(hook)] =
+        load_filter_front(tc ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP, name, prog, opts, traceable_as);
+}
+
+bool CaptureProgram::link_defunct() const
+{
+    if ((egress_ && egress_->defunct()) || (tc_ingress_ && tc_ingress_->defunct()))
+        return true;
+    if (trace_) {
+        // Our links keep the traced program alive, not the interface.
+        char name[IF_NAMESIZE];
+        return ::if_indextoname(ifindex_, name) == nullptr && errno == ENXIO;
+    }
+    if (!link_)
+        return false;
+    bpf_link_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(link_.get(), &info, &len) != 0)
+        return false;
+    return info.xdp.ifindex == 0;
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_key(uint32_t key) const
+{
+    const int cpus = libbpf_num_possible_cpus();
+    std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, values.data()) != 0)
+        throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
+    return values;
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(uint32_t program, bool exit) const
+{
+    return read_key(XDPCAP_COUNTERS_TRACE(program, exit ? 1u : 0u));
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(bool exit) const
+{
+    std::vector<xdpcap_counters> values = read_trace_counters(0, exit);
+    for (uint32_t program = 1; program < trace_programs_; ++program) {
+        const auto more = read_trace_counters(program, exit);
+        for (size_t cpu = 0; cpu < values.size(); ++cpu)
+            values[cpu] = values[cpu] + more[cpu];
+    }
+    return values;
+}
+
+std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
+{
+    if (hook == Hook::Egress)
+        return read_key(XDPCAP_COUNTERS_EGRESS);
+    std::vector<xdpcap_counters> values = read_key(XDPCAP_COUNTERS_INGRESS);
+    if (traced_) {
+        // Received frames in trace mode: entry and exit samples together.
+        for (bool exit : {false, true}) {
+            const auto more = read_trace_counters(exit);
+            for (size_t cpu = 0; cpu < values.size(); ++cpu)
+                values[cpu] = values[cpu] + more[cpu];
+        }
+    }
+    return values;
+}
+
+void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
+{
+    const auto attached = xdp_attachments(ifindex);
+    if (attached.empty())
+        return;
+    const XdpAttachment& a = attached.front();
+    if (is_xdpcap_program(a.program.name)) {
+        // The hook cannot be shared here (no tracing program type, or its
+        // link is gone): say who holds it, so that it can be stopped.
+        throw Error(ifname + " is already being captured by another xdpcap (" + holders_text(a.program.id) +
+                    ", XDP program '" + a.program.name + "' id " + std::to_string(a.program.id) +
+                    "); stop it first, or capture there without --xdp-mode (at tc ingress) or with -Q out");
+    }
+    const std::string program = "'" + a.program.name + "' (id " + std::to_string(a.program.id) + ", " + a.mode + ")";
+    if (const auto why = why_xdp_cannot_be_traced())
+        throw Error(ifname + " already runs XDP program " + program + " and cannot be traced: " + *why +
+                    " (-Q out captures sent packets without XDP)");
+    throw Error(ifname + " already has an XDP program attached ('" + a.program.name + "', id " +
+                std::to_string(a.program.id) + ", " + a.mode +
+                "); xdpcap does not share an interface with another XDP program (-Q out captures sent packets "
+                "without XDP)");
+}
+
+} // namespace xdpcap

@@ -1,0 +1,189 @@
+// Loads the capture programs from the embedded skeleton and attaches them to
+// an interface: XDP (through a BPF link, so the kernel detaches it if we die)
+// or tc ingress for received frames, and tc egress for sent frames
+// (tc_hook.hpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/hooks.hpp"
+#include "programs/drops.hpp"
+#include "programs/tc_hook.hpp"
+#include "programs/trace.hpp"
+#include "programs/rx_meta.hpp"
+#include "base/unique_fd.hpp"
+#include "programs/xdp_inventory.hpp"
+#include "xdpcap_abi.h"
+
+struct xdpcap_capture;
+struct bpf_insn;
+
+namespace xdpcap {
+
+struct SkeletonDeleter {
+    void operator()(xdpcap_capture* skel) const noexcept;
+};
+
+// Where received frames are taken.
+enum class ReceiveAt {
+    None,            // trace mode: the traced program's hooks do it
+    Xdp,             // XDP, in the mode asked for
+    Tc,              // tc ingress: veth, where XDP would change or miss traffic
+    NativeXdpElseTc, // native XDP, or tc ingress where the driver has none
+};
+
+class CaptureProgram {
+public:
+    // Loads the programs of the hooks `direction` needs. Prefers the
+    // multi-buffer (xdp.frags) XDP program and falls back to the linear one
+    // where the kernel cannot load it.
+    // `receive` None (trace mode): received frames come from load_trace()'s
+    // programs instead. `trace_programs`: how many programs load_trace()
+    // will trace. `sample_every` N > 1: each hook keeps one packet in N of
+    // those its filter keeps, counted over all CPUs.
+    static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
+                               Direction direction = Direction::In, ReceiveAt receive = ReceiveAt::Xdp,
+                               uint32_t trace_programs = 0, uint32_t sample_every = 1,
+                               const Attribution& attribution = {});
+    // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
+    // target; attach() attaches them.
+    // `filter` as for TracePrograms::load().
+    void load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
+                    std::span<const bpf_insn> filter = {});
+    bool tracing() const noexcept { return traced_; }
+    // --drops: loads the kfree_skb program for this interface (before
+    // install_drop_filter()); attach() then attaches it after the hooks.
+    void load_drops(Direction direction, bool with_filter);
+    bool captures_drops() const noexcept { return drops_loaded_; }
+    // The map a FilterHook::Drop filter reads.
+    int drop_view_map_fd() const { return drops_->view_map_fd(); }
+    // What the tracing programs cannot read here (the pages of fragments),
+    // one line each; empty when they read every frame whole.
+    std::vector<std::string> page_limitations() const
+    {
+        std::vector<std::string> lines;
+        if (trace_ && trace_->limitation())
+            lines.push_back(*trace_->limitation());
+        if (drops_ && drops_->limitation())
+            lines.push_back(*drops_->limitation());
+        return lines;
+    }
+    void install_drop_filter(std::span<const bpf_insn> filter_body);
+
+    // A capture program: XDP's and tc ingress's take received frames (one
+    // of them is attached), tc egress's sent ones.
+    enum class Hook { Ingress, Egress, TcIngress };
+    // Whether the hook's program is loaded, to be attached or held in reserve.
+    bool loads(Hook hook) const noexcept;
+
+    // Loads the translated filter as a program of the hook's type that runs
+    // first, counts every packet as seen and tail-calls the hook's capture
+    // program for the packets it keeps. attach() then attaches it instead.
+    // Raises Error with the verifier's reason if the kernel refuses it.
+    void install_filter(Hook hook, std::span<const bpf_insn> filter_body);
+
+    // Attaches every loaded hook. Raises Error; in auto mode XDP tries native
+    // first, then generic (ReceiveAt::NativeXdpElseTc: then tc ingress instead). Natively, on kernels with the XDP RX metadata
+    // kfuncs, a device-bound program runs in front of the capture program
+    // (rx_meta.hpp); where the kernel refuses it, the capture program
+    // runs alone and rx_metadata_failure() says why.
+    void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname);
+    void detach() noexcept
+    {
+        link_.reset();
+        rx_front_.reset();
+        egress_.reset();
+        tc_ingress_.reset();
+        trace_.reset();
+        if (drops_)
+            drop_misses_ = drops_->missed();
+        drops_.reset();
+    }
+    // --drops: drops the kernel skipped because the drop program was
+    // already running on that CPU.
+    uint64_t drop_misses() const noexcept { return drops_ ? drops_->missed() : drop_misses_; }
+    // The per-CPU map of xdpcap_rx_meta the front program fills; -1 where
+    // the kernel has no RX metadata kfunc to fill it.
+    int rx_meta_map_fd() const;
+    // The same for an XDP filter's wire view: -1 too where no VLAN tag can
+    // be in it (no VLAN kfunc), so the filter reads the frame alone.
+    int rx_vlan_view_map_fd() const;
+    // Once attached: received frames carry the VLAN tag the NIC took out /
+    // the NIC's RSS hash, as the driver provides them.
+    bool restores_rx_vlan() const noexcept { return rx_front_ && rx_front_->driver_vlan(); }
+    bool reads_rx_hash() const noexcept { return rx_front_ && rx_front_->driver_hash(); }
+    // Why there is no RX metadata program in front: empty when there is one,
+    // or where none was tried (generic mode, no kfunc, trace mode).
+    const std::string& rx_metadata_failure() const noexcept { return rx_front_failure_; }
+    XdpMode attached_mode() const noexcept { return attached_mode_; }
+    bool multi_buffer() const noexcept { return multi_buffer_; }
+    // Received (Ingress, TcIngress: either hook) or sent frames.
+    bool captures(Hook hook) const noexcept { return hook == Hook::Egress ? egress_loaded_ : ingress_; }
+    // Once attached: received frames are taken at tc ingress, not XDP.
+    bool receives_at_tc() const noexcept { return tc_ingress_.has_value(); }
+    // "tcx" or "clsact" once egress (ingress) is attached at tc.
+    const char* egress_mechanism() const noexcept;
+    const char* ingress_mechanism() const noexcept;
+    // The interface went away and the kernel released the hooks.
+    bool link_defunct() const;
+
+    int events_map_fd() const;
+    // The hook's capture program (behind any filter), to run it directly.
+    int program_fd(Hook hook) const;
+    // Indexed by CPU id, over every possible CPU; zero for a hook not loaded.
+    // In trace mode Ingress is entry and exit together.
+    std::vector<xdpcap_counters> read_counters(Hook hook) const;
+    // Trace mode: one hook point's counters, over every traced program or
+    // of one (its index in load_trace()'s targets).
+    std::vector<xdpcap_counters> read_trace_counters(bool exit) const;
+    std::vector<xdpcap_counters> read_trace_counters(uint32_t program, bool exit) const;
+    // --drops: the drop program's counters, zero when it is not loaded.
+    std::vector<xdpcap_counters> read_drop_counters() const;
+    // Trace mode: the hook points traced, as kTraceEntry | kTraceExit; else 0.
+    unsigned trace_points() const noexcept { return trace_points_; }
+
+private:
+    CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction,
+                   ReceiveAt receive, uint32_t ifindex, const Attribution& attribution)
+        : skel_(std::move(skel)), multi_buffer_(multi_buffer),
+          ingress_(direction != Direction::Out && receive != ReceiveAt::None),
+          egress_loaded_(direction != Direction::In), receive_(receive), ifindex_(ifindex), attribution_(attribution)
+    {
+    }
+    std::vector<xdpcap_counters> read_key(uint32_t key) const;
+    void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
+    int entry_fd(Hook hook) const; // what attach() attaches
+
+    std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
+    UniqueFd filter_prog_[3]; // by Hook
+    UniqueFd link_;
+    std::optional<RxMetadataFront> rx_front_; // attached instead of entry_fd(Ingress)
+    std::string rx_front_failure_;
+    std::optional<TcHook> egress_;
+    std::optional<TcHook> tc_ingress_;
+    std::optional<TracePrograms> trace_;
+    std::optional<DropProgram> drops_;
+    bool drops_loaded_ = false; // stays after detach() for the counters
+    uint64_t drop_misses_ = 0;  // as of detach()
+    bool traced_ = false; // load_trace() ran; stays after detach() for the counters
+    unsigned trace_points_ = 0;
+    uint32_t trace_programs_ = 0;
+    bool multi_buffer_;
+    bool ingress_;
+    bool egress_loaded_;
+    ReceiveAt receive_;
+    uint32_t ifindex_;
+    Attribution attribution_;
+    XdpMode attached_mode_ = XdpMode::Auto;
+};
+
+// Raises Error naming the program when the interface already has XDP
+// attached, or, when it is another xdpcap's, naming that xdpcap's pid.
+void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname);
+
+} // namespace xdpcap

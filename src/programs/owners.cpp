@@ -1,0 +1,213 @@
+#include "programs/owners.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <ifaddrs.h>
+#include <mntent.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+#include "base/unique_fd.hpp"
+#include "host/cgroups.hpp"
+
+#include "owners.skel.h"
+#include "base/error.hpp"
+
+namespace xdpcap {
+
+void SocketOwners::Deleter::operator()(xdpcap_owners* skel) const noexcept
+{
+    xdpcap_owners__destroy(skel);
+}
+
+namespace {
+
+// Kprobes attach through the kprobe PMU or tracefs's kprobe_events.
+bool kernel_has_kprobe_events()
+{
+    for (const char* path : {"/sys/bus/event_source/devices/kprobe/type", "/sys/kernel/tracing/kprobe_events",
+                             "/sys/kernel/debug/tracing/kprobe_events"}) {
+        if (::access(path, F_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
+SocketOwners SocketOwners::load(const OwnerSelection& selection)
+{
+    std::unique_ptr<xdpcap_owners, Deleter> skel(xdpcap_owners__open());
+    if (!skel)
+        throw Error("cannot open the process attribution programs: " + errno_text(errno));
+    const bool kprobes = kernel_has_kprobe_events();
+    for (bpf_program* kprobe : {skel->progs.xdpcap_socket_created, skel->progs.xdpcap_socket_connect,
+                                skel->progs.xdpcap_socket_sendmsg, skel->progs.xdpcap_socket_recvmsg,
+                                skel->progs.xdpcap_socket_accepted, skel->progs.xdpcap_socket_cloned,
+                                skel->progs.xdpcap_socket_freed})
+        bpf_program__set_autoload(kprobe, kprobes);
+    for (bpf_program* other : {skel->progs.xdpcap_cgroup_sock_create, skel->progs.xdpcap_cgroup_connect4,
+                               skel->progs.xdpcap_cgroup_connect6, skel->progs.xdpcap_cgroup_sendmsg4,
+                               skel->progs.xdpcap_cgroup_sendmsg6, skel->progs.xdpcap_tcp_sendmsg,
+                               skel->progs.xdpcap_sock_sent, skel->progs.xdpcap_sock_received,
+                               skel->progs.xdpcap_tcp_state})
+        bpf_program__set_autoload(other, !kprobes);
+    if (selection.pid) {
+        skel->rodata->want_pid = *selection.pid;
+        skel->rodata->want_descendants = selection.follow_forks;
+    }
+    if (selection.comm) {
+        skel->rodata->match_comm = 1;
+        std::memcpy(const_cast<char*>(skel->rodata->want_comm), selection.comm->data(),
+                    std::min(selection.comm->size(), sizeof(skel->rodata->want_comm) - 1));
+    }
+    if (selection.cgroup) {
+        const CgroupId cgroup = resolve_cgroup(*selection.cgroup);
+        skel->rodata->want_cgroup = cgroup.id;
+        skel->rodata->want_cgroup_level = cgroup.level;
+    }
+    if (const int err = -xdpcap_owners__load(skel.get())) {
+        if (err == EPERM)
+            throw Error("cannot load the process attribution programs: " + errno_text(err) +
+                        " (needs root or CAP_BPF and CAP_PERFMON)");
+        throw Error(std::string("process attribution cannot load its ") +
+                    (kprobes ? "kprobes on the kernel's socket security hooks (CONFIG_SECURITY_NETWORK)"
+                             : "cgroup socket hooks and tracepoints") +
+                    ": " + errno_text(err));
+    }
+    return SocketOwners(std::move(skel), kprobes);
+}
+
+namespace {
+
+// What a program hooks, for messages: the function or tracepoint.
+std::string hook_name(const bpf_program* program)
+{
+    const char* section = bpf_program__section_name(program);
+    const char* name = std::strchr(section, '/');
+    return name ? name + 1 : section;
+}
+
+} // namespace
+
+void SocketOwners::attach()
+{
+    // Each kept in the skeleton, which detaches it when destroyed.
+    using Hook = std::pair<bpf_program*, bpf_link**>;
+    if (kprobes_) {
+        const Hook probes[] = {
+            {skel_->progs.xdpcap_socket_created, &skel_->links.xdpcap_socket_created},
+            {skel_->progs.xdpcap_socket_connect, &skel_->links.xdpcap_socket_connect},
+            {skel_->progs.xdpcap_socket_sendmsg, &skel_->links.xdpcap_socket_sendmsg},
+            {skel_->progs.xdpcap_socket_recvmsg, &skel_->links.xdpcap_socket_recvmsg},
+            {skel_->progs.xdpcap_socket_accepted, &skel_->links.xdpcap_socket_accepted},
+            {skel_->progs.xdpcap_socket_cloned, &skel_->links.xdpcap_socket_cloned},
+            {skel_->progs.xdpcap_socket_freed, &skel_->links.xdpcap_socket_freed},
+        };
+        for (const auto& [program, link] : probes) {
+            *link = bpf_program__attach(program);
+            if (!*link)
+                throw Error("process attribution needs a kprobe on " + hook_name(program) + ": " +
+                            errno_text(errno));
+        }
+        return;
+    }
+    // On the root of the cgroup v2 hierarchy: every process's sockets.
+    const UniqueFd cgroup = open_cgroup2_root("process attribution without kprobe events");
+    const Hook cgroup_hooks[] = {
+        {skel_->progs.xdpcap_cgroup_sock_create, &skel_->links.xdpcap_cgroup_sock_create},
+        {skel_->progs.xdpcap_cgroup_connect4, &skel_->links.xdpcap_cgroup_connect4},
+        {skel_->progs.xdpcap_cgroup_connect6, &skel_->links.xdpcap_cgroup_connect6},
+        {skel_->progs.xdpcap_cgroup_sendmsg4, &skel_->links.xdpcap_cgroup_sendmsg4},
+        {skel_->progs.xdpcap_cgroup_sendmsg6, &skel_->links.xdpcap_cgroup_sendmsg6},
+    };
+    for (const auto& [program, link] : cgroup_hooks) {
+        *link = bpf_program__attach_cgroup(program, cgroup.get());
+        if (!*link)
+            throw Error("process attribution needs the cgroup hook " + hook_name(program) +
+                        " on the cgroup v2 root: " + errno_text(errno));
+    }
+    skel_->links.xdpcap_tcp_state = bpf_program__attach_raw_tracepoint(skel_->progs.xdpcap_tcp_state,
+                                                                         "inet_sock_set_state");
+    if (!skel_->links.xdpcap_tcp_state)
+        throw Error("process attribution needs the inet_sock_set_state tracepoint: " + errno_text(errno));
+    // Newer kernels name the thread that sends or receives; without them a
+    // socket keeps the process that made or connected it.
+    const std::pair<Hook, const char*> later[] = {
+        {{skel_->progs.xdpcap_tcp_sendmsg, &skel_->links.xdpcap_tcp_sendmsg}, "tcp_sendmsg_locked"},
+        {{skel_->progs.xdpcap_sock_sent, &skel_->links.xdpcap_sock_sent}, "sock_send_length"},
+        {{skel_->progs.xdpcap_sock_received, &skel_->links.xdpcap_sock_received}, "sock_recv_length"},
+    };
+    for (const auto& [hook, tracepoint] : later) {
+        *hook.second = bpf_program__attach_raw_tracepoint(hook.first, tracepoint);
+        if (!*hook.second)
+            missing_.push_back(tracepoint);
+    }
+}
+
+std::optional<std::string> SocketOwners::limitation() const
+{
+    if (missing_.empty())
+        return std::nullopt;
+    std::string names;
+    for (const char* name : missing_)
+        names += (names.empty() ? "" : ", ") + std::string(name);
+    return "-k: this kernel has no kprobe events and no " + names +
+        " tracepoint: a socket used by another process than the one that made or connected it may name that one";
+}
+
+void SocketOwners::learn_local_addresses()
+{
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0)
+        throw Error("process attribution: cannot list this namespace's addresses: " + errno_text(errno));
+    const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owned(list, ::freeifaddrs);
+    const int map = bpf_map__fd(skel_->maps.local_addresses);
+    const auto add = [map](const sockaddr* address) {
+        struct {
+            uint8_t family;
+            uint8_t reserved[3];
+            uint8_t addr[16];
+        } key{};
+        if (!address)
+            return;
+        if (address->sa_family == AF_INET) {
+            key.family = 4;
+            std::memcpy(key.addr, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, 4);
+        } else if (address->sa_family == AF_INET6) {
+            key.family = 6;
+            std::memcpy(key.addr, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, 16);
+        } else {
+            return;
+        }
+        const uint8_t present = 1;
+        if (bpf_map_update_elem(map, &key, &present, BPF_ANY) != 0)
+            throw Error("process attribution: cannot note a local address: " + errno_text(errno));
+    };
+    for (const ifaddrs* a = list; a; a = a->ifa_next) {
+        add(a->ifa_addr);
+        if (a->ifa_flags & IFF_BROADCAST)
+            add(a->ifa_broadaddr);
+    }
+}
+
+Attribution SocketOwners::attribution(bool filter) const
+{
+    return Attribution{bpf_map__fd(skel_->maps.socket_owners), bpf_map__fd(skel_->maps.echo_owners),
+                       bpf_map__fd(skel_->maps.closing_owners), bpf_map__fd(skel_->maps.local_addresses), filter};
+}
+
+} // namespace xdpcap

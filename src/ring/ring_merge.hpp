@@ -1,0 +1,132 @@
+// One output stream in timestamp order from the per-CPU rings: each ring's
+// next sample waits in a binary min-heap keyed by (timestamp, ring), and the
+// oldest is written once no ring can still deliver an older one. A frame
+// longer than one record is put together from its records first. Also keeps
+// each ring's accounting, since what happens to a sample is decided here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "ring/clock.hpp"
+#include "output/interface_map.hpp"
+#include "output/packet_output.hpp"
+#include "ring/perf_ring.hpp"
+#include "ring/record.hpp"
+#include "ring/tally.hpp"
+
+namespace xdpcap {
+
+// How long a sample may wait for a ring that has nothing to compare it with.
+// A BPF program commits its record within microseconds of bpf_ktime_get_ns()
+// (it runs with preemption off; only interrupts or a hypervisor stretch that),
+// and rings are read up to data_head, so a ring found empty at time T can only
+// deliver samples stamped after T minus that span. 1 ms covers it a thousand
+// times over, and keeps at most 1 ms of one CPU's traffic waiting in its ring.
+inline constexpr uint64_t kHoldBackNs = 1'000'000;
+
+class RingMerger {
+public:
+    struct Options {
+        std::optional<uint64_t> count; // -c: samples after this many written are discarded
+        uint64_t hold_back_ns = kHoldBackNs;
+        InterfaceMap interfaces{}; // default: ring i is written as interface i
+        uint32_t snaplen = XDPCAP_MAX_SNAPLEN; // frames longer than this are counted as cut
+    };
+
+    RingMerger(std::span<PerfRingReader> rings, PacketOutput& output, ClockOffset clock, Options options);
+
+    // Writes, oldest first, every sample no ring can precede any more: each
+    // ring holds a newer one, or the sample is older than now_ns minus the
+    // hold-back (now_ns: CLOCK_MONOTONIC, read before the call). A ring more
+    // than half full lifts the hold-back: everything read is written. Then
+    // hands the consumed ring space back, also when writing throws.
+    void drain(uint64_t now_ns) { merge(now_ns, false); }
+    // The same without hold-back: everything published is written. For the
+    // end of the capture: a frame still missing parts then never gets them.
+    void drain_everything();
+
+    // A write threw: the packets of the failed chunk count as not written,
+    // and so does every later sample.
+    void output_failed();
+    // The reader went away: later samples count as not written.
+    void output_gone() noexcept { output_gone_ = true; }
+
+    bool count_reached() const noexcept { return count_reached_; }
+    const std::vector<RingTally>& tallies() const noexcept { return tallies_; }
+    // Packets written per output interface (the rings' `written`, split by
+    // hook point in trace mode).
+    const std::vector<uint64_t>& written_by_interface() const noexcept { return written_by_interface_; }
+    // Times a ring's size fields were garbage and its published data was skipped.
+    uint64_t corrupt() const noexcept { return corrupt_; }
+    // Samples read from the rings and not yet written (one per ring at most).
+    size_t held() const noexcept { return heap_.size(); }
+
+private:
+    struct Key {
+        uint64_t tstamp_ns;
+        uint32_t ring;
+    };
+    struct Head {
+        DecodedRecord decoded;
+        // The first record, while it is still to be consumed; empty for a
+        // frame put together from several (their records are consumed, the
+        // frame is in frame_buffer()).
+        PerfRingReader::Record record;
+    };
+    // A frame longer than one record whose first records have been read.
+    struct Assembly {
+        bool active = false;
+        Sample sample{}; // from the first record; data points at frame_buffer()
+        uint32_t next_offset = 0;
+    };
+
+    // Ties go to the lower ring so that the output is deterministic.
+    static bool before(const Key& a, const Key& b) noexcept
+    {
+        return a.tstamp_ns < b.tstamp_ns || (a.tstamp_ns == b.tstamp_ns && a.ring < b.ring);
+    }
+    void merge(uint64_t now_ns, bool everything);
+    // Reads the ring's next sample into heads_[ring], accounting for the
+    // other records before it. False when the ring has no sample.
+    bool read_head(uint32_t ring);
+    // Consumes the ring's head and writes or counts it.
+    void take(uint32_t ring);
+    // A record of a frame longer than one record; true when it completes it.
+    bool assemble(uint32_t ring, const DecodedRecord& decoded);
+    // The ring's frame in progress will not be completed: its records are
+    // dropped (the kernel counted the frame as not written).
+    void abandon(uint32_t ring) noexcept;
+    void push(Key key) noexcept;
+    void pop_top() noexcept;
+    void sift_down(Key key) noexcept; // puts key at the top and restores the heap
+    uint8_t* scratch(uint32_t ring) const noexcept { return scratch_.get() + size_t{ring} * kMaxRecordSize; }
+    uint8_t* frame_buffer(uint32_t ring) const noexcept { return frames_.get() + size_t{ring} * XDPCAP_MAX_SNAPLEN; }
+
+    std::span<PerfRingReader> rings_;
+    PacketOutput& output_;
+    ClockOffset clock_;
+    Options options_;
+    std::vector<Head> heads_;
+    std::vector<Key> heap_;    // the rings with a head
+    std::vector<uint8_t> queued_; // ring is in heap_
+    // Each ring's wrapped head record; several are held at once. Not zeroed:
+    // pages that no wrapped record touches stay unallocated.
+    std::unique_ptr<uint8_t[]> scratch_;
+    // Each ring's frame being put together from several records; untouched
+    // pages stay unallocated here too.
+    std::unique_ptr<uint8_t[]> frames_;
+    std::vector<Assembly> assemblies_;
+    std::vector<RingTally> tallies_;
+    std::vector<uint64_t> written_by_interface_;
+    uint64_t newest_written_ns_ = 0;
+    uint64_t written_ = 0; // packets whose write returned
+    uint64_t corrupt_ = 0;
+    bool count_reached_ = false;
+    bool output_gone_ = false;
+};
+
+} // namespace xdpcap

@@ -1,0 +1,217 @@
+// Wireshark's calls (extcap(4)) and xdpcap's answers, without root.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "base/error.hpp"
+#include "app/extcap.hpp"
+
+using namespace xdpcap;
+
+namespace {
+
+std::vector<const char*> argv_of(std::initializer_list<const char*> args)
+{
+    std::vector<const char*> argv{"xdpcap"};
+    argv.insert(argv.end(), args);
+    return argv;
+}
+
+extcap::Request parse(std::initializer_list<const char*> args)
+{
+    const auto argv = argv_of(args);
+    return extcap::parse(static_cast<int>(argv.size()), argv.data());
+}
+
+bool is_call(std::initializer_list<const char*> args)
+{
+    const auto argv = argv_of(args);
+    return extcap::is_extcap_call(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string error_of(std::initializer_list<const char*> args)
+{
+    try {
+        parse(args);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.exit_status(), kExitSetup);
+        return e.what();
+    }
+    ADD_FAILURE() << "no error raised";
+    return {};
+}
+
+std::vector<std::string> lines_of(const std::string& text)
+{
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        lines.push_back(line);
+    return lines;
+}
+
+} // namespace
+
+TEST(Extcap, RecognisesWiresharksCalls)
+{
+    EXPECT_TRUE(is_call({"--extcap-interfaces", "--extcap-version=4.0"}));
+    EXPECT_TRUE(is_call({"--extcap-config", "--extcap-interface", "xdpcap:eth0"}));
+    EXPECT_TRUE(is_call({"--capture", "--extcap-interface", "xdpcap:eth0", "--fifo", "/tmp/f"}));
+    EXPECT_TRUE(is_call({"--extcap-version"}));
+    EXPECT_FALSE(is_call({"-i", "eth0", "-w", "out.pcapng"}));
+    EXPECT_FALSE(is_call({"--version"}));
+    // After "--" everything is the command to run.
+    EXPECT_FALSE(is_call({"-i", "eth0", "--", "--capture"}));
+}
+
+TEST(Extcap, Actions)
+{
+    EXPECT_EQ(parse({"--extcap-interfaces", "--extcap-version=4.0"}).action, extcap::Action::Interfaces);
+    EXPECT_EQ(parse({"--extcap-version=4.0"}).action, extcap::Action::Version);
+    const auto dlts = parse({"--extcap-dlts", "--extcap-interface", "xdpcap:eth0"});
+    EXPECT_EQ(dlts.action, extcap::Action::Dlts);
+    EXPECT_EQ(dlts.interface, "eth0");
+    EXPECT_EQ(parse({"--extcap-config", "--extcap-interface=xdpcap:eth0"}).action, extcap::Action::Config);
+    const auto check = parse({"--extcap-interface", "xdpcap:eth0", "--extcap-capture-filter", "tcp port 80"});
+    EXPECT_EQ(check.action, extcap::Action::CheckFilter);
+    EXPECT_EQ(check.filter, "tcp port 80");
+}
+
+TEST(Extcap, CaptureRequestBecomesTheNormalCommandLine)
+{
+    const auto r = parse({"--capture", "--extcap-interface", "xdpcap:cap0", "--fifo", "/tmp/wireshark_extcap_x",
+                          "--extcap-capture-filter", "udp port 53", "--snapshot-length", "96", "--direction=in",
+                          "--xdp-mode", "generic", "--ring-pages", "", "--no-promiscuous-mode", "--drops"});
+    EXPECT_EQ(r.action, extcap::Action::Capture);
+    EXPECT_EQ(r.fifo, "/tmp/wireshark_extcap_x");
+    const std::vector<std::string> expected = {
+        "xdpcap", "-i", "cap0", "-w", "/tmp/wireshark_extcap_x", "-q", "--snapshot-length", "96", "--direction", "in",
+        "--xdp-mode", "generic", "--no-promiscuous-mode", "--drops", "udp port 53"};
+    const auto command = extcap::capture_command(r);
+    EXPECT_EQ(command, expected);
+
+    // ... which the CLI accepts as the capture asked for.
+    std::vector<const char*> argv;
+    for (const auto& word : command)
+        argv.push_back(word.c_str());
+    const Config c = std::get<Config>(parse_cli(static_cast<int>(argv.size()), argv.data()));
+    EXPECT_EQ(c.interfaces, std::vector<std::string>{"cap0"});
+    EXPECT_EQ(c.output, "/tmp/wireshark_extcap_x");
+    EXPECT_EQ(c.snaplen, 96u);
+    EXPECT_EQ(c.direction, Direction::In);
+    EXPECT_EQ(c.xdp_mode, XdpMode::Generic);
+    EXPECT_FALSE(c.promiscuous);
+    EXPECT_FALSE(c.ring_pages.has_value());
+    EXPECT_EQ(c.filter, "udp port 53");
+    EXPECT_TRUE(c.quiet);
+}
+
+TEST(Extcap, CaptureWithoutFilterOrOptions)
+{
+    const auto r = parse({"--capture", "--extcap-interface", "xdpcap:lo", "--fifo", "/f", "--extcap-capture-filter", ""});
+    const std::vector<std::string> expected = {"xdpcap", "-i", "lo", "-w", "/f", "-q"};
+    EXPECT_EQ(extcap::capture_command(r), expected);
+}
+
+TEST(Extcap, BadCalls)
+{
+    EXPECT_NE(error_of({"--extcap-dlts", "--extcap-interface", "eth0"}).find("xdpcap:IFACE"), std::string::npos);
+    EXPECT_NE(error_of({"--extcap-dlts"}).find("no interface"), std::string::npos);
+    EXPECT_NE(error_of({"--capture", "--extcap-interface", "xdpcap:eth0"}).find("--fifo"), std::string::npos);
+    EXPECT_NE(error_of({"--capture", "--fifo", "/f", "--extcap-interface"}).find("missing its value"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--extcap-interfaces", "--extcap-config"}).find("one of"), std::string::npos);
+    EXPECT_NE(error_of({"--extcap-interfaces", "--bogus"}).find("'--bogus'"), std::string::npos);
+    EXPECT_NE(error_of({"--extcap-interfaces=1"}).find("takes no value"), std::string::npos);
+    for (const std::string& message : {error_of({"--extcap-dlts"}), error_of({"--extcap-interfaces", "-i"})})
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST(Extcap, InterfacesText)
+{
+    const auto lines = lines_of(extcap::interfaces_text({"lo", "eth0"}));
+    ASSERT_EQ(lines.size(), 3u);
+    EXPECT_TRUE(std::regex_match(lines[0], std::regex(R"(extcap \{version=[0-9.]+\}\{help=[^}]+\})"))) << lines[0];
+    EXPECT_EQ(lines[1], "interface {value=xdpcap:lo}{display=xdpcap capture on lo}");
+    EXPECT_EQ(lines[2], "interface {value=xdpcap:eth0}{display=xdpcap capture on eth0}");
+}
+
+TEST(Extcap, DltsText)
+{
+    EXPECT_EQ(extcap::dlts_text(), "dlt {number=1}{name=EN10MB}{display=Ethernet}\n");
+}
+
+TEST(Extcap, ConfigText)
+{
+    const auto lines = lines_of(extcap::config_text());
+    const std::regex arg_re(R"(arg \{number=(\d+)\}\{call=(--[a-z-]+)\}\{display=[^}]+\}\{type=(\w+)\}(\{[a-z]+=[^}]*\})*)");
+    const std::regex value_re(R"(value \{arg=(\d+)\}\{value=([\w,]+)\}\{display=[^}]+\}(\{default=true\})?)");
+    std::vector<std::string> calls;
+    std::vector<std::vector<std::string>> values;
+    std::vector<int> defaults;
+    for (const auto& line : lines) {
+        std::smatch m;
+        if (std::regex_match(line, m, arg_re)) {
+            EXPECT_EQ(std::stoul(m[1]), calls.size()) << line;
+            calls.push_back(m[2]);
+            values.emplace_back();
+            defaults.push_back(0);
+        } else if (std::regex_match(line, m, value_re)) {
+            ASSERT_FALSE(calls.empty()) << line;
+            EXPECT_EQ(std::stoul(m[1]), calls.size() - 1) << line;
+            values.back().push_back(m[2]);
+            defaults.back() += m[3].matched ? 1 : 0;
+        } else {
+            ADD_FAILURE() << "not an arg or value line: " << line;
+        }
+    }
+    const std::vector<std::string> expected_calls = {"--snapshot-length", "--direction", "--xdp-mode", "--at",
+                                                     "--ring-pages", "--no-promiscuous-mode", "--drops"};
+    EXPECT_EQ(calls, expected_calls);
+    EXPECT_EQ(values[1], (std::vector<std::string>{"inout", "in", "out"}));
+    EXPECT_EQ(values[2], (std::vector<std::string>{"auto", "native", "generic"}));
+    EXPECT_EQ(values[3], (std::vector<std::string>{"entry,exit", "entry", "exit"}));
+    EXPECT_EQ(defaults[1], 1);
+    EXPECT_EQ(defaults[2], 1);
+    EXPECT_EQ(defaults[3], 1);
+    EXPECT_NE(lines[0].find("{range=0,262144}"), std::string::npos) << lines[0];
+    EXPECT_EQ(values[4].front(), "auto");
+    EXPECT_EQ(values[4].size(), 18u) << "auto and every power of two from 1 to 65536";
+    EXPECT_EQ(defaults[4], 1);
+
+    // Wireshark's dialog opens every field with a valid value, or it greys
+    // out Save: a selector has one default value; a number field a default
+    // inside its range; a flag a default.
+    for (const auto& line : lines) {
+        std::smatch m;
+        if (!std::regex_match(line, m, arg_re))
+            continue;
+        const std::string type = m[3];
+        const size_t n = std::stoul(m[1]);
+        if (type == "selector") {
+            EXPECT_EQ(defaults[n], 1) << line;
+            continue;
+        }
+        std::smatch d;
+        ASSERT_TRUE(std::regex_search(line, d, std::regex(R"(\{default=([^}]*)\})"))) << "no default: " << line;
+        std::smatch r;
+        if (std::regex_search(line, r, std::regex(R"(\{range=(\d+),(\d+)\})"))) {
+            const unsigned long value = std::stoul(d[1]);
+            EXPECT_TRUE(value >= std::stoul(r[1]) && value <= std::stoul(r[2])) << "default out of range: " << line;
+        }
+    }
+
+    // Every value offered is one the CLI takes.
+    for (size_t i = 0; i < calls.size(); ++i) {
+        for (const auto& value : values[i]) {
+            const char* argv[] = {"xdpcap", "-i", "eth0", calls[i].c_str(), value.c_str()};
+            EXPECT_NO_THROW(parse_cli(5, argv)) << calls[i] << " " << value;
+        }
+    }
+}

@@ -1,0 +1,315 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "ring/record.hpp"
+#include "record_builder.hpp"
+
+using namespace xdpcap;
+using test::lost_record;
+using test::frame_records;
+using test::sample_record;
+
+TEST(DecodeRecord, NormalSample)
+{
+    const std::vector<uint8_t> frame = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const auto record = sample_record(frame, 60, XDPCAP_META_TAG, 3, 42);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.ifindex, 7u);
+    EXPECT_EQ(decoded.sample.rx_queue, 2u);
+    EXPECT_EQ(decoded.sample.orig_len, 60u);
+    EXPECT_EQ(decoded.sample.cap_len, 9u);
+    EXPECT_EQ(decoded.sample.drops_before, 3u);
+    EXPECT_EQ(decoded.sample.tstamp_ns, 42u);
+    EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
+}
+
+TEST(DecodeRecord, HashAndFlagsCarriedOver)
+{
+    auto record = sample_record({1, 2, 3}, 3);
+    xdpcap_meta meta;
+    std::memcpy(&meta, record.data() + 12, sizeof meta);
+    meta.hash = 0xdeadbeef;
+    meta.hash_type = 0x19; // L4_IPV4_TCP
+    meta.flags = XDPCAP_FLAG_HASH | XDPCAP_FLAG_CSUM_PARTIAL;
+    std::memcpy(record.data() + 12, &meta, sizeof meta);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.hash, 0xdeadbeefu);
+    EXPECT_EQ(decoded.sample.hash_type, 0x19u);
+    EXPECT_EQ(decoded.sample.flags, XDPCAP_FLAG_HASH | XDPCAP_FLAG_CSUM_PARTIAL);
+}
+
+TEST(DecodeRecord, EmptySampleIsValid)
+{
+    const auto record = sample_record({}, 0);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Sample);
+}
+
+TEST(DecodeRecord, LostRecord)
+{
+    const auto record = lost_record(17);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Lost);
+    EXPECT_EQ(decoded.lost, 17u);
+}
+
+TEST(DecodeRecord, ForeignMagicIsRefused)
+{
+    const auto record = sample_record({1, 2, 3}, 3, 0xdeadbeef);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_STREQ(decoded.invalid_reason, "foreign or mangled metadata tag");
+}
+
+TEST(DecodeRecord, OtherAbiVersionIsRefused)
+{
+    const auto record = sample_record({1, 2, 3}, 3, XDPCAP_META_MAGIC | (XDPCAP_ABI_VERSION + 1));
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, TruncatedBufferIsRefused)
+{
+    const auto record = sample_record(std::vector<uint8_t>(100, 0xab), 100);
+    // The header claims more bytes than the caller has.
+    EXPECT_EQ(decode_record(record.data(), record.size() - 8).kind, RecordKind::Invalid);
+    EXPECT_EQ(decode_record(record.data(), 4).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, CapLenBeyondRawDataIsRefused)
+{
+    auto record = sample_record(std::vector<uint8_t>(16, 0xab), 16);
+    xdpcap_meta meta;
+    std::memcpy(&meta, record.data() + 12, sizeof meta);
+    meta.cap_len = 200;
+    meta.orig_len = 200;
+    std::memcpy(record.data() + 12, &meta, sizeof meta);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_STREQ(decoded.invalid_reason, "captured length overruns the sample");
+}
+
+TEST(DecodeRecord, CapLenAboveOrigLenIsRefused)
+{
+    const auto record = sample_record(std::vector<uint8_t>(16, 0xab), 8);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, RawSizeBeyondRecordIsRefused)
+{
+    auto record = sample_record(std::vector<uint8_t>(16, 0xab), 16);
+    const uint32_t raw_size = 4096;
+    std::memcpy(record.data() + 8, &raw_size, 4);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, SampleTooShortForMetadataIsRefused)
+{
+    auto record = sample_record({}, 0);
+    perf_event_header header{PERF_RECORD_SAMPLE, 0, 24};
+    std::memcpy(record.data(), &header, sizeof header);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, UnknownTypeIsIgnored)
+{
+    auto record = lost_record(1);
+    perf_event_header header{PERF_RECORD_THROTTLE, 0, static_cast<uint16_t>(record.size())};
+    std::memcpy(record.data(), &header, sizeof header);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Other);
+}
+
+TEST(DecodeRecord, RecordSizeForMatchesBuilder)
+{
+    for (size_t len : {0u, 1u, 4u, 7u, 8u, 60u, 1514u, 9014u}) {
+        const auto record = sample_record(std::vector<uint8_t>(len, 1), static_cast<uint32_t>(len));
+        EXPECT_EQ(record_size_for(len), record.size()) << len;
+    }
+    EXPECT_LE(kMaxRecordSize, 0xffffu);
+}
+
+TEST(DecodeRecord, DirectionIsCarried)
+{
+    const auto record = sample_record({1, 2, 3, 4}, 4, XDPCAP_META_TAG, 0, 7, XDPCAP_DIR_EGRESS);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample);
+    EXPECT_EQ(decoded.sample.direction, XDPCAP_DIR_EGRESS);
+}
+
+TEST(DecodeRecord, UnknownDirectionIsRefused)
+{
+    for (uint8_t direction : {0, 3, 255}) {
+        const auto record = sample_record({1, 2, 3, 4}, 4, XDPCAP_META_TAG, 0, 7, direction);
+        const auto decoded = decode_record(record.data(), record.size());
+        EXPECT_EQ(decoded.kind, RecordKind::Invalid) << int(direction);
+        EXPECT_STREQ(decoded.invalid_reason, "unknown direction");
+    }
+}
+
+// Frames longer than one record: the first record, then parts.
+
+namespace {
+
+std::vector<uint8_t> pattern(size_t length)
+{
+    std::vector<uint8_t> frame(length);
+    for (size_t i = 0; i < length; ++i)
+        frame[i] = static_cast<uint8_t>(i * 13 + i / 251);
+    return frame;
+}
+
+} // namespace
+
+TEST(DecodeRecord, FirstRecordOfALongFrameCarriesTheWholeCaptureLength)
+{
+    const auto frame = pattern(200000);
+    const auto records = frame_records(frame, 200000, 77);
+    ASSERT_EQ(records.size(), 4u); // 65024 * 3 < 200000 <= 65024 * 4
+    const auto decoded = decode_record(records[0].data(), records[0].size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.cap_len, 200000u);
+    EXPECT_EQ(decoded.sample.orig_len, 200000u);
+    EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), XDPCAP_MAX_SAMPLE_SIZE), 0);
+}
+
+TEST(DecodeRecord, PartsSayWhereTheirBytesGo)
+{
+    const auto frame = pattern(200000);
+    const auto records = frame_records(frame, 200000, 77);
+    for (size_t i = 1; i < records.size(); ++i) {
+        const auto decoded = decode_record(records[i].data(), records[i].size());
+        ASSERT_EQ(decoded.kind, RecordKind::Part) << decoded.invalid_reason;
+        const uint32_t offset = static_cast<uint32_t>(i) * XDPCAP_MAX_SAMPLE_SIZE;
+        EXPECT_EQ(decoded.part.offset, offset);
+        EXPECT_EQ(decoded.part.tstamp_ns, 77u);
+        EXPECT_GE(decoded.part.available, part_length(200000, offset));
+        EXPECT_LT(decoded.part.available, part_length(200000, offset) + 8);
+        EXPECT_EQ(std::memcmp(decoded.part.data, frame.data() + offset, part_length(200000, offset)), 0);
+    }
+}
+
+TEST(DecodeRecord, RecordsSizeForMatchesBuilder)
+{
+    for (size_t len : {60u, 65024u, 65025u, 130048u, 200000u, 262144u}) {
+        size_t total = 0;
+        for (const auto& record : frame_records(pattern(len), static_cast<uint32_t>(len)))
+            total += record.size();
+        EXPECT_EQ(records_size_for(len), total) << len;
+    }
+}
+
+TEST(DecodeRecord, FirstRecordShortOfItsShareIsRefused)
+{
+    // cap_len says parts follow, so the first record must be full.
+    auto record = sample_record(pattern(65000), 100000);
+    const uint32_t cap_len = 100000;
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_meta, cap_len), &cap_len, 4);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_STREQ(decoded.invalid_reason, "captured length overruns the sample");
+}
+
+TEST(DecodeRecord, CaptureLongerThanTheLargestSnapshotIsRefused)
+{
+    auto record = sample_record(pattern(XDPCAP_MAX_SAMPLE_SIZE), 300000);
+    const uint32_t cap_len = XDPCAP_MAX_SNAPLEN + 8;
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_meta, cap_len), &cap_len, 4);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, PartOutOfPlaceIsRefused)
+{
+    const auto records = frame_records(pattern(140000), 140000, 5);
+    for (uint32_t offset : {0u, 100u, XDPCAP_MAX_SAMPLE_SIZE + 8, XDPCAP_MAX_SNAPLEN + XDPCAP_MAX_SAMPLE_SIZE}) {
+        auto record = records[1];
+        std::memcpy(record.data() + 12 + offsetof(xdpcap_part, offset), &offset, 4);
+        const auto decoded = decode_record(record.data(), record.size());
+        EXPECT_EQ(decoded.kind, RecordKind::Invalid) << offset;
+        EXPECT_STREQ(decoded.invalid_reason, "part offset out of place");
+    }
+}
+
+TEST(DecodeRecord, PartOfAnotherAbiVersionIsNotAPart)
+{
+    auto record = frame_records(pattern(70000), 70000)[1];
+    const uint32_t tag = XDPCAP_PART_MAGIC | (XDPCAP_ABI_VERSION + 1);
+    std::memcpy(record.data() + 12, &tag, 4);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+// -k: the process follows the metadata, then the frame.
+TEST(DecodeRecord, ProcessBetweenMetadataAndFrame)
+{
+    const std::vector<uint8_t> frame = {0xaa, 0xbb, 0xcc};
+    struct {
+        xdpcap_meta meta;
+        xdpcap_process process;
+    } head{};
+    head.meta = xdpcap_meta{XDPCAP_META_TAG, 7, 2, 60, 3, 0, 42, XDPCAP_DIR_EGRESS, XDPCAP_HOOK_TC_EGRESS,
+                            0, 0, 0, 0, XDPCAP_FLAG_PROCESS, 0};
+    head.process.pid = 1234;
+    head.process.tid = 1240;
+    head.process.cgroup_id = 77;
+    std::memcpy(head.process.comm, "curl", 4);
+    const auto record = test::raw_sample_record(head, frame.data(), frame.size());
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.process.pid, 1234u);
+    EXPECT_EQ(decoded.sample.process.tid, 1240u);
+    EXPECT_EQ(decoded.sample.process.cgroup_id, 77u);
+    EXPECT_STREQ(decoded.sample.process.comm, "curl");
+    EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
+    EXPECT_EQ(record.size(), record_size_for(frame.size(), true));
+}
+
+TEST(DecodeRecord, ProcessFlagWithoutRoomIsRefused)
+{
+    // Flagged, but only the metadata and 3 frame bytes are there.
+    auto record = sample_record({1, 2, 3}, 3);
+    xdpcap_meta meta;
+    std::memcpy(&meta, record.data() + 12, sizeof meta);
+    meta.flags = XDPCAP_FLAG_PROCESS;
+    std::memcpy(record.data() + 12, &meta, sizeof meta);
+    EXPECT_EQ(decode_record(record.data(), record.size()).kind, RecordKind::Invalid);
+}
+
+TEST(DecodeRecord, NoProcessWithoutTheFlag)
+{
+    const auto record = sample_record({1, 2, 3}, 3);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample);
+    EXPECT_EQ(decoded.sample.process.pid, 0u);
+    EXPECT_EQ(record_size_for(3, true) - record_size_for(3), sizeof(xdpcap_process));
+}
+
+// The merge decodes each ring's records into the same place: nothing of a
+// -k sample may stay behind in the plain sample decoded after it.
+TEST(DecodeRecord, DecodingIntoAUsedRecordKeepsNothingOfTheLastSample)
+{
+    struct {
+        xdpcap_meta meta;
+        xdpcap_process process;
+    } head{};
+    head.meta = xdpcap_meta{XDPCAP_META_TAG, 7, 2, 60, 3, 0, 42, XDPCAP_DIR_EGRESS, XDPCAP_HOOK_TC_EGRESS,
+                            0, 0, 0x55, 0, XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_HASH, 0};
+    head.process.pid = 1234;
+    const std::vector<uint8_t> frame = {0xaa, 0xbb, 0xcc};
+    const auto with_process = test::raw_sample_record(head, frame.data(), frame.size());
+    DecodedRecord decoded{RecordKind::Other, {}, 0, nullptr};
+    decode_record_into(with_process.data(), with_process.size(), decoded);
+    ASSERT_EQ(decoded.sample.process.pid, 1234u);
+
+    const auto plain = sample_record({1, 2, 3, 4}, 4);
+    decode_record_into(plain.data(), plain.size(), decoded);
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.process.pid, 0u);
+    EXPECT_EQ(decoded.sample.flags, 0u);
+    EXPECT_EQ(decoded.sample.hash, 0u);
+    EXPECT_EQ(decoded.sample.cap_len, 4u);
+
+    const auto lost = lost_record(9);
+    decode_record_into(lost.data(), lost.size(), decoded);
+    EXPECT_EQ(decoded.kind, RecordKind::Lost);
+    EXPECT_EQ(decoded.lost, 9u);
+}
