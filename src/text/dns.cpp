@@ -724,89 +724,80 @@ size_t put_record(Writer& w, const Bytes& m, size_t at, bool mdns, size_t limit,
     return end;
 }
 
-// A section of records after `label` (" ns:", " ar:"), -vv: false where
-// the line ends as cut.
-bool put_section(Writer& w, const Bytes& m, size_t& at, size_t count, std::string_view label, bool mdns,
-                 size_t start, uint8_t verbose) noexcept
+// A message's section counts (questions, answers, authorities, additionals).
+struct DnsCounts {
+    size_t questions;
+    size_t answers;
+    size_t authorities;
+    size_t additionals;
+};
+
+// `count` entries of a section from `at`, `separator` between, each written
+// by `put_entry(at)`: false where the line ends as cut (an entry cut, or the
+// text past kMaxDnsText). tcpdump stops early where the capture ends.
+template <typename Entry>
+bool put_entries(Writer& w, const Bytes& m, size_t& at, size_t count, size_t start, std::string_view separator,
+                 Entry put_entry) noexcept
 {
-    if (at < m.size && count > 0) {
-        w.put(label);
-        for (bool first = true; count > 0 && (first || at < m.size); first = false) {
-            if (w.size() - start > kMaxDnsText)
-                return false;
-            if (!first)
-                w.put(',');
-            at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
-            if (at == kNone)
-                return false;
-            --count;
-        }
+    for (bool first = true; count > 0 && (first || at < m.size); first = false) {
+        if (w.size() - start > kMaxDnsText)
+            return false;
+        if (!first)
+            w.put(separator);
+        at = put_entry(at);
+        if (at == kNone)
+            return false;
+        --count;
     }
     return count == 0;
 }
 
-} // namespace
-
-void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns, uint8_t verbose) noexcept
+bool put_records(Writer& w, const Bytes& m, size_t& at, size_t count, bool mdns, size_t start,
+                 uint8_t verbose) noexcept
 {
-    const size_t start = w.size();
-    const auto truncated = [&] { put_truncated(w, "domain"sv); };
-    Bytes m = payload;
-    if (over_tcp) {
-        if (length < 2) {
-            w.put(" [DNS over TCP: length "sv);
-            w.dec(length);
-            w.put(" < 2] (invalid)"sv);
-            return;
-        }
-        length -= 2;
-        if (!m.has(0, 2))
-            return truncated();
-        if (m.u16(0) != length) {
-            w.put(" [prefix length("sv);
-            w.dec(m.u16(0));
-            w.put(") != length("sv);
-            w.dec(length);
-            w.put(")] (invalid)"sv);
-            return;
-        }
-        m = m.from(2);
-        w.put(' ');
-    }
-    if (length < 12) {
-        w.put("domain [length "sv);
-        w.dec(length);
-        w.put(" < 12] (invalid)"sv);
-        return;
-    }
-    if (!m.has(0, 12))
-        return truncated();
-    const uint16_t flags = m.u16(2);
-    size_t questions = m.u16(4);
-    size_t answers = m.u16(6);
-    const size_t authorities = m.u16(8);
-    const size_t additionals = m.u16(10);
+    return put_entries(w, m, at, count, start, ","sv,
+                       [&](size_t record) { return put_record(w, m, record, mdns, start + kMaxDnsText, verbose); });
+}
 
-    // The OPT record's extended response code, found as tcpdump finds it.
+// A section of records after `label` (" ns:", " ar:"), -vv.
+bool put_section(Writer& w, const Bytes& m, size_t& at, size_t count, std::string_view label, bool mdns,
+                 size_t start, uint8_t verbose) noexcept
+{
+    if (count == 0)
+        return true;
+    if (at >= m.size)
+        return false;
+    w.put(label);
+    return put_records(w, m, at, count, mdns, start, verbose);
+}
+
+// The authority and additional sections, -vv.
+bool put_other_sections(Writer& w, const Bytes& m, size_t& at, const DnsCounts& n, bool mdns, size_t start,
+                        uint8_t verbose) noexcept
+{
+    return put_section(w, m, at, n.authorities, " ns:"sv, mdns, start, verbose) &&
+        put_section(w, m, at, n.additionals, " ar:"sv, mdns, start, verbose);
+}
+
+// The OPT record's extended response code, found as tcpdump finds it.
+unsigned extended_rcode(const Bytes& m, uint16_t flags, const DnsCounts& n) noexcept
+{
     unsigned rcode = flags & 0xfu;
     size_t at = 12;
-    bool scanning = true;
-    for (size_t i = 0; scanning && i < questions; ++i) {
+    for (size_t i = 0; i < n.questions; ++i) {
         at = skip_name(m, at);
         if (at == kNone || (at += 4) >= m.size)
-            scanning = false;
+            return rcode;
     }
-    for (size_t i = 0; scanning && i < answers + authorities; ++i) {
+    for (size_t i = 0; i < n.answers + n.authorities; ++i) {
         at = skip_name(m, at);
-        if (at == kNone || (at += 8) + 2 > m.size) {
-            scanning = false;
-            break;
-        }
+        if (at == kNone || (at += 8) + 2 > m.size)
+            return rcode;
         at += 2 + m.u16(at);
         if (at >= m.size)
-            scanning = false;
+            return rcode;
     }
-    for (size_t i = 0; scanning && i < additionals; ++i) {
+    for (size_t i = 0; i < n.additionals; ++i) {
         at = skip_name(m, at);
         if (at == kNone || at + 2 > m.size)
             break;
@@ -825,138 +816,128 @@ void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bo
         if (at >= m.size)
             break;
     }
+    return rcode;
+}
 
+// A response after its id and opcode: false where the line ends as cut.
+bool put_response(Writer& w, const Bytes& m, uint16_t flags, const DnsCounts& n, bool mdns, size_t start,
+                  uint8_t verbose) noexcept
+{
+    static constexpr std::string_view kResponses[24] = {
+        ""sv, " FormErr"sv, " ServFail"sv, " NXDomain"sv, " NotImp"sv, " Refused"sv, " YXDomain"sv,
+        " YXRRSet"sv, " NXRRSet"sv, " NotAuth"sv, " NotZone"sv, " Resp11"sv, " Resp12"sv, " Resp13"sv,
+        " Resp14"sv, " NoChange"sv, " BadVers"sv, "Resp17"sv, " Resp18"sv, " Resp19"sv, " Resp20"sv,
+        "Resp21"sv, " Resp22"sv, " BadCookie"sv,
+    };
+    const unsigned rcode = extended_rcode(m, flags, n);
+    if (rcode < std::size(kResponses))
+        w.put(kResponses[rcode]);
+    else
+        w.put(" Resp"sv, rcode & 0xfffu);
+    if (flags & 0x0400)
+        w.put('*');
+    if (!(flags & 0x0080))
+        w.put('-');
+    if (flags & 0x0200)
+        w.put('|');
+    if (flags & 0x0020)
+        w.put('$');
+    if (n.questions != 1)
+        w.put(" ["sv, n.questions, "q]"sv);
+    size_t at = 12;
+    for (size_t i = 0; i < n.questions; ++i) {
+        if (i != 0)
+            w.put(',');
+        if (verbose > 1) {
+            w.put(" q:"sv);
+            at = put_question(w, m, at, mdns);
+        } else if ((at = skip_name(m, at)) != kNone) {
+            at += 4;
+        }
+        if (at == kNone)
+            return false;
+    }
+    w.put(' ', n.answers, '/', n.authorities, '/', n.additionals);
+    return put_records(w, m, at, n.answers, mdns, start, verbose) &&
+        (verbose <= 1 || put_other_sections(w, m, at, n, mdns, start, verbose));
+}
+
+// A query after its id and opcode: false where the line ends as cut.
+bool put_query(Writer& w, const Bytes& m, uint16_t flags, const DnsCounts& n, bool mdns, size_t start,
+               uint8_t verbose) noexcept
+{
+    if (flags & 0x0100)
+        w.put('+');
+    if (flags & 0x0010)
+        w.put('%');
+    if (flags & 0x6cf)
+        w.put(" [b2&3=0x"sv, Hex{flags}, ']');
+    const auto bracket = [&](size_t count, std::string_view what) { w.put(" ["sv, count, what, ']'); };
+    if (((flags >> 11) & 0xfu) == 1) { // an inverse query
+        if (n.questions)
+            bracket(n.questions, "q"sv);
+        if (n.answers != 1)
+            bracket(n.answers, "a"sv);
+    } else {
+        if (n.answers)
+            bracket(n.answers, "a"sv);
+        if (n.questions != 1)
+            bracket(n.questions, "q"sv);
+    }
+    if (n.authorities)
+        bracket(n.authorities, "n"sv);
+    if (n.additionals)
+        bracket(n.additionals, "au"sv);
+    size_t at = 12;
+    if (!put_entries(w, m, at, n.questions, start, ""sv,
+                     [&](size_t question) { return put_question(w, m, question, mdns); }))
+        return false;
+    // -vv: the answers (without a label), then the other sections.
+    return verbose <= 1 ||
+        (put_records(w, m, at, n.answers, mdns, start, verbose) &&
+         put_other_sections(w, m, at, n, mdns, start, verbose));
+}
+
+} // namespace
+
+void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns, uint8_t verbose) noexcept
+{
+    const size_t start = w.size();
+    const auto truncated = [&] { put_truncated(w, "domain"sv); };
+    Bytes m = payload;
+    if (over_tcp) {
+        if (length < 2) {
+            w.put(" [DNS over TCP: length "sv, length, " < 2] (invalid)"sv);
+            return;
+        }
+        length -= 2;
+        if (!m.has(0, 2))
+            return truncated();
+        if (m.u16(0) != length) {
+            w.put(" [prefix length("sv, m.u16(0), ") != length("sv, length, ")] (invalid)"sv);
+            return;
+        }
+        m = m.from(2);
+        w.put(' ');
+    }
+    if (length < 12) {
+        w.put("domain [length "sv, length, " < 12] (invalid)"sv);
+        return;
+    }
+    if (!m.has(0, 12))
+        return truncated();
+    const uint16_t flags = m.u16(2);
+    const DnsCounts n{m.u16(4), m.u16(6), m.u16(8), m.u16(10)};
     static constexpr std::string_view kOpcodes[16] = {
         ""sv, " inv_q"sv, " stat"sv, " op3"sv, " notify"sv, " update"sv, " op6"sv, " op7"sv,
         " op8"sv, " updateA"sv, " updateD"sv, " updateDA"sv, " updateM"sv, " updateMA"sv, " zoneInit"sv, " zoneRef"sv,
     };
-    const unsigned opcode = (flags >> 11) & 0xfu;
-    w.dec(m.u16(0));
-    w.put(kOpcodes[opcode]);
-    at = 12;
-    if (flags & 0x8000) {
-        static constexpr std::string_view kResponses[24] = {
-            ""sv, " FormErr"sv, " ServFail"sv, " NXDomain"sv, " NotImp"sv, " Refused"sv, " YXDomain"sv,
-            " YXRRSet"sv, " NXRRSet"sv, " NotAuth"sv, " NotZone"sv, " Resp11"sv, " Resp12"sv, " Resp13"sv,
-            " Resp14"sv, " NoChange"sv, " BadVers"sv, "Resp17"sv, " Resp18"sv, " Resp19"sv, " Resp20"sv,
-            "Resp21"sv, " Resp22"sv, " BadCookie"sv,
-        };
-        if (rcode < std::size(kResponses)) {
-            w.put(kResponses[rcode]);
-        } else {
-            w.put(" Resp"sv);
-            w.dec(rcode & 0xfffu);
-        }
-        if (flags & 0x0400)
-            w.put('*');
-        if (!(flags & 0x0080))
-            w.put('-');
-        if (flags & 0x0200)
-            w.put('|');
-        if (flags & 0x0020)
-            w.put('$');
-        if (questions != 1) {
-            w.put(" ["sv);
-            w.dec(questions);
-            w.put("q]"sv);
-        }
-        for (size_t i = 0; i < questions; ++i) {
-            if (i != 0)
-                w.put(',');
-            if (verbose > 1) {
-                w.put(" q:"sv);
-                at = put_question(w, m, at, mdns);
-                if (at == kNone)
-                    return truncated();
-                continue;
-            }
-            at = skip_name(m, at);
-            if (at == kNone)
-                return truncated();
-            at += 4;
-        }
-        w.put(' ');
-        w.dec(answers);
-        w.put('/');
-        w.dec(authorities);
-        w.put('/');
-        w.dec(additionals);
-        for (bool first = true; answers > 0 && (first || at < m.size); first = false) {
-            if (w.size() - start > kMaxDnsText)
-                return truncated();
-            if (!first)
-                w.put(',');
-            at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
-            if (at == kNone)
-                return truncated();
-            --answers;
-        }
-        if (answers > 0)
-            return truncated();
-        if (verbose > 1 && (!put_section(w, m, at, authorities, " ns:"sv, mdns, start, verbose) ||
-                            !put_section(w, m, at, additionals, " ar:"sv, mdns, start, verbose)))
-            return truncated();
-    } else {
-        if (flags & 0x0100)
-            w.put('+');
-        if (flags & 0x0010)
-            w.put('%');
-        if (flags & 0x6cf) {
-            w.put(" [b2&3=0x"sv);
-            w.hex(flags);
-            w.put(']');
-        }
-        const auto bracket = [&](size_t n, std::string_view what) {
-            w.put(" ["sv);
-            w.dec(n);
-            w.put(what);
-            w.put(']');
-        };
-        if (opcode == 1) { // an inverse query
-            if (questions)
-                bracket(questions, "q"sv);
-            if (answers != 1)
-                bracket(answers, "a"sv);
-        } else {
-            if (answers)
-                bracket(answers, "a"sv);
-            if (questions != 1)
-                bracket(questions, "q"sv);
-        }
-        if (authorities)
-            bracket(authorities, "n"sv);
-        if (additionals)
-            bracket(additionals, "au"sv);
-        for (bool first = true; questions > 0 && (first || at < m.size); first = false) {
-            if (w.size() - start > kMaxDnsText)
-                return truncated();
-            at = put_question(w, m, at, mdns);
-            if (at == kNone)
-                return truncated();
-            --questions;
-        }
-        if (questions > 0)
-            return truncated();
-        // -vv: the answers (without a label), then the other sections.
-        if (verbose > 1) {
-            for (bool first = true; answers > 0 && (first || at < m.size); first = false) {
-                if (w.size() - start > kMaxDnsText)
-                    return truncated();
-                if (!first)
-                    w.put(',');
-                at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
-                if (at == kNone)
-                    return truncated();
-                --answers;
-            }
-            if (answers > 0 || !put_section(w, m, at, authorities, " ns:"sv, mdns, start, verbose) ||
-                !put_section(w, m, at, additionals, " ar:"sv, mdns, start, verbose))
-                return truncated();
-        }
-    }
-    w.put(" ("sv);
-    w.dec(length);
-    w.put(')');
+    w.put(m.u16(0), kOpcodes[(flags >> 11) & 0xfu]);
+    const bool complete = flags & 0x8000 ? put_response(w, m, flags, n, mdns, start, verbose)
+                                         : put_query(w, m, flags, n, mdns, start, verbose);
+    if (!complete)
+        return truncated();
+    w.put(" ("sv, length, ')');
 }
 
 size_t put_domain_name(Writer& w, const Bytes& m, size_t at, size_t base) noexcept
