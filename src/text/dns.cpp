@@ -528,6 +528,189 @@ size_t put_question(Writer& w, const Bytes& m, size_t at, bool mdns) noexcept
     return after == kNone ? kNone : after + 4;
 }
 
+// A record's data from `at` to `end` and what its printer needs; a printer
+// returns false where the record is cut (tcpdump's NULL).
+struct Rdata {
+    Writer& w;
+    const Bytes& m;
+    size_t at;
+    size_t end;
+    uint16_t cls;
+    uint16_t opt_flags;
+    size_t limit;
+    uint8_t verbose;
+
+    size_t length() const noexcept { return end - at; }
+};
+
+bool rdata_a(Rdata& r) noexcept
+{
+    if (!r.m.has(r.at, 4))
+        return false;
+    r.w.put(' ', ipv4_text(r.m.data + r.at).view());
+    return true;
+}
+
+bool rdata_aaaa(Rdata& r) noexcept
+{
+    if (!r.m.has(r.at, 16))
+        return false;
+    r.w.put(' ', ipv6_text(r.m.data + r.at).view());
+    return true;
+}
+
+bool rdata_name(Rdata& r) noexcept
+{
+    r.w.put(' ');
+    return put_name(r.w, r.m, r.at, 0) != kNone;
+}
+
+bool rdata_mx(Rdata& r) noexcept
+{
+    r.w.put(' ');
+    if (!r.m.has(r.at, 2) || put_name(r.w, r.m, r.at + 2, 0) == kNone)
+        return false;
+    r.w.put(' ', r.m.u16(r.at));
+    return true;
+}
+
+bool rdata_txt(Rdata& r) noexcept
+{
+    for (size_t at = r.at; at < r.end;) {
+        if (r.w.size() > r.limit)
+            return false;
+        r.w.put(" \""sv);
+        if (!r.m.has(at, 1))
+            return false;
+        const size_t n = r.m.u8(at);
+        if (!put_chars(r.w, r.m, at + 1, n))
+            return false;
+        at += 1 + n;
+        r.w.put('"');
+    }
+    return true;
+}
+
+bool rdata_srv(Rdata& r) noexcept
+{
+    r.w.put(' ');
+    if (!r.m.has(r.at, 6) || put_name(r.w, r.m, r.at + 6, 0) == kNone)
+        return false;
+    r.w.put(':', r.m.u16(r.at + 4), ' ', r.m.u16(r.at), ' ', r.m.u16(r.at + 2));
+    return true;
+}
+
+bool rdata_a6(Rdata& r) noexcept
+{
+    if (!r.m.has(r.at, 1))
+        return false;
+    const size_t prefix = r.m.u8(r.at);
+    const size_t skip = (prefix & ~size_t{7}) / 8;
+    if (prefix > 128) {
+        r.w.put(' ', prefix, "(bad plen)"sv);
+        return true;
+    }
+    if (prefix < 128) {
+        if (!r.m.has(r.at + 1, 16 - skip))
+            return false;
+        uint8_t address[16] = {};
+        for (size_t i = skip; i < 16; ++i)
+            address[i] = r.m.u8(r.at + 1 + i - skip);
+        r.w.put(' ', prefix, ' ', ipv6_text(address).view());
+    }
+    if (prefix > 0) {
+        r.w.put(' ');
+        if (put_name(r.w, r.m, r.at + 1 + 16 - skip, 0) == kNone)
+            return false;
+    }
+    return true;
+}
+
+bool rdata_uri(Rdata& r) noexcept
+{
+    const size_t length = r.length();
+    if (!r.m.has(r.at, length) || !r.m.has(r.at, 4))
+        return false;
+    r.w.put(' ', r.m.u16(r.at), ' ', r.m.u16(r.at + 2), ' ');
+    // A length under 4 wraps around in tcpdump: all that was captured.
+    return put_chars(r.w, r.m, r.at + 4, length >= 4 ? length - 4 : r.m.size);
+}
+
+bool rdata_opt(Rdata& r) noexcept
+{
+    r.w.put(" UDPsize="sv, r.cls);
+    if (r.opt_flags & 0x8000)
+        r.w.put(" DO"sv);
+    if (r.at >= r.end)
+        return true;
+    r.w.put(" ["sv);
+    for (size_t at = r.at; at < r.end;) {
+        if (r.w.size() > r.limit)
+            return false;
+        at = put_option(r.w, r.m, at);
+        if (at == kNone)
+            return false;
+        if (at < r.end)
+            r.w.put(',');
+    }
+    r.w.put(']');
+    return true;
+}
+
+bool rdata_unspec(Rdata& r) noexcept
+{
+    return r.m.has(r.at, r.length()) && put_chars(r.w, r.m, r.at, r.length());
+}
+
+bool rdata_soa(Rdata& r) noexcept
+{
+    if (!r.verbose)
+        return true;
+    r.w.put(' ');
+    size_t at = put_name(r.w, r.m, r.at, 0);
+    if (at == kNone)
+        return false;
+    r.w.put(' ');
+    at = put_name(r.w, r.m, at, 0);
+    // Serial, refresh, retry, expire and minimum.
+    if (at == kNone || !r.m.has(at, 20))
+        return false;
+    for (size_t i = 0; i < 20; i += 4)
+        r.w.put(' ', r.m.u32(at + i));
+    return true;
+}
+
+bool rdata_tsig(Rdata& r) noexcept
+{
+    if (!r.verbose)
+        return true;
+    r.w.put(' ');
+    size_t at = put_name(r.w, r.m, r.at, 0);
+    if (at == kNone)
+        return false;
+    at += 6;
+    constexpr std::string_view kFields[] = {" fudge="sv, " maclen="sv, " origid="sv, " error="sv, " otherlen="sv};
+    for (const std::string_view field : kFields) {
+        if (!r.m.has(at, 2))
+            return false;
+        r.w.put(field, r.m.u16(at));
+        at += field == " maclen="sv ? 2 + size_t{r.m.u16(at)} : 2;
+    }
+    return true;
+}
+
+// The record types whose data tcpdump prints; others print their type only.
+constexpr struct {
+    uint16_t type;
+    bool (*put)(Rdata&) noexcept;
+} kRdataPrinters[] = {
+    {kTypeA, rdata_a}, {kTypeNs, rdata_name}, {kTypeCname, rdata_name},
+    {kTypePtr, rdata_name}, {kTypeDname, rdata_name}, {kTypeMx, rdata_mx},
+    {kTypeTxt, rdata_txt}, {kTypeSrv, rdata_srv}, {kTypeAaaa, rdata_aaaa},
+    {kTypeA6, rdata_a6}, {kTypeUri, rdata_uri}, {kTypeOpt, rdata_opt},
+    {kTypeUnspecA, rdata_unspec}, {kTypeSoa, rdata_soa}, {kTypeTsig, rdata_tsig},
+};
+
 // A record (tcpdump's ns_rprint without -v): its type and data. Returns
 // the offset after it, m.size where the record's fixed part was not
 // captured (the caller stops quietly), or kNone.
@@ -556,172 +739,15 @@ size_t put_record(Writer& w, const Bytes& m, size_t at, bool mdns, size_t limit,
         put_duration(w, m.u32(at + 4));
         w.put(']');
     }
-    const uint16_t opt_flags = m.u16(at + 6);
-    const size_t length = m.u16(at + 8);
-    at += 10;
-    const size_t end = at + length;
+    Rdata r{w, m, at + 10, at + 10 + m.u16(at + 8), cls, m.u16(at + 6), limit, verbose};
     put_type(w, type);
-    if (end > m.size)
+    if (r.end > m.size)
         return kNone;
-    switch (type) {
-    case kTypeA:
-        if (!m.has(at, 4))
-            return kNone;
-        w.put(' ');
-        w.put(ipv4_text(m.data + at).view());
-        break;
-    case kTypeNs:
-    case kTypeCname:
-    case kTypePtr:
-    case kTypeDname:
-        w.put(' ');
-        if (put_name(w, m, at, 0) == kNone)
-            return kNone;
-        break;
-    case kTypeMx:
-        w.put(' ');
-        if (!m.has(at, 2) || put_name(w, m, at + 2, 0) == kNone)
-            return kNone;
-        w.put(' ');
-        w.dec(m.u16(at));
-        break;
-    case kTypeTxt:
-        while (at < end) {
-            if (w.size() > limit)
-                return kNone;
-            w.put(" \""sv);
-            if (!m.has(at, 1))
-                return kNone;
-            const size_t n = m.u8(at);
-            if (!put_chars(w, m, at + 1, n))
-                return kNone;
-            at += 1 + n;
-            w.put('"');
-        }
-        break;
-    case kTypeSrv:
-        w.put(' ');
-        if (!m.has(at, 6) || put_name(w, m, at + 6, 0) == kNone)
-            return kNone;
-        w.put(':');
-        w.dec(m.u16(at + 4));
-        w.put(' ');
-        w.dec(m.u16(at));
-        w.put(' ');
-        w.dec(m.u16(at + 2));
-        break;
-    case kTypeAaaa:
-        if (!m.has(at, 16))
-            return kNone;
-        w.put(' ');
-        w.put(ipv6_text(m.data + at).view());
-        break;
-    case kTypeA6: {
-        if (!m.has(at, 1))
-            return kNone;
-        const size_t prefix = m.u8(at);
-        const size_t skip = (prefix & ~size_t{7}) / 8;
-        if (prefix > 128) {
-            w.put(' ');
-            w.dec(prefix);
-            w.put("(bad plen)"sv);
-            break;
-        }
-        if (prefix < 128) {
-            if (!m.has(at + 1, 16 - skip))
-                return kNone;
-            uint8_t address[16] = {};
-            for (size_t i = skip; i < 16; ++i)
-                address[i] = m.u8(at + 1 + i - skip);
-            w.put(' ');
-            w.dec(prefix);
-            w.put(' ');
-            w.put(ipv6_text(address).view());
-        }
-        if (prefix > 0) {
-            w.put(' ');
-            if (put_name(w, m, at + 1 + 16 - skip, 0) == kNone)
-                return kNone;
-        }
-        break;
+    for (const auto& printer : kRdataPrinters) {
+        if (printer.type == type)
+            return printer.put(r) ? r.end : kNone;
     }
-    case kTypeUri:
-        if (!m.has(at, length) || !m.has(at, 4))
-            return kNone;
-        w.put(' ');
-        w.dec(m.u16(at));
-        w.put(' ');
-        w.dec(m.u16(at + 2));
-        w.put(' ');
-        // A length under 4 wraps around in tcpdump: all that was captured.
-        if (!put_chars(w, m, at + 4, length >= 4 ? length - 4 : m.size))
-            return kNone;
-        break;
-    case kTypeOpt:
-        w.put(" UDPsize="sv);
-        w.dec(cls);
-        if (opt_flags & 0x8000)
-            w.put(" DO"sv);
-        if (at < end) {
-            w.put(" ["sv);
-            while (at < end) {
-                if (w.size() > limit)
-                    return kNone;
-                at = put_option(w, m, at);
-                if (at == kNone)
-                    return kNone;
-                if (at < end)
-                    w.put(',');
-            }
-            w.put(']');
-        }
-        break;
-    case kTypeUnspecA:
-        if (!m.has(at, length) || !put_chars(w, m, at, length))
-            return kNone;
-        break;
-    case kTypeSoa:
-        if (!verbose)
-            break;
-        w.put(' ');
-        at = put_name(w, m, at, 0);
-        if (at == kNone)
-            return kNone;
-        w.put(' ');
-        at = put_name(w, m, at, 0);
-        if (at == kNone)
-            return kNone;
-        // Serial, refresh, retry, expire and minimum.
-        if (!m.has(at, 20))
-            return kNone;
-        for (size_t i = 0; i < 20; i += 4) {
-            w.put(' ');
-            w.dec(m.u32(at + i));
-        }
-        break;
-    case kTypeTsig: {
-        if (!verbose)
-            break;
-        w.put(' ');
-        at = put_name(w, m, at, 0);
-        if (at == kNone)
-            return kNone;
-        at += 6;
-        constexpr std::string_view kFields[] = {" fudge="sv, " maclen="sv, " origid="sv, " error="sv,
-                                                " otherlen="sv};
-        for (const std::string_view field : kFields) {
-            if (!m.has(at, 2))
-                return kNone;
-            w.put(field);
-            w.dec(m.u16(at));
-            at += field == " maclen="sv ? 2 + size_t{m.u16(at)} : 2;
-        }
-        break;
-    }
-    default:
-        break;
-    }
-    return end;
+    return r.end;
 }
 
 // A message's section counts (questions, answers, authorities, additionals).
