@@ -228,6 +228,12 @@ void put_flag_names(Writer& w, uint32_t value, FlagNames names, std::string_view
 void put_checksum_verdict(Writer& w, std::string_view protocol, ChecksumCheck check, uint16_t field,
                           uint16_t should_be) noexcept;
 
+// What tcpdump recognises a TCP or UDP payload as by its ports
+// (application.cpp): the first in tcpdump's order whose port either end
+// uses decides, also when xdpcap does not decode it (Other).
+enum class PortApplication : uint8_t { None, Other, Ssh, Http, Dns, Mdns, Otv, Vxlan, Geneve, Mpls };
+PortApplication application_by_port(uint8_t protocol, uint16_t source, uint16_t destination) noexcept;
+
 // Application layer (dns.cpp): a DNS message of `length` bytes (by the
 // UDP or TCP header; over TCP with its 2-byte length prefix), mDNS's class
 // bits when `mdns`; `verbose` as DecodeOptions::verbose.

@@ -15,13 +15,6 @@ using namespace std::string_view_literals;
 
 namespace {
 
-constexpr uint16_t kPortDns = 53;
-constexpr uint16_t kPortMdns = 5353;
-constexpr uint16_t kPortVxlan = 4789;
-constexpr uint16_t kPortOtv = 8472; // also Linux's VXLAN default: tcpdump 4.99.3 reads OTV
-constexpr uint16_t kPortGeneve = 6081;
-constexpr uint16_t kPortMpls = 6635; // MPLS in UDP (RFC 7510)
-
 // An MPTCP option (RFC 8684) from its kind byte, all `length` bytes
 // captured, as tcpdump's mptcp_print writes it: the length, the subtype
 // and its fields. False where tcpdump finds it malformed ("[bad opt]").
@@ -744,32 +737,25 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
             put_checksum_verdict(w, "udp"sv, check, l4.u16(6), should_be);
         }
     }
-    // The ports tcpdump 4.99.3 recognises a payload by (without -q), in its order.
+    // The ports tcpdump 4.99.3 recognises a payload by (without -q).
     if (!o.quick) {
-        const uint16_t source = l4.u16(0);
-        const uint16_t destination = l4.u16(2);
-        const auto either = [&](uint16_t port) { return source == port || destination == port; };
         const Bytes payload = l4.from(8);
         const size_t payload_length = udp_length < room ? udp_length : room;
-        if (either(kPortDns) || either(kPortMdns)) {
-            print_dns(w, payload, payload_length, false, !either(kPortDns), o.verbose);
-            return;
-        }
-        if (either(kPortOtv)) {
-            print_otv(w, payload, payload_length, o);
-            return;
-        }
-        if (either(kPortVxlan)) {
-            print_vxlan(w, payload, payload_length, o);
-            return;
-        }
-        if (either(kPortGeneve)) {
-            print_geneve(w, payload, payload_length, o);
-            return;
-        }
-        if (either(kPortMpls)) {
-            print_mpls(w, payload, payload_length, o);
-            return;
+        switch (application_by_port(kProtoUdp, l4.u16(0), l4.u16(2))) {
+        case PortApplication::Dns:
+            return print_dns(w, payload, payload_length, false, false, o.verbose);
+        case PortApplication::Mdns:
+            return print_dns(w, payload, payload_length, false, true, o.verbose);
+        case PortApplication::Otv:
+            return print_otv(w, payload, payload_length, o);
+        case PortApplication::Vxlan:
+            return print_vxlan(w, payload, payload_length, o);
+        case PortApplication::Geneve:
+            return print_geneve(w, payload, payload_length, o);
+        case PortApplication::Mpls:
+            return print_mpls(w, payload, payload_length, o);
+        default:
+            break;
         }
     }
     if (udp_length > room && !fragmented) {
