@@ -1,6 +1,7 @@
 // ICMP and ICMPv6 as tcpdump 4.99 prints them, with -v and without.
 #include "text/layers.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <iterator>
 #include <utility>
@@ -298,13 +299,129 @@ std::string_view router_preference(uint8_t flags) noexcept
 // own mark for a cut, or abandoning the packet.
 enum class ListEnd { Complete, Cut, Abandoned };
 
+// A neighbour discovery option being printed: `option` from its type on,
+// `size` bytes of it captured, `units` of 8 bytes.
+struct NdOption {
+    Writer& w;
+    const Bytes& l4;
+    size_t start; // the first option's offset
+    size_t at;    // this one's
+    Bytes option;
+    size_t units;
+    size_t size;
+};
+// How an option's printer ends: the list goes on, or ends as ListEnd says.
+enum class NdNext { Next, Cut, Abandoned };
+
+NdNext nd_link_address(NdOption& n) noexcept
+{
+    for (size_t i = 2; i < n.size; ++i) {
+        if (i > 2)
+            n.w.put(':');
+        n.w.hex_byte(n.option.u8(i));
+    }
+    return NdNext::Next;
+}
+
+NdNext nd_prefix_information(NdOption& n) noexcept
+{
+    if (!n.option.has(0, 32))
+        return NdNext::Abandoned;
+    n.w.put(ipv6_text(n.option.data + 16).view(), '/', n.option.u8(2));
+    if (n.units != 4)
+        n.w.put("badlen"sv);
+    n.w.put(", Flags ["sv);
+    put_flag_names(n.w, n.option.u8(3), {{0x80, "onlink"sv}, {0x40, "auto"sv}, {0x20, "router"sv}});
+    n.w.put("], valid time "sv);
+    put_lifetime(n.w, n.option.u32(4));
+    n.w.put(", pref. time "sv);
+    put_lifetime(n.w, n.option.u32(8));
+    return NdNext::Next;
+}
+
+NdNext nd_redirected_header(NdOption& n) noexcept
+{
+    // tcpdump dumps from the first option on, this one's length.
+    put_unknown_data(n.w, n.l4.from(n.start), n.size, "\n\t    "sv);
+    return NdNext::Next;
+}
+
+NdNext nd_mtu(NdOption& n) noexcept
+{
+    n.w.put(' ', n.option.u32(4));
+    if (n.units != 1)
+        n.w.put("bad option length"sv);
+    return NdNext::Next;
+}
+
+NdNext nd_rdnss(NdOption& n) noexcept
+{
+    n.w.put(" lifetime "sv, n.option.u32(4), "s,"sv);
+    for (size_t i = 0; i < (n.units - 1) / 2; ++i)
+        n.w.put(" addr: "sv, ipv6_text(n.option.data + 8 + 16 * i).view());
+    return NdNext::Next;
+}
+
+NdNext nd_dnssl(NdOption& n) noexcept
+{
+    n.w.put(" lifetime "sv, n.option.u32(4), "s, domain(s):"sv);
+    size_t name = 8;
+    while (name < n.size && n.option.u8(name) != 0) {
+        n.w.put(' ');
+        name = put_domain_name(n.w, n.l4, n.at + name, n.start);
+        if (name == kNoName)
+            return NdNext::Cut;
+        name -= n.at;
+    }
+    return NdNext::Next;
+}
+
+NdNext nd_advertisement_interval(NdOption& n) noexcept
+{
+    n.w.put(' ', n.option.u32(4), "ms"sv);
+    return NdNext::Next;
+}
+
+NdNext nd_home_agent_information(NdOption& n) noexcept
+{
+    n.w.put(" preference "sv, n.option.u16(4), ", lifetime "sv, n.option.u16(6));
+    return NdNext::Next;
+}
+
+NdNext nd_route_information(NdOption& n) noexcept
+{
+    if (n.units > 3)
+        return NdNext::Cut;
+    uint8_t prefix[16] = {};
+    for (size_t i = 0; i < (n.units - 1) * 8; ++i)
+        prefix[i] = n.option.u8(8 + i);
+    n.w.put(' ', ipv6_text(prefix).view(), '/', n.option.u8(2), ", pref="sv, router_preference(n.option.u8(3)),
+            ", lifetime="sv);
+    put_lifetime(n.w, n.option.u32(4));
+    return NdNext::Next;
+}
+
+// The options tcpdump's icmp6_opt_print names: type, name, printer.
+constexpr struct {
+    uint8_t type;
+    std::string_view name;
+    NdNext (*print)(NdOption&) noexcept;
+} kNdOptions[] = {
+    {1, "source link-address"sv, nd_link_address},
+    {2, "destination link-address"sv, nd_link_address},
+    {3, "prefix info"sv, nd_prefix_information},
+    {4, "redirected header"sv, nd_redirected_header},
+    {5, "mtu"sv, nd_mtu},
+    {25, "rdnss"sv, nd_rdnss},
+    {31, "dnssl"sv, nd_dnssl},
+    {7, "advertisement interval"sv, nd_advertisement_interval},
+    {8, "homeagent information"sv, nd_home_agent_information},
+    {24, "route info"sv, nd_route_information},
+};
+
 // Neighbour discovery options from `start` (tcpdump's icmp6_opt_print, -v).
 ListEnd put_nd_options(Writer& w, const Bytes& l4, size_t start, size_t length, const DecodeOptions& o) noexcept
 {
-    enum : uint8_t {
-        kSourceLinkAddress = 1, kTargetLinkAddress = 2, kPrefixInformation = 3, kRedirectedHeader = 4, kMtu = 5,
-        kAdvertisementInterval = 7, kHomeAgentInformation = 8, kRouteInformation = 24, kRdnss = 25, kDnssl = 31,
-    };
     // tcpdump's count of what is left is signed.
     long rest = static_cast<long>(length) - static_cast<long>(start);
     size_t at = start;
@@ -317,124 +434,28 @@ ListEnd put_nd_options(Writer& w, const Bytes& l4, size_t start, size_t length, 
         const size_t units = l4.u8(at + 1);
         if (units == 0 || !l4.has(at, units * 8))
             return ListEnd::Cut;
-        const Bytes option = l4.from(at);
-        const size_t size = units * 8;
-        w.put("\n\t  "sv);
-        switch (type) {
-        case kSourceLinkAddress: w.put("source link-address"sv); break;
-        case kTargetLinkAddress: w.put("destination link-address"sv); break;
-        case kPrefixInformation: w.put("prefix info"sv); break;
-        case kRedirectedHeader: w.put("redirected header"sv); break;
-        case kMtu: w.put("mtu"sv); break;
-        case kRdnss: w.put("rdnss"sv); break;
-        case kDnssl: w.put("dnssl"sv); break;
-        case kAdvertisementInterval: w.put("advertisement interval"sv); break;
-        case kHomeAgentInformation: w.put("homeagent information"sv); break;
-        case kRouteInformation: w.put("route info"sv); break;
-        default: w.put("unknown"sv); break;
+        NdOption n{w, l4, start, at, l4.from(at), units, units * 8};
+        const auto* known = std::find_if(std::begin(kNdOptions), std::end(kNdOptions),
+                                         [&](const auto& k) { return k.type == type; });
+        const bool unknown = known == std::end(kNdOptions);
+        w.put("\n\t  "sv, unknown ? "unknown"sv : known->name, " option ("sv, type, "), length "sv, n.size, " ("sv,
+              units, "): "sv);
+        if (unknown && o.verbose <= 1) {
+            put_unknown_data(w, n.option.from(2), n.size - 2, "\n\t  "sv);
+            return ListEnd::Complete;
         }
-        w.put(" option ("sv);
-        w.dec(type);
-        w.put("), length "sv);
-        w.dec(size);
-        w.put(" ("sv);
-        w.dec(units);
-        w.put("): "sv);
-        switch (type) {
-        case kSourceLinkAddress:
-        case kTargetLinkAddress:
-            for (size_t i = 2; i < size; ++i) {
-                if (i > 2)
-                    w.put(':');
-                w.hex_byte(option.u8(i));
-            }
-            break;
-        case kPrefixInformation:
-            if (!option.has(0, 32))
-                return ListEnd::Abandoned;
-            w.put(ipv6_text(option.data + 16).view());
-            w.put('/');
-            w.dec(option.u8(2));
-            if (units != 4)
-                w.put("badlen"sv);
-            w.put(", Flags ["sv);
-            put_flag_names(w, option.u8(3), {{0x80, "onlink"sv}, {0x40, "auto"sv}, {0x20, "router"sv}});
-            w.put("], valid time "sv);
-            put_lifetime(w, option.u32(4));
-            w.put(", pref. time "sv);
-            put_lifetime(w, option.u32(8));
-            break;
-        case kRedirectedHeader:
-            // tcpdump dumps from the first option on, this one's length.
-            put_unknown_data(w, l4.from(start), size, "\n\t    "sv);
-            break;
-        case kMtu:
-            w.put(' ');
-            w.dec(option.u32(4));
-            if (units != 1)
-                w.put("bad option length"sv);
-            break;
-        case kRdnss:
-            w.put(" lifetime "sv);
-            w.dec(option.u32(4));
-            w.put("s,"sv);
-            for (size_t i = 0; i < (units - 1) / 2; ++i) {
-                w.put(" addr: "sv);
-                w.put(ipv6_text(option.data + 8 + 16 * i).view());
-            }
-            break;
-        case kDnssl: {
-            w.put(" lifetime "sv);
-            w.dec(option.u32(4));
-            w.put("s, domain(s):"sv);
-            size_t name = 8;
-            while (name < size && option.u8(name) != 0) {
-                w.put(' ');
-                name = put_domain_name(w, l4, at + name, start);
-                if (name == kNoName)
-                    return ListEnd::Cut;
-                name -= at;
-            }
-            break;
-        }
-        case kAdvertisementInterval:
-            w.put(' ');
-            w.dec(option.u32(4));
-            w.put("ms"sv);
-            break;
-        case kHomeAgentInformation:
-            w.put(" preference "sv);
-            w.dec(option.u16(4));
-            w.put(", lifetime "sv);
-            w.dec(option.u16(6));
-            break;
-        case kRouteInformation: {
-            if (units > 3)
-                return ListEnd::Cut;
-            uint8_t prefix[16] = {};
-            for (size_t i = 0; i < (units - 1) * 8; ++i)
-                prefix[i] = option.u8(8 + i);
-            w.put(' ');
-            w.put(ipv6_text(prefix).view());
-            w.put('/');
-            w.dec(option.u8(2));
-            w.put(", pref="sv);
-            w.put(router_preference(option.u8(3)));
-            w.put(", lifetime="sv);
-            put_lifetime(w, option.u32(4));
-            break;
-        }
+        switch (unknown ? NdNext::Next : known->print(n)) {
+        case NdNext::Cut:
+            return ListEnd::Cut;
+        case NdNext::Abandoned:
+            return ListEnd::Abandoned;
         default:
-            if (o.verbose <= 1) {
-                put_unknown_data(w, option.from(2), size - 2, "\n\t  "sv);
-                return ListEnd::Complete;
-            }
             break;
         }
         if (o.verbose > 1)
-            put_unknown_data(w, option.from(2), size - 2, "\n\t    "sv);
-        at += size;
-        rest -= static_cast<long>(size);
+            put_unknown_data(w, n.option.from(2), n.size - 2, "\n\t    "sv);
+        at += n.size;
+        rest -= static_cast<long>(n.size);
     }
     return ListEnd::Complete;
 }
