@@ -7,48 +7,60 @@
 
 namespace xdpcap::text {
 
+namespace detail {
+
+PortApplication application_by_port(uint8_t protocol, uint16_t source, uint16_t destination) noexcept
+{
+    using enum PortApplication;
+    constexpr uint8_t kTcp = 1;
+    constexpr uint8_t kUdp = 2;
+    // tcpdump's order for each protocol: TCP's first (the UDP ones among
+    // them are none but DNS), then UDP's.
+    constexpr struct {
+        uint16_t port;
+        PortApplication what;
+        uint8_t protocols;
+    } kPorts[] = {
+        {23, Other, kTcp},    // Telnet
+        {25, Other, kTcp},    // SMTP
+        {43, Other, kTcp},    // whois
+        {179, Other, kTcp},   // BGP
+        {1723, Other, kTcp},  // PPTP
+        {6379, Other, kTcp},  // Redis
+        {22, Ssh, kTcp},
+        {139, Other, kTcp},   // NetBIOS
+        {445, Other, kTcp},   // SMB
+        {10288, Other, kTcp}, // BEEP
+        {976, Other, kTcp},   // OpenFlow (old)
+        {6653, Other, kTcp},  // OpenFlow
+        {21, Other, kTcp},    // FTP
+        {80, Http, kTcp},
+        {8080, Http, kTcp},
+        {554, Other, kTcp},   // RTSP
+        {8554, Other, kTcp},  // RTSP
+        {53, Dns, kTcp | kUdp},
+        {639, Other, kTcp},   // MSDP
+        {323, Other, kTcp},   // RPKI-RTR
+        {646, Other, kTcp},   // LDP
+        {5353, Mdns, kUdp},
+        {8472, Otv, kUdp},    // also Linux's VXLAN default: tcpdump 4.99.3 reads OTV
+        {4789, Vxlan, kUdp},
+        {6081, Geneve, kUdp},
+        {6635, Mpls, kUdp},   // MPLS in UDP (RFC 7510)
+    };
+    const uint8_t mask = protocol == kProtoTcp ? kTcp : protocol == kProtoUdp ? kUdp : 0;
+    for (const auto& p : kPorts) {
+        if ((p.protocols & mask) && (source == p.port || destination == p.port))
+            return p.what;
+    }
+    return None;
+}
+
+} // namespace detail
+
 namespace {
 
 using namespace std::string_view_literals;
-
-// tcpdump's choice by port, in its order: the first protocol whose port
-// either end uses decides, also when xdpcap does not decode it.
-enum class TcpApplication { None, Other, Ssh, Http, Dns };
-
-TcpApplication application_of(uint16_t source, uint16_t destination) noexcept
-{
-    constexpr struct {
-        uint16_t port;
-        TcpApplication what;
-    } kPorts[] = {
-        {23, TcpApplication::Other},    // Telnet
-        {25, TcpApplication::Other},    // SMTP
-        {43, TcpApplication::Other},    // whois
-        {179, TcpApplication::Other},   // BGP
-        {1723, TcpApplication::Other},  // PPTP
-        {6379, TcpApplication::Other},  // Redis
-        {22, TcpApplication::Ssh},
-        {139, TcpApplication::Other},   // NetBIOS
-        {445, TcpApplication::Other},   // SMB
-        {10288, TcpApplication::Other}, // BEEP
-        {976, TcpApplication::Other},   // OpenFlow (old)
-        {6653, TcpApplication::Other},  // OpenFlow
-        {21, TcpApplication::Other},    // FTP
-        {80, TcpApplication::Http},
-        {8080, TcpApplication::Http},
-        {554, TcpApplication::Other},   // RTSP
-        {8554, TcpApplication::Other},  // RTSP
-        {53, TcpApplication::Dns},
-        {639, TcpApplication::Other},   // MSDP
-        {323, TcpApplication::Other},   // RPKI-RTR
-        {646, TcpApplication::Other},   // LDP
-    };
-    for (const auto& p : kPorts) {
-        if (source == p.port || destination == p.port)
-            return p.what;
-    }
-    return TcpApplication::None;
-}
 
 bool printable(uint8_t c) noexcept
 {
@@ -230,19 +242,19 @@ void print_tcp_application(Writer& w, uint16_t source_port, uint16_t destination
                            size_t captured, uint32_t length, const DecodeOptions& o) noexcept
 {
     const Text text{payload, captured, length};
-    switch (application_of(source_port, destination_port)) {
-    case TcpApplication::Http:
+    using detail::PortApplication;
+    switch (detail::application_by_port(detail::kProtoTcp, source_port, destination_port)) {
+    case PortApplication::Http:
         w.put(": "sv);
         print_http(w, text, o);
         return;
-    case TcpApplication::Ssh:
+    case PortApplication::Ssh:
         print_ssh(w, text, o);
         return;
-    case TcpApplication::Dns:
+    case PortApplication::Dns:
         detail::print_dns(w, detail::Bytes{payload, captured}, length, true, false, o.verbose);
         return;
-    case TcpApplication::None:
-    case TcpApplication::Other:
+    default:
         return;
     }
 }

@@ -528,6 +528,189 @@ size_t put_question(Writer& w, const Bytes& m, size_t at, bool mdns) noexcept
     return after == kNone ? kNone : after + 4;
 }
 
+// A record's data from `at` to `end` and what its printer needs; a printer
+// returns false where the record is cut (tcpdump's NULL).
+struct Rdata {
+    Writer& w;
+    const Bytes& m;
+    size_t at;
+    size_t end;
+    uint16_t cls;
+    uint16_t opt_flags;
+    size_t limit;
+    uint8_t verbose;
+
+    size_t length() const noexcept { return end - at; }
+};
+
+bool rdata_a(Rdata& r) noexcept
+{
+    if (!r.m.has(r.at, 4))
+        return false;
+    r.w.put(' ', ipv4_text(r.m.data + r.at).view());
+    return true;
+}
+
+bool rdata_aaaa(Rdata& r) noexcept
+{
+    if (!r.m.has(r.at, 16))
+        return false;
+    r.w.put(' ', ipv6_text(r.m.data + r.at).view());
+    return true;
+}
+
+bool rdata_name(Rdata& r) noexcept
+{
+    r.w.put(' ');
+    return put_name(r.w, r.m, r.at, 0) != kNone;
+}
+
+bool rdata_mx(Rdata& r) noexcept
+{
+    r.w.put(' ');
+    if (!r.m.has(r.at, 2) || put_name(r.w, r.m, r.at + 2, 0) == kNone)
+        return false;
+    r.w.put(' ', r.m.u16(r.at));
+    return true;
+}
+
+bool rdata_txt(Rdata& r) noexcept
+{
+    for (size_t at = r.at; at < r.end;) {
+        if (r.w.size() > r.limit)
+            return false;
+        r.w.put(" \""sv);
+        if (!r.m.has(at, 1))
+            return false;
+        const size_t n = r.m.u8(at);
+        if (!put_chars(r.w, r.m, at + 1, n))
+            return false;
+        at += 1 + n;
+        r.w.put('"');
+    }
+    return true;
+}
+
+bool rdata_srv(Rdata& r) noexcept
+{
+    r.w.put(' ');
+    if (!r.m.has(r.at, 6) || put_name(r.w, r.m, r.at + 6, 0) == kNone)
+        return false;
+    r.w.put(':', r.m.u16(r.at + 4), ' ', r.m.u16(r.at), ' ', r.m.u16(r.at + 2));
+    return true;
+}
+
+bool rdata_a6(Rdata& r) noexcept
+{
+    if (!r.m.has(r.at, 1))
+        return false;
+    const size_t prefix = r.m.u8(r.at);
+    const size_t skip = (prefix & ~size_t{7}) / 8;
+    if (prefix > 128) {
+        r.w.put(' ', prefix, "(bad plen)"sv);
+        return true;
+    }
+    if (prefix < 128) {
+        if (!r.m.has(r.at + 1, 16 - skip))
+            return false;
+        uint8_t address[16] = {};
+        for (size_t i = skip; i < 16; ++i)
+            address[i] = r.m.u8(r.at + 1 + i - skip);
+        r.w.put(' ', prefix, ' ', ipv6_text(address).view());
+    }
+    if (prefix > 0) {
+        r.w.put(' ');
+        if (put_name(r.w, r.m, r.at + 1 + 16 - skip, 0) == kNone)
+            return false;
+    }
+    return true;
+}
+
+bool rdata_uri(Rdata& r) noexcept
+{
+    const size_t length = r.length();
+    if (!r.m.has(r.at, length) || !r.m.has(r.at, 4))
+        return false;
+    r.w.put(' ', r.m.u16(r.at), ' ', r.m.u16(r.at + 2), ' ');
+    // A length under 4 wraps around in tcpdump: all that was captured.
+    return put_chars(r.w, r.m, r.at + 4, length >= 4 ? length - 4 : r.m.size);
+}
+
+bool rdata_opt(Rdata& r) noexcept
+{
+    r.w.put(" UDPsize="sv, r.cls);
+    if (r.opt_flags & 0x8000)
+        r.w.put(" DO"sv);
+    if (r.at >= r.end)
+        return true;
+    r.w.put(" ["sv);
+    for (size_t at = r.at; at < r.end;) {
+        if (r.w.size() > r.limit)
+            return false;
+        at = put_option(r.w, r.m, at);
+        if (at == kNone)
+            return false;
+        if (at < r.end)
+            r.w.put(',');
+    }
+    r.w.put(']');
+    return true;
+}
+
+bool rdata_unspec(Rdata& r) noexcept
+{
+    return r.m.has(r.at, r.length()) && put_chars(r.w, r.m, r.at, r.length());
+}
+
+bool rdata_soa(Rdata& r) noexcept
+{
+    if (!r.verbose)
+        return true;
+    r.w.put(' ');
+    size_t at = put_name(r.w, r.m, r.at, 0);
+    if (at == kNone)
+        return false;
+    r.w.put(' ');
+    at = put_name(r.w, r.m, at, 0);
+    // Serial, refresh, retry, expire and minimum.
+    if (at == kNone || !r.m.has(at, 20))
+        return false;
+    for (size_t i = 0; i < 20; i += 4)
+        r.w.put(' ', r.m.u32(at + i));
+    return true;
+}
+
+bool rdata_tsig(Rdata& r) noexcept
+{
+    if (!r.verbose)
+        return true;
+    r.w.put(' ');
+    size_t at = put_name(r.w, r.m, r.at, 0);
+    if (at == kNone)
+        return false;
+    at += 6;
+    constexpr std::string_view kFields[] = {" fudge="sv, " maclen="sv, " origid="sv, " error="sv, " otherlen="sv};
+    for (const std::string_view field : kFields) {
+        if (!r.m.has(at, 2))
+            return false;
+        r.w.put(field, r.m.u16(at));
+        at += field == " maclen="sv ? 2 + size_t{r.m.u16(at)} : 2;
+    }
+    return true;
+}
+
+// The record types whose data tcpdump prints; others print their type only.
+constexpr struct {
+    uint16_t type;
+    bool (*put)(Rdata&) noexcept;
+} kRdataPrinters[] = {
+    {kTypeA, rdata_a}, {kTypeNs, rdata_name}, {kTypeCname, rdata_name},
+    {kTypePtr, rdata_name}, {kTypeDname, rdata_name}, {kTypeMx, rdata_mx},
+    {kTypeTxt, rdata_txt}, {kTypeSrv, rdata_srv}, {kTypeAaaa, rdata_aaaa},
+    {kTypeA6, rdata_a6}, {kTypeUri, rdata_uri}, {kTypeOpt, rdata_opt},
+    {kTypeUnspecA, rdata_unspec}, {kTypeSoa, rdata_soa}, {kTypeTsig, rdata_tsig},
+};
+
 // A record (tcpdump's ns_rprint without -v): its type and data. Returns
 // the offset after it, m.size where the record's fixed part was not
 // captured (the caller stops quietly), or kNone.
@@ -556,257 +739,91 @@ size_t put_record(Writer& w, const Bytes& m, size_t at, bool mdns, size_t limit,
         put_duration(w, m.u32(at + 4));
         w.put(']');
     }
-    const uint16_t opt_flags = m.u16(at + 6);
-    const size_t length = m.u16(at + 8);
-    at += 10;
-    const size_t end = at + length;
+    Rdata r{w, m, at + 10, at + 10 + m.u16(at + 8), cls, m.u16(at + 6), limit, verbose};
     put_type(w, type);
-    if (end > m.size)
+    if (r.end > m.size)
         return kNone;
-    switch (type) {
-    case kTypeA:
-        if (!m.has(at, 4))
-            return kNone;
-        w.put(' ');
-        w.put(ipv4_text(m.data + at).view());
-        break;
-    case kTypeNs:
-    case kTypeCname:
-    case kTypePtr:
-    case kTypeDname:
-        w.put(' ');
-        if (put_name(w, m, at, 0) == kNone)
-            return kNone;
-        break;
-    case kTypeMx:
-        w.put(' ');
-        if (!m.has(at, 2) || put_name(w, m, at + 2, 0) == kNone)
-            return kNone;
-        w.put(' ');
-        w.dec(m.u16(at));
-        break;
-    case kTypeTxt:
-        while (at < end) {
-            if (w.size() > limit)
-                return kNone;
-            w.put(" \""sv);
-            if (!m.has(at, 1))
-                return kNone;
-            const size_t n = m.u8(at);
-            if (!put_chars(w, m, at + 1, n))
-                return kNone;
-            at += 1 + n;
-            w.put('"');
-        }
-        break;
-    case kTypeSrv:
-        w.put(' ');
-        if (!m.has(at, 6) || put_name(w, m, at + 6, 0) == kNone)
-            return kNone;
-        w.put(':');
-        w.dec(m.u16(at + 4));
-        w.put(' ');
-        w.dec(m.u16(at));
-        w.put(' ');
-        w.dec(m.u16(at + 2));
-        break;
-    case kTypeAaaa:
-        if (!m.has(at, 16))
-            return kNone;
-        w.put(' ');
-        w.put(ipv6_text(m.data + at).view());
-        break;
-    case kTypeA6: {
-        if (!m.has(at, 1))
-            return kNone;
-        const size_t prefix = m.u8(at);
-        const size_t skip = (prefix & ~size_t{7}) / 8;
-        if (prefix > 128) {
-            w.put(' ');
-            w.dec(prefix);
-            w.put("(bad plen)"sv);
-            break;
-        }
-        if (prefix < 128) {
-            if (!m.has(at + 1, 16 - skip))
-                return kNone;
-            uint8_t address[16] = {};
-            for (size_t i = skip; i < 16; ++i)
-                address[i] = m.u8(at + 1 + i - skip);
-            w.put(' ');
-            w.dec(prefix);
-            w.put(' ');
-            w.put(ipv6_text(address).view());
-        }
-        if (prefix > 0) {
-            w.put(' ');
-            if (put_name(w, m, at + 1 + 16 - skip, 0) == kNone)
-                return kNone;
-        }
-        break;
+    for (const auto& printer : kRdataPrinters) {
+        if (printer.type == type)
+            return printer.put(r) ? r.end : kNone;
     }
-    case kTypeUri:
-        if (!m.has(at, length) || !m.has(at, 4))
-            return kNone;
-        w.put(' ');
-        w.dec(m.u16(at));
-        w.put(' ');
-        w.dec(m.u16(at + 2));
-        w.put(' ');
-        // A length under 4 wraps around in tcpdump: all that was captured.
-        if (!put_chars(w, m, at + 4, length >= 4 ? length - 4 : m.size))
-            return kNone;
-        break;
-    case kTypeOpt:
-        w.put(" UDPsize="sv);
-        w.dec(cls);
-        if (opt_flags & 0x8000)
-            w.put(" DO"sv);
-        if (at < end) {
-            w.put(" ["sv);
-            while (at < end) {
-                if (w.size() > limit)
-                    return kNone;
-                at = put_option(w, m, at);
-                if (at == kNone)
-                    return kNone;
-                if (at < end)
-                    w.put(',');
-            }
-            w.put(']');
-        }
-        break;
-    case kTypeUnspecA:
-        if (!m.has(at, length) || !put_chars(w, m, at, length))
-            return kNone;
-        break;
-    case kTypeSoa:
-        if (!verbose)
-            break;
-        w.put(' ');
-        at = put_name(w, m, at, 0);
-        if (at == kNone)
-            return kNone;
-        w.put(' ');
-        at = put_name(w, m, at, 0);
-        if (at == kNone)
-            return kNone;
-        // Serial, refresh, retry, expire and minimum.
-        if (!m.has(at, 20))
-            return kNone;
-        for (size_t i = 0; i < 20; i += 4) {
-            w.put(' ');
-            w.dec(m.u32(at + i));
-        }
-        break;
-    case kTypeTsig: {
-        if (!verbose)
-            break;
-        w.put(' ');
-        at = put_name(w, m, at, 0);
-        if (at == kNone)
-            return kNone;
-        at += 6;
-        constexpr std::string_view kFields[] = {" fudge="sv, " maclen="sv, " origid="sv, " error="sv,
-                                                " otherlen="sv};
-        for (const std::string_view field : kFields) {
-            if (!m.has(at, 2))
-                return kNone;
-            w.put(field);
-            w.dec(m.u16(at));
-            at += field == " maclen="sv ? 2 + size_t{m.u16(at)} : 2;
-        }
-        break;
-    }
-    default:
-        break;
-    }
-    return end;
+    return r.end;
 }
 
-// A section of records after `label` (" ns:", " ar:"), -vv: false where
-// the line ends as cut.
-bool put_section(Writer& w, const Bytes& m, size_t& at, size_t count, std::string_view label, bool mdns,
-                 size_t start, uint8_t verbose) noexcept
+// A message's section counts (questions, answers, authorities, additionals).
+struct DnsCounts {
+    size_t questions;
+    size_t answers;
+    size_t authorities;
+    size_t additionals;
+};
+
+// `count` entries of a section from `at`, `separator` between, each written
+// by `put_entry(at)`: false where the line ends as cut (an entry cut, or the
+// text past kMaxDnsText). tcpdump stops early where the capture ends.
+template <typename Entry>
+bool put_entries(Writer& w, const Bytes& m, size_t& at, size_t count, size_t start, std::string_view separator,
+                 Entry put_entry) noexcept
 {
-    if (at < m.size && count > 0) {
-        w.put(label);
-        for (bool first = true; count > 0 && (first || at < m.size); first = false) {
-            if (w.size() - start > kMaxDnsText)
-                return false;
-            if (!first)
-                w.put(',');
-            at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
-            if (at == kNone)
-                return false;
-            --count;
-        }
+    for (bool first = true; count > 0 && (first || at < m.size); first = false) {
+        if (w.size() - start > kMaxDnsText)
+            return false;
+        if (!first)
+            w.put(separator);
+        at = put_entry(at);
+        if (at == kNone)
+            return false;
+        --count;
     }
     return count == 0;
 }
 
-} // namespace
-
-void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns, uint8_t verbose) noexcept
+bool put_records(Writer& w, const Bytes& m, size_t& at, size_t count, bool mdns, size_t start,
+                 uint8_t verbose) noexcept
 {
-    const size_t start = w.size();
-    const auto truncated = [&] { put_truncated(w, "domain"sv); };
-    Bytes m = payload;
-    if (over_tcp) {
-        if (length < 2) {
-            w.put(" [DNS over TCP: length "sv);
-            w.dec(length);
-            w.put(" < 2] (invalid)"sv);
-            return;
-        }
-        length -= 2;
-        if (!m.has(0, 2))
-            return truncated();
-        if (m.u16(0) != length) {
-            w.put(" [prefix length("sv);
-            w.dec(m.u16(0));
-            w.put(") != length("sv);
-            w.dec(length);
-            w.put(")] (invalid)"sv);
-            return;
-        }
-        m = m.from(2);
-        w.put(' ');
-    }
-    if (length < 12) {
-        w.put("domain [length "sv);
-        w.dec(length);
-        w.put(" < 12] (invalid)"sv);
-        return;
-    }
-    if (!m.has(0, 12))
-        return truncated();
-    const uint16_t flags = m.u16(2);
-    size_t questions = m.u16(4);
-    size_t answers = m.u16(6);
-    const size_t authorities = m.u16(8);
-    const size_t additionals = m.u16(10);
+    return put_entries(w, m, at, count, start, ","sv,
+                       [&](size_t record) { return put_record(w, m, record, mdns, start + kMaxDnsText, verbose); });
+}
 
-    // The OPT record's extended response code, found as tcpdump finds it.
+// A section of records after `label` (" ns:", " ar:"), -vv.
+bool put_section(Writer& w, const Bytes& m, size_t& at, size_t count, std::string_view label, bool mdns,
+                 size_t start, uint8_t verbose) noexcept
+{
+    if (count == 0)
+        return true;
+    if (at >= m.size)
+        return false;
+    w.put(label);
+    return put_records(w, m, at, count, mdns, start, verbose);
+}
+
+// The authority and additional sections, -vv.
+bool put_other_sections(Writer& w, const Bytes& m, size_t& at, const DnsCounts& n, bool mdns, size_t start,
+                        uint8_t verbose) noexcept
+{
+    return put_section(w, m, at, n.authorities, " ns:"sv, mdns, start, verbose) &&
+        put_section(w, m, at, n.additionals, " ar:"sv, mdns, start, verbose);
+}
+
+// The OPT record's extended response code, found as tcpdump finds it.
+unsigned extended_rcode(const Bytes& m, uint16_t flags, const DnsCounts& n) noexcept
+{
     unsigned rcode = flags & 0xfu;
     size_t at = 12;
-    bool scanning = true;
-    for (size_t i = 0; scanning && i < questions; ++i) {
+    for (size_t i = 0; i < n.questions; ++i) {
         at = skip_name(m, at);
         if (at == kNone || (at += 4) >= m.size)
-            scanning = false;
+            return rcode;
     }
-    for (size_t i = 0; scanning && i < answers + authorities; ++i) {
+    for (size_t i = 0; i < n.answers + n.authorities; ++i) {
         at = skip_name(m, at);
-        if (at == kNone || (at += 8) + 2 > m.size) {
-            scanning = false;
-            break;
-        }
+        if (at == kNone || (at += 8) + 2 > m.size)
+            return rcode;
         at += 2 + m.u16(at);
         if (at >= m.size)
-            scanning = false;
+            return rcode;
     }
-    for (size_t i = 0; scanning && i < additionals; ++i) {
+    for (size_t i = 0; i < n.additionals; ++i) {
         at = skip_name(m, at);
         if (at == kNone || at + 2 > m.size)
             break;
@@ -825,138 +842,128 @@ void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bo
         if (at >= m.size)
             break;
     }
+    return rcode;
+}
 
+// A response after its id and opcode: false where the line ends as cut.
+bool put_response(Writer& w, const Bytes& m, uint16_t flags, const DnsCounts& n, bool mdns, size_t start,
+                  uint8_t verbose) noexcept
+{
+    static constexpr std::string_view kResponses[24] = {
+        ""sv, " FormErr"sv, " ServFail"sv, " NXDomain"sv, " NotImp"sv, " Refused"sv, " YXDomain"sv,
+        " YXRRSet"sv, " NXRRSet"sv, " NotAuth"sv, " NotZone"sv, " Resp11"sv, " Resp12"sv, " Resp13"sv,
+        " Resp14"sv, " NoChange"sv, " BadVers"sv, "Resp17"sv, " Resp18"sv, " Resp19"sv, " Resp20"sv,
+        "Resp21"sv, " Resp22"sv, " BadCookie"sv,
+    };
+    const unsigned rcode = extended_rcode(m, flags, n);
+    if (rcode < std::size(kResponses))
+        w.put(kResponses[rcode]);
+    else
+        w.put(" Resp"sv, rcode & 0xfffu);
+    if (flags & 0x0400)
+        w.put('*');
+    if (!(flags & 0x0080))
+        w.put('-');
+    if (flags & 0x0200)
+        w.put('|');
+    if (flags & 0x0020)
+        w.put('$');
+    if (n.questions != 1)
+        w.put(" ["sv, n.questions, "q]"sv);
+    size_t at = 12;
+    for (size_t i = 0; i < n.questions; ++i) {
+        if (i != 0)
+            w.put(',');
+        if (verbose > 1) {
+            w.put(" q:"sv);
+            at = put_question(w, m, at, mdns);
+        } else if ((at = skip_name(m, at)) != kNone) {
+            at += 4;
+        }
+        if (at == kNone)
+            return false;
+    }
+    w.put(' ', n.answers, '/', n.authorities, '/', n.additionals);
+    return put_records(w, m, at, n.answers, mdns, start, verbose) &&
+        (verbose <= 1 || put_other_sections(w, m, at, n, mdns, start, verbose));
+}
+
+// A query after its id and opcode: false where the line ends as cut.
+bool put_query(Writer& w, const Bytes& m, uint16_t flags, const DnsCounts& n, bool mdns, size_t start,
+               uint8_t verbose) noexcept
+{
+    if (flags & 0x0100)
+        w.put('+');
+    if (flags & 0x0010)
+        w.put('%');
+    if (flags & 0x6cf)
+        w.put(" [b2&3=0x"sv, Hex{flags}, ']');
+    const auto bracket = [&](size_t count, std::string_view what) { w.put(" ["sv, count, what, ']'); };
+    if (((flags >> 11) & 0xfu) == 1) { // an inverse query
+        if (n.questions)
+            bracket(n.questions, "q"sv);
+        if (n.answers != 1)
+            bracket(n.answers, "a"sv);
+    } else {
+        if (n.answers)
+            bracket(n.answers, "a"sv);
+        if (n.questions != 1)
+            bracket(n.questions, "q"sv);
+    }
+    if (n.authorities)
+        bracket(n.authorities, "n"sv);
+    if (n.additionals)
+        bracket(n.additionals, "au"sv);
+    size_t at = 12;
+    if (!put_entries(w, m, at, n.questions, start, ""sv,
+                     [&](size_t question) { return put_question(w, m, question, mdns); }))
+        return false;
+    // -vv: the answers (without a label), then the other sections.
+    return verbose <= 1 ||
+        (put_records(w, m, at, n.answers, mdns, start, verbose) &&
+         put_other_sections(w, m, at, n, mdns, start, verbose));
+}
+
+} // namespace
+
+void print_dns(Writer& w, const Bytes& payload, size_t length, bool over_tcp, bool mdns, uint8_t verbose) noexcept
+{
+    const size_t start = w.size();
+    const auto truncated = [&] { put_truncated(w, "domain"sv); };
+    Bytes m = payload;
+    if (over_tcp) {
+        if (length < 2) {
+            w.put(" [DNS over TCP: length "sv, length, " < 2] (invalid)"sv);
+            return;
+        }
+        length -= 2;
+        if (!m.has(0, 2))
+            return truncated();
+        if (m.u16(0) != length) {
+            w.put(" [prefix length("sv, m.u16(0), ") != length("sv, length, ")] (invalid)"sv);
+            return;
+        }
+        m = m.from(2);
+        w.put(' ');
+    }
+    if (length < 12) {
+        w.put("domain [length "sv, length, " < 12] (invalid)"sv);
+        return;
+    }
+    if (!m.has(0, 12))
+        return truncated();
+    const uint16_t flags = m.u16(2);
+    const DnsCounts n{m.u16(4), m.u16(6), m.u16(8), m.u16(10)};
     static constexpr std::string_view kOpcodes[16] = {
         ""sv, " inv_q"sv, " stat"sv, " op3"sv, " notify"sv, " update"sv, " op6"sv, " op7"sv,
         " op8"sv, " updateA"sv, " updateD"sv, " updateDA"sv, " updateM"sv, " updateMA"sv, " zoneInit"sv, " zoneRef"sv,
     };
-    const unsigned opcode = (flags >> 11) & 0xfu;
-    w.dec(m.u16(0));
-    w.put(kOpcodes[opcode]);
-    at = 12;
-    if (flags & 0x8000) {
-        static constexpr std::string_view kResponses[24] = {
-            ""sv, " FormErr"sv, " ServFail"sv, " NXDomain"sv, " NotImp"sv, " Refused"sv, " YXDomain"sv,
-            " YXRRSet"sv, " NXRRSet"sv, " NotAuth"sv, " NotZone"sv, " Resp11"sv, " Resp12"sv, " Resp13"sv,
-            " Resp14"sv, " NoChange"sv, " BadVers"sv, "Resp17"sv, " Resp18"sv, " Resp19"sv, " Resp20"sv,
-            "Resp21"sv, " Resp22"sv, " BadCookie"sv,
-        };
-        if (rcode < std::size(kResponses)) {
-            w.put(kResponses[rcode]);
-        } else {
-            w.put(" Resp"sv);
-            w.dec(rcode & 0xfffu);
-        }
-        if (flags & 0x0400)
-            w.put('*');
-        if (!(flags & 0x0080))
-            w.put('-');
-        if (flags & 0x0200)
-            w.put('|');
-        if (flags & 0x0020)
-            w.put('$');
-        if (questions != 1) {
-            w.put(" ["sv);
-            w.dec(questions);
-            w.put("q]"sv);
-        }
-        for (size_t i = 0; i < questions; ++i) {
-            if (i != 0)
-                w.put(',');
-            if (verbose > 1) {
-                w.put(" q:"sv);
-                at = put_question(w, m, at, mdns);
-                if (at == kNone)
-                    return truncated();
-                continue;
-            }
-            at = skip_name(m, at);
-            if (at == kNone)
-                return truncated();
-            at += 4;
-        }
-        w.put(' ');
-        w.dec(answers);
-        w.put('/');
-        w.dec(authorities);
-        w.put('/');
-        w.dec(additionals);
-        for (bool first = true; answers > 0 && (first || at < m.size); first = false) {
-            if (w.size() - start > kMaxDnsText)
-                return truncated();
-            if (!first)
-                w.put(',');
-            at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
-            if (at == kNone)
-                return truncated();
-            --answers;
-        }
-        if (answers > 0)
-            return truncated();
-        if (verbose > 1 && (!put_section(w, m, at, authorities, " ns:"sv, mdns, start, verbose) ||
-                            !put_section(w, m, at, additionals, " ar:"sv, mdns, start, verbose)))
-            return truncated();
-    } else {
-        if (flags & 0x0100)
-            w.put('+');
-        if (flags & 0x0010)
-            w.put('%');
-        if (flags & 0x6cf) {
-            w.put(" [b2&3=0x"sv);
-            w.hex(flags);
-            w.put(']');
-        }
-        const auto bracket = [&](size_t n, std::string_view what) {
-            w.put(" ["sv);
-            w.dec(n);
-            w.put(what);
-            w.put(']');
-        };
-        if (opcode == 1) { // an inverse query
-            if (questions)
-                bracket(questions, "q"sv);
-            if (answers != 1)
-                bracket(answers, "a"sv);
-        } else {
-            if (answers)
-                bracket(answers, "a"sv);
-            if (questions != 1)
-                bracket(questions, "q"sv);
-        }
-        if (authorities)
-            bracket(authorities, "n"sv);
-        if (additionals)
-            bracket(additionals, "au"sv);
-        for (bool first = true; questions > 0 && (first || at < m.size); first = false) {
-            if (w.size() - start > kMaxDnsText)
-                return truncated();
-            at = put_question(w, m, at, mdns);
-            if (at == kNone)
-                return truncated();
-            --questions;
-        }
-        if (questions > 0)
-            return truncated();
-        // -vv: the answers (without a label), then the other sections.
-        if (verbose > 1) {
-            for (bool first = true; answers > 0 && (first || at < m.size); first = false) {
-                if (w.size() - start > kMaxDnsText)
-                    return truncated();
-                if (!first)
-                    w.put(',');
-                at = put_record(w, m, at, mdns, start + kMaxDnsText, verbose);
-                if (at == kNone)
-                    return truncated();
-                --answers;
-            }
-            if (answers > 0 || !put_section(w, m, at, authorities, " ns:"sv, mdns, start, verbose) ||
-                !put_section(w, m, at, additionals, " ar:"sv, mdns, start, verbose))
-                return truncated();
-        }
-    }
-    w.put(" ("sv);
-    w.dec(length);
-    w.put(')');
+    w.put(m.u16(0), kOpcodes[(flags >> 11) & 0xfu]);
+    const bool complete = flags & 0x8000 ? put_response(w, m, flags, n, mdns, start, verbose)
+                                         : put_query(w, m, flags, n, mdns, start, verbose);
+    if (!complete)
+        return truncated();
+    w.put(" ("sv, length, ')');
 }
 
 size_t put_domain_name(Writer& w, const Bytes& m, size_t at, size_t base) noexcept

@@ -72,6 +72,40 @@ struct Bytes {
     Bytes first(size_t n) const noexcept { return Bytes{data, n < size ? n : size}; }
 };
 
+// Reads a span's fields without a test each: a read past the capture
+// yields zeros and is recorded, so a printer reads its fields in order and
+// tests ok() once, where tcpdump's GET_ macros would jump out.
+class Cursor {
+public:
+    explicit Cursor(const Bytes& b) noexcept : b_(b) {}
+
+    uint8_t u8(size_t at) noexcept { return need(at, 1) ? b_.u8(at) : 0; }
+    uint16_t u16(size_t at) noexcept { return need(at, 2) ? b_.u16(at) : 0; }
+    uint32_t u32(size_t at) noexcept { return need(at, 4) ? b_.u32(at) : 0; }
+    // An address (at most 16 bytes): zeros where it was not captured.
+    const uint8_t* address(size_t at, size_t n) noexcept { return need(at, n) ? b_.data + at : kZeros; }
+    // Whether `n` bytes at `at` were captured; where not, a short read.
+    bool need(size_t at, size_t n) noexcept
+    {
+        if (b_.has(at, n))
+            return true;
+        if (short_at_ == kNone)
+            short_at_ = at;
+        return false;
+    }
+    bool ok() const noexcept { return short_at_ == kNone; }
+    // The offset of the first short read.
+    size_t short_at() const noexcept { return short_at_; }
+    const Bytes& bytes() const noexcept { return b_; }
+
+    static constexpr size_t kNone = static_cast<size_t>(-1);
+
+private:
+    static constexpr uint8_t kZeros[16] = {};
+    Bytes b_;
+    size_t short_at_ = kNone;
+};
+
 // Formatted addresses live on the stack: at most an IPv6 address.
 struct AddressText {
     char text[48];
@@ -193,6 +227,12 @@ void put_flag_names(Writer& w, uint32_t value, FlagNames names, std::string_view
 // "[bad udp cksum 0x1234 -> 0x5678!] ", "[udp sum offloaded] ", or nothing.
 void put_checksum_verdict(Writer& w, std::string_view protocol, ChecksumCheck check, uint16_t field,
                           uint16_t should_be) noexcept;
+
+// What tcpdump recognises a TCP or UDP payload as by its ports
+// (application.cpp): the first in tcpdump's order whose port either end
+// uses decides, also when xdpcap does not decode it (Other).
+enum class PortApplication : uint8_t { None, Other, Ssh, Http, Dns, Mdns, Otv, Vxlan, Geneve, Mpls };
+PortApplication application_by_port(uint8_t protocol, uint16_t source, uint16_t destination) noexcept;
 
 // Application layer (dns.cpp): a DNS message of `length` bytes (by the
 // UDP or TCP header; over TCP with its 2-byte length prefix), mDNS's class

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
 #include "text/application.hpp"
@@ -13,13 +14,6 @@ namespace xdpcap::text::detail {
 using namespace std::string_view_literals;
 
 namespace {
-
-constexpr uint16_t kPortDns = 53;
-constexpr uint16_t kPortMdns = 5353;
-constexpr uint16_t kPortVxlan = 4789;
-constexpr uint16_t kPortOtv = 8472; // also Linux's VXLAN default: tcpdump 4.99.3 reads OTV
-constexpr uint16_t kPortGeneve = 6081;
-constexpr uint16_t kPortMpls = 6635; // MPLS in UDP (RFC 7510)
 
 // An MPTCP option (RFC 8684) from its kind byte, all `length` bytes
 // captured, as tcpdump's mptcp_print writes it: the length, the subtype
@@ -203,6 +197,250 @@ bool put_mptcp(Writer& w, const Bytes& opt, size_t length, uint8_t tcp_flags) no
     }
 }
 
+// How a TCP option's printer ends: printed, or the line ends with tcpdump's
+// bad-option mark or its mark for a cut.
+enum class OptionEnd { Printed, Bad, Cut };
+
+// A TCP option being printed: its data from `at`, and what its printer
+// needs; the printer sets `data` to the bytes it took.
+struct TcpOption {
+    Writer& w;
+    const Bytes& opts;
+    size_t at;
+    size_t length; // from the kind on
+    size_t room;   // option bytes the header holds from `at` on
+    bool reverse;
+    TcpFlows::Base base;
+    bool whole_segment;
+    uint8_t tcp_flags;
+    std::string_view protocol; // renamed by MPTCP's printer (see put_tcp_options)
+    size_t data = 0;
+
+    // `need` data bytes: within the header (else Bad) and captured (else Cut).
+    OptionEnd check(size_t need) const noexcept
+    {
+        return need > room ? OptionEnd::Bad : opts.has(at, need) ? OptionEnd::Printed : OptionEnd::Cut;
+    }
+    // A fixed-size option's data.
+    OptionEnd fixed(size_t n) noexcept
+    {
+        data = n;
+        return check(n);
+    }
+    // The data after the kind and length, however long.
+    OptionEnd rest() noexcept
+    {
+        data = length - 2;
+        return check(data);
+    }
+};
+
+OptionEnd tcp_option_empty(TcpOption&) noexcept
+{
+    return OptionEnd::Printed;
+}
+
+OptionEnd tcp_option_mss(TcpOption& t) noexcept
+{
+    const OptionEnd end = t.fixed(2);
+    if (end == OptionEnd::Printed)
+        t.w.put(' ', t.opts.u16(t.at));
+    return end;
+}
+
+OptionEnd tcp_option_wscale(TcpOption& t) noexcept
+{
+    const OptionEnd end = t.fixed(1);
+    if (end == OptionEnd::Printed)
+        t.w.put(' ', t.opts.u8(t.at));
+    return end;
+}
+
+// Echo, echo reply and the CC options: a 32-bit value.
+OptionEnd tcp_option_u32(TcpOption& t) noexcept
+{
+    const OptionEnd end = t.fixed(4);
+    if (end == OptionEnd::Printed)
+        t.w.put(' ', t.opts.u32(t.at));
+    return end;
+}
+
+OptionEnd tcp_option_scps(TcpOption& t) noexcept
+{
+    const OptionEnd end = t.fixed(2);
+    if (end == OptionEnd::Printed)
+        t.w.put(" cap "sv, Hex{t.opts.u8(t.at), 2}, " id "sv, t.opts.u8(t.at + 1));
+    return end;
+}
+
+OptionEnd tcp_option_uto(TcpOption& t) noexcept
+{
+    const OptionEnd end = t.fixed(2);
+    if (end != OptionEnd::Printed)
+        return end;
+    const uint16_t value = t.opts.u16(t.at);
+    // The low bit says minutes (1) or seconds (0).
+    t.w.put(" 0x"sv, Hex{value}, ' ', value & 1 ? (value >> 1) * 60u : value >> 1);
+    return end;
+}
+
+OptionEnd tcp_option_timestamp(TcpOption& t) noexcept
+{
+    const OptionEnd end = t.fixed(8);
+    if (end == OptionEnd::Printed)
+        t.w.put(" val "sv, t.opts.u32(t.at), " ecr "sv, t.opts.u32(t.at + 4));
+    return end;
+}
+
+OptionEnd tcp_option_md5(TcpOption& t) noexcept
+{
+    const OptionEnd end = t.fixed(16);
+    if (end != OptionEnd::Printed)
+        return end;
+    // tcpdump cannot check it without the whole segment and the shared
+    // secret (-M).
+    t.w.put(t.whole_segment ? " shared secret not supplied with -M, can't check - "sv
+                            : " snaplen too short, can't check - "sv);
+    for (size_t i = 0; i < 16; ++i)
+        t.w.hex_byte(t.opts.u8(t.at + i));
+    return end;
+}
+
+OptionEnd tcp_option_sack(TcpOption& t) noexcept
+{
+    t.data = t.length - 2;
+    if (t.data % 8 != 0) {
+        t.w.put(" invalid sack"sv);
+        return OptionEnd::Printed;
+    }
+    t.w.put(' ', t.data / 8, ' ');
+    const uint32_t relative_to = t.reverse ? t.base.seq : t.base.ack;
+    for (size_t i = 0; i < t.data; i += 8) {
+        if (const OptionEnd end = t.check(i + 4); end != OptionEnd::Printed)
+            return end;
+        if (const OptionEnd end = t.check(i + 8); end != OptionEnd::Printed)
+            return end;
+        t.w.put('{', static_cast<uint32_t>(t.opts.u32(t.at + i) - relative_to), ':',
+                static_cast<uint32_t>(t.opts.u32(t.at + i + 4) - relative_to), '}');
+    }
+    return OptionEnd::Printed;
+}
+
+OptionEnd tcp_option_ao(TcpOption& t) noexcept
+{
+    t.data = t.length - 2;
+    if (t.data < 2) {
+        t.w.put(" (invalid)"sv);
+        return OptionEnd::Printed;
+    }
+    for (size_t i = 0; i < t.data; ++i) {
+        // The MAC's prefix comes before its first byte is checked.
+        if (i == 2)
+            t.w.put(" mac 0x"sv);
+        if (const OptionEnd end = t.check(i + 1); end != OptionEnd::Printed)
+            return end;
+        if (i == 0)
+            t.w.put(" keyid "sv, t.opts.u8(t.at));
+        else if (i == 1)
+            t.w.put(" rnextkeyid "sv, t.opts.u8(t.at + 1));
+        else
+            t.w.hex_byte(t.opts.u8(t.at + i));
+    }
+    return OptionEnd::Printed;
+}
+
+// A Fast Open cookie of `n` bytes from `from` (RFC 7413).
+void put_fastopen_cookie(TcpOption& t, size_t from, size_t n) noexcept
+{
+    if (n == 0) {
+        t.w.put(" cookiereq"sv);
+    } else if (n % 2 != 0 || n < 4 || n > 16) {
+        t.w.put(" (invalid)"sv);
+    } else {
+        t.w.put(" cookie "sv);
+        for (size_t i = 0; i < n; ++i)
+            t.w.hex_byte(t.opts.u8(from + i));
+    }
+}
+
+OptionEnd tcp_option_fastopen(TcpOption& t) noexcept
+{
+    const OptionEnd end = t.rest();
+    if (end == OptionEnd::Printed) {
+        t.w.put(' ');
+        put_fastopen_cookie(t, t.at, t.data);
+    }
+    return end;
+}
+
+OptionEnd tcp_option_experiment(TcpOption& t) noexcept
+{
+    if (const OptionEnd end = t.rest(); end != OptionEnd::Printed)
+        return end;
+    if (t.data < 2)
+        return OptionEnd::Bad;
+    t.w.put('-');
+    if (t.opts.u16(t.at) == 0xf989) { // TCP Fast Open, RFC 7413
+        t.w.put("tfo"sv);
+        put_fastopen_cookie(t, t.at + 2, t.data - 2);
+    } else {
+        t.w.hex(t.opts.u16(t.at), 4);
+    }
+    return OptionEnd::Printed;
+}
+
+OptionEnd tcp_option_mptcp(TcpOption& t) noexcept
+{
+    if (const OptionEnd end = t.rest(); end != OptionEnd::Printed)
+        return end;
+    if (!put_mptcp(t.w, t.opts.from(t.at - 2).first(t.length), t.length, t.tcp_flags))
+        return OptionEnd::Bad;
+    t.protocol = "mptcp"sv;
+    return OptionEnd::Printed;
+}
+
+OptionEnd tcp_option_unknown(TcpOption& t) noexcept
+{
+    t.data = t.length - 2;
+    if (t.data)
+        t.w.put(" 0x"sv);
+    for (size_t i = 0; i < t.data; ++i) {
+        if (const OptionEnd end = t.check(i + 1); end != OptionEnd::Printed)
+            return end;
+        t.w.hex_byte(t.opts.u8(t.at + i));
+    }
+    return OptionEnd::Printed;
+}
+
+constexpr uint8_t kTcpEol = 0;
+constexpr uint8_t kTcpNop = 1;
+// The options tcpdump's print-tcp.c names: kind, name, printer.
+constexpr struct {
+    uint8_t kind;
+    std::string_view name;
+    OptionEnd (*print)(TcpOption&) noexcept;
+} kTcpOptions[] = {
+    {kTcpEol, "eol"sv, tcp_option_empty},
+    {kTcpNop, "nop"sv, tcp_option_empty},
+    {2, "mss"sv, tcp_option_mss},
+    {3, "wscale"sv, tcp_option_wscale},
+    {4, "sackOK"sv, tcp_option_empty},
+    {5, "sack"sv, tcp_option_sack},
+    {6, "echo"sv, tcp_option_u32},
+    {7, "echoreply"sv, tcp_option_u32},
+    {8, "TS"sv, tcp_option_timestamp},
+    {11, "cc"sv, tcp_option_u32},
+    {12, "ccnew"sv, tcp_option_u32},
+    {13, ""sv, tcp_option_u32}, // CC.ECHO: tcpdump's table names it ""
+    {19, "md5"sv, tcp_option_md5},
+    {20, "scps"sv, tcp_option_scps},
+    {28, "uto"sv, tcp_option_uto},
+    {29, "tcp-ao"sv, tcp_option_ao},
+    {30, "mptcp"sv, tcp_option_mptcp},
+    {34, "tfo"sv, tcp_option_fastopen},
+    {254, "exp"sv, tcp_option_experiment},
+};
+
 // TCP options as tcpdump prints them: the names, values and checks of its
 // print-tcp.c. `opts` is what was captured of the `room` option bytes the
 // header length promises; `whole_segment`: the payload was captured too.
@@ -211,42 +449,12 @@ bool put_mptcp(Writer& w, const Bytes& opt, size_t length, uint8_t tcp_flags) no
 bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, TcpFlows::Base base,
                      bool whole_segment, uint8_t tcp_flags, const DecodeOptions& o) noexcept
 {
-    enum : uint8_t {
-        kEol = 0, kNop = 1, kMss = 2, kWscale = 3, kSackOk = 4, kSack = 5, kEcho = 6, kEchoReply = 7,
-        kTimestamp = 8, kCc = 11, kCcNew = 12, kCcEcho = 13, kMd5 = 19, kScps = 20, kUto = 28, kAo = 29,
-        kMptcp = 30, kFastOpen = 34, kExperiment = 254,
-    };
     w.put(", options ["sv);
     bool listed = false;
     size_t at = 0;
     // tcpdump's MPTCP printer renames the protocol and leaves it so: a
     // capture that ends in a later option reports "[|mptcp]".
     std::string_view protocol = "tcp"sv;
-    const auto truncated = [&] {
-        w.put(" [|"sv);
-        w.put(protocol);
-        w.put(']');
-        if (listed)
-            w.put('>');
-        return false;
-    };
-    const auto bad = [&] {
-        w.put("[bad opt]"sv);
-        if (listed)
-            w.put(']');
-        return false;
-    };
-    const auto fastopen = [&](size_t from, size_t n) {
-        if (n == 0) {
-            w.put(" cookiereq"sv);
-        } else if (n % 2 != 0 || n < 4 || n > 16) {
-            w.put(" (invalid)"sv);
-        } else {
-            w.put(" cookie "sv);
-            for (size_t i = 0; i < n; ++i)
-                w.hex_byte(opts.u8(from + i));
-        }
-    };
     while (room > 0) {
         if (listed)
             w.put(',');
@@ -257,195 +465,46 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
         }
         const uint8_t kind = opts.u8(at++);
         size_t length = 1;
-        if (kind != kEol && kind != kNop) {
+        if (kind != kTcpEol && kind != kTcpNop) {
             if (!opts.has(at, 1)) {
                 put_abandoned(w, protocol, o);
                 return false;
             }
             length = opts.u8(at++);
-            if (length < 2 || length > room)
-                return bad();
+            if (length < 2 || length > room) {
+                w.put("[bad opt]"sv);
+                if (listed)
+                    w.put(']');
+                return false;
+            }
             --room;
         }
         --room;
-        // The option's data: `need` bytes must be within the header and captured.
-        const auto check = [&](size_t need) { return need > room ? 0 : opts.has(at, need) ? 1 : 2; };
-        size_t data = 0;
-        switch (kind) {
-        case kEol: w.put("eol"sv); break;
-        case kNop: w.put("nop"sv); break;
-        case kMss: w.put("mss"sv); break;
-        case kWscale: w.put("wscale"sv); break;
-        case kSackOk: w.put("sackOK"sv); break;
-        case kSack: w.put("sack"sv); break;
-        case kEcho: w.put("echo"sv); break;
-        case kEchoReply: w.put("echoreply"sv); break;
-        case kTimestamp: w.put("TS"sv); break;
-        case kCc: w.put("cc"sv); break;
-        case kCcNew: w.put("ccnew"sv); break;
-        case kCcEcho: break; // tcpdump's table names it ""
-        case kMd5: w.put("md5"sv); break;
-        case kScps: w.put("scps"sv); break;
-        case kUto: w.put("uto"sv); break;
-        case kAo: w.put("tcp-ao"sv); break;
-        case kMptcp: w.put("mptcp"sv); break;
-        case kFastOpen: w.put("tfo"sv); break;
-        case kExperiment: w.put("exp"sv); break;
-        default:
-            w.put("unknown-"sv);
-            w.dec(kind);
-            break;
+        OptionEnd (*print)(TcpOption&) noexcept = tcp_option_unknown;
+        if (const auto* k = std::find_if(std::begin(kTcpOptions), std::end(kTcpOptions),
+                                         [&](const auto& k) { return k.kind == kind; });
+            k != std::end(kTcpOptions)) {
+            w.put(k->name);
+            print = k->print;
+        } else {
+            w.put("unknown-"sv, kind);
         }
-        switch (kind) {
-        case kMss:
-        case kWscale:
-        case kEcho:
-        case kEchoReply:
-        case kCc:
-        case kCcNew:
-        case kCcEcho:
-        case kScps:
-        case kUto:
-        case kTimestamp:
-        case kMd5: {
-            data = kind == kWscale ? 1 : kind == kMss || kind == kScps || kind == kUto ? 2 : kind == kTimestamp ? 8
-                : kind == kMd5 ? 16 : 4;
-            if (const int c = check(data); c != 1)
-                return c == 0 ? bad() : truncated();
-            if (kind == kMss) {
-                w.put(' ');
-                w.dec(opts.u16(at));
-            } else if (kind == kWscale) {
-                w.put(' ');
-                w.dec(opts.u8(at));
-            } else if (kind == kScps) {
-                w.put(" cap "sv);
-                w.hex(opts.u8(at), 2);
-                w.put(" id "sv);
-                w.dec(opts.u8(at + 1));
-            } else if (kind == kUto) {
-                const uint16_t value = opts.u16(at);
-                w.put(" 0x"sv);
-                w.hex(value);
-                w.put(' ');
-                // The low bit says minutes (1) or seconds (0).
-                w.dec(value & 1 ? (value >> 1) * 60u : value >> 1);
-            } else if (kind == kTimestamp) {
-                w.put(" val "sv);
-                w.dec(opts.u32(at));
-                w.put(" ecr "sv);
-                w.dec(opts.u32(at + 4));
-            } else if (kind == kMd5) {
-                // tcpdump cannot check it without the whole segment and
-                // the shared secret (-M).
-                w.put(whole_segment ? " shared secret not supplied with -M, can't check - "sv
-                                    : " snaplen too short, can't check - "sv);
-                for (size_t i = 0; i < 16; ++i)
-                    w.hex_byte(opts.u8(at + i));
-            } else {
-                w.put(' ');
-                w.dec(opts.u32(at));
-            }
-            break;
+        TcpOption t{w, opts, at, length, room, reverse, base, whole_segment, tcp_flags, protocol};
+        const OptionEnd end = print(t);
+        if (end != OptionEnd::Printed) {
+            if (end == OptionEnd::Bad)
+                w.put("[bad opt]"sv, listed ? "]"sv : ""sv);
+            else
+                w.put(" [|"sv, protocol, ']', listed ? ">"sv : ""sv);
+            return false;
         }
-        case kSack:
-            data = length - 2;
-            if (data % 8 != 0) {
-                w.put(" invalid sack"sv);
-                break;
-            }
-            w.put(' ');
-            w.dec(data / 8);
-            w.put(' ');
-            for (size_t i = 0; i < data; i += 8) {
-                if (const int c = check(i + 4); c != 1)
-                    return c == 0 ? bad() : truncated();
-                if (const int c = check(i + 8); c != 1)
-                    return c == 0 ? bad() : truncated();
-                const uint32_t relative_to = reverse ? base.seq : base.ack;
-                w.put('{');
-                w.dec(static_cast<uint32_t>(opts.u32(at + i) - relative_to));
-                w.put(':');
-                w.dec(static_cast<uint32_t>(opts.u32(at + i + 4) - relative_to));
-                w.put('}');
-            }
-            break;
-        case kAo:
-            data = length - 2;
-            if (data < 2) {
-                w.put(" (invalid)"sv);
-                break;
-            }
-            for (size_t i = 0; i < data; ++i) {
-                // The MAC's prefix comes before its first byte is checked.
-                if (i == 2)
-                    w.put(" mac 0x"sv);
-                if (const int c = check(i + 1); c != 1)
-                    return c == 0 ? bad() : truncated();
-                if (i == 0) {
-                    w.put(" keyid "sv);
-                    w.dec(opts.u8(at));
-                } else if (i == 1) {
-                    w.put(" rnextkeyid "sv);
-                    w.dec(opts.u8(at + 1));
-                } else {
-                    w.hex_byte(opts.u8(at + i));
-                }
-            }
-            break;
-        case kEol:
-        case kNop:
-        case kSackOk:
-            break;
-        case kFastOpen:
-            data = length - 2;
-            if (const int c = check(data); c != 1)
-                return c == 0 ? bad() : truncated();
-            w.put(' ');
-            fastopen(at, data);
-            break;
-        case kExperiment:
-            data = length - 2;
-            if (const int c = check(data); c != 1)
-                return c == 0 ? bad() : truncated();
-            if (data < 2)
-                return bad();
-            w.put('-');
-            if (opts.u16(at) == 0xf989) { // TCP Fast Open, RFC 7413
-                w.put("tfo"sv);
-                fastopen(at + 2, data - 2);
-            } else {
-                w.hex(opts.u16(at), 4);
-            }
-            break;
-        case kMptcp:
-            data = length - 2;
-            if (const int c = check(data); c != 1)
-                return c == 0 ? bad() : truncated();
-            if (!put_mptcp(w, opts.from(at - 2).first(length), length, tcp_flags))
-                return bad();
-            protocol = "mptcp"sv;
-            break;
-        default:
-            data = length - 2;
-            if (data)
-                w.put(" 0x"sv);
-            for (size_t i = 0; i < data; ++i) {
-                if (const int c = check(i + 1); c != 1)
-                    return c == 0 ? bad() : truncated();
-                w.hex_byte(opts.u8(at + i));
-            }
-            break;
-        }
-        at += data;
-        room -= data;
-        if (data + (kind == kEol || kind == kNop ? 1 : 2) != length) {
-            w.put("[len "sv);
-            w.dec(length);
-            w.put(']');
-        }
+        protocol = t.protocol;
+        at += t.data;
+        room -= t.data;
+        if (t.data + (kind == kTcpEol || kind == kTcpNop ? 1 : 2) != length)
+            w.put("[len "sv, length, ']');
         listed = true;
-        if (kind == kEol)
+        if (kind == kTcpEol)
             break;
     }
     w.put(']');
@@ -678,32 +737,25 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
             put_checksum_verdict(w, "udp"sv, check, l4.u16(6), should_be);
         }
     }
-    // The ports tcpdump 4.99.3 recognises a payload by (without -q), in its order.
+    // The ports tcpdump 4.99.3 recognises a payload by (without -q).
     if (!o.quick) {
-        const uint16_t source = l4.u16(0);
-        const uint16_t destination = l4.u16(2);
-        const auto either = [&](uint16_t port) { return source == port || destination == port; };
         const Bytes payload = l4.from(8);
         const size_t payload_length = udp_length < room ? udp_length : room;
-        if (either(kPortDns) || either(kPortMdns)) {
-            print_dns(w, payload, payload_length, false, !either(kPortDns), o.verbose);
-            return;
-        }
-        if (either(kPortOtv)) {
-            print_otv(w, payload, payload_length, o);
-            return;
-        }
-        if (either(kPortVxlan)) {
-            print_vxlan(w, payload, payload_length, o);
-            return;
-        }
-        if (either(kPortGeneve)) {
-            print_geneve(w, payload, payload_length, o);
-            return;
-        }
-        if (either(kPortMpls)) {
-            print_mpls(w, payload, payload_length, o);
-            return;
+        switch (application_by_port(kProtoUdp, l4.u16(0), l4.u16(2))) {
+        case PortApplication::Dns:
+            return print_dns(w, payload, payload_length, false, false, o.verbose);
+        case PortApplication::Mdns:
+            return print_dns(w, payload, payload_length, false, true, o.verbose);
+        case PortApplication::Otv:
+            return print_otv(w, payload, payload_length, o);
+        case PortApplication::Vxlan:
+            return print_vxlan(w, payload, payload_length, o);
+        case PortApplication::Geneve:
+            return print_geneve(w, payload, payload_length, o);
+        case PortApplication::Mpls:
+            return print_mpls(w, payload, payload_length, o);
+        default:
+            break;
         }
     }
     if (udp_length > room && !fragmented) {

@@ -8,8 +8,15 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 
 namespace xdpcap::text {
+
+// A piece of a run put(): lower-case hex, at least `width` digits.
+struct Hex {
+    uint64_t value;
+    int width = 1;
+};
 
 class Writer {
 public:
@@ -25,6 +32,14 @@ public:
         const size_t n = std::min(s.size(), static_cast<size_t>(end_ - p_));
         std::memcpy(p_, s.data(), n);
         p_ += n;
+    }
+    // A run of pieces in order, as tcpdump's one printf writes them:
+    // strings, chars, integers (in decimal) and Hex.
+    template <typename... Pieces>
+        requires(sizeof...(Pieces) > 1)
+    void put(const Pieces&... pieces) noexcept
+    {
+        (piece(pieces), ...);
     }
     void dec(uint64_t value) noexcept
     {
@@ -68,6 +83,20 @@ public:
     static constexpr char kHexDigits[] = "0123456789abcdef";
 
 private:
+    template <typename T>
+    void piece(const T& value) noexcept
+    {
+        if constexpr (std::is_same_v<T, char>)
+            put(value);
+        else if constexpr (std::is_same_v<T, Hex>)
+            hex(value.value, value.width);
+        else if constexpr (std::is_integral_v<T>) {
+            static_assert(!std::is_same_v<T, bool>, "a bool is no piece of text");
+            dec(static_cast<uint64_t>(value));
+        } else
+            put(std::string_view(value));
+    }
+
     char* begin_;
     char* p_;
     char* end_;
