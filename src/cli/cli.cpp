@@ -503,11 +503,11 @@ uint32_t ring_pages_from_kib(const std::string& text, size_t page_bytes)
     return static_cast<uint32_t>(pages);
 }
 
-CliOutcome parse_cli(int argc, const char* const* argv)
+namespace {
+
+// xdpcap [options] [expression] -- COMMAND [ARGS]: the rest is the command's.
+std::vector<std::string> split_off_command(std::vector<std::string>& args)
 {
-    auto options = make_options();
-    std::vector<std::string> args = translate_number_flag(argc, argv);
-    // xdpcap [options] [expression] -- COMMAND [ARGS]: the rest is the command's.
     std::vector<std::string> command;
     if (const auto dashes = std::find(args.begin() + (args.empty() ? 0 : 1), args.end(), "--"); dashes != args.end()) {
         command.assign(dashes + 1, args.end());
@@ -515,26 +515,24 @@ CliOutcome parse_cli(int argc, const char* const* argv)
         if (command.empty())
             throw Error("-- must be followed by a command to run");
     }
+    return command;
+}
+
+cxxopts::ParseResult parse_options(cxxopts::Options& options, const std::vector<std::string>& args)
+{
     std::vector<const char*> arg_pointers;
     for (const std::string& arg : args)
         arg_pointers.push_back(arg.c_str());
-    cxxopts::ParseResult result;
     try {
-        result = options.parse(static_cast<int>(arg_pointers.size()), arg_pointers.data());
+        return options.parse(static_cast<int>(arg_pointers.size()), arg_pointers.data());
     } catch (const cxxopts::exceptions::exception& e) {
         throw Error(plain_cxxopts_message(e.what()) + " (see xdpcap --help)");
     }
+}
 
-    if (result.count("help"))
-        return ShowText{without_trailing_spaces(options.help({""}))};
-    if (result.count("version"))
-        return ShowText{"xdpcap " + std::string(kVersion) + "\n"};
-
-    Config config;
-    config.dump_filter = result.count("dump-filter") > 0;
-    config.list_interfaces = result.count("list-interfaces") > 0;
-    if (config.list_interfaces)
-        return config;
+// -i, -r, -L, -F: where the packets come from.
+void parse_sources(const cxxopts::ParseResult& result, Config& config)
+{
     if (result.count("filter-file"))
         config.filter_file = result["filter-file"].as<std::string>();
     // Every -i in order; arguments() keeps them all (and, unlike a vector
@@ -568,7 +566,11 @@ CliOutcome parse_cli(int argc, const char* const* argv)
         throw Error("-L lists an interface's link types: give it with -i IFACE");
     if (config.interfaces.empty() && !config.dump_filter && !config.read_file)
         throw Error("no interface given: use -i IFACE, or -r FILE to read a capture file (see xdpcap --help)");
+}
 
+// -w, -s, -c and the rotation: where the packets go.
+void parse_output(const cxxopts::ParseResult& result, Config& config)
+{
     if (result.count("write")) {
         config.output = result["write"].as<std::string>();
         if (config.output->empty())
@@ -590,6 +592,11 @@ CliOutcome parse_cli(int argc, const char* const* argv)
             throw Error("-z needs a command");
     }
     check_rotation(config, result);
+}
+
+// The switches, the processes, the text view, the mode and the direction.
+void parse_behaviour(const cxxopts::ParseResult& result, Config& config, std::vector<std::string> command)
+{
     config.packet_buffered = result.count("packet-buffered") > 0;
     config.immediate = result.count("immediate-mode") > 0;
     config.verbose = result.count("verbose") > 0;
@@ -611,6 +618,11 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     config.xdp_mode = parse_xdp_mode(result["xdp-mode"].as<std::string>());
     config.direction = parse_direction(result["direction"].as<std::string>());
     config.promiscuous = result.count("no-promiscuous-mode") == 0;
+}
+
+// -B and --ring-pages, --sample, -Z, --at and --program.
+void parse_kernel_side(const cxxopts::ParseResult& result, Config& config)
+{
     if (result.count("ring-pages") && result.count("buffer-size"))
         throw Error("give the ring size either with -B (KiB) or with --ring-pages, not both");
     if (result.count("ring-pages") && result["ring-pages"].as<std::string>() != "auto") {
@@ -636,7 +648,10 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     }
     if ((config.at_given || config.trace_program) && config.direction == Direction::Out)
         throw Error("--at and --program trace an XDP program on received frames; -Q out captures none");
+}
 
+void parse_expression(const cxxopts::ParseResult& result, Config& config)
+{
     if (result.count("expression")) {
         for (const auto& word : result["expression"].as<std::vector<std::string>>()) {
             if (!config.filter.empty())
@@ -646,6 +661,31 @@ CliOutcome parse_cli(int argc, const char* const* argv)
     }
     if (config.filter_file && !config.filter.empty())
         throw Error("give the filter expression either with -F or on the command line, not both");
+}
+
+} // namespace
+
+CliOutcome parse_cli(int argc, const char* const* argv)
+{
+    auto options = make_options();
+    std::vector<std::string> args = translate_number_flag(argc, argv);
+    std::vector<std::string> command = split_off_command(args);
+    const cxxopts::ParseResult result = parse_options(options, args);
+    if (result.count("help"))
+        return ShowText{without_trailing_spaces(options.help({""}))};
+    if (result.count("version"))
+        return ShowText{"xdpcap " + std::string(kVersion) + "\n"};
+
+    Config config;
+    config.dump_filter = result.count("dump-filter") > 0;
+    config.list_interfaces = result.count("list-interfaces") > 0;
+    if (config.list_interfaces)
+        return config;
+    parse_sources(result, config);
+    parse_output(result, config);
+    parse_behaviour(result, config, std::move(command));
+    parse_kernel_side(result, config);
+    parse_expression(result, config);
     return config;
 }
 

@@ -237,7 +237,7 @@ void CaptureFile::interface_description(std::span<const uint8_t> body)
     ticks_per_second_.push_back(per_second);
 }
 
-std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
+std::optional<CaptureFile::Block> CaptureFile::next_block()
 {
     if (!fill(12, "a block header"))
         return std::nullopt;
@@ -264,33 +264,47 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     h = buffer_.data() + begin_;
     if (u32(h + length - 4) != length)
         malformed("a block whose trailing length differs from its leading one");
-    const std::span<const uint8_t> block(h, length);
-    const std::span<const uint8_t> body = block.subspan(8, length - 12);
     consumed_ = length;
-    Record r{Record::Kind::Other, {}, block};
-    switch (type) {
+    return Block{type, std::span<const uint8_t>(h, length)};
+}
+
+std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
+{
+    const std::optional<Block> block = next_block();
+    if (!block)
+        return std::nullopt;
+    Record r{Record::Kind::Other, {}, block->bytes};
+    switch (block->type) {
     case kShbType:
-        section_header(block);
+        section_header(block->bytes);
         r.kind = Record::Kind::SectionHeader;
-        return r;
+        break;
     case kIdbType:
-        interface_description(body);
+        interface_description(block->bytes.subspan(8, block->bytes.size() - 12));
         r.kind = Record::Kind::InterfaceDescription;
-        return r;
+        break;
     case kIsbType:
         r.kind = Record::Kind::Statistics;
-        return r;
+        break;
     case kEpbType:
     case kObsoletePacketType:
     case kSpbType:
+        packet_block(*block, r.packet);
+        r.kind = Record::Kind::Packet;
         break;
     default:
-        return r;
+        break;
     }
-    Packet& p = r.packet;
+    return r;
+}
+
+void CaptureFile::packet_block(const Block& block, Packet& p)
+{
+    const size_t length = block.bytes.size();
+    const std::span<const uint8_t> body = block.bytes.subspan(8, length - 12);
     size_t fixed;
     uint32_t local_id;
-    if (type == kSpbType) {
+    if (block.type == kSpbType) {
         if (body.size() < 4)
             malformed("a simple packet block too short");
         local_id = 0;
@@ -300,7 +314,7 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     } else {
         if (body.size() < 20)
             malformed("a packet block too short");
-        local_id = type == kEpbType ? u32(body.data()) : u16(body.data());
+        local_id = block.type == kEpbType ? u32(body.data()) : u16(body.data());
         const uint64_t ticks = (uint64_t{u32(body.data() + 4)} << 32) | u32(body.data() + 8);
         p.cap_len = u32(body.data() + 12);
         p.orig_len = u32(body.data() + 16);
@@ -309,7 +323,7 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
             malformed("a packet of " + std::to_string(p.cap_len) + " bytes in a block of " + std::to_string(length));
         if (local_id < ticks_per_second_.size())
             p.timestamp_ns = to_ns(ticks, ticks_per_second_[local_id]);
-        if (type == kObsoletePacketType)
+        if (block.type == kObsoletePacketType)
             p.drop_count = u16(body.data() + 2);
     }
     if (local_id >= ticks_per_second_.size())
@@ -317,15 +331,21 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     p.interface_id = static_cast<uint32_t>(section_base_ + local_id);
     p.data = body.data() + fixed;
     const size_t snap = interfaces_[p.interface_id].snaplen;
-    if (type == kSpbType && snap && p.cap_len > snap)
+    if (block.type == kSpbType && snap && p.cap_len > snap)
         p.cap_len = static_cast<uint32_t>(snap);
-    // Options (not in a Simple Packet Block).
-    for (size_t at = fixed + pad4(p.cap_len); type != kSpbType && at + 4 <= body.size();) {
-        const uint16_t code = u16(body.data() + at);
-        const uint16_t olen = u16(body.data() + at + 2);
-        if (code == kOptEndOfOpt || at + 4 + olen > body.size())
+    // A Simple Packet Block has no options.
+    if (block.type != kSpbType && fixed + pad4(p.cap_len) < body.size())
+        packet_options(body.subspan(fixed + pad4(p.cap_len)), p);
+}
+
+void CaptureFile::packet_options(std::span<const uint8_t> options, Packet& p) const
+{
+    for (size_t at = 0; at + 4 <= options.size();) {
+        const uint16_t code = u16(options.data() + at);
+        const uint16_t olen = u16(options.data() + at + 2);
+        if (code == kOptEndOfOpt || at + 4 + olen > options.size())
             break;
-        const uint8_t* value = body.data() + at + 4;
+        const uint8_t* value = options.data() + at + 4;
         if (code == kOptComment && p.comment.empty())
             p.comment = std::string_view(reinterpret_cast<const char*>(value), olen);
         else if (code == kEpbFlags && olen >= 4)
@@ -338,8 +358,6 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
             p.xdp_verdict = u64(value + 1);
         at += 4 + pad4(olen);
     }
-    r.kind = Record::Kind::Packet;
-    return r;
 }
 
 } // namespace xdpcap

@@ -70,6 +70,16 @@ private:
     void start();
     std::optional<Record> next_pcap();
     std::optional<Record> next_pcapng();
+    // The next pcapng block whole, its type in the section's byte order;
+    // nothing at a clean end of input.
+    struct Block {
+        uint32_t type;
+        std::span<const uint8_t> bytes;
+    };
+    std::optional<Block> next_block();
+    // An EPB, SPB or obsolete packet block's fields, then its options.
+    void packet_block(const Block& block, Packet& p);
+    void packet_options(std::span<const uint8_t> options, Packet& p) const;
     void section_header(std::span<const uint8_t> block);
     void interface_description(std::span<const uint8_t> body);
     [[noreturn]] void malformed(const std::string& what) const;
