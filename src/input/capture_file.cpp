@@ -185,6 +185,19 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcap()
     return r;
 }
 
+template <class Visit>
+void CaptureFile::for_each_option(std::span<const uint8_t> options, Visit&& visit) const
+{
+    for (size_t at = 0; at + 4 <= options.size();) {
+        const uint16_t code = u16(options.data() + at);
+        const uint16_t length = u16(options.data() + at + 2);
+        if (code == kOptEndOfOpt || at + 4 + length > options.size())
+            break;
+        visit(code, options.subspan(at + 4, length));
+        at += 4 + pad4(length);
+    }
+}
+
 void CaptureFile::section_header(std::span<const uint8_t> block)
 {
     if (block.size() < 28)
@@ -196,16 +209,11 @@ void CaptureFile::section_header(std::span<const uint8_t> block)
     ticks_per_second_.clear();
     section_by_xdpcap_ = false;
     constexpr std::string_view kXdpcap = "xdpcap ";
-    for (size_t at = 24; at + 4 <= block.size() - 4;) {
-        const uint16_t code = u16(block.data() + at);
-        const uint16_t length = u16(block.data() + at + 2);
-        if (code == kOptEndOfOpt || at + 4 + length > block.size() - 4)
-            break;
+    for_each_option(block.subspan(24, block.size() - 28), [&](uint16_t code, std::span<const uint8_t> value) {
         if (code == kShbUserAppl)
-            section_by_xdpcap_ = std::string_view(reinterpret_cast<const char*>(block.data() + at + 4), length)
-                                     .starts_with(kXdpcap);
-        at += 4 + pad4(length);
-    }
+            section_by_xdpcap_ =
+                std::string_view(reinterpret_cast<const char*>(value.data()), value.size()).starts_with(kXdpcap);
+    });
 }
 
 void CaptureFile::interface_description(std::span<const uint8_t> body)
@@ -214,15 +222,11 @@ void CaptureFile::interface_description(std::span<const uint8_t> body)
         malformed("an interface description block too short");
     Interface iface{"", u16(body.data()), u32(body.data() + 4), section_by_xdpcap_};
     uint64_t per_second = 1'000'000;
-    for (size_t at = 8; at + 4 <= body.size();) {
-        const uint16_t code = u16(body.data() + at);
-        const uint16_t length = u16(body.data() + at + 2);
-        if (code == kOptEndOfOpt || at + 4 + length > body.size())
-            break;
-        const uint8_t* value = body.data() + at + 4;
+    for_each_option(body.subspan(8), [&](uint16_t code, std::span<const uint8_t> value) {
+        const auto* text = reinterpret_cast<const char*>(value.data());
         if (code == kIfName)
-            iface.name.assign(reinterpret_cast<const char*>(value), strnlen(reinterpret_cast<const char*>(value), length));
-        else if (code == kIfTsresol && length >= 1) {
+            iface.name.assign(text, strnlen(text, value.size()));
+        else if (code == kIfTsresol && !value.empty()) {
             const uint8_t resol = value[0];
             const unsigned exponent = resol & 0x7f;
             if ((resol & 0x80) ? exponent > 63 : exponent > 19)
@@ -231,8 +235,7 @@ void CaptureFile::interface_description(std::span<const uint8_t> body)
             for (unsigned i = 0; i < exponent; ++i)
                 per_second *= (resol & 0x80) ? 2 : 10;
         }
-        at += 4 + pad4(length);
-    }
+    });
     interfaces_.push_back(std::move(iface));
     ticks_per_second_.push_back(per_second);
 }
@@ -340,24 +343,19 @@ void CaptureFile::packet_block(const Block& block, Packet& p)
 
 void CaptureFile::packet_options(std::span<const uint8_t> options, Packet& p) const
 {
-    for (size_t at = 0; at + 4 <= options.size();) {
-        const uint16_t code = u16(options.data() + at);
-        const uint16_t olen = u16(options.data() + at + 2);
-        if (code == kOptEndOfOpt || at + 4 + olen > options.size())
-            break;
-        const uint8_t* value = options.data() + at + 4;
+    for_each_option(options, [&](uint16_t code, std::span<const uint8_t> value) {
+        const size_t length = value.size();
         if (code == kOptComment && p.comment.empty())
-            p.comment = std::string_view(reinterpret_cast<const char*>(value), olen);
-        else if (code == kEpbFlags && olen >= 4)
-            p.flags = u32(value);
-        else if (code == kEpbDropCount && olen >= 8)
-            p.drop_count = u64(value);
-        else if (code == kEpbQueue && olen >= 4)
-            p.queue = u32(value);
-        else if (code == kEpbVerdict && olen >= 9 && value[0] == kVerdictEbpfXdp)
-            p.xdp_verdict = u64(value + 1);
-        at += 4 + pad4(olen);
-    }
+            p.comment = std::string_view(reinterpret_cast<const char*>(value.data()), length);
+        else if (code == kEpbFlags && length >= 4)
+            p.flags = u32(value.data());
+        else if (code == kEpbDropCount && length >= 8)
+            p.drop_count = u64(value.data());
+        else if (code == kEpbQueue && length >= 4)
+            p.queue = u32(value.data());
+        else if (code == kEpbVerdict && length >= 9 && value[0] == kVerdictEbpfXdp)
+            p.xdp_verdict = u64(value.data() + 1);
+    });
 }
 
 } // namespace xdpcap

@@ -80,6 +80,10 @@ private:
     // An EPB, SPB or obsolete packet block's fields, then its options.
     void packet_block(const Block& block, Packet& p);
     void packet_options(std::span<const uint8_t> options, Packet& p) const;
+    // Calls visit(code, value) for each option up to opt_endofopt or the
+    // first that does not fit.
+    template <class Visit>
+    void for_each_option(std::span<const uint8_t> options, Visit&& visit) const;
     void section_header(std::span<const uint8_t> block);
     void interface_description(std::span<const uint8_t> body);
     [[noreturn]] void malformed(const std::string& what) const;
