@@ -257,7 +257,7 @@ std::vector<CaptureLoop::KernelCounters> CaptureLoop::kernel_counters() const
         // Xdp's key counts received frames at either hook.
         KernelCounters counters{program.read_counters(Hook::Xdp),
                                 program.read_counters(Hook::TcEgress), {}, {},
-                                program.read_drop_counters()};
+                                program.read_counters(Hook::Drop)};
         if (program.tracing()) {
             counters.entry = program.read_trace_counters(false);
             counters.exit = program.read_trace_counters(true);

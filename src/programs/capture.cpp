@@ -163,11 +163,6 @@ void CaptureProgram::install_drop_filter(std::span<const bpf_insn> filter_body)
     drops_->install_filter(filter_body, bpf_map__fd(skel_->maps.counters));
 }
 
-std::vector<xdpcap_counters> CaptureProgram::read_drop_counters() const
-{
-    return read_key(XDPCAP_COUNTERS_DROPS);
-}
-
 int CaptureProgram::program_fd(Hook hook) const
 {
     switch (hook) {

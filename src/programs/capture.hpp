@@ -141,14 +141,12 @@ public:
     // The counters of the hook's key (its row's `counters`), indexed by CPU
     // id over every possible CPU; zero for a hook not loaded. Xdp and
     // TcIngress share the received frames' key; in trace mode that adds
-    // entry's and exit's.
+    // entry's and exit's (read_trace_counters() has them on their own).
     std::vector<xdpcap_counters> read_counters(Hook hook) const;
     // Trace mode: one hook point's counters, over every traced program or
     // of one (its index in load_trace()'s targets).
     std::vector<xdpcap_counters> read_trace_counters(bool exit) const;
     std::vector<xdpcap_counters> read_trace_counters(uint32_t program, bool exit) const;
-    // --drops: the drop program's counters, zero when it is not loaded.
-    std::vector<xdpcap_counters> read_drop_counters() const;
     // Trace mode: the hook points traced, as kTraceEntry | kTraceExit; else 0.
     unsigned trace_points() const noexcept { return trace_points_; }
 

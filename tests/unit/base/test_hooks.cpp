@@ -24,6 +24,8 @@ TEST(Hooks, WhatEachRecordCarries)
         EXPECT_EQ(row.verdict, row.hook == Hook::Fexit) << row.name;
         EXPECT_EQ(row.dropped, row.hook == Hook::Drop) << row.name;
     }
+    EXPECT_EQ(hook_info(Hook::TcEgress).direction, XDPCAP_DIR_EGRESS);
+    EXPECT_EQ(hook_info(Hook::TcIngress).direction, XDPCAP_DIR_INGRESS);
     EXPECT_EQ(hook_info(Hook::Fentry).filter, hook_info(Hook::Fexit).filter);
     EXPECT_EQ(hook_info(Hook::Xdp).counters, hook_info(Hook::TcIngress).counters);
     EXPECT_EQ(hook_info(Hook::Xdp).slot, hook_info(Hook::TcIngress).slot);
