@@ -108,9 +108,9 @@ std::string hooks_description(const CaptureProgram& program, XdpMode mode)
     std::string text;
     if (program.receives_at_tc())
         text = std::string(program.ingress_mechanism()) + " ingress";
-    else if (program.captures(CaptureProgram::Hook::Ingress))
+    else if (program.receives())
         text = std::string("XDP ") + xdp_mode_name(mode) + " mode";
-    if (program.captures(CaptureProgram::Hook::Egress))
+    if (program.sends())
         text += std::string(text.empty() ? "" : " and ") + program.egress_mechanism() + " egress";
     return text;
 }
@@ -130,16 +130,16 @@ SlotText slot_text(const InterfaceMap& map, uint32_t slot, const std::vector<Xdp
                    const std::string& hooks)
 {
     const InterfaceMap::Slot s = map.slot(slot);
-    if (s.kind == InterfaceMap::Kind::Drop)
-        return SlotText{":drop", "the kernel's drops (tracepoint skb:kfree_skb), each with the drop reason and the "
+    if (s.kind == InterfaceSlot::Drop)
+        return SlotText{hook_info(Hook::Drop).suffix, "the kernel's drops (tracepoint skb:kfree_skb), each with the drop reason and the "
                                  "dropping code in its comment"};
-    if (s.kind == InterfaceMap::Kind::Own)
+    if (s.kind == InterfaceSlot::Own)
         return SlotText{"", hooks};
-    if (s.kind == InterfaceMap::Kind::Egress)
+    if (s.kind == InterfaceSlot::Egress)
         return SlotText{"", hooks};
-    const bool entry = s.kind == InterfaceMap::Kind::Entry;
+    const bool entry = s.kind == InterfaceSlot::Entry;
     const XdpProgramInfo& p = traced[s.program];
-    return SlotText{std::string(entry ? ":entry" : ":exit") + (traced.size() > 1 ? ":" + p.name : ""),
+    return SlotText{std::string(hook_info(entry ? Hook::Fentry : Hook::Fexit).suffix) + (traced.size() > 1 ? ":" + p.name : ""),
                     std::string(entry ? "fentry" : "fexit") + " of " + program_text(p) +
                         (entry ? ", frames as it receives them" : ", frames as it leaves them, with its verdict")};
 }
@@ -228,7 +228,7 @@ std::vector<PacketOutput::InterfaceTraits> interface_traits(const std::vector<Se
 std::optional<std::string> rx_vlan_missing(const Session& session)
 {
     const CaptureProgram& program = *session.program;
-    const bool receives = program.captures(CaptureProgram::Hook::Ingress) || program.tracing();
+    const bool receives = program.receives() || program.tracing();
     // At tc ingress the tag is read from the skb.
     if (!receives || !session.rx_vlan_offload || program.restores_rx_vlan() || program.receives_at_tc())
         return std::nullopt;
@@ -316,7 +316,7 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
     };
     if (!map.tracing() && !map.drops()) {
         for (size_t i = 0; i < stats.size(); ++i)
-            block(map.interface(static_cast<uint32_t>(i), XDPCAP_HOOK_XDP, 0), stats[i].kernel, stats[i].ring.invalid,
+            block(map.interface(static_cast<uint32_t>(i), abi_value(Hook::Xdp), 0), stats[i].kernel, stats[i].ring.invalid,
                   stats[i].ring.written);
         return isbs;
     }
@@ -324,11 +324,11 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
     std::vector<std::array<std::vector<xdpcap_counters>, 2>> traced;
     for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
         const InterfaceMap::Slot s = map.slot(slot);
-        if (s.kind != InterfaceMap::Kind::Entry && s.kind != InterfaceMap::Kind::Exit)
+        if (s.kind != InterfaceSlot::Entry && s.kind != InterfaceSlot::Exit)
             continue;
         if (traced.size() <= s.program)
             traced.resize(s.program + 1);
-        const bool exit = s.kind == InterfaceMap::Kind::Exit;
+        const bool exit = s.kind == InterfaceSlot::Exit;
         traced[s.program][exit] = program.read_trace_counters(s.program, exit);
     }
     for (size_t i = 0; i < stats.size(); ++i) {
@@ -337,12 +337,12 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
             const InterfaceMap::Slot s = map.slot(slot);
             const uint32_t id = static_cast<uint32_t>(i) * map.per_ring() + slot;
             xdpcap_counters k = cpu.egress;
-            if (s.kind == InterfaceMap::Kind::Own)
+            if (s.kind == InterfaceSlot::Own)
                 k = cpu.ingress + cpu.egress;
-            else if (s.kind == InterfaceMap::Kind::Drop)
+            else if (s.kind == InterfaceSlot::Drop)
                 k = cpu.drops;
-            if (s.kind == InterfaceMap::Kind::Entry || s.kind == InterfaceMap::Kind::Exit) {
-                const auto& per_cpu = traced[s.program][s.kind == InterfaceMap::Kind::Exit];
+            if (s.kind == InterfaceSlot::Entry || s.kind == InterfaceSlot::Exit) {
+                const auto& per_cpu = traced[s.program][s.kind == InterfaceSlot::Exit];
                 k = static_cast<size_t>(cpu.cpu) < per_cpu.size() ? per_cpu[static_cast<size_t>(cpu.cpu)]
                                                                    : xdpcap_counters{};
             }
@@ -656,7 +656,7 @@ void LiveCapture::choose_hooks()
         // Translated before anything is loaded: what trace mode cannot
         // filter on is refused with nothing touched.
         if (session.classic && !session.traced.empty())
-            session.trace_filter = translate_filter(session.classic->instructions(), FilterTarget{FilterHook::Trace});
+            session.trace_filter = translate_filter(session.classic->instructions(), FilterTarget{hook_info(Hook::Fentry).filter});
     }
 }
 
@@ -708,22 +708,22 @@ void LiveCapture::load_session(Session& session)
     // The same expression on every hook, each counted on its own.
     if (session.classic) {
         const auto& classic = session.classic->instructions();
-        if (program.loads(CaptureProgram::Hook::TcIngress))
-            program.install_filter(CaptureProgram::Hook::TcIngress,
-                                   translate_filter(classic, FilterTarget{FilterHook::TcIngress}));
-        if (program.loads(CaptureProgram::Hook::Ingress))
-            program.install_filter(CaptureProgram::Hook::Ingress,
-                                   translate_filter(classic, FilterTarget{FilterHook::Xdp, program.multi_buffer(),
+        if (program.loads(Hook::TcIngress))
+            program.install_filter(Hook::TcIngress,
+                                   translate_filter(classic, FilterTarget{hook_info(Hook::TcIngress).filter}));
+        if (program.loads(Hook::Xdp))
+            program.install_filter(Hook::Xdp,
+                                   translate_filter(classic, FilterTarget{hook_info(Hook::Xdp).filter, program.multi_buffer(),
                                                                           program.rx_vlan_view_map_fd()}));
-        if (program.captures(CaptureProgram::Hook::Egress))
-            program.install_filter(CaptureProgram::Hook::Egress,
-                                   translate_filter(classic, FilterTarget{FilterHook::TcEgress}));
+        if (program.sends())
+            program.install_filter(Hook::TcEgress,
+                                   translate_filter(classic, FilterTarget{hook_info(Hook::TcEgress).filter}));
     }
     if (config_.drops) {
         program.load_drops(config_.direction, session.classic.has_value());
         if (session.classic)
             program.install_drop_filter(translate_filter(
-                session.classic->instructions(), FilterTarget{FilterHook::Drop, false, -1, program.drop_view_map_fd()}));
+                session.classic->instructions(), FilterTarget{hook_info(Hook::Drop).filter, false, -1, program.drop_view_map_fd()}));
     }
     session.rings.emplace(create_rings(program.events_map_fd(), config_, sessions_.size()));
 }
@@ -752,7 +752,7 @@ void LiveCapture::load()
     interfaces_.emplace(first.traced.empty()
                             ? InterfaceMap(config_.drops)
                             : InterfaceMap(static_cast<uint32_t>(first.traced.size()), first.trace_entry,
-                                           first.trace_exit, first.program->captures(CaptureProgram::Hook::Egress),
+                                           first.trace_exit, first.program->sends(),
                                            config_.drops));
 }
 

@@ -254,9 +254,10 @@ std::vector<CaptureLoop::KernelCounters> CaptureLoop::kernel_counters() const
     std::vector<KernelCounters> all;
     for (const CaptureSource& source : sources_) {
         const CaptureProgram& program = *source.program;
-        KernelCounters counters{program.read_counters(CaptureProgram::Hook::Ingress),
-                                program.read_counters(CaptureProgram::Hook::Egress), {}, {},
-                                program.read_drop_counters()};
+        // Xdp's key counts received frames at either hook.
+        KernelCounters counters{program.read_counters(Hook::Xdp),
+                                program.read_counters(Hook::TcEgress), {}, {},
+                                program.read_counters(Hook::Drop)};
         if (program.tracing()) {
             counters.entry = program.read_trace_counters(false);
             counters.exit = program.read_trace_counters(true);

@@ -14,7 +14,7 @@ std::string counted(uint64_t n, const char* singular_rest, const char* plural_re
 
 std::string direction_counts(const char* name, const xdpcap_counters& k, bool filtering, bool sampling)
 {
-    return std::string(name) + " " + std::to_string(k.seen) + " seen, " +
+    return std::string(name) + ": " + std::to_string(k.seen) + " seen, " +
         (filtering ? std::to_string(k.matched) + " kept by filter, " : std::string()) +
         (sampling ? std::to_string(k.sample_skipped) + " skipped by sampling, " : std::string()) +
         std::to_string(k.sampled) + " sampled, " + std::to_string(k.output_failed) + " output errors";
@@ -171,16 +171,17 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
         const auto part = [&](const char* name, const xdpcap_counters& k) {
             split += (split.empty() ? "    " : "; ") + direction_counts(name, k, format.filtering, sampling);
         };
+        // Named as the hooks are (base/hooks.hpp); Xdp's is TcIngress's too.
         if (!format.trace_points)
-            part("in:", s.ingress);
+            part(hook_info(Hook::Xdp).name, s.ingress);
         if (format.trace_points & kTraceEntry)
-            part("entry:", s.entry);
+            part(hook_info(Hook::Fentry).name, s.entry);
         if (format.trace_points & kTraceExit)
-            part("exit:", s.exit);
+            part(hook_info(Hook::Fexit).name, s.exit);
         if (format.both_directions)
-            part("out:", s.egress);
+            part(hook_info(Hook::TcEgress).name, s.egress);
         if (format.drops)
-            part("drops:", s.drops);
+            part(hook_info(Hook::Drop).name, s.drops);
         text += split + "\n";
     }
     return text;

@@ -102,14 +102,14 @@ constexpr std::array<Ancillary, 16> kAncillary{{
     {SKF_AD_VLAN_TPID, "SKF_AD_VLAN_TPID", "the VLAN protocol"},
 }};
 
-const char* hook_name(FilterHook hook)
+const char* context_name(FilterContext context)
 {
-    switch (hook) {
-    case FilterHook::Xdp: return "XDP";
-    case FilterHook::TcEgress: return "tc egress";
-    case FilterHook::TcIngress: return "tc ingress";
-    case FilterHook::Trace: return "trace mode (fentry/fexit)";
-    case FilterHook::Drop: return "kernel drop (skb:kfree_skb)";
+    switch (context) {
+    case FilterContext::Xdp: return "XDP";
+    case FilterContext::TcEgress: return "tc egress";
+    case FilterContext::TcIngress: return "tc ingress";
+    case FilterContext::Trace: return "trace mode (fentry/fexit)";
+    case FilterContext::Drop: return "kernel drop (skb:kfree_skb)";
     }
     return "";
 }
@@ -221,10 +221,10 @@ bool known_opcode(uint16_t code)
 class Translator {
 public:
     Translator(std::span<const sock_filter> classic, const FilterTarget& target)
-        : classic_(classic), target_(target), xdp_(target.hook == FilterHook::Xdp),
-          skb_(target.hook == FilterHook::TcEgress || target.hook == FilterHook::TcIngress),
-          trace_(target.hook == FilterHook::Trace),
-          drop_(target.hook == FilterHook::Drop), probed_(trace_ || drop_),
+        : classic_(classic), target_(target), xdp_(target.context == FilterContext::Xdp),
+          skb_(target.context == FilterContext::TcEgress || target.context == FilterContext::TcIngress),
+          trace_(target.context == FilterContext::Trace),
+          drop_(target.context == FilterContext::Drop), probed_(trace_ || drop_),
           // An skb always has a paged part bpf_skb_load_bytes() reaches.
           slow_path_(skb_ || (xdp_ && target.multi_buffer))
     {
@@ -1137,7 +1137,7 @@ private:
             throw Error(std::string("the filter uses ") + known->what + " (" + known->name + "), " + why);
         };
         const auto not_here = [&] {
-            refuse((std::string("which ") + hook_name(target_.hook) + " programs do not have").c_str());
+            refuse((std::string("which ") + context_name(target_.context) + " programs do not have").c_str());
         };
         const auto skb_field = [&](int16_t offset) {
             if (!skb_)
@@ -1155,7 +1155,7 @@ private:
                 bind(done);
             } else if (!skb_) {
                 received_packet_type();
-            } else if (target_.hook == FilterHook::TcIngress) {
+            } else if (target_.context == FilterContext::TcIngress) {
                 emit(ldx_mem(BPF_W, kA, kCtx, offsetof(__sk_buff, pkt_type)));
             } else {
                 emit(mov32_imm(kA, kPacketOutgoing));

@@ -8,32 +8,18 @@
 #include <span>
 #include <vector>
 
+#include "base/hooks.hpp"
+
 namespace xdpcap {
 
-enum class FilterHook {
-    Xdp,      // ctx is struct xdp_md *, the packet was received
-    // ctx is struct __sk_buff * of a SCHED_CLS program on egress. A VLAN tag
-    // the skb carries in metadata (TX offload) is seen at offset 12 as on the
-    // wire, and the length includes it.
-    TcEgress,
-    // ctx is struct __sk_buff * of a SCHED_CLS program on ingress: as
-    // TcEgress, with the packet type eth_type_trans() gave the frame.
-    TcIngress,
-    // ctx is the argument array of an fentry/fexit program on an XDP
-    // program: ctx[0] is the kernel's struct xdp_buff *. Bytes are read with
-    // bpf_probe_read_kernel() from the linear data only; the length is the
-    // whole frame's. There is no device to read `ifindex` from.
-    Trace,
-    // ctx is the argument array of a raw tracepoint program on
-    // skb:kfree_skb (--drops). The frame is described by the CPU's struct
-    // xdpcap_drop_view in the map drop_view_map_fd: bytes are read with
-    // bpf_probe_read_kernel() from its linear data only; a VLAN tag the skb
-    // holds in metadata is seen at offset 12 as on the wire.
-    Drop,
-};
-
+// The filter's ctx is its hook's FilterContext (base/hooks.hpp). Trace: bytes
+// are read with bpf_probe_read_kernel() from the linear data only; the length
+// is the whole frame's; there is no device to read `ifindex` from. Drop: the
+// frame is the CPU's struct xdpcap_drop_view in map drop_view_map_fd, its
+// bytes read as Trace's. TcEgress, TcIngress and Drop see a VLAN tag the skb
+// carries in metadata at offset 12 as on the wire, and the length includes it.
 struct FilterTarget {
-    FilterHook hook = FilterHook::Xdp;
+    FilterContext context = FilterContext::Xdp;
     // Xdp only: loads past the linear data go through bpf_xdp_load_bytes()
     // and the length through bpf_xdp_get_buff_len() (kernel >= 5.18, program
     // loaded with BPF_F_XDP_HAS_FRAGS); without it they see the linear data

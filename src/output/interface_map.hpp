@@ -2,21 +2,21 @@
 // of interfaces. Own-program mode: one for both directions. Trace mode: one
 // per hook point of each traced program, plus one for egress when captured.
 // With --drops, one more for the kernel's drops, last. A sample's interface
-// is its ring's block plus the slot of its hook and program. A multiply and
-// an add per packet, no table walk.
+// is its ring's block plus the slot of its hook (its row's InterfaceSlot,
+// base/hooks.hpp) and program. An index, a multiply and an add per packet,
+// no table walk.
 #pragma once
 
 #include <cstdint>
 
-#include "xdpcap_abi.h"
+#include "base/hooks.hpp"
 
 namespace xdpcap {
 
 class InterfaceMap {
 public:
-    enum class Kind { Own, Egress, Entry, Exit, Drop };
     struct Slot {
-        Kind kind;
+        InterfaceSlot kind;
         uint32_t program; // Entry and Exit: index of the traced program
     };
 
@@ -50,15 +50,15 @@ public:
     Slot slot(uint32_t slot) const noexcept
     {
         if (drops_ && slot == per_ring_ - 1)
-            return Slot{Kind::Drop, 0};
+            return Slot{InterfaceSlot::Drop, 0};
         if (!tracing())
-            return Slot{Kind::Own, 0};
+            return Slot{InterfaceSlot::Own, 0};
         if (egress_ && slot == 0)
-            return Slot{Kind::Egress, 0};
+            return Slot{InterfaceSlot::Egress, 0};
         const uint32_t rel = slot - first_trace_;
         const uint32_t program = rel / hooks_;
         const bool exit = !entry_ || rel % hooks_ == 1;
-        return Slot{exit ? Kind::Exit : Kind::Entry, program};
+        return Slot{exit ? InterfaceSlot::Exit : InterfaceSlot::Entry, program};
     }
 
 private:
@@ -66,12 +66,13 @@ private:
     // valid slot rather than past the table.
     uint32_t slot_of(uint8_t hook, uint16_t program) const noexcept
     {
-        if (hook == XDPCAP_HOOK_DROP && drops_)
+        const InterfaceSlot kind = hook_info(hook).slot;
+        if (kind == InterfaceSlot::Drop && drops_)
             return per_ring_ - 1;
-        if (!tracing() || (hook != XDPCAP_HOOK_FENTRY && hook != XDPCAP_HOOK_FEXIT))
+        if (!tracing() || (kind != InterfaceSlot::Entry && kind != InterfaceSlot::Exit))
             return 0;
         const uint32_t p = program < programs_ ? program : programs_ - 1;
-        return first_trace_ + p * hooks_ + (hook == XDPCAP_HOOK_FEXIT ? exit_offset_ : 0);
+        return first_trace_ + p * hooks_ + (kind == InterfaceSlot::Exit ? exit_offset_ : 0);
     }
 
     uint32_t programs_ = 0;

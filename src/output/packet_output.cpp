@@ -201,7 +201,8 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     packet.drop_count = sample.drops_before;
     packet.data = sample.data;
     packet.direction = sample.direction;
-    packet.has_verdict = sample.hook == XDPCAP_HOOK_FEXIT;
+    const HookInfo& hook = hook_info(sample.hook);
+    packet.has_verdict = hook.verdict;
     packet.verdict = sample.verdict;
     if (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL)
         packet.flags |= pcapng::kFlagChecksumNotReady;
@@ -216,7 +217,7 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
             packet.comment = rss_hash_type_comment(sample.hash_type);
     }
     // Where Wireshark shows and filters it: frame.comment contains "NO_SOCKET".
-    if (sample.hook == XDPCAP_HOOK_DROP && drop_labels_)
+    if (hook.dropped && drop_labels_)
         packet.comment = drop_labels_->comment(sample.verdict, sample.location);
     if (sample.flags & XDPCAP_FLAG_PROCESS) [[unlikely]] {
         packet.has_process = true;
@@ -226,8 +227,8 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
             packet.process_comment = process_labels_->label(sample.process);
     }
     if (packet_ids_) [[unlikely]]
-        packet.packet_id = sample.hook == XDPCAP_HOOK_DROP ? packet_ids_->dropped(sample.data, sample.cap_len)
-                                                           : packet_ids_->captured(sample.data, sample.cap_len);
+        packet.packet_id = hook.dropped ? packet_ids_->dropped(sample.data, sample.cap_len)
+                                        : packet_ids_->captured(sample.data, sample.cap_len);
     return packet;
 }
 
@@ -299,7 +300,8 @@ void PacketOutput::put_packet_text(text::Writer& out, uint32_t interface_id, con
             out.put(") ");
         }
     }
-    if (sample.hook == XDPCAP_HOOK_FEXIT) {
+    const HookInfo& hook = hook_info(sample.hook);
+    if (hook.verdict) {
         if (const char* verdict = xdp_action_name(sample.verdict)) {
             out.put(verdict);
         } else {
@@ -307,7 +309,7 @@ void PacketOutput::put_packet_text(text::Writer& out, uint32_t interface_id, con
             out.dec(sample.verdict);
         }
         out.put(' ');
-    } else if (sample.hook == XDPCAP_HOOK_DROP) {
+    } else if (hook.dropped) {
         out.put("Drop ");
         if (drop_labels_) {
             out.put(drop_labels_->reason(sample.verdict));

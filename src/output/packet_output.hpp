@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/hooks.hpp"
 #include "output/drop_labels.hpp"
 #include "output/interface_map.hpp"
 #include "output/file_command.hpp"
@@ -103,7 +104,7 @@ public:
         else
             write_line(sink_, interface_id, sample, realtime_ns);
         ++accepted_;
-        if (sample.hook == XDPCAP_HOOK_DROP && drop_labels_)
+        if (hook_info(sample.hook).dropped && drop_labels_)
             drop_labels_->count(sample.verdict);
         if (print_)
             print_line(interface_id, sample, realtime_ns);

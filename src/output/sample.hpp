@@ -16,7 +16,7 @@ struct Sample {
     uint32_t drops_before;
     uint64_t tstamp_ns; // CLOCK_MONOTONIC
     uint8_t direction;  // XDPCAP_DIR_INGRESS or XDPCAP_DIR_EGRESS
-    uint8_t hook;       // XDPCAP_HOOK_*
+    uint8_t hook;       // a Hook's ABI value, any value a record holds: hook_info() reads it
     uint16_t program;   // trace mode: index of the traced program
     uint32_t verdict; // trace mode exit: the XDP verdict; drops: the drop reason
     const uint8_t* data; // cap_len bytes, valid until the record is released

@@ -163,28 +163,25 @@ void CaptureProgram::install_drop_filter(std::span<const bpf_insn> filter_body)
     drops_->install_filter(filter_body, bpf_map__fd(skel_->maps.counters));
 }
 
-std::vector<xdpcap_counters> CaptureProgram::read_drop_counters() const
-{
-    return read_key(XDPCAP_COUNTERS_DROPS);
-}
-
 int CaptureProgram::program_fd(Hook hook) const
 {
-    if (hook == Hook::Egress)
-        return bpf_program__fd(skel_->progs.xdpcap_egress);
-    if (hook == Hook::TcIngress)
-        return bpf_program__fd(skel_->progs.xdpcap_ingress);
-    return bpf_program__fd(multi_buffer_ ? skel_->progs.xdpcap_frags : skel_->progs.xdpcap_linear);
+    switch (hook) {
+    case Hook::TcEgress: return bpf_program__fd(skel_->progs.xdpcap_egress);
+    case Hook::TcIngress: return bpf_program__fd(skel_->progs.xdpcap_ingress);
+    case Hook::Xdp: return bpf_program__fd(multi_buffer_ ? skel_->progs.xdpcap_frags : skel_->progs.xdpcap_linear);
+    default: break; // the other hooks' programs are not in this skeleton
+    }
+    return -1;
 }
 
 bool CaptureProgram::loads(Hook hook) const noexcept
 {
     switch (hook) {
-    case Hook::Ingress: return ingress_ && receives_with_xdp(receive_);
+    case Hook::Xdp: return ingress_ && receives_with_xdp(receive_);
     case Hook::TcIngress: return ingress_ && receives_with_tc(receive_);
-    case Hook::Egress: return egress_loaded_;
+    case Hook::TcEgress: return egress_loaded_;
+    default: return false;
     }
-    return false;
 }
 
 namespace {
@@ -227,7 +224,7 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
 {
     // Egress first: it cannot disturb received traffic if XDP then fails.
     if (egress_loaded_)
-        egress_.emplace(TcHook::attach(entry_fd(Hook::Egress), ifindex, ifname, TcHook::Point::Egress));
+        egress_.emplace(TcHook::attach(entry_fd(Hook::TcEgress), ifindex, ifname, TcHook::Point::Egress));
     if (ingress_ && receive_ == ReceiveAt::Tc)
         tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
     else if (ingress_)
@@ -257,7 +254,7 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
         opts.sz = sizeof opts;
         opts.flags = flags;
         // A device-bound program attaches natively only.
-        const int prog = rx_front_ && as == XdpMode::Native ? rx_front_->program_fd() : entry_fd(Hook::Ingress);
+        const int prog = rx_front_ && as == XdpMode::Native ? rx_front_->program_fd() : entry_fd(Hook::Xdp);
         const int fd = bpf_link_create(prog, static_cast<int>(ifindex), BPF_XDP, &opts);
         if (fd < 0)
             return errno;
@@ -274,7 +271,7 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
     // The tail call into the capture program needs both to be multi-buffer.
     if (rx_front_build(kernel_rx_metadata()) && multi_buffer_) {
         try {
-            rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Ingress)));
+            rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Xdp)));
         } catch (const Error& e) {
             rx_front_failure_ = e.what();
         }
@@ -302,15 +299,15 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
 
 int CaptureProgram::entry_fd(Hook hook) const
 {
-    const UniqueFd& filter = filter_prog_[static_cast<int>(hook)];
+    const UniqueFd& filter = filter_prog_[abi_value(hook)];
     return filter ? filter.get() : program_fd(hook);
 }
 
 void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_body)
 {
-    const bool egress = hook == Hook::Egress;
-    const bool tc = hook != Hook::Ingress;
-    const int32_t counters_key = egress ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
+    const bool egress = hook == Hook::TcEgress;
+    const bool tc = hook != Hook::Xdp;
+    const auto counters_key = static_cast<int32_t>(hook_info(hook).counters);
     const int32_t go_on = tc ? TC_ACT_UNSPEC : XDP_PASS;
     bpf_map* next = egress ? skel_->maps.egress_next
         : tc               ? skel_->maps.ingress_next
@@ -333,7 +330,7 @@ void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_
         // A second capture on the interface traces this program at its entry.
         traceable_as = MainFunction{name, "xdp_md"};
     }
-    filter_prog_[static_cast<int>(hook)] =
+    filter_prog_[abi_value(hook)] =
         load_filter_front(tc ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_XDP, name, prog, opts, traceable_as);
 }
 
@@ -382,10 +379,9 @@ std::vector<xdpcap_counters> CaptureProgram::read_trace_counters(bool exit) cons
 
 std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
 {
-    if (hook == Hook::Egress)
-        return read_key(XDPCAP_COUNTERS_EGRESS);
-    std::vector<xdpcap_counters> values = read_key(XDPCAP_COUNTERS_INGRESS);
-    if (traced_) {
+    const uint32_t key = hook_info(hook).counters;
+    std::vector<xdpcap_counters> values = read_key(key);
+    if (traced_ && key == XDPCAP_COUNTERS_INGRESS) {
         // Received frames in trace mode: entry and exit samples together.
         for (bool exit : {false, true}) {
             const auto more = read_trace_counters(exit);

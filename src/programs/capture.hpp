@@ -29,7 +29,9 @@ struct SkeletonDeleter {
     void operator()(xdpcap_capture* skel) const noexcept;
 };
 
-// Where received frames are taken.
+// Where received frames are taken: not a hook but the choice among the
+// hooks that receive (Hook::Xdp, Hook::TcIngress), made per interface before
+// loading, with the fallback attach() takes when native XDP fails.
 enum class ReceiveAt {
     None,            // trace mode: the traced program's hooks do it
     Xdp,             // XDP, in the mode asked for
@@ -60,7 +62,7 @@ public:
     // install_drop_filter()); attach() then attaches it after the hooks.
     void load_drops(Direction direction, bool with_filter);
     bool captures_drops() const noexcept { return drops_loaded_; }
-    // The map a FilterHook::Drop filter reads.
+    // The map a Hook::Drop filter reads.
     int drop_view_map_fd() const { return drops_->view_map_fd(); }
     // What the tracing programs cannot read here (the pages of fragments),
     // one line each; empty when they read every frame whole.
@@ -75,10 +77,10 @@ public:
     }
     void install_drop_filter(std::span<const bpf_insn> filter_body);
 
-    // A capture program: XDP's and tc ingress's take received frames (one
-    // of them is attached), tc egress's sent ones.
-    enum class Hook { Ingress, Egress, TcIngress };
-    // Whether the hook's program is loaded, to be attached or held in reserve.
+    // The capture programs are Hook::Xdp's and Hook::TcIngress's, which take
+    // received frames (one of them is attached), and Hook::TcEgress's, which
+    // takes sent ones. Whether the hook's program is loaded, to be attached
+    // or held in reserve.
     bool loads(Hook hook) const noexcept;
 
     // Loads the translated filter as a program of the hook's type that runs
@@ -122,8 +124,9 @@ public:
     const std::string& rx_metadata_failure() const noexcept { return rx_front_failure_; }
     XdpMode attached_mode() const noexcept { return attached_mode_; }
     bool multi_buffer() const noexcept { return multi_buffer_; }
-    // Received (Ingress, TcIngress: either hook) or sent frames.
-    bool captures(Hook hook) const noexcept { return hook == Hook::Egress ? egress_loaded_ : ingress_; }
+    // Received frames (at either hook, or traced) / sent frames.
+    bool receives() const noexcept { return ingress_; }
+    bool sends() const noexcept { return egress_loaded_; }
     // Once attached: received frames are taken at tc ingress, not XDP.
     bool receives_at_tc() const noexcept { return tc_ingress_.has_value(); }
     // "tcx" or "clsact" once egress (ingress) is attached at tc.
@@ -135,15 +138,15 @@ public:
     int events_map_fd() const;
     // The hook's capture program (behind any filter), to run it directly.
     int program_fd(Hook hook) const;
-    // Indexed by CPU id, over every possible CPU; zero for a hook not loaded.
-    // In trace mode Ingress is entry and exit together.
+    // The counters of the hook's key (its row's `counters`), indexed by CPU
+    // id over every possible CPU; zero for a hook not loaded. Xdp and
+    // TcIngress share the received frames' key; in trace mode that adds
+    // entry's and exit's (read_trace_counters() has them on their own).
     std::vector<xdpcap_counters> read_counters(Hook hook) const;
     // Trace mode: one hook point's counters, over every traced program or
     // of one (its index in load_trace()'s targets).
     std::vector<xdpcap_counters> read_trace_counters(bool exit) const;
     std::vector<xdpcap_counters> read_trace_counters(uint32_t program, bool exit) const;
-    // --drops: the drop program's counters, zero when it is not loaded.
-    std::vector<xdpcap_counters> read_drop_counters() const;
     // Trace mode: the hook points traced, as kTraceEntry | kTraceExit; else 0.
     unsigned trace_points() const noexcept { return trace_points_; }
 
@@ -160,9 +163,9 @@ private:
     int entry_fd(Hook hook) const; // what attach() attaches
 
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
-    UniqueFd filter_prog_[3]; // by Hook
+    UniqueFd filter_prog_[kHookCount]; // by the hook's ABI value
     UniqueFd link_;
-    std::optional<RxMetadataFront> rx_front_; // attached instead of entry_fd(Ingress)
+    std::optional<RxMetadataFront> rx_front_; // attached instead of entry_fd(Hook::Xdp)
     std::string rx_front_failure_;
     std::optional<TcHook> egress_;
     std::optional<TcHook> tc_ingress_;

@@ -98,7 +98,7 @@ int DropProgram::view_map_fd() const
 
 void DropProgram::install_filter(std::span<const bpf_insn> body, int counters_fd)
 {
-    const std::vector<bpf_insn> prog = filter_front(counters_fd, XDPCAP_COUNTERS_DROPS,
+    const std::vector<bpf_insn> prog = filter_front(counters_fd, hook_info(Hook::Drop).counters,
                                                     bpf_map__fd(skel_->maps.drop_sampler), 0, 0, body);
     filter_ = load_filter_front(BPF_PROG_TYPE_RAW_TRACEPOINT, "xdpcap_fdrop", prog, bpf_prog_load_opts{});
     const uint32_t slot = 0;

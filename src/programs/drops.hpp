@@ -29,7 +29,7 @@ public:
                             const Attribution& attribution);
     // The per-CPU map of struct xdpcap_drop_view a Drop filter reads.
     int view_map_fd() const;
-    // `body`: translated for FilterHook::Drop with view_map_fd().
+    // `body`: translated for FilterContext::Drop with view_map_fd().
     void install_filter(std::span<const bpf_insn> body, int counters_fd);
     void attach();
     // Why dropped frames keep only their linear bytes here; nothing when

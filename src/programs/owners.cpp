@@ -106,9 +106,9 @@ std::string hook_name(const bpf_program* program)
 void SocketOwners::attach()
 {
     // Each kept in the skeleton, which detaches it when destroyed.
-    using Hook = std::pair<bpf_program*, bpf_link**>;
+    using Probe = std::pair<bpf_program*, bpf_link**>;
     if (kprobes_) {
-        const Hook probes[] = {
+        const Probe probes[] = {
             {skel_->progs.xdpcap_socket_created, &skel_->links.xdpcap_socket_created},
             {skel_->progs.xdpcap_socket_connect, &skel_->links.xdpcap_socket_connect},
             {skel_->progs.xdpcap_socket_sendmsg, &skel_->links.xdpcap_socket_sendmsg},
@@ -127,7 +127,7 @@ void SocketOwners::attach()
     }
     // On the root of the cgroup v2 hierarchy: every process's sockets.
     const UniqueFd cgroup = open_cgroup2_root("process attribution without kprobe events");
-    const Hook cgroup_hooks[] = {
+    const Probe cgroup_hooks[] = {
         {skel_->progs.xdpcap_cgroup_sock_create, &skel_->links.xdpcap_cgroup_sock_create},
         {skel_->progs.xdpcap_cgroup_connect4, &skel_->links.xdpcap_cgroup_connect4},
         {skel_->progs.xdpcap_cgroup_connect6, &skel_->links.xdpcap_cgroup_connect6},
@@ -146,7 +146,7 @@ void SocketOwners::attach()
         throw Error("process attribution needs the inet_sock_set_state tracepoint: " + errno_text(errno));
     // Newer kernels name the thread that sends or receives; without them a
     // socket keeps the process that made or connected it.
-    const std::pair<Hook, const char*> later[] = {
+    const std::pair<Probe, const char*> later[] = {
         {{skel_->progs.xdpcap_tcp_sendmsg, &skel_->links.xdpcap_tcp_sendmsg}, "tcp_sendmsg_locked"},
         {{skel_->progs.xdpcap_sock_sent, &skel_->links.xdpcap_sock_sent}, "sock_send_length"},
         {{skel_->progs.xdpcap_sock_received, &skel_->links.xdpcap_sock_received}, "sock_recv_length"},

@@ -28,7 +28,7 @@ public:
 
     // `targets`: the programs to trace, in the order of their index in the
     // samples. Raises Error naming the program the kernel refuses to trace.
-    // `filter`: the translated filter (FilterHook::Trace), empty for none.
+    // `filter`: the translated filter (FilterContext::Trace), empty for none.
     // With one, a program built here runs at each hook instead: it counts
     // every frame as seen, runs the filter and tail-calls the sampling
     // program for the frames it keeps.

@@ -35,7 +35,7 @@ namespace xdpcap::test {
 // What the ctx says besides the packet bytes. Values in host order; the
 // __sk_buff fields that hold __be16 are presented as the kernel does.
 struct HookContext {
-    FilterHook hook = FilterHook::Xdp;
+    FilterContext hook = FilterContext::Xdp;
     uint32_t ifindex = 7; // xdp_md.ingress_ifindex or __sk_buff.ifindex
     // __sk_buff only:
     uint16_t protocol = 0;
@@ -326,9 +326,9 @@ private:
             stack_init_[kStackSize + addr + b] = true;
     }
 
-    bool xdp() const { return context_.hook == FilterHook::Xdp; }
-    bool trace() const { return context_.hook == FilterHook::Trace; }
-    bool drop() const { return context_.hook == FilterHook::Drop; }
+    bool xdp() const { return context_.hook == FilterContext::Xdp; }
+    bool trace() const { return context_.hook == FilterContext::Trace; }
+    bool drop() const { return context_.hook == FilterContext::Drop; }
 
     // Trace: bpf_probe_read_kernel(r1 = stack buffer, r2 = size, r3 = kernel
     // address) may only read the linear data; reading elsewhere would copy
@@ -421,7 +421,7 @@ private:
         } else if (id == BPF_FUNC_xdp_get_buff_len && xdp()) {
             ret = static_cast<int64_t>(frame_.size());
         } else if (id == BPF_FUNC_skb_load_bytes &&
-                   (context_.hook == FilterHook::TcEgress || context_.hook == FilterHook::TcIngress)) {
+                   (context_.hook == FilterContext::TcEgress || context_.hook == FilterContext::TcIngress)) {
             const uint64_t offset = scalar(2, pc);
             if (offset > 0xffffffff)
                 fail(pc, "bpf_skb_load_bytes offset does not fit its u32 argument");
@@ -511,7 +511,7 @@ private:
         if (at == offsetof(__sk_buff, hash))
             return number(context_.hash);
         // Only ingress has a packet type worth reading.
-        if (at == offsetof(__sk_buff, pkt_type) && context_.hook == FilterHook::TcIngress)
+        if (at == offsetof(__sk_buff, pkt_type) && context_.hook == FilterContext::TcIngress)
             return number(context_.pkt_type);
         fail(pc, "__sk_buff access at " + std::to_string(off) + " the translation should not make");
     }

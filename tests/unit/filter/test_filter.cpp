@@ -178,18 +178,18 @@ struct NamedFrame {
     Bytes bytes;
 };
 
-const FilterTarget kXdpMulti{FilterHook::Xdp, true};
-const FilterTarget kXdpLinear{FilterHook::Xdp, false};
-const FilterTarget kTcEgress{FilterHook::TcEgress};
-const FilterTarget kTrace{FilterHook::Trace};
+const FilterTarget kXdpMulti{FilterContext::Xdp, true};
+const FilterTarget kXdpLinear{FilterContext::Xdp, false};
+const FilterTarget kTcEgress{FilterContext::TcEgress};
+const FilterTarget kTrace{FilterContext::Trace};
 constexpr int kDropViewFd = 41;
-const FilterTarget kDrop{FilterHook::Drop, false, -1, kDropViewFd};
+const FilterTarget kDrop{FilterContext::Drop, false, -1, kDropViewFd};
 
 std::string hook_label(const FilterTarget& target)
 {
-    if (target.hook == FilterHook::Trace)
+    if (target.context == FilterContext::Trace)
         return "trace";
-    return target.hook == FilterHook::TcEgress ? "tc egress" : target.multi_buffer ? "xdp frags" : "xdp";
+    return target.context == FilterContext::TcEgress ? "tc egress" : target.multi_buffer ? "xdp frags" : "xdp";
 }
 
 constexpr uint8_t kTcp = 6, kUdp = 17, kIcmp = 1, kIcmp6 = 58, kGre = 47, kSctp = 132;
@@ -406,16 +406,16 @@ TEST(Filter, TranslationAgreesWithLibpcap)
     size_t drop_compared = 0;
     std::vector<std::string> failures;
     const auto check = [&](const std::string& expr, const std::vector<bpf_insn>& program, const NamedFrame& frame,
-                           size_t split, bool multi_buffer, bool expected, FilterHook hook = FilterHook::Xdp) {
+                           size_t split, bool multi_buffer, bool expected, FilterContext hook = FilterContext::Xdp) {
         const std::span<const uint8_t> bytes(frame.bytes);
         const auto linear = bytes.first(split);
         const auto frags = bytes.subspan(split);
         std::ostringstream where;
         where << "filter '" << expr << "' frame " << frame.name << " (" << linear.size() << " linear + "
               << frags.size() << " in fragments, "
-              << (hook == FilterHook::Xdp        ? "xdp multi_buffer " + std::to_string(multi_buffer)
-                  : hook == FilterHook::Trace ? std::string("trace")
-                  : hook == FilterHook::Drop  ? std::string("drop")
+              << (hook == FilterContext::Xdp        ? "xdp multi_buffer " + std::to_string(multi_buffer)
+                  : hook == FilterContext::Trace ? std::string("trace")
+                  : hook == FilterContext::Drop  ? std::string("drop")
                                               : std::string("tc egress"))
               << ")";
         try {
@@ -428,11 +428,11 @@ TEST(Filter, TranslationAgreesWithLibpcap)
             // Without multi_buffer the fragments are invisible: only safety is checked.
             if (!multi_buffer && split != bytes.size())
                 return;
-            if (hook == FilterHook::TcEgress)
+            if (hook == FilterContext::TcEgress)
                 ++skb_compared;
-            if (hook == FilterHook::Trace)
+            if (hook == FilterContext::Trace)
                 ++trace_compared;
-            if (hook == FilterHook::Drop)
+            if (hook == FilterContext::Drop)
                 ++drop_compared;
             ++compared;
             if ((got != 0) != expected)
@@ -445,9 +445,9 @@ TEST(Filter, TranslationAgreesWithLibpcap)
     for (const std::string& expr : expressions) {
         SCOPED_TRACE(expr);
         const ClassicProgram classic = compile_filter(expr);
-        const auto linear_only = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, false});
-        const auto multi = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, true});
-        const auto egress = translate_filter(classic.instructions(), FilterTarget{FilterHook::TcEgress});
+        const auto linear_only = translate_filter(classic.instructions(), FilterTarget{FilterContext::Xdp, false});
+        const auto multi = translate_filter(classic.instructions(), FilterTarget{FilterContext::Xdp, true});
+        const auto egress = translate_filter(classic.instructions(), FilterTarget{FilterContext::TcEgress});
         const auto traced = translate_filter(classic.instructions(), kTrace);
         const auto dropped = translate_filter(classic.instructions(), kDrop);
         EXPECT_EQ(dump_ebpf(multi).find("unknown"), std::string::npos) << dump_ebpf(multi);
@@ -457,18 +457,18 @@ TEST(Filter, TranslationAgreesWithLibpcap)
             const bool expected = classic.run(frame.bytes) != 0;
             check(expr, linear_only, frame, frame.bytes.size(), false, expected);
             check(expr, multi, frame, frame.bytes.size(), true, expected);
-            check(expr, egress, frame, frame.bytes.size(), true, expected, FilterHook::TcEgress);
+            check(expr, egress, frame, frame.bytes.size(), true, expected, FilterContext::TcEgress);
             // Trace mode reads the linear data only: fragments, safety only.
-            check(expr, traced, frame, frame.bytes.size(), false, expected, FilterHook::Trace);
-            check(expr, dropped, frame, frame.bytes.size(), false, expected, FilterHook::Drop);
+            check(expr, traced, frame, frame.bytes.size(), false, expected, FilterContext::Trace);
+            check(expr, dropped, frame, frame.bytes.size(), false, expected, FilterContext::Drop);
             for (size_t split : splits) {
                 if (split >= frame.bytes.size())
                     continue;
                 check(expr, multi, frame, split, true, expected);
                 check(expr, linear_only, frame, split, false, expected);
-                check(expr, egress, frame, split, true, expected, FilterHook::TcEgress);
-                check(expr, traced, frame, split, false, expected, FilterHook::Trace);
-                check(expr, dropped, frame, split, false, expected, FilterHook::Drop);
+                check(expr, egress, frame, split, true, expected, FilterContext::TcEgress);
+                check(expr, traced, frame, split, false, expected, FilterContext::Trace);
+                check(expr, dropped, frame, split, false, expected, FilterContext::Drop);
             }
         }
     }
@@ -599,7 +599,7 @@ TEST(FilterProtochain, AgreesWithLibpcapWithinTheBound)
         const ClassicProgram classic = compile_filter(expr);
         for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
             const auto program = translate_filter(classic.instructions(), target);
-            const test::HookContext context{.hook = target.hook};
+            const test::HookContext context{.hook = target.context};
             for (const NamedFrame& frame : frames) {
                 const bool expected = classic.run(frame.bytes) != 0;
                 const std::span<const uint8_t> bytes(frame.bytes);
@@ -607,7 +607,7 @@ TEST(FilterProtochain, AgreesWithLibpcapWithinTheBound)
                     if (split > bytes.size())
                         split = bytes.size();
                     // Without multi_buffer the fragments are out of reach.
-                    const bool judge = target.hook != FilterHook::Xdp || target.multi_buffer || split == bytes.size();
+                    const bool judge = target.context != FilterContext::Xdp || target.multi_buffer || split == bytes.size();
                     try {
                         const uint32_t got = test::run_ebpf(program, bytes.first(split), bytes.subspan(split), context);
                         if (judge) {
@@ -638,7 +638,7 @@ TEST(FilterProtochain, LongChainsAreFollowed)
             const ClassicProgram classic = compile_filter(expr);
             for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
                 const auto program = translate_filter(classic.instructions(), target);
-                test::EbpfInterp run(program, frame, {}, test::HookContext{.hook = target.hook});
+                test::EbpfInterp run(program, frame, {}, test::HookContext{.hook = target.context});
                 EXPECT_EQ(run.run() != 0, classic.run(frame) != 0) << expr << " over " << headers << " headers";
                 EXPECT_GE(run.loop_turns(), static_cast<size_t>(headers)) << expr << ": one turn per header";
             }
@@ -656,7 +656,7 @@ TEST(FilterProtochain, EndlessLoopsRunOutOfTurns)
     const Bytes u = udp(1000, 2000, pattern(16));
     const Bytes ah_loop = ether(0x0800, ipv4(kAh, "198.18.0.1", "198.18.0.2", cat({ah(kAh), ah(kUdp), u}), {.option_words = 1}));
     for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
-        const test::HookContext context{.hook = target.hook};
+        const test::HookContext context{.hook = target.context};
         for (const char* expr : {"ip protochain 17", "not ip protochain 17"}) {
             const auto program = translate_filter(compile_filter(expr).instructions(), target);
             test::EbpfInterp run(program, ah_loop, {}, context);
@@ -688,7 +688,7 @@ TEST(FilterProtochain, LoopEnteredInTheMiddleIsCounted)
     };
     // Two per turn from 1: past 20 after 10 turns, past 40 after 20.
     for (const auto& target : {kXdpMulti, kTcEgress}) {
-        const test::HookContext context{.hook = target.hook};
+        const test::HookContext context{.hook = target.context};
         const auto within = translate_filter(loop(20), target);
         const auto beyond = translate_filter(loop(40), target);
         EXPECT_EQ(test::run_ebpf(within, pattern(64), {}, context), 21u);
@@ -727,7 +727,7 @@ TEST(Filter, HandWrittenCorners)
         const auto linear = test::run_ebpf(translate_filter(program, kXdpLinear), frame);
         EXPECT_EQ(linear, test::run_ebpf(translate_filter(program, kXdpMulti), frame));
         EXPECT_EQ(linear, test::run_ebpf(translate_filter(program, kTcEgress), frame, {},
-                                         test::HookContext{.hook = FilterHook::TcEgress}));
+                                         test::HookContext{.hook = FilterContext::TcEgress}));
         return linear;
     };
     // Shifts by X >= 32 give 0 and the program carries on.
@@ -785,7 +785,7 @@ TEST(FilterDrop, DirectionFromTheView)
 {
     Bytes frame = ether(0x0800, ipv4(17, "198.18.0.1", "198.18.0.2", udp(1, 9, pattern(8))));
     const auto run = [&](const char* expr, uint32_t pkt_type) {
-        test::HookContext context{.hook = FilterHook::Drop};
+        test::HookContext context{.hook = FilterContext::Drop};
         context.drop_view_map_fd = kDropViewFd;
         context.pkt_type = pkt_type;
         return test::run_ebpf(translate_filter(compile_filter(expr).instructions(), kDrop), frame, {}, context);
@@ -802,7 +802,7 @@ TEST(FilterDrop, DirectionFromTheView)
 // is the whole frame's, as the sample's original length.
 TEST(FilterTrace, LinearDataAndWholeLength)
 {
-    const test::HookContext traced{.hook = FilterHook::Trace};
+    const test::HookContext traced{.hook = FilterContext::Trace};
     Bytes frame(200, 0);
     frame[60] = 0x55;
     frame[100] = 0x55;
@@ -860,7 +860,7 @@ TEST(Filter, DumpEbpfOneLinePerInstruction)
 {
     const ClassicProgram classic = compile_filter("len > 100 and (vlan or ip[2:2] / (ip[8] & 3) > 2) and ether[len - 1] = 1");
     for (bool multi_buffer : {false, true}) {
-        const auto program = translate_filter(classic.instructions(), FilterTarget{FilterHook::Xdp, multi_buffer});
+        const auto program = translate_filter(classic.instructions(), FilterTarget{FilterContext::Xdp, multi_buffer});
         const std::string text = dump_ebpf(program);
         std::istringstream lines(text);
         std::string line;
@@ -899,10 +899,10 @@ std::vector<bool> libpcap_verdicts(const std::string& expression)
 }
 
 const test::HookContext kAtXdp{};
-const test::HookContext kAtEgress{.hook = FilterHook::TcEgress};
-const test::HookContext kAtIngress{.hook = FilterHook::TcIngress};
-const FilterTarget kTcIngress{FilterHook::TcIngress};
-const test::HookContext kAtTrace{.hook = FilterHook::Trace};
+const test::HookContext kAtEgress{.hook = FilterContext::TcEgress};
+const test::HookContext kAtIngress{.hook = FilterContext::TcIngress};
+const FilterTarget kTcIngress{FilterContext::TcIngress};
+const test::HookContext kAtTrace{.hook = FilterContext::Trace};
 
 std::string error_of(const std::vector<sock_filter>& program, const FilterTarget& target)
 {
@@ -1139,7 +1139,7 @@ namespace {
 // type, as the loaders wrap it: r0 = filter(ctx) != 0.
 class KernelFilter {
 public:
-    KernelFilter(const std::vector<bpf_insn>& body, const FilterTarget& target) : xdp_(target.hook == FilterHook::Xdp)
+    KernelFilter(const std::vector<bpf_insn>& body, const FilterTarget& target) : xdp_(target.context == FilterContext::Xdp)
     {
         std::vector<bpf_insn> prog = {
             make_insn(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 3),
@@ -1206,7 +1206,7 @@ private:
 // multi-buffer program reaches.
 bool kernel_can_run(const Bytes& frame, const FilterTarget& target)
 {
-    return frame.size() >= 14 && (frame.size() <= 3000 || (target.hook == FilterHook::Xdp && target.multi_buffer));
+    return frame.size() >= 14 && (frame.size() <= 3000 || (target.context == FilterContext::Xdp && target.multi_buffer));
 }
 
 void expect_kernel_agrees(const std::string& expr, const std::vector<bool>& expected_in, const FilterTarget& target,
@@ -1221,7 +1221,7 @@ void expect_kernel_agrees(const std::string& expr, const std::vector<bool>& expe
             continue;
         const int got = prog.run(frames[i].bytes);
         // The skb test run refuses an IP frame too short for its header.
-        if (got < 0 && errno == EINVAL && target.hook == FilterHook::TcEgress && frames[i].bytes.size() < 14 + 40)
+        if (got < 0 && errno == EINVAL && target.context == FilterContext::TcEgress && frames[i].bytes.size() < 14 + 40)
             continue;
         ASSERT_GE(got, 0) << "test run of '" << expr << "' on " << frames[i].name << ": " << std::strerror(errno);
         EXPECT_EQ(got != 0, expected_in[i]) << "'" << expr << "' at " << hook_label(target) << " on " << frames[i].name;
@@ -1286,7 +1286,7 @@ TEST(FilterNetmask, IpBroadcastNeedsTheNetmask)
             const ClassicProgram classic = compile_filter(expr, netmask);
             for (const auto& target : {kXdpMulti, kXdpLinear, kTcEgress}) {
                 const auto program = translate_filter(classic.instructions(), target);
-                const test::HookContext context{.hook = target.hook};
+                const test::HookContext context{.hook = target.context};
                 for (const NamedFrame& frame : frames) {
                     const bool expected = classic.run(frame.bytes) != 0;
                     kept += expected;
@@ -1331,13 +1331,13 @@ TEST(FilterKernel, ProtochainLoops)
             const auto program = translate_filter(classic.instructions(), target);
             const KernelFilter prog(program, target);
             ASSERT_TRUE(prog.loaded()) << "'" << expr << "' at " << hook_label(target) << ": " << prog.why();
-            if (target.hook == FilterHook::Xdp && target.multi_buffer)
+            if (target.context == FilterContext::Xdp && target.multi_buffer)
                 std::printf("[          ] %-55s %s\n", expr.c_str(), prog.stats().c_str());
             for (const NamedFrame& frame : frames) {
                 if (!kernel_can_run(frame.bytes, target))
                     continue;
                 const int got = prog.run(frame.bytes);
-                if (got < 0 && errno == EINVAL && target.hook == FilterHook::TcEgress && frame.bytes.size() < 14 + 40)
+                if (got < 0 && errno == EINVAL && target.context == FilterContext::TcEgress && frame.bytes.size() < 14 + 40)
                     continue;
                 ASSERT_GE(got, 0) << expr << " on " << frame.name << ": " << std::strerror(errno);
                 EXPECT_EQ(got != 0, classic.run(frame.bytes) != 0)
@@ -1368,14 +1368,14 @@ Bytes with_tag(const Bytes& frame, uint16_t tpid, uint16_t tci)
 // VLAN offload (skb metadata), and XDP behind the device-bound program that
 // reads the tag the NIC took out (rx_meta map). Each context says "tagged".
 constexpr int kRxMetaFd = 42;
-const FilterTarget kXdpRxMeta{FilterHook::Xdp, true, kRxMetaFd};
+const FilterTarget kXdpRxMeta{FilterContext::Xdp, true, kRxMetaFd};
 
 std::vector<std::pair<FilterTarget, test::HookContext>> tag_hooks(uint16_t tpid, uint16_t tci)
 {
     test::HookContext egress = kAtEgress;
-    test::HookContext xdp{.hook = FilterHook::Xdp};
+    test::HookContext xdp{.hook = FilterContext::Xdp};
     xdp.rx_meta_map_fd = kRxMetaFd;
-    test::HookContext drop{.hook = FilterHook::Drop};
+    test::HookContext drop{.hook = FilterContext::Drop};
     drop.drop_view_map_fd = kDropViewFd;
     for (test::HookContext* c : {&egress, &xdp, &drop}) {
         c->vlan_present = true;
@@ -1407,7 +1407,7 @@ TEST(FilterWireView, TagInMetadataSeenOnTheWire)
             if (frame.bytes.size() < 12)
                 continue;
             const std::span<const uint8_t> bytes(frame.bytes);
-            test::HookContext untagged{.hook = FilterHook::Xdp};
+            test::HookContext untagged{.hook = FilterContext::Xdp};
             untagged.rx_meta_map_fd = kRxMetaFd;
             EXPECT_EQ(test::run_ebpf(xdp, bytes, {}, untagged) != 0, classic.run(frame.bytes) != 0)
                 << expr << " on " << frame.name << " at XDP with no tag in the map";
@@ -1415,13 +1415,13 @@ TEST(FilterWireView, TagInMetadataSeenOnTheWire)
                 const Bytes wire = with_tag(frame.bytes, tpid, tci);
                 const bool expected = classic.run(wire) != 0;
                 for (const auto& [target, context] : tag_hooks(tpid, tci)) {
-                    const auto& program = target.hook == FilterHook::TcEgress ? egress
-                        : target.hook == FilterHook::Drop                     ? dropped
+                    const auto& program = target.context == FilterContext::TcEgress ? egress
+                        : target.context == FilterContext::Drop                     ? dropped
                                                                               : xdp;
                     for (size_t split : {size_t{14}, size_t{64}, bytes.size()}) {
                         split = std::min(split, bytes.size());
                         // A drop's filter reads the linear data only.
-                        if (target.hook == FilterHook::Drop && split != bytes.size())
+                        if (target.context == FilterContext::Drop && split != bytes.size())
                             continue;
                         try {
                             const uint32_t got =
@@ -1430,7 +1430,7 @@ TEST(FilterWireView, TagInMetadataSeenOnTheWire)
                             kept += expected;
                             EXPECT_EQ(got != 0, expected)
                                 << expr << " on " << frame.name << " tagged " << std::hex << tpid << "/" << tci
-                                << std::dec << " split " << split << " hook " << static_cast<int>(target.hook);
+                                << std::dec << " split " << split << " hook " << static_cast<int>(target.context);
                         } catch (const test::InterpError& e) {
                             ADD_FAILURE() << expr << " on " << frame.name << ": " << e.what();
                         }
@@ -1470,7 +1470,7 @@ TEST(FilterWireView, LoadsAroundTheTag)
                 const std::span<const uint8_t> bytes(frame);
                 for (size_t split : {size_t{0}, size_t{11}, size_t{13}, frame.size()}) {
                     // A drop's filter reads the linear data only.
-                    if (target.hook == FilterHook::Drop && split != frame.size())
+                    if (target.context == FilterContext::Drop && split != frame.size())
                         continue;
                     EXPECT_EQ(test::run_ebpf(ebpf, bytes.first(split), bytes.subspan(split), context), want)
                         << "size " << n << " offset " << off << " split " << split;

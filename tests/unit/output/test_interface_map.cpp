@@ -27,10 +27,10 @@ TEST(InterfaceMap, TraceModeGivesEachHookPointItsInterface)
     EXPECT_EQ(map.interface(1, XDPCAP_HOOK_FENTRY, 1), 8u);
     EXPECT_EQ(map.interface(1, XDPCAP_HOOK_FEXIT, 1), 9u);
     EXPECT_EQ(map.ring_of(9), 1u);
-    EXPECT_EQ(map.slot(0).kind, InterfaceMap::Kind::Egress);
-    EXPECT_EQ(map.slot(3).kind, InterfaceMap::Kind::Entry);
+    EXPECT_EQ(map.slot(0).kind, InterfaceSlot::Egress);
+    EXPECT_EQ(map.slot(3).kind, InterfaceSlot::Entry);
     EXPECT_EQ(map.slot(3).program, 1u);
-    EXPECT_EQ(map.slot(4).kind, InterfaceMap::Kind::Exit);
+    EXPECT_EQ(map.slot(4).kind, InterfaceSlot::Exit);
     EXPECT_EQ(map.slot(4).program, 1u);
 }
 
@@ -55,7 +55,7 @@ TEST(InterfaceMap, EverySlotIsReachedOnce)
                 for (uint32_t i : seen) {
                     EXPECT_LT(i, map.per_ring());
                     const auto s = map.slot(i);
-                    EXPECT_NE(s.kind, InterfaceMap::Kind::Own);
+                    EXPECT_NE(s.kind, InterfaceSlot::Own);
                 }
             }
         }
@@ -67,7 +67,7 @@ TEST(InterfaceMap, ExitOnlyAndOutOfRangeProgramsStayInTheRingsBlock)
     const InterfaceMap map(1, false, true, false);
     EXPECT_EQ(map.per_ring(), 1u);
     EXPECT_EQ(map.interface(2, XDPCAP_HOOK_FEXIT, 0), 2u);
-    EXPECT_EQ(map.slot(0).kind, InterfaceMap::Kind::Exit);
+    EXPECT_EQ(map.slot(0).kind, InterfaceSlot::Exit);
     // A program index beyond the traced ones (never sent) cannot escape.
     EXPECT_EQ(map.interface(2, XDPCAP_HOOK_FEXIT, 7), 2u);
 }
@@ -113,8 +113,8 @@ TEST(InterfaceMap, DropsGetTheLastSlotOfEachRing)
     EXPECT_EQ(own.interface(3, XDPCAP_HOOK_XDP, 0), 6u);
     EXPECT_EQ(own.interface(3, XDPCAP_HOOK_TC_EGRESS, 0), 6u);
     EXPECT_EQ(own.interface(3, XDPCAP_HOOK_DROP, 0), 7u);
-    EXPECT_EQ(own.slot(0).kind, InterfaceMap::Kind::Own);
-    EXPECT_EQ(own.slot(1).kind, InterfaceMap::Kind::Drop);
+    EXPECT_EQ(own.slot(0).kind, InterfaceSlot::Own);
+    EXPECT_EQ(own.slot(1).kind, InterfaceSlot::Drop);
     EXPECT_EQ(own.ring_of(7), 3u);
 
     // Trace mode: egress, entry and exit of one program, then drops.
@@ -122,7 +122,7 @@ TEST(InterfaceMap, DropsGetTheLastSlotOfEachRing)
     EXPECT_EQ(traced.per_ring(), 4u);
     EXPECT_EQ(traced.interface(1, XDPCAP_HOOK_FEXIT, 0), 6u);
     EXPECT_EQ(traced.interface(1, XDPCAP_HOOK_DROP, 0), 7u);
-    EXPECT_EQ(traced.slot(3).kind, InterfaceMap::Kind::Drop);
+    EXPECT_EQ(traced.slot(3).kind, InterfaceSlot::Drop);
 
     // Without --drops a drop record (which cannot happen) stays in range.
     EXPECT_EQ(InterfaceMap{}.interface(2, XDPCAP_HOOK_DROP, 0), 2u);

@@ -67,7 +67,7 @@ Captured run_once(uint32_t snaplen, const Bytes& frame, uint16_t proto_be, uint1
     opts.data_in = frame.data();
     opts.data_size_in = static_cast<uint32_t>(frame.size());
     opts.repeat = 1;
-    EXPECT_EQ(bpf_prog_test_run_opts(program.program_fd(CaptureProgram::Hook::Ingress), &opts), 0)
+    EXPECT_EQ(bpf_prog_test_run_opts(program.program_fd(Hook::Xdp), &opts), 0)
         << std::strerror(errno);
     EXPECT_EQ(opts.retval, static_cast<uint32_t>(XDP_PASS));
     uint64_t corrupt = 0;
