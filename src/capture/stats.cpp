@@ -80,7 +80,10 @@ CaptureTotals sum_stats(const std::vector<CpuStats>& cpus)
     return totals;
 }
 
-std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& format)
+namespace {
+
+// The totals: tcpdump's three lines, then what xdpcap adds.
+std::string total_lines(const std::vector<CpuStats>& cpus, const StatsFormat& format)
 {
     const CaptureTotals t = sum_stats(cpus);
     const bool sampling = format.sample_every > 1;
@@ -126,30 +129,40 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
     for (size_t i = 0; i < totals.size(); ++i)
         text += (i == 0 ? "" : format.interim ? ", " : "\n") + totals[i];
     text += '\n';
-    const std::vector<std::string> interfaces = interfaces_of(cpus);
-    const bool several = interfaces.size() > 1;
-    if (several) {
-        for (const std::string& name : interfaces) {
-            std::vector<CpuStats> mine;
-            std::copy_if(cpus.begin(), cpus.end(), std::back_inserter(mine),
-                         [&](const CpuStats& s) { return s.interface == name; });
-            const CaptureTotals i = sum_stats(mine);
-            text += name + ": " + counted(i.captured, " packet captured, ", " packets captured, ") +
-                std::to_string(i.received) + " received by filter, " + std::to_string(i.dropped) +
-                " dropped by kernel";
-            if (sampling)
-                text += ", " + std::to_string(i.sample_skipped) + " skipped by sampling";
-            if (i.unwritten)
-                text += ", " + std::to_string(i.unwritten) + " not written to the output";
-            if (i.invalid)
-                text += ", " + counted(i.invalid, " record refused as malformed", " records refused as malformed");
-            if (format.filtering && format.per_cpu)
-                text += ", " + std::to_string(i.seen) + " seen";
-            text += "\n";
-        }
+    return text;
+}
+
+// With several interfaces, a line each.
+std::string interface_lines(const std::vector<CpuStats>& cpus, const StatsFormat& format)
+{
+    const bool sampling = format.sample_every > 1;
+    std::string text;
+    for (const std::string& name : interfaces_of(cpus)) {
+        std::vector<CpuStats> mine;
+        std::copy_if(cpus.begin(), cpus.end(), std::back_inserter(mine),
+                     [&](const CpuStats& s) { return s.interface == name; });
+        const CaptureTotals i = sum_stats(mine);
+        text += name + ": " + counted(i.captured, " packet captured, ", " packets captured, ") +
+            std::to_string(i.received) + " received by filter, " + std::to_string(i.dropped) +
+            " dropped by kernel";
+        if (sampling)
+            text += ", " + std::to_string(i.sample_skipped) + " skipped by sampling";
+        if (i.unwritten)
+            text += ", " + std::to_string(i.unwritten) + " not written to the output";
+        if (i.invalid)
+            text += ", " + counted(i.invalid, " record refused as malformed", " records refused as malformed");
+        if (format.filtering && format.per_cpu)
+            text += ", " + std::to_string(i.seen) + " seen";
+        text += "\n";
     }
-    if (!format.per_cpu)
-        return text;
+    return text;
+}
+
+// -v: a line per CPU, and one splitting its kernel counts by hook.
+std::string cpu_lines(const std::vector<CpuStats>& cpus, const StatsFormat& format, bool several)
+{
+    const bool sampling = format.sample_every > 1;
+    std::string text;
     for (const auto& s : cpus) {
         // Named as the pcapng interfaces are once there are several.
         text += "  " + (several ? s.interface + "@" : std::string()) + "cpu" + std::to_string(s.cpu) + ": " +
@@ -184,6 +197,19 @@ std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& f
             part(hook_info(Hook::Drop).name, s.drops);
         text += split + "\n";
     }
+    return text;
+}
+
+} // namespace
+
+std::string format_stats(const std::vector<CpuStats>& cpus, const StatsFormat& format)
+{
+    const bool several = interfaces_of(cpus).size() > 1;
+    std::string text = total_lines(cpus, format);
+    if (several)
+        text += interface_lines(cpus, format);
+    if (format.per_cpu)
+        text += cpu_lines(cpus, format, several);
     return text;
 }
 
