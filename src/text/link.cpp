@@ -348,122 +348,129 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
 
 } // namespace
 
-// ARP and RARP (ethertype 0x8035) alike, as tcpdump 4.99 prints them: any
-// hardware and protocol address lengths; an address family it cannot show
-// as IPv4 by its types and lengths; an unknown operation dumped in hex.
-void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept
-{
-    if (!arp.has(0, 8)) {
-        put_abandoned(w, "arp"sv, o);
-        return;
-    }
-    const uint16_t hardware = arp.u16(0);
-    const uint16_t protocol = arp.u16(2);
-    const size_t hln = arp.u8(4);
-    const size_t pln = arp.u8(5);
-    const uint16_t op = arp.u16(6);
-    const size_t sha = 8, spa = sha + hln, tha = spa + pln, tpa = tha + hln;
-    if (!arp.has(0, tpa + pln)) {
-        put_abandoned(w, "arp"sv, o);
-        return;
-    }
-    if (!o.link_header)
-        w.put("ARP, "sv);
-    constexpr uint16_t kEtherTrail = 0x1000;
-    const bool ip_protocol = protocol == kEtherIPv4 || protocol == kEtherTrail;
-    // With -v always, else where the addresses are not Ethernet's and IPv4's.
-    if (!ip_protocol || pln != 4 || hln == 0 || o.verbose) {
-        if (const char* name = arp_hardware_name(hardware)) {
-            w.put(std::string_view(name));
-        } else {
-            w.put("Unknown Hardware ("sv);
-            w.dec(hardware);
-            w.put(')');
-        }
-        w.put(" (len "sv);
-        w.dec(hln);
-        w.put("), "sv);
-        if (const char* name = ethertype_name(protocol)) {
-            w.put(std::string_view(name));
-        } else {
-            w.put("Unknown Protocol (0x"sv);
-            w.hex(protocol, 4);
-            w.put(')');
-        }
-        w.put(" (len "sv);
-        w.dec(pln);
-        w.put(')');
-        if (!o.verbose) {
-            w.put(", length "sv);
-            w.dec(length);
-            return;
-        }
-        w.put(", "sv);
-    }
+namespace {
+
+// An ARP packet's address fields: offsets and lengths.
+struct ArpAddresses {
+    const Bytes& arp;
+    size_t hln;
+    size_t pln;
+    bool ip_protocol;
+    size_t sha = 8, spa = sha + hln, tha = spa + pln, tpa = tha + hln;
+
+    void put_link(Writer& w, size_t at) const noexcept { put_link_address(w, arp.data + at, hln); }
     // A protocol address, or tcpdump's words for why it is none.
-    const auto put_ip = [&](size_t at) {
+    void put_ip(Writer& w, size_t at) const noexcept
+    {
         if (!ip_protocol)
             w.put("<wrong proto type>"sv);
         else if (pln != 4)
             w.put("<wrong len>"sv);
         else
             w.put(ipv4_text(arp.data + at).view());
-    };
+    }
+};
+
+// The hardware and protocol types and their address lengths.
+void put_arp_types(Writer& w, uint16_t hardware, uint16_t protocol, const ArpAddresses& a) noexcept
+{
+    if (const char* name = arp_hardware_name(hardware))
+        w.put(std::string_view(name));
+    else
+        w.put("Unknown Hardware ("sv, hardware, ')');
+    w.put(" (len "sv, a.hln, "), "sv);
+    if (const char* name = ethertype_name(protocol))
+        w.put(std::string_view(name));
+    else
+        w.put("Unknown Protocol (0x"sv, Hex{protocol, 4}, ')');
+    w.put(" (len "sv, a.pln, ')');
+}
+
+// The operation and its addresses; false for an unknown one, dumped in hex.
+bool put_arp_operation(Writer& w, uint16_t op, const ArpAddresses& a) noexcept
+{
     // tcpdump's names; 5 to 7 are none of its.
     constexpr std::string_view kOps[] = {"Request"sv, "Reply"sv, "Reverse Request"sv, "Reverse Reply"sv, ""sv, ""sv,
                                          ""sv, "Inverse Request"sv, "Inverse Reply"sv, "NACK Reply"sv};
-    if (op >= 1 && op <= std::size(kOps) && !kOps[op - 1].empty()) {
-        w.put(kOps[op - 1]);
-    } else {
-        w.put("Unknown ("sv);
-        w.dec(op);
-        w.put(')');
-    }
-    w.put(' ');
+    if (op >= 1 && op <= std::size(kOps) && !kOps[op - 1].empty())
+        w.put(kOps[op - 1], ' ');
+    else
+        w.put("Unknown ("sv, op, ") "sv);
     switch (op) {
     case 1: {
         w.put("who-has "sv);
-        put_ip(tpa);
+        a.put_ip(w, a.tpa);
         bool zero = true;
-        for (size_t i = 0; i < hln; ++i)
-            zero = zero && arp.u8(tha + i) == 0;
+        for (size_t i = 0; i < a.hln; ++i)
+            zero = zero && a.arp.u8(a.tha + i) == 0;
         if (!zero) {
             w.put(" ("sv);
-            put_link_address(w, arp.data + tha, hln);
+            a.put_link(w, a.tha);
             w.put(')');
         }
         w.put(" tell "sv);
-        put_ip(spa);
-        break;
+        a.put_ip(w, a.spa);
+        return true;
     }
     case 2:
-        put_ip(spa);
+        a.put_ip(w, a.spa);
         w.put(" is-at "sv);
-        put_link_address(w, arp.data + sha, hln);
-        break;
+        a.put_link(w, a.sha);
+        return true;
     case 3:
     case 8:
         w.put("who-is "sv);
-        put_link_address(w, arp.data + tha, hln);
+        a.put_link(w, a.tha);
         w.put(" tell "sv);
-        put_link_address(w, arp.data + sha, hln);
-        break;
+        a.put_link(w, a.sha);
+        return true;
     case 4:
-        put_link_address(w, arp.data + tha, hln);
+        a.put_link(w, a.tha);
         w.put(" at "sv);
-        put_ip(tpa);
-        break;
+        a.put_ip(w, a.tpa);
+        return true;
     case 9:
-        put_link_address(w, arp.data + sha, hln);
+        a.put_link(w, a.sha);
         w.put(" at "sv);
-        put_ip(spa);
-        break;
+        a.put_ip(w, a.spa);
+        return true;
     default:
-        put_hex_lines(w, arp.data, arp.size, true);
+        return false;
+    }
+}
+
+} // namespace
+
+// ARP and RARP (ethertype 0x8035) alike, as tcpdump 4.99 prints them: any
+// hardware and protocol address lengths; an address family it cannot show
+// as IPv4 by its types and lengths; an unknown operation dumped in hex.
+void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept
+{
+    Cursor c(arp);
+    const uint16_t hardware = c.u16(0);
+    const uint16_t protocol = c.u16(2);
+    constexpr uint16_t kEtherTrail = 0x1000;
+    const ArpAddresses a{arp, c.u8(4), c.u8(5), protocol == kEtherIPv4 || protocol == kEtherTrail};
+    const uint16_t op = c.u16(6);
+    if (!c.ok() || !c.need(0, a.tpa + a.pln)) {
+        put_abandoned(w, "arp"sv, o);
         return;
     }
-    w.put(", length "sv);
-    w.dec(length);
+    if (!o.link_header)
+        w.put("ARP, "sv);
+    // With -v always, else where the addresses are not Ethernet's and IPv4's.
+    if (!a.ip_protocol || a.pln != 4 || a.hln == 0 || o.verbose) {
+        put_arp_types(w, hardware, protocol, a);
+        if (!o.verbose) {
+            w.put(", length "sv, length);
+            return;
+        }
+        w.put(", "sv);
+    }
+    if (put_arp_operation(w, op, a))
+        w.put(", length "sv, length);
+    else
+        put_hex_lines(w, arp.data, arp.size, true);
 }
 
 namespace {
@@ -555,6 +562,89 @@ void print_snap(Writer& w, const Bytes& data, size_t rest, const DecodeOptions& 
     }
 }
 
+// The LLC header with -e: the SAPs by name, their bits and the control field.
+void put_llc_header(Writer& w, uint8_t dsap_field, uint8_t ssap_field, uint32_t control, bool unnumbered) noexcept
+{
+    const uint8_t dsap = dsap_field & 0xfe;
+    const uint8_t ssap = ssap_field & 0xfe;
+    const char* dname = sap_name(dsap);
+    const char* sname = sap_name(ssap);
+    w.put("LLC, dsap "sv, dname ? dname : "Unknown", " (0x"sv, Hex{dsap, 2},
+          dsap_field & 1 ? ") Group, ssap "sv : ") Individual, ssap "sv, sname ? sname : "Unknown", " (0x"sv,
+          Hex{ssap, 2}, ssap_field & 1 ? ") Response, ctrl 0x"sv : ") Command, ctrl 0x"sv,
+          Hex{control, unnumbered ? 2 : 4}, ": "sv);
+}
+
+// Without -e the SAPs alone, after the frame's addresses where there are
+// both (a Linux cooked header has the sender's only).
+void put_llc_saps(Writer& w, uint8_t dsap, uint8_t ssap, const uint8_t* macs) noexcept
+{
+    if (ssap == dsap) {
+        if (macs) {
+            put_mac(w, macs + 6);
+            w.put(" > "sv);
+            put_mac(w, macs);
+            w.put(' ');
+        }
+        put_sap(w, dsap, "Unknown DSAP"sv);
+    } else {
+        if (macs) {
+            put_mac(w, macs + 6);
+            w.put(' ');
+        }
+        put_sap(w, ssap, "Unknown SSAP"sv);
+        w.put(" > "sv);
+        if (macs) {
+            put_mac(w, macs);
+            w.put(' ');
+        }
+        put_sap(w, dsap, "Unknown DSAP"sv);
+    }
+    w.put(' ');
+}
+
+// A U frame: its command and flags, and an exchange of identification's
+// format and class. Returns as print_llc().
+long put_llc_unnumbered(Writer& w, uint8_t ssap_field, uint32_t control, const Bytes& data, size_t rest,
+                        size_t length, size_t header) noexcept
+{
+    constexpr std::pair<uint8_t, std::string_view> kCommands[] = {
+        {0x03, "ui"sv}, {0xe3, "test"sv}, {0xaf, "xid"sv}, {0x63, "ua"sv},
+        {0x43, "disc"sv}, {0x0f, "dm"sv}, {0x6f, "sabme"sv}, {0x87, "frmr"sv}};
+    const uint8_t command = control & 0xef;
+    w.put("Unnumbered, "sv);
+    bool named = false;
+    for (const auto& [code, name] : kCommands) {
+        if (code == command) {
+            w.put(name);
+            named = true;
+        }
+    }
+    if (!named)
+        w.hex(command, 2);
+    w.put(", Flags ["sv, llc_flags((ssap_field & 1u) | (control & 0x10u)), "], length "sv, length);
+    if ((control & ~0x10u) != 0xaf)
+        return -static_cast<long>(header);
+    if (rest == 0)
+        return static_cast<long>(header);
+    if (data.size < 1) {
+        put_truncated(w, "llc"sv);
+        return static_cast<long>(header);
+    }
+    if (data.u8(0) != 0x81)
+        return -static_cast<long>(header);
+    if (data.size < 3 || rest < 3) {
+        put_truncated(w, "llc"sv);
+        put_hex_lines(w, data.data, data.size, true);
+    } else {
+        w.put(": "sv);
+        w.hex_byte(data.u8(1));
+        w.put(' ');
+        w.hex_byte(data.u8(2));
+    }
+    return static_cast<long>(header);
+}
+
 } // namespace
 
 // An 802.3 frame's LLC header as tcpdump's llc_print prints it: SNAP with
@@ -590,21 +680,8 @@ long print_llc(Writer& w, const Bytes& llc, size_t length, const uint8_t* macs, 
     }
     const uint8_t dsap = dsap_field & 0xfe;
     const uint8_t ssap = ssap_field & 0xfe;
-    if (o.link_header) {
-        w.put("LLC, dsap "sv);
-        const char* dname = sap_name(dsap);
-        w.put(std::string_view(dname ? dname : "Unknown"));
-        w.put(" (0x"sv);
-        w.hex(dsap, 2);
-        w.put(dsap_field & 1 ? ") Group, ssap "sv : ") Individual, ssap "sv);
-        const char* sname = sap_name(ssap);
-        w.put(std::string_view(sname ? sname : "Unknown"));
-        w.put(" (0x"sv);
-        w.hex(ssap, 2);
-        w.put(ssap_field & 1 ? ") Response, ctrl 0x"sv : ") Command, ctrl 0x"sv);
-        w.hex(control, unnumbered ? 2 : 4);
-        w.put(": "sv);
-    }
+    if (o.link_header)
+        put_llc_header(w, dsap_field, ssap_field, control, unnumbered);
     const Bytes data = llc.from(header);
     const size_t rest = length - header;
     if (control == kUi && dsap == ssap) {
@@ -622,95 +699,19 @@ long print_llc(Writer& w, const Bytes& llc, size_t length, const uint8_t* macs, 
             break;
         }
     }
-    if (!o.link_header) {
-        // Without addresses (a Linux cooked header has the sender's only),
-        // the SAPs alone.
-        if (ssap == dsap) {
-            if (macs) {
-                put_mac(w, macs + 6);
-                w.put(" > "sv);
-                put_mac(w, macs);
-                w.put(' ');
-            }
-            put_sap(w, dsap, "Unknown DSAP"sv);
-        } else {
-            if (macs) {
-                put_mac(w, macs + 6);
-                w.put(' ');
-            }
-            put_sap(w, ssap, "Unknown SSAP"sv);
-            w.put(" > "sv);
-            if (macs) {
-                put_mac(w, macs);
-                w.put(' ');
-            }
-            put_sap(w, dsap, "Unknown DSAP"sv);
-        }
-        w.put(' ');
-    }
-    if (unnumbered) {
-        constexpr std::pair<uint8_t, std::string_view> kCommands[] = {
-            {0x03, "ui"sv}, {0xe3, "test"sv}, {0xaf, "xid"sv}, {0x63, "ua"sv},
-            {0x43, "disc"sv}, {0x0f, "dm"sv}, {0x6f, "sabme"sv}, {0x87, "frmr"sv}};
-        const uint8_t command = control & 0xef;
-        w.put("Unnumbered, "sv);
-        bool named = false;
-        for (const auto& [code, name] : kCommands) {
-            if (code == command) {
-                w.put(name);
-                named = true;
-            }
-        }
-        if (!named)
-            w.hex(command, 2);
-        w.put(", Flags ["sv);
-        w.put(llc_flags((ssap_field & 1u) | (control & 0x10u)));
-        w.put("], length "sv);
-        w.dec(length);
-        // An exchange of identification: its format and class, or nothing more.
-        if ((control & ~0x10u) == 0xaf) {
-            if (rest == 0)
-                return static_cast<long>(header);
-            if (data.size < 1) {
-                put_truncated(w, "llc"sv);
-                return static_cast<long>(header);
-            }
-            if (data.u8(0) == 0x81) {
-                if (data.size < 3 || rest < 3) {
-                    put_truncated(w, "llc"sv);
-                    put_hex_lines(w, data.data, data.size, true);
-                } else {
-                    w.put(": "sv);
-                    w.hex_byte(data.u8(1));
-                    w.put(' ');
-                    w.hex_byte(data.u8(2));
-                }
-                return static_cast<long>(header);
-            }
-        }
-        return -static_cast<long>(header);
-    }
-    const uint32_t flags = (ssap_field & 1u) | (control & 0x100u);
+    if (!o.link_header)
+        put_llc_saps(w, dsap, ssap, macs);
+    if (unnumbered)
+        return put_llc_unnumbered(w, ssap_field, control, data, rest, length, header);
+    const std::string_view flags = llc_flags((ssap_field & 1u) | (control & 0x100u));
     if (control & 1) {
         constexpr std::string_view kSupervisory[] = {"Receiver Ready"sv, "Receiver not Ready"sv, "Reject"sv, "?"sv};
-        w.put("Supervisory, "sv);
-        w.put(kSupervisory[(control >> 2) & 3]);
-        w.put(", rcv seq "sv);
-        w.dec((control >> 9) & 0x7f);
-        w.put(", Flags ["sv);
-        w.put(llc_flags(flags));
-        w.put("], length "sv);
-        w.dec(length);
+        w.put("Supervisory, "sv, kSupervisory[(control >> 2) & 3], ", rcv seq "sv, (control >> 9) & 0x7f,
+              ", Flags ["sv, flags, "], length "sv, length);
         return static_cast<long>(header);
     }
-    w.put("Information, send seq "sv);
-    w.dec((control >> 1) & 0x7f);
-    w.put(", rcv seq "sv);
-    w.dec((control >> 9) & 0x7f);
-    w.put(", Flags ["sv);
-    w.put(llc_flags(flags));
-    w.put("], length "sv);
-    w.dec(length);
+    w.put("Information, send seq "sv, (control >> 1) & 0x7f, ", rcv seq "sv, (control >> 9) & 0x7f, ", Flags ["sv,
+          flags, "], length "sv, length);
     return -static_cast<long>(header);
 }
 
