@@ -313,12 +313,89 @@ bool put_iana(Writer& w, const Bytes& t, size_t length) noexcept
     return false;
 }
 
+void put_system_capabilities(Writer& w, const Bytes& t) noexcept
+{
+    for (const auto& [label, offset] : {std::pair{"\n\t  System  Capabilities ["sv, size_t{0}},
+                                        std::pair{"\n\t  Enabled Capabilities ["sv, size_t{2}}}) {
+        w.put(label);
+        put_flag_names(w, t.u16(offset),
+                       {{1, "Other"sv}, {2, "Repeater"sv}, {4, "Bridge"sv}, {8, "WLAN AP"sv}, {16, "Router"sv},
+                        {32, "Telephone"sv}, {64, "Docsis"sv}, {128, "Station Only"sv}},
+                       "none"sv);
+        w.put("] (0x"sv, Hex{t.u16(offset), 4}, ')');
+    }
+}
+
+// An organisation's TLV of at least 3 bytes; true where the rest is shown
+// in hex.
+bool put_organisation(Writer& w, const Bytes& t, size_t length) noexcept
+{
+    const uint32_t oui = uint32_t{t.u8(0)} << 16 | t.u16(1);
+    w.put(": OUI "sv,
+          name_of(oui,
+                  {{kOuiIeee8021, "Ethernet bridged"sv}, {kOuiIeee8023, "IEEE 802.3 Private"sv}, {kOuiIana, "IANA"sv},
+                   {kOuiTia, "ANSI/TIA"sv}, {kOuiDcbx, "DCBX"sv}},
+                  "Unknown"sv),
+          " (0x"sv, Hex{oui, 6}, ')');
+    return oui == kOuiIeee8021 ? put_ieee_8021(w, t, length)
+        : oui == kOuiIeee8023  ? put_ieee_8023(w, t, length)
+        : oui == kOuiIana      ? put_iana(w, t, length)
+                               : true; // LLDP-MED and DCBX: in hex
+}
+
+// A TLV's value, all `length` bytes captured: most only with -v, the
+// system name always. False where it is too short for its fields;
+// `hexdump` set where its rest is shown in hex.
+bool put_tlv(Writer& w, uint8_t type, const Bytes& t, size_t length, bool verbose, bool& hexdump) noexcept
+{
+    switch (type) {
+    case kChassisId:
+    case kPortId:
+        return !verbose || put_id(w, t, length, type == kChassisId, hexdump);
+    case kTimeToLive:
+        if (verbose && length < 2)
+            return false;
+        if (verbose)
+            w.put(": TTL "sv, t.u16(0), 's');
+        return true;
+    case kPortDescription:
+    case kSystemName: // the name also without -v
+        if (verbose || type == kSystemName) {
+            w.put(": "sv);
+            put_nul_padded(w, t, 0, length);
+        }
+        return true;
+    case kSystemDescription:
+        if (verbose) {
+            w.put("\n\t  "sv);
+            put_nul_padded(w, t, 0, length);
+        }
+        return true;
+    case kSystemCapabilities:
+        if (verbose && length < 4)
+            return false;
+        if (verbose)
+            put_system_capabilities(w, t);
+        return true;
+    case kManagementAddress:
+        return !verbose || put_management_address(w, t, length);
+    case kOrganisation:
+        if (verbose && length < 3)
+            return false;
+        if (verbose)
+            hexdump = put_organisation(w, t, length);
+        return true;
+    default:
+        hexdump = true;
+        return true;
+    }
+}
+
 } // namespace
 
 void print_lldp(Writer& w, const Bytes& lldp, size_t length, const DecodeOptions& o) noexcept
 {
-    w.put("LLDP, length "sv);
-    w.dec(length);
+    w.put("LLDP, length "sv, length);
     const bool verbose = o.verbose != 0;
     size_t at = 0;
     size_t left = length;
@@ -332,18 +409,15 @@ void print_lldp(Writer& w, const Bytes& lldp, size_t length, const DecodeOptions
         at += 2;
         left -= 2;
         if (verbose) {
-            w.put("\n\t"sv);
-            w.put(name_of(type,
+            w.put("\n\t"sv,
+                  name_of(type,
                           {{kEnd, "End"sv}, {kChassisId, "Chassis ID"sv}, {kPortId, "Port ID"sv},
                            {kTimeToLive, "Time to Live"sv}, {kPortDescription, "Port Description"sv},
                            {kSystemName, "System Name"sv}, {kSystemDescription, "System Description"sv},
                            {kSystemCapabilities, "System Capabilities"sv},
                            {kManagementAddress, "Management Address"sv}, {kOrganisation, "Organization specific"sv}},
-                          "Unknown"sv));
-            w.put(" TLV ("sv);
-            w.dec(type);
-            w.put("), length "sv);
-            w.dec(tlv_length);
+                          "Unknown"sv),
+                  " TLV ("sv, type, "), length "sv, tlv_length);
         }
         if (type == kEnd || tlv_length == 0)
             return;
@@ -353,82 +427,7 @@ void print_lldp(Writer& w, const Bytes& lldp, size_t length, const DecodeOptions
         }
         const Bytes t = lldp.from(at).first(tlv_length);
         bool hexdump = false;
-        bool cut = false;
-        switch (type) {
-        case kChassisId:
-        case kPortId:
-            cut = verbose && !put_id(w, t, tlv_length, type == kChassisId, hexdump);
-            break;
-        case kTimeToLive:
-            if (verbose) {
-                cut = tlv_length < 2;
-                if (!cut) {
-                    w.put(": TTL "sv);
-                    w.dec(t.u16(0));
-                    w.put('s');
-                }
-            }
-            break;
-        case kPortDescription:
-        case kSystemName: // the name also without -v
-            if (verbose || type == kSystemName) {
-                w.put(": "sv);
-                put_nul_padded(w, t, 0, tlv_length);
-            }
-            break;
-        case kSystemDescription:
-            if (verbose) {
-                w.put("\n\t  "sv);
-                put_nul_padded(w, t, 0, tlv_length);
-            }
-            break;
-        case kSystemCapabilities:
-            if (verbose) {
-                cut = tlv_length < 4;
-                if (cut)
-                    break;
-                for (const auto& [label, offset] : {std::pair{"\n\t  System  Capabilities ["sv, size_t{0}},
-                                                    std::pair{"\n\t  Enabled Capabilities ["sv, size_t{2}}}) {
-                    w.put(label);
-                    put_flag_names(w, t.u16(offset),
-                             {{1, "Other"sv}, {2, "Repeater"sv}, {4, "Bridge"sv}, {8, "WLAN AP"sv}, {16, "Router"sv},
-                              {32, "Telephone"sv}, {64, "Docsis"sv}, {128, "Station Only"sv}},
-                             "none"sv);
-                    w.put("] (0x"sv);
-                    w.hex(t.u16(offset), 4);
-                    w.put(')');
-                }
-            }
-            break;
-        case kManagementAddress:
-            cut = verbose && !put_management_address(w, t, tlv_length);
-            break;
-        case kOrganisation: {
-            if (!verbose)
-                break;
-            cut = tlv_length < 3;
-            if (cut)
-                break;
-            const uint32_t oui = uint32_t{t.u8(0)} << 16 | t.u16(1);
-            w.put(": OUI "sv);
-            w.put(name_of(oui,
-                          {{kOuiIeee8021, "Ethernet bridged"sv}, {kOuiIeee8023, "IEEE 802.3 Private"sv},
-                           {kOuiIana, "IANA"sv}, {kOuiTia, "ANSI/TIA"sv}, {kOuiDcbx, "DCBX"sv}},
-                          "Unknown"sv));
-            w.put(" (0x"sv);
-            w.hex(oui, 6);
-            w.put(')');
-            hexdump = oui == kOuiIeee8021 ? put_ieee_8021(w, t, tlv_length)
-                : oui == kOuiIeee8023     ? put_ieee_8023(w, t, tlv_length)
-                : oui == kOuiIana         ? put_iana(w, t, tlv_length)
-                                          : true; // LLDP-MED and DCBX: in hex
-            break;
-        }
-        default:
-            hexdump = true;
-            break;
-        }
-        if (cut) {
+        if (!put_tlv(w, type, t, tlv_length, verbose, hexdump)) {
             put_truncated(w, "lldp"sv);
             return;
         }
