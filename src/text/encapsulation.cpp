@@ -61,6 +61,15 @@ struct GreReader {
         at += n;
         left -= n;
     }
+    // The next field, 2 or 4 bytes; false where it is not there.
+    bool read(size_t n, uint32_t& value) noexcept
+    {
+        if (!take(n))
+            return false;
+        value = n == 2 ? gre.u16(at) : gre.u32(at);
+        skip(n);
+        return true;
+    }
 };
 
 // One source route entry (RFC 1701) of IPv4 addresses or AS numbers, the
@@ -105,52 +114,39 @@ bool put_gre_route(Writer& w, uint16_t family, uint8_t offset, uint8_t length, c
     return whole;
 }
 
-void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o, DecodeOptions& inner) noexcept
+// Version 0 (RFC 2784, with RFC 1701's key, sequence number and routing)
+// after its flags and payload type.
+void print_gre_v0(Writer& w, GreReader& r, uint16_t flags, uint16_t type, size_t length, const DecodeOptions& o,
+                  DecodeOptions& inner) noexcept
 {
-    const uint16_t flags = gre.u16(0);
-    if (o.verbose)
-        put_gre_flags(w, flags);
-    GreReader r{gre, 2, length - 2};
     const auto truncated = [&] { put_truncated(w, "gre"sv); };
-    if (!r.take(2))
-        return truncated();
-    const uint16_t type = gre.u16(r.at);
-    r.skip(2);
+    uint32_t value = 0;
     if (flags & (kGreChecksum | kGreRouting)) {
-        if (!r.take(2))
+        if (!r.read(2, value))
             return truncated();
-        if (o.verbose) {
-            w.put(", sum 0x"sv);
-            w.hex(gre.u16(r.at));
-        }
-        r.skip(2);
-        if (!r.take(2))
+        if (o.verbose)
+            w.put(", sum 0x"sv, Hex{value});
+        if (!r.read(2, value))
             return truncated();
-        w.put(", off 0x"sv);
-        w.hex(gre.u16(r.at));
-        r.skip(2);
+        w.put(", off 0x"sv, Hex{value});
     }
     if (flags & kGreKey) {
-        if (!r.take(4))
+        if (!r.read(4, value))
             return truncated();
-        w.put(", key=0x"sv);
-        w.hex(gre.u32(r.at));
-        r.skip(4);
+        w.put(", key=0x"sv, Hex{value});
     }
     if (flags & kGreSequence) {
-        if (!r.take(4))
+        if (!r.read(4, value))
             return truncated();
-        w.put(", seq "sv);
-        w.dec(gre.u32(r.at));
-        r.skip(4);
+        w.put(", seq "sv, value);
     }
     if (flags & kGreRouting) {
         for (;;) {
             if (!r.take(4))
                 return truncated();
-            const uint16_t family = gre.u16(r.at);
-            const uint8_t offset = gre.u8(r.at + 2);
-            const uint8_t route_length = gre.u8(r.at + 3);
+            const uint16_t family = r.gre.u16(r.at);
+            const uint8_t offset = r.gre.u8(r.at + 2);
+            const uint8_t route_length = r.gre.u8(r.at + 3);
             r.skip(4);
             if (family == 0 && route_length == 0)
                 break;
@@ -165,10 +161,9 @@ void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOption
     }
     if (o.link_header)
         put_payload_type(w, type);
-    w.put(", length "sv);
-    w.dec(length);
+    w.put(", length "sv, length);
     put_gre_separator(w, o);
-    const Bytes payload = gre.from(r.at);
+    const Bytes payload = r.gre.from(r.at);
     switch (type) {
     case kEtherIPv4:
         print_ipv4(w, payload, r.left, inner);
@@ -183,8 +178,7 @@ void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOption
         print_ethernet(w, payload, r.left, inner);
         break;
     default:
-        w.put("gre-proto-0x"sv);
-        w.hex(type);
+        w.put("gre-proto-0x"sv, Hex{type});
         break;
     }
 }
@@ -255,55 +249,39 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
         print_mpls(w, payload, length - at, o);
 }
 
-// Version 1: PPTP's enhanced GRE, a call with PPP inside.
-void print_gre_v1(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o,
+// Version 1: PPTP's enhanced GRE, a call with PPP inside, after its flags
+// and payload type.
+void print_gre_v1(Writer& w, GreReader& r, uint16_t flags, uint16_t type, size_t length, const DecodeOptions& o,
                   const DecodeOptions& inner) noexcept
 {
-    const uint16_t flags = gre.u16(0);
-    if (o.verbose)
-        put_gre_flags(w, flags);
-    GreReader r{gre, 2, length - 2};
-    const auto truncated = [&] { put_truncated(w, "gre"sv); };
-    if (!r.take(2))
-        return truncated();
-    const uint16_t type = gre.u16(r.at);
-    r.skip(2);
-    if (flags & kGreKey) {
-        if (!r.take(4))
-            return truncated();
-        w.put(", call "sv);
-        w.dec(gre.u32(r.at) & 0xffff);
-        r.skip(4);
-    }
-    if (flags & kGreSequence) {
-        if (!r.take(4))
-            return truncated();
-        w.put(", seq "sv);
-        w.dec(gre.u32(r.at));
-        r.skip(4);
-    }
-    if (flags & kGreAck) {
-        if (!r.take(4))
-            return truncated();
-        w.put(", ack "sv);
-        w.dec(gre.u32(r.at));
-        r.skip(4);
+    constexpr struct {
+        uint16_t flag;
+        std::string_view label;
+        uint32_t mask;
+    } kFields[] = {{kGreKey, ", call "sv, 0xffff}, {kGreSequence, ", seq "sv, 0xffffffff}, {kGreAck, ", ack "sv, 0xffffffff}};
+    for (const auto& f : kFields) {
+        if (!(flags & f.flag))
+            continue;
+        uint32_t value = 0;
+        if (!r.read(4, value)) {
+            put_truncated(w, "gre"sv);
+            return;
+        }
+        w.put(f.label, value & f.mask);
     }
     if (!(flags & kGreSequence))
         w.put(", no-payload"sv);
     if (o.link_header)
         put_payload_type(w, type);
-    w.put(", length "sv);
-    w.dec(length);
+    w.put(", length "sv, length);
     if (!(flags & kGreSequence))
         return;
     put_gre_separator(w, o);
     if (type == kEtherPpp) {
-        print_ppp(w, gre.from(r.at), r.left, inner);
+        print_ppp(w, r.gre.from(r.at), r.left, inner);
         return;
     }
-    w.put("gre-proto-0x"sv);
-    w.hex(type);
+    w.put("gre-proto-0x"sv, Hex{type});
 }
 
 std::string_view geneve_option_class(uint16_t option_class) noexcept
@@ -373,15 +351,65 @@ void print_gre(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& 
         return;
     }
     const unsigned version = gre.u16(0) & 7u;
-    w.put("GREv"sv);
-    w.dec(version);
-    if (version == 0)
-        print_gre_v0(w, gre, length, o, inner);
-    else if (version == 1)
-        print_gre_v1(w, gre, length, o, inner);
-    else
+    w.put("GREv"sv, version);
+    if (version > 1) {
         w.put(" ERROR: unknown-version"sv);
+        return;
+    }
+    const uint16_t flags = gre.u16(0);
+    if (o.verbose)
+        put_gre_flags(w, flags);
+    GreReader r{gre, 2, length - 2};
+    uint32_t type = 0;
+    if (!r.read(2, type)) {
+        put_truncated(w, "gre"sv);
+        return;
+    }
+    if (version == 0)
+        print_gre_v0(w, r, flags, static_cast<uint16_t>(type), length, o, inner);
+    else
+        print_gre_v1(w, r, flags, static_cast<uint16_t>(type), length, o, inner);
 }
+
+namespace {
+
+// A 24-bit field of VXLAN's or OTV's header: its bytes from `at`, its
+// label, and what follows it.
+struct Field24 {
+    std::string_view label;
+    size_t at;
+    std::string_view after;
+};
+
+// VXLAN's and OTV's 8-byte header from its flags (the I bit, or `no_i`
+// where it is clear) and its 24-bit fields, and the frame it carries on a
+// line of its own. tcpdump abandons the packet at the first field not
+// captured (`mark`).
+void print_overlay(Writer& w, const Bytes& b, size_t length, std::string_view mark, std::string_view before,
+                   std::string_view no_i, std::initializer_list<Field24> fields, const DecodeOptions& o,
+                   const DecodeOptions& inner) noexcept
+{
+    if (!b.has(0, 1)) {
+        put_abandoned(w, mark, o);
+        return;
+    }
+    const uint8_t flags = b.u8(0);
+    w.put(before, "flags ["sv, flags & 0x08 ? "I"sv : no_i, "] (0x"sv, Hex{flags, 2}, "), "sv);
+    for (const Field24& f : fields) {
+        if (!b.has(f.at, 3)) {
+            put_abandoned(w, mark, o);
+            return;
+        }
+        w.put(f.label, b.u32(f.at - 1) & 0xffffffu, f.after);
+    }
+    if (!b.has(7, 1)) {
+        put_abandoned(w, mark, o);
+        return;
+    }
+    print_ethernet(w, b.from(8), length - 8, inner);
+}
+
+} // namespace
 
 void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptions& o) noexcept
 {
@@ -393,29 +421,7 @@ void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptio
         w.put(" (invalid)"sv);
         return;
     }
-    if (!vxlan.has(0, 1)) {
-        put_abandoned(w, "vxlan"sv, o);
-        return;
-    }
-    const uint8_t flags = vxlan.u8(0);
-    w.put(", flags ["sv);
-    w.put(flags & 0x08 ? "I"sv : "invalid"sv);
-    w.put("] (0x"sv);
-    w.hex(flags, 2);
-    w.put("), "sv);
-    if (!vxlan.has(4, 3)) {
-        put_abandoned(w, "vxlan"sv, o);
-        return;
-    }
-    w.put("vni "sv);
-    w.dec(vxlan.u32(3) & 0xffffffu);
-    // tcpdump starts the carried frame on a line of its own.
-    w.put('\n');
-    if (!vxlan.has(7, 1)) {
-        put_abandoned(w, "vxlan"sv, o);
-        return;
-    }
-    print_ethernet(w, vxlan.from(8), length - 8, inner);
+    print_overlay(w, vxlan, length, "vxlan"sv, ", "sv, "invalid"sv, {{"vni "sv, 4, "\n"sv}}, o, inner);
 }
 
 void print_otv(Writer& w, const Bytes& otv, size_t length, const DecodeOptions& o) noexcept
@@ -425,42 +431,13 @@ void print_otv(Writer& w, const Bytes& otv, size_t length, const DecodeOptions& 
         return;
     w.put("OTV, "sv);
     if (length < 8) {
-        w.put("[length "sv);
-        w.dec(length);
-        w.put(" < 8] (invalid)"sv);
+        w.put("[length "sv, length, " < 8] (invalid)"sv);
         if (!otv.has(0, length))
             put_abandoned(w, "otv"sv, o);
         return;
     }
-    if (!otv.has(0, 1)) {
-        put_abandoned(w, "otv"sv, o);
-        return;
-    }
-    const uint8_t flags = otv.u8(0);
-    w.put("flags ["sv);
-    w.put(flags & 0x08 ? "I"sv : "."sv);
-    w.put("] (0x"sv);
-    w.hex(flags, 2);
-    w.put("), "sv);
-    if (!otv.has(1, 3)) {
-        put_abandoned(w, "otv"sv, o);
-        return;
-    }
-    w.put("overlay "sv);
-    w.dec(otv.u32(0) & 0xffffffu);
-    w.put(", "sv);
-    if (!otv.has(4, 3)) {
-        put_abandoned(w, "otv"sv, o);
-        return;
-    }
-    w.put("instance "sv);
-    w.dec(otv.u32(3) & 0xffffffu);
-    w.put('\n');
-    if (!otv.has(7, 1)) {
-        put_abandoned(w, "otv"sv, o);
-        return;
-    }
-    print_ethernet(w, otv.from(8), length - 8, inner);
+    print_overlay(w, otv, length, "otv"sv, ""sv, "."sv, {{"overlay "sv, 1, ", "sv}, {"instance "sv, 4, "\n"sv}}, o,
+                  inner);
 }
 
 void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOptions& o) noexcept
