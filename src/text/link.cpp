@@ -271,6 +271,21 @@ void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const Dec
         put_abandoned(w, "stp"sv, o);
 }
 
+// A version or BPDU type by name, or tcpdump's words for one it does not
+// know and false.
+bool put_stp_name(Writer& w, uint8_t value, std::initializer_list<std::pair<uint8_t, std::string_view>> names,
+                  std::string_view unknown) noexcept
+{
+    for (const auto& [known, name] : names) {
+        if (known == value) {
+            w.put(name);
+            return true;
+        }
+    }
+    w.put(unknown, " (0x"sv, Hex{value, 2}, ')');
+    return false;
+}
+
 // STP BPDUs as tcpdump 4.99 prints them: the protocol, the BPDU
 // type, the flags and the sender's bridge and port.
 // tcpdump abandons the packet at every cut of a BPDU (DecodeOptions::abandoned).
@@ -291,31 +306,18 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         return;
     const uint8_t version = bpdu.u8(2);
     w.put("STP "sv);
-    switch (version) {
-    case 0: w.put("802.1d"sv); break;
-    case 2: w.put("802.1w"sv); break;
-    case 3: w.put("802.1s"sv); break;
-    case 4: w.put("802.1aq"sv); break;
-    default:
-        w.put("Unknown STP protocol (0x"sv);
-        w.hex(version, 2);
-        w.put(')');
+    if (!put_stp_name(w, version, {{0, "802.1d"sv}, {2, "802.1w"sv}, {3, "802.1s"sv}, {4, "802.1aq"sv}},
+                      "Unknown STP protocol"sv))
         return;
-    }
     if (stp_cut(w, bpdu, 3, 1, o))
         return;
     const uint8_t type = bpdu.u8(3);
     w.put(", "sv);
-    switch (type) {
-    case 0x00: w.put("Config"sv); break;
-    case 0x02: w.put("Rapid STP"sv); break;
-    case 0x80: w.put("Topology Change"sv); return;
-    default:
-        w.put("Unknown BPDU Type (0x"sv);
-        w.hex(type, 2);
-        w.put(')');
+    // A topology change says no more.
+    if (!put_stp_name(w, type, {{0x00, "Config"sv}, {0x02, "Rapid STP"sv}, {0x80, "Topology Change"sv}},
+                      "Unknown BPDU Type"sv) ||
+        type == 0x80)
         return;
-    }
     const bool rapid = type == 0x02;
     // A rapid BPDU of 802.1d: tcpdump says no more.
     if (rapid && version == 0)
