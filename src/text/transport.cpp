@@ -247,29 +247,28 @@ OptionEnd tcp_option_empty(TcpOption&) noexcept
     return OptionEnd::Printed;
 }
 
+// A number of `n` bytes in decimal: MSS, window scale, echo and the CC options.
+OptionEnd tcp_option_number(TcpOption& t, size_t n) noexcept
+{
+    const OptionEnd end = t.fixed(n);
+    if (end == OptionEnd::Printed)
+        t.w.put(' ', n == 1 ? t.opts.u8(t.at) : n == 2 ? t.opts.u16(t.at) : t.opts.u32(t.at));
+    return end;
+}
+
 OptionEnd tcp_option_mss(TcpOption& t) noexcept
 {
-    const OptionEnd end = t.fixed(2);
-    if (end == OptionEnd::Printed)
-        t.w.put(' ', t.opts.u16(t.at));
-    return end;
+    return tcp_option_number(t, 2);
 }
 
 OptionEnd tcp_option_wscale(TcpOption& t) noexcept
 {
-    const OptionEnd end = t.fixed(1);
-    if (end == OptionEnd::Printed)
-        t.w.put(' ', t.opts.u8(t.at));
-    return end;
+    return tcp_option_number(t, 1);
 }
 
-// Echo, echo reply and the CC options: a 32-bit value.
 OptionEnd tcp_option_u32(TcpOption& t) noexcept
 {
-    const OptionEnd end = t.fixed(4);
-    if (end == OptionEnd::Printed)
-        t.w.put(' ', t.opts.u32(t.at));
-    return end;
+    return tcp_option_number(t, 4);
 }
 
 OptionEnd tcp_option_scps(TcpOption& t) noexcept
