@@ -191,10 +191,8 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
         put_truncated(w, "ppp"sv);
         return;
     }
-    if (!ppp.has(0, 2)) {
-        put_abandoned(w, "ppp"sv, o);
+    if (abandoned_at(w, ppp, 0, 2, "ppp"sv, o))
         return;
-    }
     size_t at = 0;
     switch (ppp.u16(0)) {
     case 0x0003: // pppd's direction marks
@@ -213,20 +211,14 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
         put_truncated(w, "ppp"sv);
         return;
     }
-    if (!ppp.has(at, 1)) {
-        put_abandoned(w, "ppp"sv, o);
+    if (abandoned_at(w, ppp, at, 1, "ppp"sv, o))
         return;
-    }
-    uint16_t protocol = ppp.u8(at);
-    if (protocol % 2 == 1) { // a compressed protocol field
-        at += 1;
-    } else if (ppp.has(at, 2)) {
-        protocol = ppp.u16(at);
-        at += 2;
-    } else {
-        put_abandoned(w, "ppp"sv, o);
+    // A protocol field of one byte where it is odd (compressed), else two.
+    const size_t field = ppp.u8(at) % 2 == 1 ? 1 : 2;
+    if (abandoned_at(w, ppp, at, field, "ppp"sv, o))
         return;
-    }
+    const uint16_t protocol = field == 1 ? ppp.u8(at) : ppp.u16(at);
+    at += field;
     const bool ipv4 = protocol == 0x0021 || protocol == kEtherIPv4;
     const bool ipv6 = protocol == 0x0057 || protocol == kEtherIPv6;
     const bool mpls = protocol == 0x0281 || protocol == 0x0283;
@@ -389,23 +381,17 @@ void print_overlay(Writer& w, const Bytes& b, size_t length, std::string_view ma
                    std::string_view no_i, std::initializer_list<Field24> fields, const DecodeOptions& o,
                    const DecodeOptions& inner) noexcept
 {
-    if (!b.has(0, 1)) {
-        put_abandoned(w, mark, o);
+    if (abandoned_at(w, b, 0, 1, mark, o))
         return;
-    }
     const uint8_t flags = b.u8(0);
     w.put(before, "flags ["sv, flags & 0x08 ? "I"sv : no_i, "] (0x"sv, Hex{flags, 2}, "), "sv);
     for (const Field24& f : fields) {
-        if (!b.has(f.at, 3)) {
-            put_abandoned(w, mark, o);
+        if (abandoned_at(w, b, f.at, 3, mark, o))
             return;
-        }
         w.put(f.label, b.u32(f.at - 1) & 0xffffffu, f.after);
     }
-    if (!b.has(7, 1)) {
-        put_abandoned(w, mark, o);
+    if (abandoned_at(w, b, 7, 1, mark, o))
         return;
-    }
     print_ethernet(w, b.from(8), length - 8, inner);
 }
 
@@ -531,10 +517,8 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
                 put_abandoned(w, "mpls"sv, o);
             return;
         }
-        if (!mpls.has(at, 4)) {
-            put_abandoned(w, "mpls"sv, o);
+        if (abandoned_at(w, mpls, at, 4, "mpls"sv, o))
             return;
-        }
         if (labels == kMaxMplsLabels)
             return;
         entry = mpls.u32(at);
@@ -576,10 +560,8 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
     default:
         if (left < 1)
             return;
-        if (!payload.has(0, 1)) {
-            put_abandoned(w, "mpls"sv, o);
+        if (abandoned_at(w, payload, 0, 1, "mpls"sv, o))
             return;
-        }
         if (payload.u8(0) >= 0x45 && payload.u8(0) <= 0x4f)
             kind = Payload::IPv4;
         else if (payload.u8(0) >= 0x60 && payload.u8(0) <= 0x6f)

@@ -844,45 +844,25 @@ void print_ah(Writer& w, const Endpoints& e, const Bytes& ah, size_t length, boo
         return;
     }
     w.put("AH"sv);
-    if (!ah.has(1, 1)) {
-        put_abandoned(w, "ah"sv, o);
+    if (abandoned_at(w, ah, 1, 1, "ah"sv, o))
         return;
-    }
-    w.put('(');
     const size_t header = (size_t{ah.u8(1)} + 2) * 4;
-    if (o.verbose) {
-        w.put("length="sv, ah.u8(1), "("sv);
-        w.dec(header);
-        w.put("-bytes),"sv);
-    }
-    if (!ah.has(2, 2)) {
-        put_abandoned(w, "ah"sv, o);
+    w.put('(');
+    if (o.verbose)
+        w.put("length="sv, ah.u8(1), '(', header, "-bytes),"sv);
+    if (abandoned_at(w, ah, 2, 2, "ah"sv, o))
         return;
-    }
-    if (const uint16_t reserved = ah.u16(2)) {
-        w.put("reserved=0x"sv);
-        w.hex(reserved);
-        w.put("[MustBeZero],"sv);
-    }
-    if (!ah.has(4, 4)) {
-        put_abandoned(w, "ah"sv, o);
+    if (const uint16_t reserved = ah.u16(2))
+        w.put("reserved=0x"sv, Hex{reserved}, "[MustBeZero],"sv);
+    if (abandoned_at(w, ah, 4, 4, "ah"sv, o))
         return;
-    }
-    w.put("spi=0x"sv);
-    w.hex(ah.u32(4), 8);
-    w.put(',');
-    if (!ah.has(8, 4)) {
-        put_abandoned(w, "ah"sv, o);
+    w.put("spi=0x"sv, Hex{ah.u32(4), 8}, ',');
+    if (abandoned_at(w, ah, 8, 4, "ah"sv, o))
         return;
-    }
-    w.put("seq=0x"sv);
-    w.hex(ah.u32(8));
-    w.put(",icv=0x"sv);
+    w.put("seq=0x"sv, Hex{ah.u32(8)}, ",icv=0x"sv);
     for (size_t at = 12; at < header; ++at) {
-        if (!ah.has(at, 1)) {
-            put_abandoned(w, "ah"sv, o);
+        if (abandoned_at(w, ah, at, 1, "ah"sv, o))
             return;
-        }
         w.hex_byte(ah.u8(at));
     }
     w.put("): "sv);
