@@ -101,10 +101,8 @@ void put_cooked_header(Writer& w, const Cooked& c, size_t length, bool quick) no
 
 size_t print_linux_cooked(Writer& w, const Bytes& frame, size_t frame_length, bool v2, const DecodeOptions& o) noexcept
 {
-    if (!frame.has(0, v2 ? kSll2Header : kSllHeader)) {
-        put_abandoned(w, v2 ? "sll2"sv : "sll"sv, o);
+    if (abandoned_at(w, frame, 0, v2 ? kSll2Header : kSllHeader, v2 ? "sll2"sv : "sll"sv, o))
         return 0;
-    }
     const Cooked c = read_header(frame, v2);
     if (v2) {
         // The interface's name on this host, as tcpdump: the index may name

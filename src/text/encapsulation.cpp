@@ -250,7 +250,8 @@ void print_gre_v1(Writer& w, GreReader& r, uint16_t flags, uint16_t type, size_t
         uint16_t flag;
         std::string_view label;
         uint32_t mask;
-    } kFields[] = {{kGreKey, ", call "sv, 0xffff}, {kGreSequence, ", seq "sv, 0xffffffff}, {kGreAck, ", ack "sv, 0xffffffff}};
+    } kFields[] = {
+        {kGreKey, ", call "sv, 0xffff}, {kGreSequence, ", seq "sv, 0xffffffff}, {kGreAck, ", ack "sv, 0xffffffff}};
     for (const auto& f : kFields) {
         if (!(flags & f.flag))
             continue;
@@ -297,10 +298,8 @@ bool put_geneve_options(Writer& w, const Bytes& opts, size_t length, const Decod
     while (length > 0) {
         if (at > 0)
             w.put(", "sv);
-        if (!opts.has(at, 4)) {
-            put_abandoned(w, "geneve"sv, o);
+        if (abandoned_at(w, opts, at, 4, "geneve"sv, o))
             return false;
-        }
         const uint16_t option_class = opts.u16(at);
         const uint8_t type = opts.u8(at + 2);
         const size_t option_length = 4 + size_t{opts.u8(at + 3) & 0x1fu} * 4;

@@ -928,10 +928,8 @@ void put_icmp_extensions(Writer& w, const Bytes& l4, size_t length, const Decode
             return;
         object_length -= 4;
         if (object_class == 1 && object_type == 1) {
-            if (!l4.has(at, 4)) {
-                put_abandoned(w, "icmp"sv, o);
+            if (abandoned_at(w, l4, at, 4, "icmp"sv, o))
                 return;
-            }
             const uint32_t entry = l4.u32(at);
             w.put("\n\t    label "sv);
             w.dec(entry >> 12);
@@ -977,10 +975,8 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, b
         sum.add(l4.data, length);
         // A sum the NIC is to fill in is not wrong yet.
         if (const uint16_t computed = sum.value(); computed != 0 && !o.checksum_not_ready) {
-            if (!l4.has(2, 2)) {
-                put_abandoned(w, "icmp"sv, o);
+            if (abandoned_at(w, l4, 2, 2, "icmp"sv, o))
                 return;
-            }
             w.put(" (wrong icmp cksum "sv);
             w.hex(l4.u16(2));
             w.put(" (->"sv);
@@ -993,10 +989,8 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, b
     if (type == 3 || type == 4 || type == 5 || type == 11 || type == 12) {
         w.put("\n\t"sv);
         const Bytes quoted = l4.from(8);
-        if (!quoted.has(2, 2)) {
-            put_abandoned(w, "icmp"sv, o);
+        if (abandoned_at(w, quoted, 2, 2, "icmp"sv, o))
             return;
-        }
         DecodeOptions inner;
         if (!nest(o, inner))
             return;
@@ -1021,27 +1015,21 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, 
     }
     if (o.verbose && !fragmented && l4.has(0, length)) {
         // tcpdump reads the checksum field first.
-        if (!l4.has(2, 2)) {
-            put_abandoned(w, "icmp6"sv, o);
+        if (abandoned_at(w, l4, 2, 2, "icmp6"sv, o))
             return;
-        }
         uint16_t should_be = 0;
         const ChecksumCheck check = check_transport(e, kProtoIcmp6, l4, length, o, should_be);
         put_checksum_verdict(w, "icmp6"sv, check, l4.u16(2), should_be);
     }
-    if (!l4.has(0, 1)) {
-        put_abandoned(w, "icmp6"sv, o);
+    if (abandoned_at(w, l4, 0, 1, "icmp6"sv, o))
         return;
-    }
     const uint8_t type = l4.u8(0);
     w.put("ICMP6, "sv);
     const Icmp6Type* t = icmp6_type(type);
     if (!t) {
         w.put("unknown icmp6 type ("sv, type, ')');
-        if (!l4.has(1, 1)) {
-            put_abandoned(w, "icmp6"sv, o);
+        if (abandoned_at(w, l4, 1, 1, "icmp6"sv, o))
             return;
-        }
         w.put(", length "sv, length);
         if (o.verbose <= 1)
             put_unknown_data(w, l4, length);

@@ -308,10 +308,8 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         return;
     }
     // Nothing of the header captured: tcpdump's mark alone.
-    if (!ip.has(0, 1)) {
-        put_abandoned(w, "ip"sv, o);
+    if (abandoned_at(w, ip, 0, 1, "ip"sv, o))
         return;
-    }
     if (!o.link_header)
         w.put("IP "sv);
     if (!ip.has(0, 20)) {
@@ -614,10 +612,8 @@ size_t put_routing_header(Writer& w, const Bytes& route, const DecodeOptions& o,
         return 0;
     }
     for (unsigned i = 0; i < units / 2u; ++i) {
-        if (!route.has(8 + 16 * i, 16)) {
-            put_abandoned(w, "rt6"sv, o);
+        if (abandoned_at(w, route, 8 + 16 * i, 16, "rt6"sv, o))
             return 0;
-        }
         w.put(", ["sv, i, "]"sv);
         w.put(ipv6_text(route.data + 8 + 16 * i).view());
         // Type 0 and 2 list the hops in order, segment routing backwards.
@@ -693,10 +689,8 @@ bool walk_options_header(Ipv6Walk& v, int index) noexcept
     }
     v.hop_by_hop_seen = v.hop_by_hop_seen || hop_by_hop;
     const std::string_view mark = hop_by_hop ? "hbhopt"sv : "dstopt"sv;
-    if (!v.packet.has(v.offset + 1, 1)) {
-        put_abandoned(w, mark, v.o);
+    if (abandoned_at(w, v.packet, v.offset + 1, 1, mark, v.o))
         return false;
-    }
     const size_t length = (size_t{v.packet.u8(v.offset + 1)} + 1) * 8;
     bool complete = v.packet.has(v.offset, length);
     if (complete) {

@@ -61,20 +61,10 @@ void put_stp_timers(Writer& w, const Bytes& bpdu) noexcept
     }
 }
 
-// tcpdump abandons the packet at every cut of a BPDU: true, after saying
-// so, when bytes [at, at + n) were not captured.
-bool stp_cut(Writer& w, const Bytes& bpdu, size_t at, size_t n, const DecodeOptions& o) noexcept
-{
-    if (bpdu.has(at, n))
-        return false;
-    put_abandoned(w, "stp"sv, o);
-    return true;
-}
-
 // -v: a configuration BPDU's timers, root and (802.1w) port role.
 void put_stp_details(Writer& w, const Bytes& bpdu, uint8_t version, uint8_t flags, const DecodeOptions& o) noexcept
 {
-    if (stp_cut(w, bpdu, 0, 35, o))
+    if (abandoned_at(w, bpdu, 0, 35, "stp"sv, o))
         return;
     put_stp_timers(w, bpdu);
     w.put("\n\troot-id "sv);
@@ -235,13 +225,13 @@ void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const Dec
         return;
     }
     // The version 1 length must be 0; then the version 3 length holds.
-    if (stp_cut(w, bpdu, 35, 1, o))
+    if (abandoned_at(w, bpdu, 35, 1, "stp"sv, o))
         return;
     if (bpdu.u8(35) != 0) {
         w.put(" (invalid)"sv);
         return;
     }
-    if (stp_cut(w, bpdu, 36, 2, o))
+    if (abandoned_at(w, bpdu, 36, 2, "stp"sv, o))
         return;
     const size_t mstp_length = size_t{bpdu.u16(36)} + 2;
     if (length < kFixed + mstp_length) {
@@ -260,7 +250,7 @@ void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const Dec
     if (!spb)
         return;
     const size_t at = kFixed + mstp_length;
-    if (stp_cut(w, bpdu, at, 2, o))
+    if (abandoned_at(w, bpdu, at, 2, "stp"sv, o))
         return;
     const size_t spb_length = size_t{bpdu.u16(at)} + 2;
     if (length < at + spb_length || spb_length < 87) {
@@ -295,21 +285,21 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         w.put(" (invalid)"sv);
         return;
     }
-    if (stp_cut(w, bpdu, 0, 2, o))
+    if (abandoned_at(w, bpdu, 0, 2, "stp"sv, o))
         return;
     if (bpdu.u16(0) != 0) {
         w.put("unknown STP version, length "sv);
         w.dec(length);
         return;
     }
-    if (stp_cut(w, bpdu, 2, 1, o))
+    if (abandoned_at(w, bpdu, 2, 1, "stp"sv, o))
         return;
     const uint8_t version = bpdu.u8(2);
     w.put("STP "sv);
     if (!put_stp_name(w, version, {{0, "802.1d"sv}, {2, "802.1w"sv}, {3, "802.1s"sv}, {4, "802.1aq"sv}},
                       "Unknown STP protocol"sv))
         return;
-    if (stp_cut(w, bpdu, 3, 1, o))
+    if (abandoned_at(w, bpdu, 3, 1, "stp"sv, o))
         return;
     const uint8_t type = bpdu.u8(3);
     w.put(", "sv);
@@ -330,13 +320,13 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         w.put(" (invalid)"sv);
         return;
     }
-    if (stp_cut(w, bpdu, 4, 1, o))
+    if (abandoned_at(w, bpdu, 4, 1, "stp"sv, o))
         return;
     const uint8_t flags = bpdu.u8(4);
     w.put(", Flags ["sv);
     put_stp_flags(w, flags);
     w.put(']');
-    if (stp_cut(w, bpdu, 17, 10, o))
+    if (abandoned_at(w, bpdu, 17, 10, "stp"sv, o))
         return;
     w.put(", bridge-id "sv);
     put_bridge_id(w, bpdu, 17);

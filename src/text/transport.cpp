@@ -465,17 +465,13 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
         if (listed)
             w.put(',');
         // Past the capture before the kind or length: tcpdump abandons the packet.
-        if (!opts.has(at, 1)) {
-            put_abandoned(w, protocol, o);
+        if (abandoned_at(w, opts, at, 1, protocol, o))
             return false;
-        }
         const uint8_t kind = opts.u8(at++);
         size_t length = 1;
         if (kind != kTcpEol && kind != kTcpNop) {
-            if (!opts.has(at, 1)) {
-                put_abandoned(w, protocol, o);
+            if (abandoned_at(w, opts, at, 1, protocol, o))
                 return false;
-            }
             length = opts.u8(at++);
             if (length < 2 || length > room) {
                 w.put("[bad opt]"sv);
