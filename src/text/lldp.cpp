@@ -156,6 +156,12 @@ void put_aggregation(Writer& w, const Bytes& t) noexcept
     w.dec(t.u32(5));
 }
 
+// An organisation's TLV's subtype on a line of its own.
+void put_subtype(Writer& w, uint8_t subtype, std::string_view name) noexcept
+{
+    w.put("\n\t  "sv, name, " Subtype ("sv, subtype, ')');
+}
+
 // IEEE 802.1's TLVs tcpdump decodes for every bridge (VLANs, protocols,
 // aggregation); true where it dumps the TLV instead.
 bool put_ieee_8021(Writer& w, const Bytes& t, size_t length) noexcept
@@ -163,17 +169,14 @@ bool put_ieee_8021(Writer& w, const Bytes& t, size_t length) noexcept
     if (length < 4)
         return false;
     const uint8_t subtype = t.u8(3);
-    w.put("\n\t  "sv);
-    w.put(name_of(subtype,
-                  {{1, "Port VLAN Id"sv}, {2, "Port and Protocol VLAN ID"sv}, {3, "VLAN name"sv},
-                   {4, "Protocol Identity"sv}, {7, "Link aggregation"sv}, {8, "Congestion Notification"sv},
-                   {9, "ETS Configuration"sv}, {10, "ETS Recommendation"sv},
-                   {11, "Priority Flow Control Configuration"sv}, {12, "Application Priority"sv}, {13, "EVB"sv},
-                   {14, "CDCP"sv}},
-                  "unknown"sv));
-    w.put(" Subtype ("sv);
-    w.dec(subtype);
-    w.put(')');
+    put_subtype(w, subtype,
+                name_of(subtype,
+                        {{1, "Port VLAN Id"sv}, {2, "Port and Protocol VLAN ID"sv}, {3, "VLAN name"sv},
+                         {4, "Protocol Identity"sv}, {7, "Link aggregation"sv}, {8, "Congestion Notification"sv},
+                         {9, "ETS Configuration"sv}, {10, "ETS Recommendation"sv},
+                         {11, "Priority Flow Control Configuration"sv}, {12, "Application Priority"sv}, {13, "EVB"sv},
+                         {14, "CDCP"sv}},
+                        "unknown"sv));
     switch (subtype) {
     case 1:
         if (length >= 6) {
@@ -224,14 +227,11 @@ bool put_ieee_8023(Writer& w, const Bytes& t, size_t length) noexcept
     if (length < 4)
         return false;
     const uint8_t subtype = t.u8(3);
-    w.put("\n\t  "sv);
-    w.put(name_of(subtype,
-                  {{1, "MAC/PHY configuration/status"sv}, {2, "Power via MDI"sv}, {3, "Link aggregation"sv},
-                   {4, "Max frame size"sv}},
-                  "unknown"sv));
-    w.put(" Subtype ("sv);
-    w.dec(subtype);
-    w.put(')');
+    put_subtype(w, subtype,
+                name_of(subtype,
+                        {{1, "MAC/PHY configuration/status"sv}, {2, "Power via MDI"sv}, {3, "Link aggregation"sv},
+                         {4, "Max frame size"sv}},
+                        "unknown"sv));
     switch (subtype) {
     case 1: {
         if (length < 9)
@@ -301,11 +301,7 @@ bool put_iana(Writer& w, const Bytes& t, size_t length) noexcept
     if (length < 8)
         return false;
     const uint8_t subtype = t.u8(3);
-    w.put("\n\t  "sv);
-    w.put(subtype == 1 ? "MUD-URL"sv : "unknown"sv);
-    w.put(" Subtype ("sv);
-    w.dec(subtype);
-    w.put(')');
+    put_subtype(w, subtype, subtype == 1 ? "MUD-URL"sv : "unknown"sv);
     if (subtype != 1)
         return true;
     w.put("\n\t  MUD-URL="sv);
