@@ -432,45 +432,38 @@ void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOpt
         return;
     w.put("Geneve"sv);
     if (length < 8) {
-        w.put(" [length "sv);
-        w.dec(length);
-        w.put(" < 8] (invalid)"sv);
+        w.put(" [length "sv, length, " < 8] (invalid)"sv);
         return;
     }
-    if (!geneve.has(0, 8)) {
+    Cursor c(geneve);
+    const uint8_t version_options = c.u8(0);
+    const uint8_t flags = c.u8(1);
+    const uint16_t type = c.u16(2);
+    const uint32_t vni = c.u32(3) & 0xffffffu;
+    const uint8_t reserved = c.u8(7);
+    if (!c.ok()) {
         put_truncated(w, "geneve"sv);
         return;
     }
-    const uint8_t version_options = geneve.u8(0);
     if (version_options >> 6 != 0) {
-        w.put(" ERROR: unknown-version "sv);
-        w.dec(version_options >> 6);
+        w.put(" ERROR: unknown-version "sv, version_options >> 6);
         return;
     }
-    const uint8_t flags = geneve.u8(1);
-    const uint16_t type = geneve.u16(2);
     w.put(", Flags ["sv);
     static constexpr std::string_view kFlags[8] = {"O"sv, "C"sv, "R1"sv, "R2"sv, "R3"sv, "R4"sv, "R5"sv, "R6"sv};
     for (int bit = 0; bit < 8; ++bit) {
         if (flags & (0x80 >> bit))
             w.put(kFlags[bit]);
     }
-    if (flags == 0)
-        w.put("none"sv);
-    w.put("], vni 0x"sv);
-    w.hex(geneve.u32(3) & 0xffffffu);
-    if (const uint8_t reserved = geneve.u8(7)) {
-        w.put(", rsvd 0x"sv);
-        w.hex(reserved);
-    }
+    w.put(flags == 0 ? "none], vni 0x"sv : "], vni 0x"sv, Hex{vni});
+    if (reserved)
+        w.put(", rsvd 0x"sv, Hex{reserved});
     if (o.link_header)
         put_payload_type(w, type);
     const size_t options = size_t{version_options & 0x3fu} * 4;
     const size_t left = length - 8;
     if (left < options) {
-        w.put(" truncated-geneve - "sv);
-        w.dec(options - left);
-        w.put(" bytes missing"sv);
+        w.put(" truncated-geneve - "sv, options - left, " bytes missing"sv);
         return;
     }
     if (!geneve.has(8, options)) {
@@ -483,8 +476,7 @@ void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOpt
             if (!put_geneve_options(w, geneve.from(8), options, o))
                 return;
         } else {
-            w.dec(options);
-            w.put(" bytes"sv);
+            w.put(options, " bytes"sv);
         }
         w.put(']');
     }
@@ -496,8 +488,7 @@ void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOpt
         print_ethernet(w, payload, left - options, inner);
         return;
     }
-    w.put("geneve-proto-0x"sv);
-    w.hex(type);
+    w.put("geneve-proto-0x"sv, Hex{type});
 }
 
 void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions& o) noexcept
