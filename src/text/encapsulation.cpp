@@ -25,10 +25,7 @@ void put_payload_type(Writer& w, uint16_t type) noexcept
 {
     w.put(", proto "sv);
     const char* name = ethertype_name(type);
-    w.put(name ? std::string_view(name) : "unknown"sv);
-    w.put(" (0x"sv);
-    w.hex(type, 4);
-    w.put(')');
+    w.put(name ? std::string_view(name) : "unknown"sv, " (0x"sv, Hex{type, 4}, ')');
 }
 
 // ", Flags [key present, sequence# present]": GRE's flags as -v names them.
@@ -77,9 +74,7 @@ struct GreReader {
 bool put_gre_route(Writer& w, uint16_t family, uint8_t offset, uint8_t length, const GreReader& r) noexcept
 {
     if (family != 0x0800 && family != 0xfffe) {
-        w.put(", (rtaf=0x"sv);
-        w.hex(family);
-        w.put(')');
+        w.put(", (rtaf=0x"sv, Hex{family}, ')');
         return true;
     }
     const bool ip = family == 0x0800;
@@ -87,16 +82,11 @@ bool put_gre_route(Writer& w, uint16_t family, uint8_t offset, uint8_t length, c
     w.put(ip ? ", (rtaf=ip"sv : ", (rtaf=asn"sv);
     bool whole = true;
     if (offset % unit != 0) {
-        w.put(", badoffset="sv);
-        w.dec(offset);
+        w.put(", badoffset="sv, offset);
     } else if (length % unit != 0) {
-        w.put(", badlength="sv);
-        w.dec(length);
+        w.put(", badlength="sv, length);
     } else if (offset >= length) {
-        w.put(", badoff/len="sv);
-        w.dec(offset);
-        w.put('/');
-        w.dec(length);
+        w.put(", badoff/len="sv, offset, '/', length);
     } else {
         for (size_t i = 0; i < length; i += unit) {
             if (!r.gre.has(r.at + i, unit) || r.left < i + unit) {
@@ -223,11 +213,8 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
     const bool ipv6 = protocol == 0x0057 || protocol == kEtherIPv6;
     const bool mpls = protocol == 0x0281 || protocol == 0x0283;
     if (o.link_header) {
-        w.put(ipv4 ? "IP"sv : ipv6 ? "IP6"sv : mpls ? "MPLS"sv : "unknown"sv);
-        w.put(" (0x"sv);
-        w.hex(protocol, 4);
-        w.put("), length "sv);
-        w.dec(length);
+        w.put(ipv4 ? "IP"sv : ipv6 ? "IP6"sv : mpls ? "MPLS"sv : "unknown"sv, " (0x"sv, Hex{protocol, 4},
+              "), length "sv, length);
         if (!ipv4 && !ipv6 && !mpls)
             return;
         w.put(": "sv);
@@ -303,16 +290,10 @@ bool put_geneve_options(Writer& w, const Bytes& opts, size_t length, const Decod
         const uint16_t option_class = opts.u16(at);
         const uint8_t type = opts.u8(at + 2);
         const size_t option_length = 4 + size_t{opts.u8(at + 3) & 0x1fu} * 4;
-        w.put("class "sv);
-        w.put(geneve_option_class(option_class));
-        w.put(" (0x"sv);
-        w.hex(option_class);
-        w.put(") type 0x"sv);
-        w.hex(type);
+        w.put("class "sv, geneve_option_class(option_class), " (0x"sv, Hex{option_class}, ") type 0x"sv, Hex{type});
         if (type & 0x80)
             w.put("(C)"sv);
-        w.put(" len "sv);
-        w.dec(option_length);
+        w.put(" len "sv, option_length);
         if (option_length > length) {
             w.put(" [bad length]"sv);
             return true;
@@ -320,8 +301,7 @@ bool put_geneve_options(Writer& w, const Bytes& opts, size_t length, const Decod
         if (o.verbose > 1 && option_length > 4) {
             w.put(" data"sv);
             for (size_t i = 4; i < option_length; i += 4) {
-                w.put(' ');
-                w.hex(opts.u32(at + i), 8);
+                w.put(' ', Hex{opts.u32(at + i), 8});
             }
         }
         at += option_length;
@@ -514,22 +494,16 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
         entry = mpls.u32(at);
         // With -v each label after the first on a line of its own, the
         // reserved ones (0 to 15) named.
-        w.put(labels > 0 && o.verbose ? "\n\t(label "sv : " (label "sv);
-        w.dec(entry >> 12);
+        w.put(labels > 0 && o.verbose ? "\n\t(label "sv : " (label "sv, entry >> 12);
         if (o.verbose && (entry >> 12) < 16) {
             constexpr std::string_view kReserved[4] = {"IPv4 explicit NULL"sv, "router alert"sv,
                                                        "IPv6 explicit NULL"sv, "implicit NULL"sv};
-            w.put(" ("sv);
-            w.put((entry >> 12) < 4 ? kReserved[entry >> 12] : "rsvd"sv);
-            w.put(')');
+            w.put(" ("sv, (entry >> 12) < 4 ? kReserved[entry >> 12] : "rsvd"sv, ')');
         }
-        w.put(", tc "sv);
-        w.dec((entry >> 9) & 7u);
+        w.put(", tc "sv, (entry >> 9) & 7u);
         if (entry & 0x100)
             w.put(", [S]"sv);
-        w.put(", ttl "sv);
-        w.dec(entry & 0xffu);
-        w.put(')');
+        w.put(", ttl "sv, entry & 0xffu, ')');
         at += 4;
         left -= 4;
         if (entry & 0x100)

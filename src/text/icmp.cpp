@@ -19,8 +19,7 @@ void put_icmp_time(Writer& m, uint32_t ms) noexcept
     const uint32_t seconds = ms / 1000;
     if (seconds / 3600 < 10)
         m.put('0');
-    m.dec(seconds / 3600);
-    m.put(':');
+    m.put(seconds / 3600, ':');
     m.padded(seconds / 60 % 60, 2);
     m.put(':');
     m.padded(seconds % 60, 2);
@@ -284,8 +283,7 @@ void put_lifetime(Writer& w, uint32_t seconds) noexcept
     if (seconds == 0xffffffff) {
         w.put("infinity"sv);
     } else {
-        w.dec(seconds);
-        w.put('s');
+        w.put(seconds, 's');
     }
 }
 
@@ -892,17 +890,14 @@ void put_icmp_extensions(Writer& w, const Bytes& l4, size_t length, const Decode
     if (l4.u8(5) == 0 && whole && sum.value() != 0)
         return;
     const uint8_t version = l4.u8(kIcmpExtensionOffset) >> 4;
-    w.put("\n\tICMP Multi-Part extension v"sv);
-    w.dec(version);
+    w.put("\n\tICMP Multi-Part extension v"sv, version);
     if (version != 2) {
         w.put(" packet not supported"sv);
         return;
     }
     if (whole) {
-        w.put(", checksum 0x"sv);
-        w.hex(l4.u16(kIcmpExtensionOffset + 2), 4);
-        w.put(sum.value() != 0 ? " (incorrect), length "sv : " (correct), length "sv);
-        w.dec(rest);
+        w.put(", checksum 0x"sv, Hex{l4.u16(kIcmpExtensionOffset + 2), 4},
+              sum.value() != 0 ? " (incorrect), length "sv : " (correct), length "sv, rest);
     }
     rest -= 4;
     size_t at = kIcmpExtensionOffset + 4;
@@ -915,14 +910,9 @@ void put_icmp_extensions(Writer& w, const Bytes& l4, size_t length, const Decode
         const uint8_t object_class = l4.u8(at + 2);
         const uint8_t object_type = l4.u8(at + 3);
         at += 4;
-        w.put("\n\t  "sv);
-        w.put(object_class == 1 ? "MPLS Stack Entry"sv : object_class == 2 ? "Interface Identification"sv : "unknown"sv);
-        w.put(" Object ("sv);
-        w.dec(object_class);
-        w.put("), Class-Type: "sv);
-        w.dec(object_type);
-        w.put(", length "sv);
-        w.dec(object_length);
+        w.put("\n\t  "sv,
+              object_class == 1 ? "MPLS Stack Entry"sv : object_class == 2 ? "Interface Identification"sv : "unknown"sv,
+              " Object ("sv, object_class, "), Class-Type: "sv, object_type, ", length "sv, object_length);
         rest -= 4;
         if (object_class == 0 || object_length < 4)
             return;
@@ -931,14 +921,10 @@ void put_icmp_extensions(Writer& w, const Bytes& l4, size_t length, const Decode
             if (abandoned_at(w, l4, at, 4, "icmp"sv, o))
                 return;
             const uint32_t entry = l4.u32(at);
-            w.put("\n\t    label "sv);
-            w.dec(entry >> 12);
-            w.put(", tc "sv);
-            w.dec((entry >> 9) & 7);
+            w.put("\n\t    label "sv, entry >> 12, ", tc "sv, (entry >> 9) & 7);
             if (entry & 0x100)
                 w.put(", [S]"sv);
-            w.put(", ttl "sv);
-            w.dec(entry & 0xff);
+            w.put(", ttl "sv, entry & 0xff);
         } else {
             put_unknown_data(w, l4.from(at), object_length, "\n\t    "sv);
         }
@@ -964,10 +950,7 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, b
             put_abandoned(w, "icmp"sv, o);
         return;
     }
-    w.put("ICMP "sv);
-    w.put(message.view());
-    w.put(", length "sv);
-    w.dec(length);
+    w.put("ICMP "sv, message.view(), ", length "sv, length);
     if (!o.verbose)
         return;
     if (!fragmented && l4.has(0, length)) {
@@ -977,11 +960,8 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, b
         if (const uint16_t computed = sum.value(); computed != 0 && !o.checksum_not_ready) {
             if (abandoned_at(w, l4, 2, 2, "icmp"sv, o))
                 return;
-            w.put(" (wrong icmp cksum "sv);
-            w.hex(l4.u16(2));
-            w.put(" (->"sv);
-            w.hex(checksum_should_be(l4.u16(2), computed));
-            w.put(")!)"sv);
+            w.put(" (wrong icmp cksum "sv, Hex{l4.u16(2)}, " (->"sv, Hex{checksum_should_be(l4.u16(2), computed)},
+                  ")!)"sv);
         }
     }
     // An error's quoted packet, as an IP packet of its own.
@@ -1049,8 +1029,7 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, 
     // An unknown unreachable code ends with its dump, without the length.
     if (o.verbose || (type == 1 && l4.u8(1) > 4))
         return;
-    w.put(", length "sv);
-    w.dec(length);
+    w.put(", length "sv, length);
 }
 
 } // namespace xdpcap::text::detail

@@ -26,28 +26,21 @@ enum class OptionsEnd { Listed, Truncated, Abandoned };
 OptionsEnd put_route(Writer& w, const Bytes& opt, size_t length) noexcept
 {
     if (length < 3) {
-        w.put(" [bad length "sv);
-        w.dec(length);
-        w.put(']');
+        w.put(" [bad length "sv, length, ']');
         return OptionsEnd::Listed;
     }
     if ((length + 1) & 3) {
-        w.put(" [bad length "sv);
-        w.dec(length);
-        w.put(']');
+        w.put(" [bad length "sv, length, ']');
     }
     // tcpdump's pointer is unsigned: a zero pointer field wraps.
     const uint32_t pointer = uint32_t{opt.u8(2)} - 1;
     if (pointer < 3 || ((pointer + 1) & 3) || pointer > length + 1) {
-        w.put(" [bad ptr "sv);
-        w.dec(opt.u8(2));
-        w.put(']');
+        w.put(" [bad ptr "sv, opt.u8(2), ']');
     }
     for (size_t at = 3; at < length; at += 4) {
         if (!opt.has(at, 4))
             return OptionsEnd::Truncated;
-        w.put(' ');
-        w.put(ipv4_text(opt.data + at).view());
+        w.put(' ', ipv4_text(opt.data + at).view());
         if (pointer > at)
             w.put(',');
     }
@@ -57,26 +50,20 @@ OptionsEnd put_route(Writer& w, const Bytes& opt, size_t length) noexcept
 OptionsEnd put_timestamps(Writer& w, const Bytes& opt, size_t length) noexcept
 {
     if (length < 4) {
-        w.put("[bad length "sv);
-        w.dec(length);
-        w.put(']');
+        w.put("[bad length "sv, length, ']');
         return OptionsEnd::Listed;
     }
     w.put(" TS{"sv);
     const uint8_t flags = opt.u8(3);
     const size_t hop = (flags & 15) != 0 ? 8 : 4;
     if ((length - 4) & (hop - 1)) {
-        w.put("[bad length "sv);
-        w.dec(length);
-        w.put(']');
+        w.put("[bad length "sv, length, ']');
     }
     // tcpdump's pointer is unsigned: a zero pointer field wraps.
     const uint32_t pointer = uint32_t{opt.u8(2)} - 1;
     size_t at = 0;
     if (pointer < 4 || ((pointer - 4) & (hop - 1)) || pointer > length + 1) {
-        w.put("[bad ptr "sv);
-        w.dec(opt.u8(2));
-        w.put(']');
+        w.put("[bad ptr "sv, opt.u8(2), ']');
     }
     switch (flags & 15) {
     case 0: w.put("TSONLY"sv); break;
@@ -84,8 +71,7 @@ OptionsEnd put_timestamps(Writer& w, const Bytes& opt, size_t length) noexcept
     case 3: w.put("PRESPEC"sv); break;
     default:
         w.put("[bad ts type "sv);
-        w.dec(flags & 15);
-        w.put(']');
+        w.put(flags & 15, ']');
         break;
     }
     if ((flags & 15) == 0 || (flags & 15) == 1 || (flags & 15) == 3) {
@@ -95,9 +81,7 @@ OptionsEnd put_timestamps(Writer& w, const Bytes& opt, size_t length) noexcept
                 mark = " ^ "sv;
             if (!opt.has(at, hop))
                 return OptionsEnd::Truncated;
-            w.put(mark);
-            w.dec(opt.u32(at + hop - 4));
-            w.put('@');
+            w.put(mark, opt.u32(at + hop - 4), '@');
             if (hop == 8)
                 w.put(ipv4_text(opt.data + at).view());
             mark = " "sv;
@@ -106,9 +90,7 @@ OptionsEnd put_timestamps(Writer& w, const Bytes& opt, size_t length) noexcept
     if (pointer == at)
         w.put(" ^ "sv);
     if (flags >> 4) {
-        w.put(" ["sv);
-        w.dec(flags >> 4);
-        w.put(" hops not recorded]} "sv);
+        w.put(" ["sv, flags >> 4, " hops not recorded]} "sv);
     } else {
         w.put('}');
     }
@@ -147,16 +129,12 @@ OptionsEnd put_ip_options(Writer& w, const Bytes& opts, size_t length) noexcept
                 return OptionsEnd::Abandoned;
             option_length = opts.u8(at + 1);
             if (option_length < 2) {
-                w.put(" [bad length "sv);
-                w.dec(option_length);
-                w.put(']');
+                w.put(" [bad length "sv, option_length, ']');
                 return OptionsEnd::Listed;
             }
         }
         if (option_length > length) {
-            w.put(" [bad length "sv);
-            w.dec(option_length);
-            w.put(']');
+            w.put(" [bad length "sv, option_length, ']');
             return OptionsEnd::Listed;
         }
         if (!opts.has(at, option_length))
@@ -176,12 +154,9 @@ OptionsEnd put_ip_options(Writer& w, const Bytes& opts, size_t length) noexcept
             break;
         case kOptRouterAlert:
             if (option_length < 4) {
-                w.put(" [bad length "sv);
-                w.dec(option_length);
-                w.put(']');
+                w.put(" [bad length "sv, option_length, ']');
             } else if (option.u16(2) != 0) {
-                w.put(" value "sv);
-                w.dec(option.u16(2));
+                w.put(" value "sv, option.u16(2));
             }
             break;
         default:
@@ -231,29 +206,19 @@ const uint8_t* ipv4_checksum_destination(const Bytes& ip, size_t header) noexcep
 bool put_ipv4_details(Writer& w, const Bytes& ip, size_t header, const DecodeOptions& o) noexcept
 {
     const uint8_t tos = ip.u8(1);
-    w.put("(tos 0x"sv);
-    w.hex(tos);
+    w.put("(tos 0x"sv, Hex{tos});
     constexpr std::string_view kEcn[] = {""sv, ",ECT(1)"sv, ",ECT(0)"sv, ",CE"sv};
     w.put(kEcn[tos & 3]);
     if (ip.u8(8) >= 1) {
-        w.put(", ttl "sv);
-        w.dec(ip.u8(8));
+        w.put(", ttl "sv, ip.u8(8));
     }
     const uint16_t fragment = ip.u16(6);
-    w.put(", id "sv);
-    w.dec(ip.u16(4));
-    w.put(", offset "sv);
-    w.dec(size_t{fragment & 0x1fffu} * 8);
-    w.put(", flags ["sv);
+    w.put(", id "sv, ip.u16(4), ", offset "sv, size_t{fragment & 0x1fffu} * 8, ", flags ["sv);
     put_flag_names(w, fragment, {{0x2000, "+"sv}, {0x4000, "DF"sv}, {0x8000, "rsvd"sv}});
     const uint8_t protocol = ip.u8(9);
     w.put("], proto "sv);
     const char* name = ip_protocol_verbose_name(protocol);
-    w.put(std::string_view(name ? name : "unknown"));
-    w.put(" ("sv);
-    w.dec(protocol);
-    w.put("), length "sv);
-    w.dec(ip.u16(2));
+    w.put(std::string_view(name ? name : "unknown"), " ("sv, protocol, "), length "sv, ip.u16(2));
     bool truncated = false;
     if (header > 20) {
         w.put(", options ("sv);
@@ -272,19 +237,12 @@ bool put_ipv4_details(Writer& w, const Bytes& ip, size_t header, const DecodeOpt
         InternetChecksum sum;
         sum.add(ip.data, header);
         if (const uint16_t computed = sum.value(); computed != 0) {
-            w.put(", bad cksum "sv);
-            w.hex(ip.u16(10));
-            w.put(" (->"sv);
-            w.hex(checksum_should_be(ip.u16(10), computed));
-            w.put(")!"sv);
+            w.put(", bad cksum "sv, Hex{ip.u16(10)}, " (->"sv, Hex{checksum_should_be(ip.u16(10), computed)}, ")!"sv);
         }
     }
     w.put(")\n    "sv);
     if (truncated) {
-        w.put(ipv4_text(ip.data + 12).view());
-        w.put(" > "sv);
-        w.put(ipv4_text(ip.data + 16).view());
-        w.put(": "sv);
+        w.put(ipv4_text(ip.data + 12).view(), " > "sv, ipv4_text(ip.data + 16).view(), ": "sv);
         put_truncated(w, "ip"sv);
         return false;
     }
@@ -301,8 +259,7 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         if (ip.u8(0) >> 4 == 6) {
             w.put("IP6, wrong link-layer encapsulation"sv);
         } else {
-            w.put("IP"sv);
-            w.dec(ip.u8(0) >> 4);
+            w.put("IP"sv, ip.u8(0) >> 4);
         }
         w.put(" (invalid)"sv);
         return;
@@ -317,14 +274,12 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         return;
     }
     if (frame_length < 20) {
-        w.put("truncated-ip "sv);
-        w.dec(frame_length);
+        w.put("truncated-ip "sv, frame_length);
         return;
     }
     const size_t header = size_t{ip.u8(0) & 15u} * 4;
     if (header < 20) {
-        w.put("bad-hlen "sv);
-        w.dec(header);
+        w.put("bad-hlen "sv, header);
         return;
     }
     // The frame ends before the length the header gives: said, and the
@@ -332,13 +287,10 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
     // as well) is a bad length to tcpdump, and here.
     const size_t total = ip.u16(2);
     if (frame_length < total) {
-        w.put("truncated-ip - "sv);
-        w.dec(total - frame_length);
-        w.put(" bytes missing! "sv);
+        w.put("truncated-ip - "sv, total - frame_length, " bytes missing! "sv);
     }
     if (total < header) {
-        w.put("bad-len "sv);
-        w.dec(total);
+        w.put("bad-len "sv, total);
         return;
     }
     if (o.verbose && !put_ipv4_details(w, ip.first(total), header, o))
@@ -356,11 +308,7 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         // Options cut by the capture: tcpdump says so and abandons the packet.
         if (protocol != kProtoTcp && protocol != kProtoUdp && protocol != 33 && protocol != 132)
             put_endpoints(w, Endpoints{&src, &dst, true}, packet, false);
-        w.put(" [remaining caplen("sv);
-        w.dec(packet.size);
-        w.put(") < header length("sv);
-        w.dec(header);
-        w.put(")]"sv);
+        w.put(" [remaining caplen("sv, packet.size, ") < header length("sv, header, ")]"sv);
         put_abandoned(w, "ip"sv, o);
         return;
     }
@@ -373,8 +321,7 @@ void print_ipv4(Writer& w, const Bytes& ip, size_t frame_length, const DecodeOpt
         // A later fragment carries no transport header: tcpdump (-n) gives
         // the protocol's number alone.
         put_endpoints(w, e, payload, false);
-        w.put("ip-proto-"sv);
-        w.dec(protocol);
+        w.put("ip-proto-"sv, protocol);
     }
 }
 
@@ -417,9 +364,7 @@ bool put_ipv6_sub_options(Writer& w, const Bytes& b, size_t length) noexcept
                 w.put(", sopt_type "sv, b.u8(i), ": trunc)"sv);
                 return false;
             }
-            w.put(", sopt_type 0x"sv);
-            w.hex(b.u8(i), 2);
-            w.put(": len="sv, b.u8(i + 1), ""sv);
+            w.put(", sopt_type 0x"sv, Hex{b.u8(i), 2}, ": len="sv, b.u8(i + 1), ""sv);
             break;
         }
     }
@@ -576,8 +521,7 @@ size_t put_routing_header(Writer& w, const Bytes& route, const DecodeOptions& o,
     }
     const uint8_t units = route.u8(1);
     const uint8_t type = route.u8(2);
-    w.put(" (len="sv, units, ""sv);
-    w.put(", type="sv, type, ""sv);
+    w.put(" (len="sv, units, ""sv, ", type="sv, type, ""sv);
     if (type == 0)
         w.put(" [Deprecated]"sv);
     w.put(", segleft="sv, route.u8(3), ""sv);
@@ -589,8 +533,7 @@ size_t put_routing_header(Writer& w, const Bytes& route, const DecodeOptions& o,
         if (type == 4 && route.has(4, 1))
             w.put(", last-entry="sv, route.u8(4), ""sv);
         if (type == 4 && route.has(5, 1) && (route.u8(5) || o.verbose)) {
-            w.put(", flags=0x"sv);
-            w.hex(route.u8(5));
+            w.put(", flags=0x"sv, Hex{route.u8(5)});
         }
         put_abandoned(w, "rt6"sv, o);
         return 0;
@@ -598,14 +541,11 @@ size_t put_routing_header(Writer& w, const Bytes& route, const DecodeOptions& o,
     if (type == 4) {
         w.put(", last-entry="sv, route.u8(4), ""sv);
         if (route.u8(5) || o.verbose) {
-            w.put(", flags=0x"sv);
-            w.hex(route.u8(5));
+            w.put(", flags=0x"sv, Hex{route.u8(5)});
         }
-        w.put(", tag="sv);
-        w.hex(route.u16(6));
+        w.put(", tag="sv, Hex{route.u16(6)});
     } else if (route.u32(4) || o.verbose) {
-        w.put(", rsv=0x"sv);
-        w.hex(route.u32(4));
+        w.put(", rsv=0x"sv, Hex{route.u32(4)});
     }
     if (units % 2 == 1) {
         w.put(" (invalid length "sv, units, ") (invalid)"sv);
@@ -614,8 +554,7 @@ size_t put_routing_header(Writer& w, const Bytes& route, const DecodeOptions& o,
     for (unsigned i = 0; i < units / 2u; ++i) {
         if (abandoned_at(w, route, 8 + 16 * i, 16, "rt6"sv, o))
             return 0;
-        w.put(", ["sv, i, "]"sv);
-        w.put(ipv6_text(route.data + 8 + 16 * i).view());
+        w.put(", ["sv, i, "]"sv, ipv6_text(route.data + 8 + 16 * i).view());
         // Type 0 and 2 list the hops in order, segment routing backwards.
         if (type != 4 || i == 0)
             final_destination = route.data + 8 + 16 * i;
@@ -936,13 +875,9 @@ void print_transport(Writer& w, uint8_t protocol, const Endpoints& e, const Byte
         // others tcpdump has its own words, two spaces included.
         if (ip_protocol_name(protocol)) {
             put_protocol(w, protocol);
-            w.put(", length "sv);
-            w.dec(length);
+            w.put(", length "sv, length);
         } else {
-            w.put(" ip-proto-"sv);
-            w.dec(protocol);
-            w.put(' ');
-            w.dec(length);
+            w.put(" ip-proto-"sv, protocol, ' ', length);
         }
         return;
     }

@@ -42,8 +42,7 @@ void put_stp_seconds(Writer& w, uint16_t value) noexcept
     const uint32_t rest = scaled % 256;
     if (rest > 128 || (rest == 128 && hundredths % 2 == 1))
         ++hundredths;
-    w.dec(hundredths / 100);
-    w.put('.');
+    w.put(hundredths / 100, '.');
     w.padded(hundredths % 100, 2);
     w.put('s');
 }
@@ -69,11 +68,9 @@ void put_stp_details(Writer& w, const Bytes& bpdu, uint8_t version, uint8_t flag
     put_stp_timers(w, bpdu);
     w.put("\n\troot-id "sv);
     put_bridge_id(w, bpdu, 5);
-    w.put(", root-pathcost "sv);
-    w.dec(bpdu.u32(13));
+    w.put(", root-pathcost "sv, bpdu.u32(13));
     if (version == 2) {
-        w.put(", port-role "sv);
-        w.put(kPortRoles[(flags >> 2) & 3]);
+        w.put(", port-role "sv, kPortRoles[(flags >> 2) & 3]);
     }
 }
 
@@ -94,15 +91,12 @@ void put_words(Writer& w, const Bytes& b, size_t at, size_t count) noexcept
 // packet is abandoned).
 bool put_mstp_details(Writer& w, const Bytes& bpdu, uint8_t flags) noexcept
 {
-    w.put("\n\tport-role "sv);
-    w.put(kPortRoles[(flags >> 2) & 3]);
-    w.put(", "sv);
+    w.put("\n\tport-role "sv, kPortRoles[(flags >> 2) & 3], ", "sv);
     if (!bpdu.has(0, 17))
         return false;
     w.put("CIST root-id "sv);
     put_bridge_id(w, bpdu, 5);
-    w.put(", CIST ext-pathcost "sv);
-    w.dec(bpdu.u32(13));
+    w.put(", CIST ext-pathcost "sv, bpdu.u32(13));
     if (!bpdu.has(0, 25))
         return false;
     w.put("\n\tCIST regional-root-id "sv);
@@ -110,29 +104,21 @@ bool put_mstp_details(Writer& w, const Bytes& bpdu, uint8_t flags) noexcept
     w.put(", "sv);
     if (!bpdu.has(0, 27))
         return false;
-    w.put("CIST port-id "sv);
-    w.hex(bpdu.u16(25), 4);
-    w.put(',');
+    w.put("CIST port-id "sv, Hex{bpdu.u16(25), 4}, ',');
     if (!bpdu.has(0, 35))
         return false;
     put_stp_timers(w, bpdu);
     if (!bpdu.has(0, 38))
         return false;
-    w.put("\n\tv3len "sv);
-    w.dec(bpdu.u16(36));
-    w.put(", MCID Name "sv);
+    w.put("\n\tv3len "sv, bpdu.u16(36), ", MCID Name "sv);
     if (!put_nul_padded(w, bpdu, 39, 32) || !bpdu.has(0, 89))
         return false;
-    w.put(", rev "sv);
-    w.dec(bpdu.u16(71));
-    w.put(",\n\t\tdigest "sv);
+    w.put(", rev "sv, bpdu.u16(71), ",\n\t\tdigest "sv);
     put_words(w, bpdu, 73, 4);
     w.put(", "sv);
     if (!bpdu.has(0, 93))
         return false;
-    w.put("CIST int-root-pathcost "sv);
-    w.dec(bpdu.u32(89));
-    w.put(',');
+    w.put("CIST int-root-pathcost "sv, bpdu.u32(89), ',');
     if (!bpdu.has(0, 101))
         return false;
     w.put("\n\tCIST bridge-id "sv);
@@ -140,33 +126,24 @@ bool put_mstp_details(Writer& w, const Bytes& bpdu, uint8_t flags) noexcept
     w.put(", "sv);
     if (!bpdu.has(0, 102))
         return false;
-    w.put("CIST remaining-hops "sv);
-    w.dec(bpdu.u8(101));
+    w.put("CIST remaining-hops "sv, bpdu.u8(101));
     const size_t v3_length = bpdu.u16(36);
     if (v3_length > 64) {
         for (size_t left = v3_length - 64, at = 102; left >= 16; left -= 16, at += 16) {
             if (!bpdu.has(at, 3))
                 return false;
-            w.put("\n\tMSTI "sv);
-            w.dec(bpdu.u16(at + 1) & 0x0fffu);
-            w.put(", Flags ["sv);
+            w.put("\n\tMSTI "sv, bpdu.u16(at + 1) & 0x0fffu, ", Flags ["sv);
             put_stp_flags(w, bpdu.u8(at));
-            w.put("], port-role "sv);
-            w.put(kPortRoles[(bpdu.u8(at) >> 2) & 3]);
+            w.put("], port-role "sv, kPortRoles[(bpdu.u8(at) >> 2) & 3]);
             if (!bpdu.has(at, 13))
                 return false;
             w.put("\n\t\tMSTI regional-root-id "sv);
             put_bridge_id(w, bpdu, at + 1);
-            w.put(", pathcost "sv);
-            w.dec(bpdu.u32(at + 9));
+            w.put(", pathcost "sv, bpdu.u32(at + 9));
             if (!bpdu.has(at, 16))
                 return false;
-            w.put("\n\t\tMSTI bridge-prio "sv);
-            w.dec(bpdu.u8(at + 13) >> 4);
-            w.put(", port-prio "sv);
-            w.dec(bpdu.u8(at + 14) >> 4);
-            w.put(", hops "sv);
-            w.dec(bpdu.u8(at + 15));
+            w.put("\n\t\tMSTI bridge-prio "sv, bpdu.u8(at + 13) >> 4, ", port-prio "sv, bpdu.u8(at + 14) >> 4,
+                  ", hops "sv, bpdu.u8(at + 15));
         }
     }
     return true;
@@ -178,39 +155,20 @@ bool put_spb_details(Writer& w, const Bytes& bpdu, size_t at) noexcept
 {
     if (!bpdu.has(at, 2))
         return false;
-    w.put("\n\tv4len "sv);
-    w.dec(bpdu.u16(at));
-    w.put(", AUXMCID Name "sv);
+    w.put("\n\tv4len "sv, bpdu.u16(at), ", AUXMCID Name "sv);
     if (!put_nul_padded(w, bpdu, at + 3, 32) || !bpdu.has(at, 53))
         return false;
-    w.put(", Rev "sv);
-    w.dec(bpdu.u16(at + 35));
-    w.put(",\n\t\tdigest "sv);
+    w.put(", Rev "sv, bpdu.u16(at + 35), ",\n\t\tdigest "sv);
     put_words(w, bpdu, at + 37, 4);
     if (!bpdu.has(at, 87))
         return false;
     const uint8_t agreement = bpdu.u8(at + 53);
     const uint8_t format = bpdu.u8(at + 55);
     const uint8_t convention = bpdu.u8(at + 56);
-    w.put("\n\tAgreement num "sv);
-    w.dec(agreement >> 6);
-    w.put(", Discarded Agreement num "sv);
-    w.dec((agreement >> 4) & 3);
-    w.put(", Agreement valid-flag "sv);
-    w.dec((agreement >> 3) & 1);
-    w.put(",\n\tRestricted role-flag: "sv);
-    w.dec((agreement >> 2) & 1);
-    w.put(", Format id "sv);
-    w.dec(format >> 4);
-    w.put(" cap "sv);
-    w.dec(format);
-    w.put(", Convention id "sv);
-    w.dec(convention >> 4);
-    w.put(" cap "sv);
-    w.dec(convention);
-    w.put(",\n\tEdge count "sv);
-    w.dec(bpdu.u16(at + 57));
-    w.put(", Agreement digest "sv);
+    w.put("\n\tAgreement num "sv, agreement >> 6, ", Discarded Agreement num "sv, (agreement >> 4) & 3,
+          ", Agreement valid-flag "sv, (agreement >> 3) & 1, ",\n\tRestricted role-flag: "sv, (agreement >> 2) & 1,
+          ", Format id "sv, format >> 4, " cap "sv, format, ", Convention id "sv, convention >> 4, " cap "sv,
+          convention, ",\n\tEdge count "sv, bpdu.u16(at + 57), ", Agreement digest "sv);
     put_words(w, bpdu, at + 67, 5);
     return true;
 }
@@ -241,8 +199,7 @@ void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const Dec
     const uint8_t flags = bpdu.u8(4);
     w.put(", CIST Flags ["sv);
     put_stp_flags(w, flags);
-    w.put("], length "sv);
-    w.dec(length);
+    w.put("], length "sv, length);
     if (o.verbose && !put_mstp_details(w, bpdu, flags)) {
         put_abandoned(w, "stp"sv, o);
         return;
@@ -288,8 +245,7 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
     if (abandoned_at(w, bpdu, 0, 2, "stp"sv, o))
         return;
     if (bpdu.u16(0) != 0) {
-        w.put("unknown STP version, length "sv);
-        w.dec(length);
+        w.put("unknown STP version, length "sv, length);
         return;
     }
     if (abandoned_at(w, bpdu, 2, 1, "stp"sv, o))
@@ -330,10 +286,7 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         return;
     w.put(", bridge-id "sv);
     put_bridge_id(w, bpdu, 17);
-    w.put('.');
-    w.hex(bpdu.u16(25), 4);
-    w.put(", length "sv);
-    w.dec(length);
+    w.put('.', Hex{bpdu.u16(25), 4}, ", length "sv, length);
     if (o.verbose)
         put_stp_details(w, bpdu, version, flags, o);
 }
@@ -496,9 +449,7 @@ void put_sap(Writer& w, uint8_t sap, std::string_view unknown) noexcept
     if (const char* name = sap_name(sap)) {
         w.put(std::string_view(name));
     } else {
-        w.put(unknown);
-        w.put(" 0x"sv);
-        w.hex(sap, 2);
+        w.put(unknown, " 0x"sv, Hex{sap, 2});
     }
 }
 
@@ -528,29 +479,17 @@ void print_snap(Writer& w, const Bytes& data, size_t rest, const DecodeOptions& 
     const uint32_t oui = uint32_t{data.u8(0)} << 16 | data.u16(1);
     const uint16_t ethertype = data.u16(3);
     if (o.link_header) {
-        w.put("oui "sv);
-        w.put(oui == 0 ? "Ethernet"sv : "Unknown"sv);
-        w.put(" (0x"sv);
-        w.hex(oui, 6);
-        w.put(oui == 0 ? "), ethertype "sv : "), pid "sv);
+        w.put("oui "sv, oui == 0 ? "Ethernet"sv : "Unknown"sv, " (0x"sv, Hex{oui, 6},
+              oui == 0 ? "), ethertype "sv : "), pid "sv);
         if (const char* name = oui == 0 ? ethertype_name(ethertype) : nullptr)
             w.put(std::string_view(name));
         else
             w.put("Unknown"sv);
-        w.put(" (0x"sv);
-        w.hex(ethertype, 4);
-        w.put("), length "sv);
-        w.dec(rest - 5);
-        w.put(": "sv);
+        w.put(" (0x"sv, Hex{ethertype, 4}, "), length "sv, rest - 5, ": "sv);
     }
     const Bytes inner = data.from(5);
     if (oui != 0 || !print_ethertype_payload(w, ethertype, inner, rest - 5, o)) {
-        w.put("SNAP, oui 0x"sv);
-        w.hex(oui, 6);
-        w.put(", type 0x"sv);
-        w.hex(ethertype, 4);
-        w.put(", length "sv);
-        w.dec(rest);
+        w.put("SNAP, oui 0x"sv, Hex{oui, 6}, ", type 0x"sv, Hex{ethertype, 4}, ", length "sv, rest);
     }
 }
 

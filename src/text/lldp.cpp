@@ -53,11 +53,7 @@ bool put_network_address(Writer& w, const Bytes& b, size_t at, size_t length) no
     const size_t need = family == 1 ? 4 : family == 2 ? 16 : family == 6 ? 6 : 0;
     if (need && length < need)
         return false;
-    w.put("AFI "sv);
-    w.put(name);
-    w.put(" ("sv);
-    w.dec(family);
-    w.put(')');
+    w.put("AFI "sv, name, " ("sv, family, ')');
     if (need == 0) {
         w.put(", no AF printer !"sv);
         return true;
@@ -90,9 +86,7 @@ bool put_id(Writer& w, const Bytes& t, size_t length, bool chassis, bool& hexdum
                              {4, "Network Address"sv}, {5, "Interface Name"sv}, {6, "Agent circuit ID"sv},
                              {7, "Local"sv}},
                             "Unknown"sv));
-    w.put(" ("sv);
-    w.dec(subtype);
-    w.put("): "sv);
+    w.put(" ("sv, subtype, "): "sv);
     const uint8_t mac = chassis ? 4 : 3;
     const uint8_t network = chassis ? 5 : 4;
     if (subtype == mac) {
@@ -120,28 +114,20 @@ bool put_management_address(Writer& w, const Bytes& t, size_t length) noexcept
     Writer address(text, sizeof text);
     if (!put_network_address(address, t, 1, address_length))
         return false;
-    w.put("\n\t  Management Address length "sv);
-    w.dec(address_length);
-    w.put(", "sv);
-    w.put(address.view());
+    w.put("\n\t  Management Address length "sv, address_length, ", "sv, address.view());
     size_t at = 1 + address_length;
     if (length - at < 5)
         return false;
     const uint8_t numbering = t.u8(at);
-    w.put("\n\t  "sv);
-    w.put(name_of(numbering, {{2, "Interface Index"sv}, {3, "System Port Number"sv}}, "Unknown"sv));
-    w.put(" Interface Numbering ("sv);
-    w.dec(numbering);
-    w.put("): "sv);
-    w.dec(t.u32(at + 1));
+    w.put("\n\t  "sv, name_of(numbering, {{2, "Interface Index"sv}, {3, "System Port Number"sv}}, "Unknown"sv),
+          " Interface Numbering ("sv, numbering, "): "sv, t.u32(at + 1));
     at += 5;
     if (at < length) {
         const size_t oid_length = t.u8(at);
         if (length - at < 1 + oid_length)
             return false;
         if (oid_length) {
-            w.put("\n\t  OID length "sv);
-            w.dec(oid_length);
+            w.put("\n\t  OID length "sv, oid_length);
             put_nul_padded(w, t, at + 1, oid_length);
         }
     }
@@ -152,8 +138,7 @@ void put_aggregation(Writer& w, const Bytes& t) noexcept
 {
     w.put("\n\t    aggregation status ["sv);
     put_flag_names(w, t.u8(4), {{1, "supported"sv}, {2, "enabled"sv}}, "none"sv);
-    w.put("], aggregation port ID "sv);
-    w.dec(t.u32(5));
+    w.put("], aggregation port ID "sv, t.u32(5));
 }
 
 // An organisation's TLV's subtype on a line of its own.
@@ -180,26 +165,20 @@ bool put_ieee_8021(Writer& w, const Bytes& t, size_t length) noexcept
     switch (subtype) {
     case 1:
         if (length >= 6) {
-            w.put("\n\t    port vlan id (PVID): "sv);
-            w.dec(t.u16(4));
+            w.put("\n\t    port vlan id (PVID): "sv, t.u16(4));
         }
         return false;
     case 2:
         if (length >= 7) {
-            w.put("\n\t    port and protocol vlan id (PPVID): "sv);
-            w.dec(t.u16(5));
-            w.put(", flags ["sv);
+            w.put("\n\t    port and protocol vlan id (PPVID): "sv, t.u16(5), ", flags ["sv);
             put_flag_names(w, t.u8(4), {{2, "supported"sv}, {4, "enabled"sv}}, "none"sv);
-            w.put("] (0x"sv);
-            w.hex(t.u8(4), 2);
-            w.put(')');
+            w.put("] (0x"sv, Hex{t.u8(4), 2}, ')');
         }
         return false;
     case 3: {
         if (length < 6)
             return false;
-        w.put("\n\t    vlan id (VID): "sv);
-        w.dec(t.u16(4));
+        w.put("\n\t    vlan id (VID): "sv, t.u16(4));
         if (length < 7 || length < 7 + size_t{t.u8(6)})
             return false;
         w.put("\n\t    vlan name: "sv);
@@ -238,9 +217,7 @@ bool put_ieee_8023(Writer& w, const Bytes& t, size_t length) noexcept
             return false;
         w.put("\n\t    autonegotiation ["sv);
         put_flag_names(w, t.u8(4), {{1, "supported"sv}, {2, "enabled"sv}}, "none"sv);
-        w.put("] (0x"sv);
-        w.hex(t.u8(4), 2);
-        w.put(")\n\t    PMD autoneg capability ["sv);
+        w.put("] (0x"sv, Hex{t.u8(4), 2}, ")\n\t    PMD autoneg capability ["sv);
         put_flag_names(w, t.u16(5),
                  {{1u << 14, "10BASE-T hdx"sv}, {1u << 13, "10BASE-T fdx"sv}, {1u << 12, "100BASE-T4"sv},
                   {1u << 11, "100BASE-TX hdx"sv}, {1u << 10, "100BASE-TX fdx"sv}, {1u << 9, "100BASE-T2 hdx"sv},
@@ -250,9 +227,7 @@ bool put_ieee_8023(Writer& w, const Bytes& t, size_t length) noexcept
                   {1u << 2, "1000BASE-{X LX SX CX} fdx"sv}, {1u << 1, "1000BASE-T hdx"sv},
                   {1u << 0, "1000BASE-T fdx"sv}},
                  "unknown"sv);
-        w.put("] (0x"sv);
-        w.hex(t.u16(5), 4);
-        w.put(")\n\t    MAU type "sv);
+        w.put("] (0x"sv, Hex{t.u16(5), 4}, ")\n\t    MAU type "sv);
         constexpr std::string_view kMau[] = {
             "Unknown"sv, "AUI"sv, "10BASE_5"sv, "FOIRL"sv, "10BASE2"sv, "10BASET duplex mode unknown"sv,
             "10BASEFP"sv, "10BASEFB"sv, "10BASEFL duplex mode unknown"sv, "10BROAD36"sv, "10BASET hdx"sv,
@@ -263,10 +238,7 @@ bool put_ieee_8023(Writer& w, const Bytes& t, size_t length) noexcept
             "10GBASEX"sv, "10GBASELX4"sv, "10GBASER"sv, "10GBASEER"sv, "10GBASELR"sv, "10GBASESR"sv,
             "10GBASEW"sv, "10GBASEEW"sv, "10GBASELW"sv, "10GBASESW"sv};
         const uint16_t mau = t.u16(7);
-        w.put(mau < std::size(kMau) ? kMau[mau] : "unknown"sv);
-        w.put(" (0x"sv);
-        w.hex(mau, 4);
-        w.put(')');
+        w.put(mau < std::size(kMau) ? kMau[mau] : "unknown"sv, " (0x"sv, Hex{mau, 4}, ')');
         return false;
     }
     case 2:
@@ -275,9 +247,7 @@ bool put_ieee_8023(Writer& w, const Bytes& t, size_t length) noexcept
         w.put("\n\t    MDI power support ["sv);
         put_flag_names(w, t.u8(4), {{1, "PSE"sv}, {2, "supported"sv}, {4, "enabled"sv}, {8, "can be controlled"sv}},
                  "none"sv);
-        w.put("], power pair "sv);
-        w.put(name_of(t.u8(5), {{1, "signal"sv}, {2, "spare"sv}}, "unknown"sv));
-        w.put(", power class "sv);
+        w.put("], power pair "sv, name_of(t.u8(5), {{1, "signal"sv}, {2, "spare"sv}}, "unknown"sv), ", power class "sv);
         w.put(name_of(t.u8(6), {{1, "class0"sv}, {2, "class1"sv}, {3, "class2"sv}, {4, "class3"sv}, {5, "class4"sv}},
                       "unknown"sv));
         return false;
@@ -287,8 +257,7 @@ bool put_ieee_8023(Writer& w, const Bytes& t, size_t length) noexcept
         return false;
     case 4:
         if (length >= 6) {
-            w.put("\n\t    MTU size "sv);
-            w.dec(t.u16(4));
+            w.put("\n\t    MTU size "sv, t.u16(4));
         }
         return false;
     default:

@@ -695,8 +695,7 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     put_endpoints(w, e, l4, true);
     // tcpdump's checks, in its order and words.
     if (length < 8) {
-        w.put("truncated-udp "sv);
-        w.dec(length);
+        w.put("truncated-udp "sv, length);
         return;
     }
     if (!l4.has(0, 6)) {
@@ -707,8 +706,7 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     if (udp_length == 0 && length > 65535)
         udp_length = length; // an IPv6 jumbogram
     if (udp_length < 8) {
-        w.put("truncated-udplength "sv);
-        w.dec(udp_length);
+        w.put("truncated-udplength "sv, udp_length);
         return;
     }
     if (!l4.has(0, 8)) {
@@ -751,14 +749,10 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
         }
     }
     if (udp_length > room && !fragmented) {
-        w.put("UDP, bad length "sv);
-        w.dec(udp_length);
-        w.put(" > "sv);
-        w.dec(room);
+        w.put("UDP, bad length "sv, udp_length, " > "sv, room);
         return;
     }
-    w.put("UDP, length "sv);
-    w.dec(udp_length);
+    w.put("UDP, length "sv, udp_length);
 }
 
 } // namespace xdpcap::text::detail
