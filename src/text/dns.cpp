@@ -521,6 +521,12 @@ struct Rdata {
     uint8_t verbose;
 
     size_t length() const noexcept { return end - at; }
+    // " name" from `from`: the offset after it, or kNone.
+    size_t name(size_t from) noexcept
+    {
+        w.put(' ');
+        return put_name(w, m, from, 0);
+    }
 };
 
 bool rdata_a(Rdata& r) noexcept
@@ -541,8 +547,7 @@ bool rdata_aaaa(Rdata& r) noexcept
 
 bool rdata_name(Rdata& r) noexcept
 {
-    r.w.put(' ');
-    return put_name(r.w, r.m, r.at, 0) != kNone;
+    return r.name(r.at) != kNone;
 }
 
 bool rdata_mx(Rdata& r) noexcept
@@ -599,8 +604,7 @@ bool rdata_a6(Rdata& r) noexcept
         r.w.put(' ', prefix, ' ', ipv6_text(address).view());
     }
     if (prefix > 0) {
-        r.w.put(' ');
-        if (put_name(r.w, r.m, r.at + 1 + 16 - skip, 0) == kNone)
+        if (r.name(r.at + 1 + 16 - skip) == kNone)
             return false;
     }
     return true;
@@ -646,12 +650,10 @@ bool rdata_soa(Rdata& r) noexcept
 {
     if (!r.verbose)
         return true;
-    r.w.put(' ');
-    size_t at = put_name(r.w, r.m, r.at, 0);
+    size_t at = r.name(r.at);
     if (at == kNone)
         return false;
-    r.w.put(' ');
-    at = put_name(r.w, r.m, at, 0);
+    at = r.name(at);
     // Serial, refresh, retry, expire and minimum.
     if (at == kNone || !r.m.has(at, 20))
         return false;
@@ -664,8 +666,7 @@ bool rdata_tsig(Rdata& r) noexcept
 {
     if (!r.verbose)
         return true;
-    r.w.put(' ');
-    size_t at = put_name(r.w, r.m, r.at, 0);
+    size_t at = r.name(r.at);
     if (at == kNone)
         return false;
     at += 6;
