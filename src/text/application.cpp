@@ -152,8 +152,7 @@ LineEnd print_text_line(Writer& w, std::string_view prefix, const Text& t, size_
         if (!printable(c) && c != '\t')
             return LineEnd::NotText;
     }
-    w.put(prefix);
-    w.put(std::string_view(reinterpret_cast<const char*>(t.data + start), end - start));
+    w.put(prefix, std::string_view(reinterpret_cast<const char*>(t.data + start), end - start));
     return end < t.length ? LineEnd::Ended : LineEnd::EndOfData;
 }
 
@@ -178,8 +177,7 @@ void print_http(Writer& w, const Text& t, const DecodeOptions& o) noexcept
         return;
     // The first line; with -v the length and every line of text.
     if (o.verbose) {
-        w.put(", length: "sv);
-        w.dec(t.length);
+        w.put(", length: "sv, t.length);
     }
     size_t line = 0;
     for (;;) {
@@ -223,8 +221,7 @@ void print_ssh(Writer& w, const Text& t, const DecodeOptions& o) noexcept
         }
         const uint8_t c = t.data[end];
         if (c == '\n' || (c == '\r' && end + 1 < t.length && end + 1 < t.captured && t.data[end + 1] == '\n')) {
-            w.put(": SSH: "sv);
-            w.put(std::string_view(reinterpret_cast<const char*>(t.data), end));
+            w.put(": SSH: "sv, std::string_view(reinterpret_cast<const char*>(t.data), end));
             return;
         }
         if (c == '\r' && end + 1 < t.length && end + 1 >= t.captured) {

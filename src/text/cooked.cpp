@@ -66,9 +66,7 @@ void put_padded(Writer& w, std::string_view s, size_t width, bool left) noexcept
 void put_cooked_header(Writer& w, const Cooked& c, size_t length, bool quick) noexcept
 {
     if (c.v2) {
-        w.put("ifindex "sv);
-        w.dec(c.ifindex);
-        w.put(' ');
+        w.put("ifindex "sv, c.ifindex, ' ');
     } else {
         put_padded(w, packet_type_name(c.packet_type), 3, false);
         w.put(' ');
@@ -85,26 +83,20 @@ void put_cooked_header(Writer& w, const Cooked& c, size_t length, bool quick) no
     } else if (c.protocol == kProtocol8022) {
         w.put("802.2"sv);
     } else if (c.protocol <= 1500) {
-        w.put("ethertype Unknown (0x"sv);
-        w.hex(c.protocol, 4);
-        w.put(')');
+        w.put("ethertype Unknown (0x"sv, Hex{c.protocol, 4}, ')');
     } else {
         w.put("ethertype "sv);
         put_ethertype(w, c.protocol, true);
     }
-    w.put(", length "sv);
-    w.dec(length);
-    w.put(": "sv);
+    w.put(", length "sv, length, ": "sv);
 }
 
 } // namespace
 
 size_t print_linux_cooked(Writer& w, const Bytes& frame, size_t frame_length, bool v2, const DecodeOptions& o) noexcept
 {
-    if (!frame.has(0, v2 ? kSll2Header : kSllHeader)) {
-        put_abandoned(w, v2 ? "sll2"sv : "sll"sv, o);
+    if (abandoned_at(w, frame, 0, v2 ? kSll2Header : kSllHeader, v2 ? "sll2"sv : "sll"sv, o))
         return 0;
-    }
     const Cooked c = read_header(frame, v2);
     if (v2) {
         // The interface's name on this host, as tcpdump: the index may name
@@ -143,9 +135,7 @@ size_t print_linux_cooked(Writer& w, const Bytes& frame, size_t frame_length, bo
             type = kProtocol8022;
         if (!o.quick) {
             const char* name = ethertype_name(type);
-            w.put("ethertype "sv);
-            w.put(name ? std::string_view(name) : "Unknown"sv);
-            w.put(", "sv);
+            w.put("ethertype "sv, name ? std::string_view(name) : "Unknown"sv, ", "sv);
         }
         payload = payload.from(4);
         length -= 4;

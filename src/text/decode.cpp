@@ -57,11 +57,7 @@ size_t print_ethernet(Writer& w, const Bytes& frame, size_t frame_length, const 
     // An encapsulated frame whose enclosing header says it is shorter than
     // the bytes that follow: tcpdump's words.
     if (frame_length < frame.size) {
-        w.put("[length "sv);
-        w.dec(frame_length);
-        w.put(" < caplen "sv);
-        w.dec(frame.size);
-        w.put("] (invalid)"sv);
+        w.put("[length "sv, frame_length, " < caplen "sv, frame.size, "] (invalid)"sv);
         return frame_length;
     }
     if (!frame.has(0, kEtherHeader)) {
@@ -84,8 +80,7 @@ size_t print_ethernet(Writer& w, const Bytes& frame, size_t frame_length, const 
         else
             put_link_ethertype(w, type, o.quick);
         // An 802.3 frame's length is its length field, as tcpdump gives it.
-        w.put(", length "sv);
-        w.dec(type <= 1500 ? type : frame_length);
+        w.put(", length "sv, type <= 1500 ? type : frame_length);
     }
     size_t offset = kEtherHeader;
     bool separator = o.link_header; // ": " still owed after the link header
@@ -140,9 +135,7 @@ size_t print_ethernet(Writer& w, const Bytes& frame, size_t frame_length, const 
         put_mac(w, frame.data);
         w.put(", "sv);
         put_link_ethertype(w, type, o.quick);
-        w.put(", length "sv);
-        w.dec(frame_length);
-        w.put(": "sv);
+        w.put(", length "sv, frame_length, ": "sv);
     }
     if (default_data_wanted(o))
         put_default_data(w, payload, payload.size, "ether"sv);
@@ -214,22 +207,15 @@ bool put_invalid_header(Writer& out, uint32_t cap_len, uint32_t orig_len) noexce
         item(" len==0");
     } else if (orig_len < cap_len) {
         item(" len(");
-        out.dec(orig_len);
-        out.put(") < caplen(");
-        out.dec(cap_len);
-        out.put(')');
+        out.put(orig_len, ") < caplen(", cap_len, ')');
     }
     if (cap_len > kMaximumSnaplen) {
         item(" caplen(");
-        out.dec(cap_len);
-        out.put(") > ");
-        out.dec(kMaximumSnaplen);
+        out.put(cap_len, ") > ", kMaximumSnaplen);
     }
     if (orig_len > kMaximumSnaplen) {
         item(" len(");
-        out.dec(orig_len);
-        out.put(") > ");
-        out.dec(kMaximumSnaplen);
+        out.put(orig_len, ") > ", kMaximumSnaplen);
     }
     if (invalid)
         out.put(']');

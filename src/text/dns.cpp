@@ -102,8 +102,7 @@ void put_type(Writer& w, uint16_t type) noexcept
     if (const char* name = type_name(type)) {
         w.put(std::string_view(name));
     } else {
-        w.put("Type"sv);
-        w.dec(type);
+        w.put("Type"sv, type);
     }
 }
 
@@ -117,8 +116,7 @@ void put_class(Writer& w, uint16_t cls) noexcept
     case 255: w.put("ANY"sv); return;
     default:
         w.put("(Class "sv);
-        w.dec(cls);
-        w.put(')');
+        w.put(cls, ')');
         return;
     }
 }
@@ -172,9 +170,7 @@ long label_length(Writer& w, const Bytes& m, size_t at) noexcept
     switch (i & 0xc0) {
     case 0x40: {
         if ((i & 0x3f) != 1) {
-            w.put("<ELT "sv);
-            w.dec(i & 0x3f);
-            w.put('>');
+            w.put("<ELT "sv, i & 0x3f, '>');
             return -1;
         }
         if (!m.has(at + 1, 1))
@@ -215,9 +211,7 @@ bool put_bit_label(Writer& w, const Bytes& m, size_t at) noexcept
             return false;
         w.hex(((m.u8(p) >> 4) & 0x0fu) & (0x0fu << (4 - left)));
     }
-    w.put('/');
-    w.dec(bits);
-    w.put(']');
+    w.put('/', bits, ']');
     return true;
 }
 
@@ -269,9 +263,7 @@ size_t put_name(Writer& w, const Bytes& m, size_t at, size_t base) noexcept
         }
         case 0x40:
             if ((i & 0x3f) != 1) {
-                w.put("<ELT "sv);
-                w.dec(i & 0x3f);
-                w.put('>');
+                w.put("<ELT "sv, i & 0x3f, '>');
                 return kNone;
             }
             if (!put_bit_label(w, m, at))
@@ -385,11 +377,7 @@ void put_client_subnet(Writer& w, const Bytes& m, size_t at, size_t length) noex
     uint8_t address[16] = {};
     for (size_t i = 0; i < length - 4; ++i)
         address[i] = m.u8(at + 4 + i);
-    w.put(family == 1 ? ipv4_text(address).view() : ipv6_text(address).view());
-    w.put('/');
-    w.dec(source);
-    w.put('/');
-    w.dec(scope);
+    w.put(family == 1 ? ipv4_text(address).view() : ipv6_text(address).view(), '/', source, '/', scope);
 }
 
 // One EDNS option (tcpdump's eopt_print); the offset after it, or kNone.
@@ -402,8 +390,7 @@ size_t put_option(Writer& w, const Bytes& m, size_t at) noexcept
     if (const char* name = option_name(option)) {
         w.put(std::string_view(name));
     } else {
-        w.put("Opt"sv);
-        w.dec(option);
+        w.put("Opt"sv, option);
     }
     if (!m.has(at, 2))
         return kNone;
@@ -435,23 +422,18 @@ size_t put_option(Writer& w, const Bytes& m, size_t at) noexcept
             break;
         }
         // Units of 100 ms, in seconds with one decimal.
-        w.dec(m.u16(at) / 10u);
-        w.put('.');
-        w.dec(m.u16(at) % 10u);
-        w.put(" sec"sv);
+        w.put(m.u16(at) / 10u, '.', m.u16(at) % 10u, " sec"sv);
         break;
     case 9:
         if (length != 4) {
             w.put(" (invalid)"sv);
             break;
         }
-        w.dec(m.u32(at));
-        w.put(" sec"sv);
+        w.put(m.u32(at), " sec"sv);
         break;
     case 12:
         w.put('(');
-        w.dec(length);
-        w.put(')');
+        w.put(length, ')');
         break;
     case 5:
     case 6:
@@ -462,8 +444,7 @@ size_t put_option(Writer& w, const Bytes& m, size_t at) noexcept
             if (const char* name = algorithm_name(option, m.u8(at + i))) {
                 w.put(std::string_view(name));
             } else {
-                w.put("Alg_"sv);
-                w.dec(m.u8(at + i));
+                w.put("Alg_"sv, m.u8(at + i));
             }
         }
         break;
@@ -502,8 +483,7 @@ void put_duration(Writer& w, uint32_t seconds) noexcept
     } kUnits[] = {{31536000, 'y'}, {604800, 'w'}, {86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
     for (const auto& u : kUnits) {
         if (seconds >= u.seconds) {
-            w.dec(seconds / u.seconds);
-            w.put(u.unit);
+            w.put(seconds / u.seconds, u.unit);
             seconds %= u.seconds;
         }
     }
@@ -541,6 +521,12 @@ struct Rdata {
     uint8_t verbose;
 
     size_t length() const noexcept { return end - at; }
+    // " name" from `from`: the offset after it, or kNone.
+    size_t name(size_t from) noexcept
+    {
+        w.put(' ');
+        return put_name(w, m, from, 0);
+    }
 };
 
 bool rdata_a(Rdata& r) noexcept
@@ -561,8 +547,7 @@ bool rdata_aaaa(Rdata& r) noexcept
 
 bool rdata_name(Rdata& r) noexcept
 {
-    r.w.put(' ');
-    return put_name(r.w, r.m, r.at, 0) != kNone;
+    return r.name(r.at) != kNone;
 }
 
 bool rdata_mx(Rdata& r) noexcept
@@ -619,8 +604,7 @@ bool rdata_a6(Rdata& r) noexcept
         r.w.put(' ', prefix, ' ', ipv6_text(address).view());
     }
     if (prefix > 0) {
-        r.w.put(' ');
-        if (put_name(r.w, r.m, r.at + 1 + 16 - skip, 0) == kNone)
+        if (r.name(r.at + 1 + 16 - skip) == kNone)
             return false;
     }
     return true;
@@ -666,12 +650,10 @@ bool rdata_soa(Rdata& r) noexcept
 {
     if (!r.verbose)
         return true;
-    r.w.put(' ');
-    size_t at = put_name(r.w, r.m, r.at, 0);
+    size_t at = r.name(r.at);
     if (at == kNone)
         return false;
-    r.w.put(' ');
-    at = put_name(r.w, r.m, at, 0);
+    at = r.name(at);
     // Serial, refresh, retry, expire and minimum.
     if (at == kNone || !r.m.has(at, 20))
         return false;
@@ -684,8 +666,7 @@ bool rdata_tsig(Rdata& r) noexcept
 {
     if (!r.verbose)
         return true;
-    r.w.put(' ');
-    size_t at = put_name(r.w, r.m, r.at, 0);
+    size_t at = r.name(r.at);
     if (at == kNone)
         return false;
     at += 6;

@@ -25,10 +25,7 @@ void put_payload_type(Writer& w, uint16_t type) noexcept
 {
     w.put(", proto "sv);
     const char* name = ethertype_name(type);
-    w.put(name ? std::string_view(name) : "unknown"sv);
-    w.put(" (0x"sv);
-    w.hex(type, 4);
-    w.put(')');
+    w.put(name ? std::string_view(name) : "unknown"sv, " (0x"sv, Hex{type, 4}, ')');
 }
 
 // ", Flags [key present, sequence# present]": GRE's flags as -v names them.
@@ -61,6 +58,15 @@ struct GreReader {
         at += n;
         left -= n;
     }
+    // The next field, 2 or 4 bytes; false where it is not there.
+    bool read(size_t n, uint32_t& value) noexcept
+    {
+        if (!take(n))
+            return false;
+        value = n == 2 ? gre.u16(at) : gre.u32(at);
+        skip(n);
+        return true;
+    }
 };
 
 // One source route entry (RFC 1701) of IPv4 addresses or AS numbers, the
@@ -68,9 +74,7 @@ struct GreReader {
 bool put_gre_route(Writer& w, uint16_t family, uint8_t offset, uint8_t length, const GreReader& r) noexcept
 {
     if (family != 0x0800 && family != 0xfffe) {
-        w.put(", (rtaf=0x"sv);
-        w.hex(family);
-        w.put(')');
+        w.put(", (rtaf=0x"sv, Hex{family}, ')');
         return true;
     }
     const bool ip = family == 0x0800;
@@ -78,16 +82,11 @@ bool put_gre_route(Writer& w, uint16_t family, uint8_t offset, uint8_t length, c
     w.put(ip ? ", (rtaf=ip"sv : ", (rtaf=asn"sv);
     bool whole = true;
     if (offset % unit != 0) {
-        w.put(", badoffset="sv);
-        w.dec(offset);
+        w.put(", badoffset="sv, offset);
     } else if (length % unit != 0) {
-        w.put(", badlength="sv);
-        w.dec(length);
+        w.put(", badlength="sv, length);
     } else if (offset >= length) {
-        w.put(", badoff/len="sv);
-        w.dec(offset);
-        w.put('/');
-        w.dec(length);
+        w.put(", badoff/len="sv, offset, '/', length);
     } else {
         for (size_t i = 0; i < length; i += unit) {
             if (!r.gre.has(r.at + i, unit) || r.left < i + unit) {
@@ -105,52 +104,39 @@ bool put_gre_route(Writer& w, uint16_t family, uint8_t offset, uint8_t length, c
     return whole;
 }
 
-void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o, DecodeOptions& inner) noexcept
+// Version 0 (RFC 2784, with RFC 1701's key, sequence number and routing)
+// after its flags and payload type.
+void print_gre_v0(Writer& w, GreReader& r, uint16_t flags, uint16_t type, size_t length, const DecodeOptions& o,
+                  DecodeOptions& inner) noexcept
 {
-    const uint16_t flags = gre.u16(0);
-    if (o.verbose)
-        put_gre_flags(w, flags);
-    GreReader r{gre, 2, length - 2};
     const auto truncated = [&] { put_truncated(w, "gre"sv); };
-    if (!r.take(2))
-        return truncated();
-    const uint16_t type = gre.u16(r.at);
-    r.skip(2);
+    uint32_t value = 0;
     if (flags & (kGreChecksum | kGreRouting)) {
-        if (!r.take(2))
+        if (!r.read(2, value))
             return truncated();
-        if (o.verbose) {
-            w.put(", sum 0x"sv);
-            w.hex(gre.u16(r.at));
-        }
-        r.skip(2);
-        if (!r.take(2))
+        if (o.verbose)
+            w.put(", sum 0x"sv, Hex{value});
+        if (!r.read(2, value))
             return truncated();
-        w.put(", off 0x"sv);
-        w.hex(gre.u16(r.at));
-        r.skip(2);
+        w.put(", off 0x"sv, Hex{value});
     }
     if (flags & kGreKey) {
-        if (!r.take(4))
+        if (!r.read(4, value))
             return truncated();
-        w.put(", key=0x"sv);
-        w.hex(gre.u32(r.at));
-        r.skip(4);
+        w.put(", key=0x"sv, Hex{value});
     }
     if (flags & kGreSequence) {
-        if (!r.take(4))
+        if (!r.read(4, value))
             return truncated();
-        w.put(", seq "sv);
-        w.dec(gre.u32(r.at));
-        r.skip(4);
+        w.put(", seq "sv, value);
     }
     if (flags & kGreRouting) {
         for (;;) {
             if (!r.take(4))
                 return truncated();
-            const uint16_t family = gre.u16(r.at);
-            const uint8_t offset = gre.u8(r.at + 2);
-            const uint8_t route_length = gre.u8(r.at + 3);
+            const uint16_t family = r.gre.u16(r.at);
+            const uint8_t offset = r.gre.u8(r.at + 2);
+            const uint8_t route_length = r.gre.u8(r.at + 3);
             r.skip(4);
             if (family == 0 && route_length == 0)
                 break;
@@ -165,10 +151,9 @@ void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOption
     }
     if (o.link_header)
         put_payload_type(w, type);
-    w.put(", length "sv);
-    w.dec(length);
+    w.put(", length "sv, length);
     put_gre_separator(w, o);
-    const Bytes payload = gre.from(r.at);
+    const Bytes payload = r.gre.from(r.at);
     switch (type) {
     case kEtherIPv4:
         print_ipv4(w, payload, r.left, inner);
@@ -183,8 +168,7 @@ void print_gre_v0(Writer& w, const Bytes& gre, size_t length, const DecodeOption
         print_ethernet(w, payload, r.left, inner);
         break;
     default:
-        w.put("gre-proto-0x"sv);
-        w.hex(type);
+        w.put("gre-proto-0x"sv, Hex{type});
         break;
     }
 }
@@ -197,10 +181,8 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
         put_truncated(w, "ppp"sv);
         return;
     }
-    if (!ppp.has(0, 2)) {
-        put_abandoned(w, "ppp"sv, o);
+    if (abandoned_at(w, ppp, 0, 2, "ppp"sv, o))
         return;
-    }
     size_t at = 0;
     switch (ppp.u16(0)) {
     case 0x0003: // pppd's direction marks
@@ -219,29 +201,20 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
         put_truncated(w, "ppp"sv);
         return;
     }
-    if (!ppp.has(at, 1)) {
-        put_abandoned(w, "ppp"sv, o);
+    if (abandoned_at(w, ppp, at, 1, "ppp"sv, o))
         return;
-    }
-    uint16_t protocol = ppp.u8(at);
-    if (protocol % 2 == 1) { // a compressed protocol field
-        at += 1;
-    } else if (ppp.has(at, 2)) {
-        protocol = ppp.u16(at);
-        at += 2;
-    } else {
-        put_abandoned(w, "ppp"sv, o);
+    // A protocol field of one byte where it is odd (compressed), else two.
+    const size_t field = ppp.u8(at) % 2 == 1 ? 1 : 2;
+    if (abandoned_at(w, ppp, at, field, "ppp"sv, o))
         return;
-    }
+    const uint16_t protocol = field == 1 ? ppp.u8(at) : ppp.u16(at);
+    at += field;
     const bool ipv4 = protocol == 0x0021 || protocol == kEtherIPv4;
     const bool ipv6 = protocol == 0x0057 || protocol == kEtherIPv6;
     const bool mpls = protocol == 0x0281 || protocol == 0x0283;
     if (o.link_header) {
-        w.put(ipv4 ? "IP"sv : ipv6 ? "IP6"sv : mpls ? "MPLS"sv : "unknown"sv);
-        w.put(" (0x"sv);
-        w.hex(protocol, 4);
-        w.put("), length "sv);
-        w.dec(length);
+        w.put(ipv4 ? "IP"sv : ipv6 ? "IP6"sv : mpls ? "MPLS"sv : "unknown"sv, " (0x"sv, Hex{protocol, 4},
+              "), length "sv, length);
         if (!ipv4 && !ipv6 && !mpls)
             return;
         w.put(": "sv);
@@ -255,55 +228,40 @@ void print_ppp(Writer& w, const Bytes& ppp, size_t length, const DecodeOptions& 
         print_mpls(w, payload, length - at, o);
 }
 
-// Version 1: PPTP's enhanced GRE, a call with PPP inside.
-void print_gre_v1(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& o,
+// Version 1: PPTP's enhanced GRE, a call with PPP inside, after its flags
+// and payload type.
+void print_gre_v1(Writer& w, GreReader& r, uint16_t flags, uint16_t type, size_t length, const DecodeOptions& o,
                   const DecodeOptions& inner) noexcept
 {
-    const uint16_t flags = gre.u16(0);
-    if (o.verbose)
-        put_gre_flags(w, flags);
-    GreReader r{gre, 2, length - 2};
-    const auto truncated = [&] { put_truncated(w, "gre"sv); };
-    if (!r.take(2))
-        return truncated();
-    const uint16_t type = gre.u16(r.at);
-    r.skip(2);
-    if (flags & kGreKey) {
-        if (!r.take(4))
-            return truncated();
-        w.put(", call "sv);
-        w.dec(gre.u32(r.at) & 0xffff);
-        r.skip(4);
-    }
-    if (flags & kGreSequence) {
-        if (!r.take(4))
-            return truncated();
-        w.put(", seq "sv);
-        w.dec(gre.u32(r.at));
-        r.skip(4);
-    }
-    if (flags & kGreAck) {
-        if (!r.take(4))
-            return truncated();
-        w.put(", ack "sv);
-        w.dec(gre.u32(r.at));
-        r.skip(4);
+    constexpr struct {
+        uint16_t flag;
+        std::string_view label;
+        uint32_t mask;
+    } kFields[] = {
+        {kGreKey, ", call "sv, 0xffff}, {kGreSequence, ", seq "sv, 0xffffffff}, {kGreAck, ", ack "sv, 0xffffffff}};
+    for (const auto& f : kFields) {
+        if (!(flags & f.flag))
+            continue;
+        uint32_t value = 0;
+        if (!r.read(4, value)) {
+            put_truncated(w, "gre"sv);
+            return;
+        }
+        w.put(f.label, value & f.mask);
     }
     if (!(flags & kGreSequence))
         w.put(", no-payload"sv);
     if (o.link_header)
         put_payload_type(w, type);
-    w.put(", length "sv);
-    w.dec(length);
+    w.put(", length "sv, length);
     if (!(flags & kGreSequence))
         return;
     put_gre_separator(w, o);
     if (type == kEtherPpp) {
-        print_ppp(w, gre.from(r.at), r.left, inner);
+        print_ppp(w, r.gre.from(r.at), r.left, inner);
         return;
     }
-    w.put("gre-proto-0x"sv);
-    w.hex(type);
+    w.put("gre-proto-0x"sv, Hex{type});
 }
 
 std::string_view geneve_option_class(uint16_t option_class) noexcept
@@ -327,23 +285,15 @@ bool put_geneve_options(Writer& w, const Bytes& opts, size_t length, const Decod
     while (length > 0) {
         if (at > 0)
             w.put(", "sv);
-        if (!opts.has(at, 4)) {
-            put_abandoned(w, "geneve"sv, o);
+        if (abandoned_at(w, opts, at, 4, "geneve"sv, o))
             return false;
-        }
         const uint16_t option_class = opts.u16(at);
         const uint8_t type = opts.u8(at + 2);
         const size_t option_length = 4 + size_t{opts.u8(at + 3) & 0x1fu} * 4;
-        w.put("class "sv);
-        w.put(geneve_option_class(option_class));
-        w.put(" (0x"sv);
-        w.hex(option_class);
-        w.put(") type 0x"sv);
-        w.hex(type);
+        w.put("class "sv, geneve_option_class(option_class), " (0x"sv, Hex{option_class}, ") type 0x"sv, Hex{type});
         if (type & 0x80)
             w.put("(C)"sv);
-        w.put(" len "sv);
-        w.dec(option_length);
+        w.put(" len "sv, option_length);
         if (option_length > length) {
             w.put(" [bad length]"sv);
             return true;
@@ -351,8 +301,7 @@ bool put_geneve_options(Writer& w, const Bytes& opts, size_t length, const Decod
         if (o.verbose > 1 && option_length > 4) {
             w.put(" data"sv);
             for (size_t i = 4; i < option_length; i += 4) {
-                w.put(' ');
-                w.hex(opts.u32(at + i), 8);
+                w.put(' ', Hex{opts.u32(at + i), 8});
             }
         }
         at += option_length;
@@ -373,15 +322,59 @@ void print_gre(Writer& w, const Bytes& gre, size_t length, const DecodeOptions& 
         return;
     }
     const unsigned version = gre.u16(0) & 7u;
-    w.put("GREv"sv);
-    w.dec(version);
-    if (version == 0)
-        print_gre_v0(w, gre, length, o, inner);
-    else if (version == 1)
-        print_gre_v1(w, gre, length, o, inner);
-    else
+    w.put("GREv"sv, version);
+    if (version > 1) {
         w.put(" ERROR: unknown-version"sv);
+        return;
+    }
+    const uint16_t flags = gre.u16(0);
+    if (o.verbose)
+        put_gre_flags(w, flags);
+    GreReader r{gre, 2, length - 2};
+    uint32_t type = 0;
+    if (!r.read(2, type)) {
+        put_truncated(w, "gre"sv);
+        return;
+    }
+    if (version == 0)
+        print_gre_v0(w, r, flags, static_cast<uint16_t>(type), length, o, inner);
+    else
+        print_gre_v1(w, r, flags, static_cast<uint16_t>(type), length, o, inner);
 }
+
+namespace {
+
+// A 24-bit field of VXLAN's or OTV's header: its bytes from `at`, its
+// label, and what follows it.
+struct Field24 {
+    std::string_view label;
+    size_t at;
+    std::string_view after;
+};
+
+// VXLAN's and OTV's 8-byte header from its flags (the I bit, or `no_i`
+// where it is clear) and its 24-bit fields, and the frame it carries on a
+// line of its own. tcpdump abandons the packet at the first field not
+// captured (`mark`).
+void print_overlay(Writer& w, const Bytes& b, size_t length, std::string_view mark, std::string_view before,
+                   std::string_view no_i, std::initializer_list<Field24> fields, const DecodeOptions& o,
+                   const DecodeOptions& inner) noexcept
+{
+    if (abandoned_at(w, b, 0, 1, mark, o))
+        return;
+    const uint8_t flags = b.u8(0);
+    w.put(before, "flags ["sv, flags & 0x08 ? "I"sv : no_i, "] (0x"sv, Hex{flags, 2}, "), "sv);
+    for (const Field24& f : fields) {
+        if (abandoned_at(w, b, f.at, 3, mark, o))
+            return;
+        w.put(f.label, b.u32(f.at - 1) & 0xffffffu, f.after);
+    }
+    if (abandoned_at(w, b, 7, 1, mark, o))
+        return;
+    print_ethernet(w, b.from(8), length - 8, inner);
+}
+
+} // namespace
 
 void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptions& o) noexcept
 {
@@ -393,29 +386,7 @@ void print_vxlan(Writer& w, const Bytes& vxlan, size_t length, const DecodeOptio
         w.put(" (invalid)"sv);
         return;
     }
-    if (!vxlan.has(0, 1)) {
-        put_abandoned(w, "vxlan"sv, o);
-        return;
-    }
-    const uint8_t flags = vxlan.u8(0);
-    w.put(", flags ["sv);
-    w.put(flags & 0x08 ? "I"sv : "invalid"sv);
-    w.put("] (0x"sv);
-    w.hex(flags, 2);
-    w.put("), "sv);
-    if (!vxlan.has(4, 3)) {
-        put_abandoned(w, "vxlan"sv, o);
-        return;
-    }
-    w.put("vni "sv);
-    w.dec(vxlan.u32(3) & 0xffffffu);
-    // tcpdump starts the carried frame on a line of its own.
-    w.put('\n');
-    if (!vxlan.has(7, 1)) {
-        put_abandoned(w, "vxlan"sv, o);
-        return;
-    }
-    print_ethernet(w, vxlan.from(8), length - 8, inner);
+    print_overlay(w, vxlan, length, "vxlan"sv, ", "sv, "invalid"sv, {{"vni "sv, 4, "\n"sv}}, o, inner);
 }
 
 void print_otv(Writer& w, const Bytes& otv, size_t length, const DecodeOptions& o) noexcept
@@ -425,42 +396,13 @@ void print_otv(Writer& w, const Bytes& otv, size_t length, const DecodeOptions& 
         return;
     w.put("OTV, "sv);
     if (length < 8) {
-        w.put("[length "sv);
-        w.dec(length);
-        w.put(" < 8] (invalid)"sv);
+        w.put("[length "sv, length, " < 8] (invalid)"sv);
         if (!otv.has(0, length))
             put_abandoned(w, "otv"sv, o);
         return;
     }
-    if (!otv.has(0, 1)) {
-        put_abandoned(w, "otv"sv, o);
-        return;
-    }
-    const uint8_t flags = otv.u8(0);
-    w.put("flags ["sv);
-    w.put(flags & 0x08 ? "I"sv : "."sv);
-    w.put("] (0x"sv);
-    w.hex(flags, 2);
-    w.put("), "sv);
-    if (!otv.has(1, 3)) {
-        put_abandoned(w, "otv"sv, o);
-        return;
-    }
-    w.put("overlay "sv);
-    w.dec(otv.u32(0) & 0xffffffu);
-    w.put(", "sv);
-    if (!otv.has(4, 3)) {
-        put_abandoned(w, "otv"sv, o);
-        return;
-    }
-    w.put("instance "sv);
-    w.dec(otv.u32(3) & 0xffffffu);
-    w.put('\n');
-    if (!otv.has(7, 1)) {
-        put_abandoned(w, "otv"sv, o);
-        return;
-    }
-    print_ethernet(w, otv.from(8), length - 8, inner);
+    print_overlay(w, otv, length, "otv"sv, ""sv, "."sv, {{"overlay "sv, 1, ", "sv}, {"instance "sv, 4, "\n"sv}}, o,
+                  inner);
 }
 
 void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOptions& o) noexcept
@@ -470,45 +412,38 @@ void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOpt
         return;
     w.put("Geneve"sv);
     if (length < 8) {
-        w.put(" [length "sv);
-        w.dec(length);
-        w.put(" < 8] (invalid)"sv);
+        w.put(" [length "sv, length, " < 8] (invalid)"sv);
         return;
     }
-    if (!geneve.has(0, 8)) {
+    Cursor c(geneve);
+    const uint8_t version_options = c.u8(0);
+    const uint8_t flags = c.u8(1);
+    const uint16_t type = c.u16(2);
+    const uint32_t vni = c.u32(3) & 0xffffffu;
+    const uint8_t reserved = c.u8(7);
+    if (!c.ok()) {
         put_truncated(w, "geneve"sv);
         return;
     }
-    const uint8_t version_options = geneve.u8(0);
     if (version_options >> 6 != 0) {
-        w.put(" ERROR: unknown-version "sv);
-        w.dec(version_options >> 6);
+        w.put(" ERROR: unknown-version "sv, version_options >> 6);
         return;
     }
-    const uint8_t flags = geneve.u8(1);
-    const uint16_t type = geneve.u16(2);
     w.put(", Flags ["sv);
     static constexpr std::string_view kFlags[8] = {"O"sv, "C"sv, "R1"sv, "R2"sv, "R3"sv, "R4"sv, "R5"sv, "R6"sv};
     for (int bit = 0; bit < 8; ++bit) {
         if (flags & (0x80 >> bit))
             w.put(kFlags[bit]);
     }
-    if (flags == 0)
-        w.put("none"sv);
-    w.put("], vni 0x"sv);
-    w.hex(geneve.u32(3) & 0xffffffu);
-    if (const uint8_t reserved = geneve.u8(7)) {
-        w.put(", rsvd 0x"sv);
-        w.hex(reserved);
-    }
+    w.put(flags == 0 ? "none], vni 0x"sv : "], vni 0x"sv, Hex{vni});
+    if (reserved)
+        w.put(", rsvd 0x"sv, Hex{reserved});
     if (o.link_header)
         put_payload_type(w, type);
     const size_t options = size_t{version_options & 0x3fu} * 4;
     const size_t left = length - 8;
     if (left < options) {
-        w.put(" truncated-geneve - "sv);
-        w.dec(options - left);
-        w.put(" bytes missing"sv);
+        w.put(" truncated-geneve - "sv, options - left, " bytes missing"sv);
         return;
     }
     if (!geneve.has(8, options)) {
@@ -521,8 +456,7 @@ void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOpt
             if (!put_geneve_options(w, geneve.from(8), options, o))
                 return;
         } else {
-            w.dec(options);
-            w.put(" bytes"sv);
+            w.put(options, " bytes"sv);
         }
         w.put(']');
     }
@@ -534,8 +468,7 @@ void print_geneve(Writer& w, const Bytes& geneve, size_t length, const DecodeOpt
         print_ethernet(w, payload, left - options, inner);
         return;
     }
-    w.put("geneve-proto-0x"sv);
-    w.hex(type);
+    w.put("geneve-proto-0x"sv, Hex{type});
 }
 
 void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions& o) noexcept
@@ -554,31 +487,23 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
                 put_abandoned(w, "mpls"sv, o);
             return;
         }
-        if (!mpls.has(at, 4)) {
-            put_abandoned(w, "mpls"sv, o);
+        if (abandoned_at(w, mpls, at, 4, "mpls"sv, o))
             return;
-        }
         if (labels == kMaxMplsLabels)
             return;
         entry = mpls.u32(at);
         // With -v each label after the first on a line of its own, the
         // reserved ones (0 to 15) named.
-        w.put(labels > 0 && o.verbose ? "\n\t(label "sv : " (label "sv);
-        w.dec(entry >> 12);
+        w.put(labels > 0 && o.verbose ? "\n\t(label "sv : " (label "sv, entry >> 12);
         if (o.verbose && (entry >> 12) < 16) {
             constexpr std::string_view kReserved[4] = {"IPv4 explicit NULL"sv, "router alert"sv,
                                                        "IPv6 explicit NULL"sv, "implicit NULL"sv};
-            w.put(" ("sv);
-            w.put((entry >> 12) < 4 ? kReserved[entry >> 12] : "rsvd"sv);
-            w.put(')');
+            w.put(" ("sv, (entry >> 12) < 4 ? kReserved[entry >> 12] : "rsvd"sv, ')');
         }
-        w.put(", tc "sv);
-        w.dec((entry >> 9) & 7u);
+        w.put(", tc "sv, (entry >> 9) & 7u);
         if (entry & 0x100)
             w.put(", [S]"sv);
-        w.put(", ttl "sv);
-        w.dec(entry & 0xffu);
-        w.put(')');
+        w.put(", ttl "sv, entry & 0xffu, ')');
         at += 4;
         left -= 4;
         if (entry & 0x100)
@@ -599,10 +524,8 @@ void print_mpls(Writer& w, const Bytes& mpls, size_t length, const DecodeOptions
     default:
         if (left < 1)
             return;
-        if (!payload.has(0, 1)) {
-            put_abandoned(w, "mpls"sv, o);
+        if (abandoned_at(w, payload, 0, 1, "mpls"sv, o))
             return;
-        }
         if (payload.u8(0) >= 0x45 && payload.u8(0) <= 0x4f)
             kind = Payload::IPv4;
         else if (payload.u8(0) >= 0x60 && payload.u8(0) <= 0x6f)

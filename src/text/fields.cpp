@@ -163,9 +163,7 @@ void put_ethertype(Writer& w, uint16_t type, bool with_number) noexcept
     const char* name = ethertype_name(type);
     w.put(name ? std::string_view(name) : "Unknown"sv);
     if (with_number || !name) {
-        w.put(" (0x"sv);
-        w.hex(type, 4);
-        w.put(')');
+        w.put(" (0x"sv, Hex{type, 4}, ')');
     }
 }
 
@@ -180,9 +178,7 @@ void put_link_ethertype(Writer& w, uint16_t type, bool quick) noexcept
     } else if (name) {
         w.put(std::string_view(name));
     } else {
-        w.put("Unknown Ethertype (0x"sv);
-        w.hex(type, 4);
-        w.put(')');
+        w.put("Unknown Ethertype (0x"sv, Hex{type, 4}, ')');
     }
 }
 
@@ -367,22 +363,15 @@ void put_checksum_verdict(Writer& w, std::string_view protocol, ChecksumCheck ch
         return;
     case ChecksumCheck::Correct:
         w.put('[');
-        w.put(protocol);
-        w.put(" sum ok] "sv);
+        w.put(protocol, " sum ok] "sv);
         return;
     case ChecksumCheck::Incorrect:
         w.put("[bad "sv);
-        w.put(protocol);
-        w.put(" cksum 0x"sv);
-        w.hex(field, 4);
-        w.put(" -> 0x"sv);
-        w.hex(should_be, 4);
-        w.put("!] "sv);
+        w.put(protocol, " cksum 0x"sv, Hex{field, 4}, " -> 0x"sv, Hex{should_be, 4}, "!] "sv);
         return;
     case ChecksumCheck::Offloaded:
         w.put('[');
-        w.put(protocol);
-        w.put(" sum offloaded] "sv);
+        w.put(protocol, " sum offloaded] "sv);
         return;
     }
 }
@@ -392,18 +381,14 @@ void put_protocol(Writer& w, uint8_t protocol) noexcept
     if (const char* name = ip_protocol_name(protocol)) {
         w.put(std::string_view(name));
     } else {
-        w.put("ip-proto-"sv);
-        w.dec(protocol);
+        w.put("ip-proto-"sv, protocol);
     }
 }
 
 // tcpdump's mark for a header the capture cut short, with its space.
 void put_vlan_tci(Writer& w, uint16_t tci) noexcept
 {
-    w.put("vlan "sv);
-    w.dec(tci & 0x0fffu);
-    w.put(", p "sv);
-    w.dec(tci >> 13);
+    w.put("vlan "sv, tci & 0x0fffu, ", p "sv, tci >> 13);
     if (tci & 0x1000)
         w.put(", DEI"sv);
     w.put(", "sv);
@@ -411,29 +396,22 @@ void put_vlan_tci(Writer& w, uint16_t tci) noexcept
 
 void put_truncated(Writer& w, std::string_view what) noexcept
 {
-    w.put(" [|"sv);
-    w.put(what);
-    w.put(']');
+    w.put(" [|"sv, what, ']');
 }
 
 void put_endpoints(Writer& w, const Endpoints& e, const Bytes& l4, bool with_ports) noexcept
 {
     if (with_ports) {
         if (e.addresses) {
-            w.put(e.src->view());
-            w.put('.');
+            w.put(e.src->view(), '.');
         }
-        w.dec(l4.u16(0));
-        w.put(" > "sv);
+        w.put(l4.u16(0), " > "sv);
         if (e.addresses) {
-            w.put(e.dst->view());
-            w.put('.');
+            w.put(e.dst->view(), '.');
         }
         w.dec(l4.u16(2));
     } else if (e.addresses) {
-        w.put(e.src->view());
-        w.put(" > "sv);
-        w.put(e.dst->view());
+        w.put(e.src->view(), " > "sv, e.dst->view());
     }
     if (with_ports || e.addresses)
         w.put(": "sv);
@@ -445,10 +423,7 @@ void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii, std::s
 {
     for (size_t line = 0; line < n; line += 16) {
         const size_t count = n - line < 16 ? n - line : 16;
-        w.put(indent);
-        w.put("0x"sv);
-        w.hex(line, 4);
-        w.put(": "sv);
+        w.put(indent, "0x"sv, Hex{line, 4}, ": "sv);
         size_t width = 0;
         for (size_t i = 0; i < count; i += 2) {
             w.put(' ');

@@ -19,8 +19,7 @@ void put_icmp_time(Writer& m, uint32_t ms) noexcept
     const uint32_t seconds = ms / 1000;
     if (seconds / 3600 < 10)
         m.put('0');
-    m.dec(seconds / 3600);
-    m.put(':');
+    m.put(seconds / 3600, ':');
     m.padded(seconds / 60 % 60, 2);
     m.put(':');
     m.padded(seconds % 60, 2);
@@ -284,8 +283,7 @@ void put_lifetime(Writer& w, uint32_t seconds) noexcept
     if (seconds == 0xffffffff) {
         w.put("infinity"sv);
     } else {
-        w.dec(seconds);
-        w.put('s');
+        w.put(seconds, 's');
     }
 }
 
@@ -892,17 +890,14 @@ void put_icmp_extensions(Writer& w, const Bytes& l4, size_t length, const Decode
     if (l4.u8(5) == 0 && whole && sum.value() != 0)
         return;
     const uint8_t version = l4.u8(kIcmpExtensionOffset) >> 4;
-    w.put("\n\tICMP Multi-Part extension v"sv);
-    w.dec(version);
+    w.put("\n\tICMP Multi-Part extension v"sv, version);
     if (version != 2) {
         w.put(" packet not supported"sv);
         return;
     }
     if (whole) {
-        w.put(", checksum 0x"sv);
-        w.hex(l4.u16(kIcmpExtensionOffset + 2), 4);
-        w.put(sum.value() != 0 ? " (incorrect), length "sv : " (correct), length "sv);
-        w.dec(rest);
+        w.put(", checksum 0x"sv, Hex{l4.u16(kIcmpExtensionOffset + 2), 4},
+              sum.value() != 0 ? " (incorrect), length "sv : " (correct), length "sv, rest);
     }
     rest -= 4;
     size_t at = kIcmpExtensionOffset + 4;
@@ -915,32 +910,21 @@ void put_icmp_extensions(Writer& w, const Bytes& l4, size_t length, const Decode
         const uint8_t object_class = l4.u8(at + 2);
         const uint8_t object_type = l4.u8(at + 3);
         at += 4;
-        w.put("\n\t  "sv);
-        w.put(object_class == 1 ? "MPLS Stack Entry"sv : object_class == 2 ? "Interface Identification"sv : "unknown"sv);
-        w.put(" Object ("sv);
-        w.dec(object_class);
-        w.put("), Class-Type: "sv);
-        w.dec(object_type);
-        w.put(", length "sv);
-        w.dec(object_length);
+        w.put("\n\t  "sv,
+              object_class == 1 ? "MPLS Stack Entry"sv : object_class == 2 ? "Interface Identification"sv : "unknown"sv,
+              " Object ("sv, object_class, "), Class-Type: "sv, object_type, ", length "sv, object_length);
         rest -= 4;
         if (object_class == 0 || object_length < 4)
             return;
         object_length -= 4;
         if (object_class == 1 && object_type == 1) {
-            if (!l4.has(at, 4)) {
-                put_abandoned(w, "icmp"sv, o);
+            if (abandoned_at(w, l4, at, 4, "icmp"sv, o))
                 return;
-            }
             const uint32_t entry = l4.u32(at);
-            w.put("\n\t    label "sv);
-            w.dec(entry >> 12);
-            w.put(", tc "sv);
-            w.dec((entry >> 9) & 7);
+            w.put("\n\t    label "sv, entry >> 12, ", tc "sv, (entry >> 9) & 7);
             if (entry & 0x100)
                 w.put(", [S]"sv);
-            w.put(", ttl "sv);
-            w.dec(entry & 0xff);
+            w.put(", ttl "sv, entry & 0xff);
         } else {
             put_unknown_data(w, l4.from(at), object_length, "\n\t    "sv);
         }
@@ -966,10 +950,7 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, b
             put_abandoned(w, "icmp"sv, o);
         return;
     }
-    w.put("ICMP "sv);
-    w.put(message.view());
-    w.put(", length "sv);
-    w.dec(length);
+    w.put("ICMP "sv, message.view(), ", length "sv, length);
     if (!o.verbose)
         return;
     if (!fragmented && l4.has(0, length)) {
@@ -977,15 +958,10 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, b
         sum.add(l4.data, length);
         // A sum the NIC is to fill in is not wrong yet.
         if (const uint16_t computed = sum.value(); computed != 0 && !o.checksum_not_ready) {
-            if (!l4.has(2, 2)) {
-                put_abandoned(w, "icmp"sv, o);
+            if (abandoned_at(w, l4, 2, 2, "icmp"sv, o))
                 return;
-            }
-            w.put(" (wrong icmp cksum "sv);
-            w.hex(l4.u16(2));
-            w.put(" (->"sv);
-            w.hex(checksum_should_be(l4.u16(2), computed));
-            w.put(")!)"sv);
+            w.put(" (wrong icmp cksum "sv, Hex{l4.u16(2)}, " (->"sv, Hex{checksum_should_be(l4.u16(2), computed)},
+                  ")!)"sv);
         }
     }
     // An error's quoted packet, as an IP packet of its own.
@@ -993,10 +969,8 @@ void print_icmp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, b
     if (type == 3 || type == 4 || type == 5 || type == 11 || type == 12) {
         w.put("\n\t"sv);
         const Bytes quoted = l4.from(8);
-        if (!quoted.has(2, 2)) {
-            put_abandoned(w, "icmp"sv, o);
+        if (abandoned_at(w, quoted, 2, 2, "icmp"sv, o))
             return;
-        }
         DecodeOptions inner;
         if (!nest(o, inner))
             return;
@@ -1021,27 +995,21 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, 
     }
     if (o.verbose && !fragmented && l4.has(0, length)) {
         // tcpdump reads the checksum field first.
-        if (!l4.has(2, 2)) {
-            put_abandoned(w, "icmp6"sv, o);
+        if (abandoned_at(w, l4, 2, 2, "icmp6"sv, o))
             return;
-        }
         uint16_t should_be = 0;
         const ChecksumCheck check = check_transport(e, kProtoIcmp6, l4, length, o, should_be);
         put_checksum_verdict(w, "icmp6"sv, check, l4.u16(2), should_be);
     }
-    if (!l4.has(0, 1)) {
-        put_abandoned(w, "icmp6"sv, o);
+    if (abandoned_at(w, l4, 0, 1, "icmp6"sv, o))
         return;
-    }
     const uint8_t type = l4.u8(0);
     w.put("ICMP6, "sv);
     const Icmp6Type* t = icmp6_type(type);
     if (!t) {
         w.put("unknown icmp6 type ("sv, type, ')');
-        if (!l4.has(1, 1)) {
-            put_abandoned(w, "icmp6"sv, o);
+        if (abandoned_at(w, l4, 1, 1, "icmp6"sv, o))
             return;
-        }
         w.put(", length "sv, length);
         if (o.verbose <= 1)
             put_unknown_data(w, l4, length);
@@ -1061,8 +1029,7 @@ void print_icmp6(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, 
     // An unknown unreachable code ends with its dump, without the length.
     if (o.verbose || (type == 1 && l4.u8(1) > 4))
         return;
-    w.put(", length "sv);
-    w.dec(length);
+    w.put(", length "sv, length);
 }
 
 } // namespace xdpcap::text::detail

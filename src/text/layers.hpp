@@ -170,6 +170,17 @@ void put_truncated(Writer& w, std::string_view what) noexcept;
 void put_vlan_tci(Writer& w, uint16_t tci) noexcept;
 // The same mark where tcpdump abandons the packet: see DecodeOptions::abandoned.
 void put_abandoned(Writer& w, std::string_view what, const DecodeOptions& o) noexcept;
+// tcpdump's GET_ macros at a field printed as soon as it is read: true,
+// with put_abandoned()'s mark written, where `n` bytes at `at` were not
+// captured.
+inline bool abandoned_at(Writer& w, const Bytes& b, size_t at, size_t n, std::string_view what,
+                         const DecodeOptions& o) noexcept
+{
+    if (b.has(at, n))
+        return false;
+    put_abandoned(w, what, o);
+    return true;
+}
 void put_endpoints(Writer& w, const Endpoints& e, const Bytes& l4, bool with_ports) noexcept;
 // `indent` starts each line.
 void put_hex_lines(Writer& w, const uint8_t* bytes, size_t n, bool ascii, std::string_view indent = "\n\t") noexcept;

@@ -42,8 +42,7 @@ void put_stp_seconds(Writer& w, uint16_t value) noexcept
     const uint32_t rest = scaled % 256;
     if (rest > 128 || (rest == 128 && hundredths % 2 == 1))
         ++hundredths;
-    w.dec(hundredths / 100);
-    w.put('.');
+    w.put(hundredths / 100, '.');
     w.padded(hundredths % 100, 2);
     w.put('s');
 }
@@ -61,29 +60,17 @@ void put_stp_timers(Writer& w, const Bytes& bpdu) noexcept
     }
 }
 
-// tcpdump abandons the packet at every cut of a BPDU: true, after saying
-// so, when bytes [at, at + n) were not captured.
-bool stp_cut(Writer& w, const Bytes& bpdu, size_t at, size_t n, const DecodeOptions& o) noexcept
-{
-    if (bpdu.has(at, n))
-        return false;
-    put_abandoned(w, "stp"sv, o);
-    return true;
-}
-
 // -v: a configuration BPDU's timers, root and (802.1w) port role.
 void put_stp_details(Writer& w, const Bytes& bpdu, uint8_t version, uint8_t flags, const DecodeOptions& o) noexcept
 {
-    if (stp_cut(w, bpdu, 0, 35, o))
+    if (abandoned_at(w, bpdu, 0, 35, "stp"sv, o))
         return;
     put_stp_timers(w, bpdu);
     w.put("\n\troot-id "sv);
     put_bridge_id(w, bpdu, 5);
-    w.put(", root-pathcost "sv);
-    w.dec(bpdu.u32(13));
+    w.put(", root-pathcost "sv, bpdu.u32(13));
     if (version == 2) {
-        w.put(", port-role "sv);
-        w.put(kPortRoles[(flags >> 2) & 3]);
+        w.put(", port-role "sv, kPortRoles[(flags >> 2) & 3]);
     }
 }
 
@@ -104,15 +91,12 @@ void put_words(Writer& w, const Bytes& b, size_t at, size_t count) noexcept
 // packet is abandoned).
 bool put_mstp_details(Writer& w, const Bytes& bpdu, uint8_t flags) noexcept
 {
-    w.put("\n\tport-role "sv);
-    w.put(kPortRoles[(flags >> 2) & 3]);
-    w.put(", "sv);
+    w.put("\n\tport-role "sv, kPortRoles[(flags >> 2) & 3], ", "sv);
     if (!bpdu.has(0, 17))
         return false;
     w.put("CIST root-id "sv);
     put_bridge_id(w, bpdu, 5);
-    w.put(", CIST ext-pathcost "sv);
-    w.dec(bpdu.u32(13));
+    w.put(", CIST ext-pathcost "sv, bpdu.u32(13));
     if (!bpdu.has(0, 25))
         return false;
     w.put("\n\tCIST regional-root-id "sv);
@@ -120,29 +104,21 @@ bool put_mstp_details(Writer& w, const Bytes& bpdu, uint8_t flags) noexcept
     w.put(", "sv);
     if (!bpdu.has(0, 27))
         return false;
-    w.put("CIST port-id "sv);
-    w.hex(bpdu.u16(25), 4);
-    w.put(',');
+    w.put("CIST port-id "sv, Hex{bpdu.u16(25), 4}, ',');
     if (!bpdu.has(0, 35))
         return false;
     put_stp_timers(w, bpdu);
     if (!bpdu.has(0, 38))
         return false;
-    w.put("\n\tv3len "sv);
-    w.dec(bpdu.u16(36));
-    w.put(", MCID Name "sv);
+    w.put("\n\tv3len "sv, bpdu.u16(36), ", MCID Name "sv);
     if (!put_nul_padded(w, bpdu, 39, 32) || !bpdu.has(0, 89))
         return false;
-    w.put(", rev "sv);
-    w.dec(bpdu.u16(71));
-    w.put(",\n\t\tdigest "sv);
+    w.put(", rev "sv, bpdu.u16(71), ",\n\t\tdigest "sv);
     put_words(w, bpdu, 73, 4);
     w.put(", "sv);
     if (!bpdu.has(0, 93))
         return false;
-    w.put("CIST int-root-pathcost "sv);
-    w.dec(bpdu.u32(89));
-    w.put(',');
+    w.put("CIST int-root-pathcost "sv, bpdu.u32(89), ',');
     if (!bpdu.has(0, 101))
         return false;
     w.put("\n\tCIST bridge-id "sv);
@@ -150,33 +126,24 @@ bool put_mstp_details(Writer& w, const Bytes& bpdu, uint8_t flags) noexcept
     w.put(", "sv);
     if (!bpdu.has(0, 102))
         return false;
-    w.put("CIST remaining-hops "sv);
-    w.dec(bpdu.u8(101));
+    w.put("CIST remaining-hops "sv, bpdu.u8(101));
     const size_t v3_length = bpdu.u16(36);
     if (v3_length > 64) {
         for (size_t left = v3_length - 64, at = 102; left >= 16; left -= 16, at += 16) {
             if (!bpdu.has(at, 3))
                 return false;
-            w.put("\n\tMSTI "sv);
-            w.dec(bpdu.u16(at + 1) & 0x0fffu);
-            w.put(", Flags ["sv);
+            w.put("\n\tMSTI "sv, bpdu.u16(at + 1) & 0x0fffu, ", Flags ["sv);
             put_stp_flags(w, bpdu.u8(at));
-            w.put("], port-role "sv);
-            w.put(kPortRoles[(bpdu.u8(at) >> 2) & 3]);
+            w.put("], port-role "sv, kPortRoles[(bpdu.u8(at) >> 2) & 3]);
             if (!bpdu.has(at, 13))
                 return false;
             w.put("\n\t\tMSTI regional-root-id "sv);
             put_bridge_id(w, bpdu, at + 1);
-            w.put(", pathcost "sv);
-            w.dec(bpdu.u32(at + 9));
+            w.put(", pathcost "sv, bpdu.u32(at + 9));
             if (!bpdu.has(at, 16))
                 return false;
-            w.put("\n\t\tMSTI bridge-prio "sv);
-            w.dec(bpdu.u8(at + 13) >> 4);
-            w.put(", port-prio "sv);
-            w.dec(bpdu.u8(at + 14) >> 4);
-            w.put(", hops "sv);
-            w.dec(bpdu.u8(at + 15));
+            w.put("\n\t\tMSTI bridge-prio "sv, bpdu.u8(at + 13) >> 4, ", port-prio "sv, bpdu.u8(at + 14) >> 4,
+                  ", hops "sv, bpdu.u8(at + 15));
         }
     }
     return true;
@@ -188,39 +155,20 @@ bool put_spb_details(Writer& w, const Bytes& bpdu, size_t at) noexcept
 {
     if (!bpdu.has(at, 2))
         return false;
-    w.put("\n\tv4len "sv);
-    w.dec(bpdu.u16(at));
-    w.put(", AUXMCID Name "sv);
+    w.put("\n\tv4len "sv, bpdu.u16(at), ", AUXMCID Name "sv);
     if (!put_nul_padded(w, bpdu, at + 3, 32) || !bpdu.has(at, 53))
         return false;
-    w.put(", Rev "sv);
-    w.dec(bpdu.u16(at + 35));
-    w.put(",\n\t\tdigest "sv);
+    w.put(", Rev "sv, bpdu.u16(at + 35), ",\n\t\tdigest "sv);
     put_words(w, bpdu, at + 37, 4);
     if (!bpdu.has(at, 87))
         return false;
     const uint8_t agreement = bpdu.u8(at + 53);
     const uint8_t format = bpdu.u8(at + 55);
     const uint8_t convention = bpdu.u8(at + 56);
-    w.put("\n\tAgreement num "sv);
-    w.dec(agreement >> 6);
-    w.put(", Discarded Agreement num "sv);
-    w.dec((agreement >> 4) & 3);
-    w.put(", Agreement valid-flag "sv);
-    w.dec((agreement >> 3) & 1);
-    w.put(",\n\tRestricted role-flag: "sv);
-    w.dec((agreement >> 2) & 1);
-    w.put(", Format id "sv);
-    w.dec(format >> 4);
-    w.put(" cap "sv);
-    w.dec(format);
-    w.put(", Convention id "sv);
-    w.dec(convention >> 4);
-    w.put(" cap "sv);
-    w.dec(convention);
-    w.put(",\n\tEdge count "sv);
-    w.dec(bpdu.u16(at + 57));
-    w.put(", Agreement digest "sv);
+    w.put("\n\tAgreement num "sv, agreement >> 6, ", Discarded Agreement num "sv, (agreement >> 4) & 3,
+          ", Agreement valid-flag "sv, (agreement >> 3) & 1, ",\n\tRestricted role-flag: "sv, (agreement >> 2) & 1,
+          ", Format id "sv, format >> 4, " cap "sv, format, ", Convention id "sv, convention >> 4, " cap "sv,
+          convention, ",\n\tEdge count "sv, bpdu.u16(at + 57), ", Agreement digest "sv);
     put_words(w, bpdu, at + 67, 5);
     return true;
 }
@@ -235,13 +183,13 @@ void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const Dec
         return;
     }
     // The version 1 length must be 0; then the version 3 length holds.
-    if (stp_cut(w, bpdu, 35, 1, o))
+    if (abandoned_at(w, bpdu, 35, 1, "stp"sv, o))
         return;
     if (bpdu.u8(35) != 0) {
         w.put(" (invalid)"sv);
         return;
     }
-    if (stp_cut(w, bpdu, 36, 2, o))
+    if (abandoned_at(w, bpdu, 36, 2, "stp"sv, o))
         return;
     const size_t mstp_length = size_t{bpdu.u16(36)} + 2;
     if (length < kFixed + mstp_length) {
@@ -251,8 +199,7 @@ void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const Dec
     const uint8_t flags = bpdu.u8(4);
     w.put(", CIST Flags ["sv);
     put_stp_flags(w, flags);
-    w.put("], length "sv);
-    w.dec(length);
+    w.put("], length "sv, length);
     if (o.verbose && !put_mstp_details(w, bpdu, flags)) {
         put_abandoned(w, "stp"sv, o);
         return;
@@ -260,7 +207,7 @@ void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const Dec
     if (!spb)
         return;
     const size_t at = kFixed + mstp_length;
-    if (stp_cut(w, bpdu, at, 2, o))
+    if (abandoned_at(w, bpdu, at, 2, "stp"sv, o))
         return;
     const size_t spb_length = size_t{bpdu.u16(at)} + 2;
     if (length < at + spb_length || spb_length < 87) {
@@ -269,6 +216,21 @@ void print_mstp(Writer& w, const Bytes& bpdu, size_t length, bool spb, const Dec
     }
     if (o.verbose && !put_spb_details(w, bpdu, at))
         put_abandoned(w, "stp"sv, o);
+}
+
+// A version or BPDU type by name, or tcpdump's words for one it does not
+// know and false.
+bool put_stp_name(Writer& w, uint8_t value, std::initializer_list<std::pair<uint8_t, std::string_view>> names,
+                  std::string_view unknown) noexcept
+{
+    for (const auto& [known, name] : names) {
+        if (known == value) {
+            w.put(name);
+            return true;
+        }
+    }
+    w.put(unknown, " (0x"sv, Hex{value, 2}, ')');
+    return false;
 }
 
 // STP BPDUs as tcpdump 4.99 prints them: the protocol, the BPDU
@@ -280,42 +242,28 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         w.put(" (invalid)"sv);
         return;
     }
-    if (stp_cut(w, bpdu, 0, 2, o))
+    if (abandoned_at(w, bpdu, 0, 2, "stp"sv, o))
         return;
     if (bpdu.u16(0) != 0) {
-        w.put("unknown STP version, length "sv);
-        w.dec(length);
+        w.put("unknown STP version, length "sv, length);
         return;
     }
-    if (stp_cut(w, bpdu, 2, 1, o))
+    if (abandoned_at(w, bpdu, 2, 1, "stp"sv, o))
         return;
     const uint8_t version = bpdu.u8(2);
     w.put("STP "sv);
-    switch (version) {
-    case 0: w.put("802.1d"sv); break;
-    case 2: w.put("802.1w"sv); break;
-    case 3: w.put("802.1s"sv); break;
-    case 4: w.put("802.1aq"sv); break;
-    default:
-        w.put("Unknown STP protocol (0x"sv);
-        w.hex(version, 2);
-        w.put(')');
+    if (!put_stp_name(w, version, {{0, "802.1d"sv}, {2, "802.1w"sv}, {3, "802.1s"sv}, {4, "802.1aq"sv}},
+                      "Unknown STP protocol"sv))
         return;
-    }
-    if (stp_cut(w, bpdu, 3, 1, o))
+    if (abandoned_at(w, bpdu, 3, 1, "stp"sv, o))
         return;
     const uint8_t type = bpdu.u8(3);
     w.put(", "sv);
-    switch (type) {
-    case 0x00: w.put("Config"sv); break;
-    case 0x02: w.put("Rapid STP"sv); break;
-    case 0x80: w.put("Topology Change"sv); return;
-    default:
-        w.put("Unknown BPDU Type (0x"sv);
-        w.hex(type, 2);
-        w.put(')');
+    // A topology change says no more.
+    if (!put_stp_name(w, type, {{0x00, "Config"sv}, {0x02, "Rapid STP"sv}, {0x80, "Topology Change"sv}},
+                      "Unknown BPDU Type"sv) ||
+        type == 0x80)
         return;
-    }
     const bool rapid = type == 0x02;
     // A rapid BPDU of 802.1d: tcpdump says no more.
     if (rapid && version == 0)
@@ -328,22 +276,112 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
         w.put(" (invalid)"sv);
         return;
     }
-    if (stp_cut(w, bpdu, 4, 1, o))
+    if (abandoned_at(w, bpdu, 4, 1, "stp"sv, o))
         return;
     const uint8_t flags = bpdu.u8(4);
     w.put(", Flags ["sv);
     put_stp_flags(w, flags);
     w.put(']');
-    if (stp_cut(w, bpdu, 17, 10, o))
+    if (abandoned_at(w, bpdu, 17, 10, "stp"sv, o))
         return;
     w.put(", bridge-id "sv);
     put_bridge_id(w, bpdu, 17);
-    w.put('.');
-    w.hex(bpdu.u16(25), 4);
-    w.put(", length "sv);
-    w.dec(length);
+    w.put('.', Hex{bpdu.u16(25), 4}, ", length "sv, length);
     if (o.verbose)
         put_stp_details(w, bpdu, version, flags, o);
+}
+
+} // namespace
+
+namespace {
+
+// An ARP packet's address fields: offsets and lengths.
+struct ArpAddresses {
+    const Bytes& arp;
+    size_t hln;
+    size_t pln;
+    bool ip_protocol;
+    size_t sha = 8, spa = sha + hln, tha = spa + pln, tpa = tha + hln;
+
+    void put_link(Writer& w, size_t at) const noexcept { put_link_address(w, arp.data + at, hln); }
+    // A protocol address, or tcpdump's words for why it is none.
+    void put_ip(Writer& w, size_t at) const noexcept
+    {
+        if (!ip_protocol)
+            w.put("<wrong proto type>"sv);
+        else if (pln != 4)
+            w.put("<wrong len>"sv);
+        else
+            w.put(ipv4_text(arp.data + at).view());
+    }
+};
+
+// The hardware and protocol types and their address lengths.
+void put_arp_types(Writer& w, uint16_t hardware, uint16_t protocol, const ArpAddresses& a) noexcept
+{
+    if (const char* name = arp_hardware_name(hardware))
+        w.put(std::string_view(name));
+    else
+        w.put("Unknown Hardware ("sv, hardware, ')');
+    w.put(" (len "sv, a.hln, "), "sv);
+    if (const char* name = ethertype_name(protocol))
+        w.put(std::string_view(name));
+    else
+        w.put("Unknown Protocol (0x"sv, Hex{protocol, 4}, ')');
+    w.put(" (len "sv, a.pln, ')');
+}
+
+// The operation and its addresses; false for an unknown one, dumped in hex.
+bool put_arp_operation(Writer& w, uint16_t op, const ArpAddresses& a) noexcept
+{
+    // tcpdump's names; 5 to 7 are none of its.
+    constexpr std::string_view kOps[] = {"Request"sv, "Reply"sv, "Reverse Request"sv, "Reverse Reply"sv, ""sv, ""sv,
+                                         ""sv, "Inverse Request"sv, "Inverse Reply"sv, "NACK Reply"sv};
+    if (op >= 1 && op <= std::size(kOps) && !kOps[op - 1].empty())
+        w.put(kOps[op - 1], ' ');
+    else
+        w.put("Unknown ("sv, op, ") "sv);
+    switch (op) {
+    case 1: {
+        w.put("who-has "sv);
+        a.put_ip(w, a.tpa);
+        bool zero = true;
+        for (size_t i = 0; i < a.hln; ++i)
+            zero = zero && a.arp.u8(a.tha + i) == 0;
+        if (!zero) {
+            w.put(" ("sv);
+            a.put_link(w, a.tha);
+            w.put(')');
+        }
+        w.put(" tell "sv);
+        a.put_ip(w, a.spa);
+        return true;
+    }
+    case 2:
+        a.put_ip(w, a.spa);
+        w.put(" is-at "sv);
+        a.put_link(w, a.sha);
+        return true;
+    case 3:
+    case 8:
+        w.put("who-is "sv);
+        a.put_link(w, a.tha);
+        w.put(" tell "sv);
+        a.put_link(w, a.sha);
+        return true;
+    case 4:
+        a.put_link(w, a.tha);
+        w.put(" at "sv);
+        a.put_ip(w, a.tpa);
+        return true;
+    case 9:
+        a.put_link(w, a.sha);
+        w.put(" at "sv);
+        a.put_ip(w, a.spa);
+        return true;
+    default:
+        return false;
+    }
 }
 
 } // namespace
@@ -353,117 +391,31 @@ void print_stp(Writer& w, const Bytes& bpdu, size_t length, const DecodeOptions&
 // as IPv4 by its types and lengths; an unknown operation dumped in hex.
 void print_arp(Writer& w, const Bytes& arp, size_t length, const DecodeOptions& o) noexcept
 {
-    if (!arp.has(0, 8)) {
-        put_abandoned(w, "arp"sv, o);
-        return;
-    }
-    const uint16_t hardware = arp.u16(0);
-    const uint16_t protocol = arp.u16(2);
-    const size_t hln = arp.u8(4);
-    const size_t pln = arp.u8(5);
-    const uint16_t op = arp.u16(6);
-    const size_t sha = 8, spa = sha + hln, tha = spa + pln, tpa = tha + hln;
-    if (!arp.has(0, tpa + pln)) {
+    Cursor c(arp);
+    const uint16_t hardware = c.u16(0);
+    const uint16_t protocol = c.u16(2);
+    constexpr uint16_t kEtherTrail = 0x1000;
+    const ArpAddresses a{arp, c.u8(4), c.u8(5), protocol == kEtherIPv4 || protocol == kEtherTrail};
+    const uint16_t op = c.u16(6);
+    if (!c.ok() || !c.need(0, a.tpa + a.pln)) {
         put_abandoned(w, "arp"sv, o);
         return;
     }
     if (!o.link_header)
         w.put("ARP, "sv);
-    constexpr uint16_t kEtherTrail = 0x1000;
-    const bool ip_protocol = protocol == kEtherIPv4 || protocol == kEtherTrail;
     // With -v always, else where the addresses are not Ethernet's and IPv4's.
-    if (!ip_protocol || pln != 4 || hln == 0 || o.verbose) {
-        if (const char* name = arp_hardware_name(hardware)) {
-            w.put(std::string_view(name));
-        } else {
-            w.put("Unknown Hardware ("sv);
-            w.dec(hardware);
-            w.put(')');
-        }
-        w.put(" (len "sv);
-        w.dec(hln);
-        w.put("), "sv);
-        if (const char* name = ethertype_name(protocol)) {
-            w.put(std::string_view(name));
-        } else {
-            w.put("Unknown Protocol (0x"sv);
-            w.hex(protocol, 4);
-            w.put(')');
-        }
-        w.put(" (len "sv);
-        w.dec(pln);
-        w.put(')');
+    if (!a.ip_protocol || a.pln != 4 || a.hln == 0 || o.verbose) {
+        put_arp_types(w, hardware, protocol, a);
         if (!o.verbose) {
-            w.put(", length "sv);
-            w.dec(length);
+            w.put(", length "sv, length);
             return;
         }
         w.put(", "sv);
     }
-    // A protocol address, or tcpdump's words for why it is none.
-    const auto put_ip = [&](size_t at) {
-        if (!ip_protocol)
-            w.put("<wrong proto type>"sv);
-        else if (pln != 4)
-            w.put("<wrong len>"sv);
-        else
-            w.put(ipv4_text(arp.data + at).view());
-    };
-    // tcpdump's names; 5 to 7 are none of its.
-    constexpr std::string_view kOps[] = {"Request"sv, "Reply"sv, "Reverse Request"sv, "Reverse Reply"sv, ""sv, ""sv,
-                                         ""sv, "Inverse Request"sv, "Inverse Reply"sv, "NACK Reply"sv};
-    if (op >= 1 && op <= std::size(kOps) && !kOps[op - 1].empty()) {
-        w.put(kOps[op - 1]);
-    } else {
-        w.put("Unknown ("sv);
-        w.dec(op);
-        w.put(')');
-    }
-    w.put(' ');
-    switch (op) {
-    case 1: {
-        w.put("who-has "sv);
-        put_ip(tpa);
-        bool zero = true;
-        for (size_t i = 0; i < hln; ++i)
-            zero = zero && arp.u8(tha + i) == 0;
-        if (!zero) {
-            w.put(" ("sv);
-            put_link_address(w, arp.data + tha, hln);
-            w.put(')');
-        }
-        w.put(" tell "sv);
-        put_ip(spa);
-        break;
-    }
-    case 2:
-        put_ip(spa);
-        w.put(" is-at "sv);
-        put_link_address(w, arp.data + sha, hln);
-        break;
-    case 3:
-    case 8:
-        w.put("who-is "sv);
-        put_link_address(w, arp.data + tha, hln);
-        w.put(" tell "sv);
-        put_link_address(w, arp.data + sha, hln);
-        break;
-    case 4:
-        put_link_address(w, arp.data + tha, hln);
-        w.put(" at "sv);
-        put_ip(tpa);
-        break;
-    case 9:
-        put_link_address(w, arp.data + sha, hln);
-        w.put(" at "sv);
-        put_ip(spa);
-        break;
-    default:
+    if (put_arp_operation(w, op, a))
+        w.put(", length "sv, length);
+    else
         put_hex_lines(w, arp.data, arp.size, true);
-        return;
-    }
-    w.put(", length "sv);
-    w.dec(length);
 }
 
 namespace {
@@ -497,9 +449,7 @@ void put_sap(Writer& w, uint8_t sap, std::string_view unknown) noexcept
     if (const char* name = sap_name(sap)) {
         w.put(std::string_view(name));
     } else {
-        w.put(unknown);
-        w.put(" 0x"sv);
-        w.hex(sap, 2);
+        w.put(unknown, " 0x"sv, Hex{sap, 2});
     }
 }
 
@@ -529,30 +479,101 @@ void print_snap(Writer& w, const Bytes& data, size_t rest, const DecodeOptions& 
     const uint32_t oui = uint32_t{data.u8(0)} << 16 | data.u16(1);
     const uint16_t ethertype = data.u16(3);
     if (o.link_header) {
-        w.put("oui "sv);
-        w.put(oui == 0 ? "Ethernet"sv : "Unknown"sv);
-        w.put(" (0x"sv);
-        w.hex(oui, 6);
-        w.put(oui == 0 ? "), ethertype "sv : "), pid "sv);
+        w.put("oui "sv, oui == 0 ? "Ethernet"sv : "Unknown"sv, " (0x"sv, Hex{oui, 6},
+              oui == 0 ? "), ethertype "sv : "), pid "sv);
         if (const char* name = oui == 0 ? ethertype_name(ethertype) : nullptr)
             w.put(std::string_view(name));
         else
             w.put("Unknown"sv);
-        w.put(" (0x"sv);
-        w.hex(ethertype, 4);
-        w.put("), length "sv);
-        w.dec(rest - 5);
-        w.put(": "sv);
+        w.put(" (0x"sv, Hex{ethertype, 4}, "), length "sv, rest - 5, ": "sv);
     }
     const Bytes inner = data.from(5);
     if (oui != 0 || !print_ethertype_payload(w, ethertype, inner, rest - 5, o)) {
-        w.put("SNAP, oui 0x"sv);
-        w.hex(oui, 6);
-        w.put(", type 0x"sv);
-        w.hex(ethertype, 4);
-        w.put(", length "sv);
-        w.dec(rest);
+        w.put("SNAP, oui 0x"sv, Hex{oui, 6}, ", type 0x"sv, Hex{ethertype, 4}, ", length "sv, rest);
     }
+}
+
+// The LLC header with -e: the SAPs by name, their bits and the control field.
+void put_llc_header(Writer& w, uint8_t dsap_field, uint8_t ssap_field, uint32_t control, bool unnumbered) noexcept
+{
+    const uint8_t dsap = dsap_field & 0xfe;
+    const uint8_t ssap = ssap_field & 0xfe;
+    const char* dname = sap_name(dsap);
+    const char* sname = sap_name(ssap);
+    w.put("LLC, dsap "sv, dname ? dname : "Unknown", " (0x"sv, Hex{dsap, 2},
+          dsap_field & 1 ? ") Group, ssap "sv : ") Individual, ssap "sv, sname ? sname : "Unknown", " (0x"sv,
+          Hex{ssap, 2}, ssap_field & 1 ? ") Response, ctrl 0x"sv : ") Command, ctrl 0x"sv,
+          Hex{control, unnumbered ? 2 : 4}, ": "sv);
+}
+
+// Without -e the SAPs alone, after the frame's addresses where there are
+// both (a Linux cooked header has the sender's only).
+void put_llc_saps(Writer& w, uint8_t dsap, uint8_t ssap, const uint8_t* macs) noexcept
+{
+    if (ssap == dsap) {
+        if (macs) {
+            put_mac(w, macs + 6);
+            w.put(" > "sv);
+            put_mac(w, macs);
+            w.put(' ');
+        }
+        put_sap(w, dsap, "Unknown DSAP"sv);
+    } else {
+        if (macs) {
+            put_mac(w, macs + 6);
+            w.put(' ');
+        }
+        put_sap(w, ssap, "Unknown SSAP"sv);
+        w.put(" > "sv);
+        if (macs) {
+            put_mac(w, macs);
+            w.put(' ');
+        }
+        put_sap(w, dsap, "Unknown DSAP"sv);
+    }
+    w.put(' ');
+}
+
+// A U frame: its command and flags, and an exchange of identification's
+// format and class. Returns as print_llc().
+long put_llc_unnumbered(Writer& w, uint8_t ssap_field, uint32_t control, const Bytes& data, size_t rest,
+                        size_t length, size_t header) noexcept
+{
+    constexpr std::pair<uint8_t, std::string_view> kCommands[] = {
+        {0x03, "ui"sv}, {0xe3, "test"sv}, {0xaf, "xid"sv}, {0x63, "ua"sv},
+        {0x43, "disc"sv}, {0x0f, "dm"sv}, {0x6f, "sabme"sv}, {0x87, "frmr"sv}};
+    const uint8_t command = control & 0xef;
+    w.put("Unnumbered, "sv);
+    bool named = false;
+    for (const auto& [code, name] : kCommands) {
+        if (code == command) {
+            w.put(name);
+            named = true;
+        }
+    }
+    if (!named)
+        w.hex(command, 2);
+    w.put(", Flags ["sv, llc_flags((ssap_field & 1u) | (control & 0x10u)), "], length "sv, length);
+    if ((control & ~0x10u) != 0xaf)
+        return -static_cast<long>(header);
+    if (rest == 0)
+        return static_cast<long>(header);
+    if (data.size < 1) {
+        put_truncated(w, "llc"sv);
+        return static_cast<long>(header);
+    }
+    if (data.u8(0) != 0x81)
+        return -static_cast<long>(header);
+    if (data.size < 3 || rest < 3) {
+        put_truncated(w, "llc"sv);
+        put_hex_lines(w, data.data, data.size, true);
+    } else {
+        w.put(": "sv);
+        w.hex_byte(data.u8(1));
+        w.put(' ');
+        w.hex_byte(data.u8(2));
+    }
+    return static_cast<long>(header);
 }
 
 } // namespace
@@ -590,21 +611,8 @@ long print_llc(Writer& w, const Bytes& llc, size_t length, const uint8_t* macs, 
     }
     const uint8_t dsap = dsap_field & 0xfe;
     const uint8_t ssap = ssap_field & 0xfe;
-    if (o.link_header) {
-        w.put("LLC, dsap "sv);
-        const char* dname = sap_name(dsap);
-        w.put(std::string_view(dname ? dname : "Unknown"));
-        w.put(" (0x"sv);
-        w.hex(dsap, 2);
-        w.put(dsap_field & 1 ? ") Group, ssap "sv : ") Individual, ssap "sv);
-        const char* sname = sap_name(ssap);
-        w.put(std::string_view(sname ? sname : "Unknown"));
-        w.put(" (0x"sv);
-        w.hex(ssap, 2);
-        w.put(ssap_field & 1 ? ") Response, ctrl 0x"sv : ") Command, ctrl 0x"sv);
-        w.hex(control, unnumbered ? 2 : 4);
-        w.put(": "sv);
-    }
+    if (o.link_header)
+        put_llc_header(w, dsap_field, ssap_field, control, unnumbered);
     const Bytes data = llc.from(header);
     const size_t rest = length - header;
     if (control == kUi && dsap == ssap) {
@@ -622,95 +630,19 @@ long print_llc(Writer& w, const Bytes& llc, size_t length, const uint8_t* macs, 
             break;
         }
     }
-    if (!o.link_header) {
-        // Without addresses (a Linux cooked header has the sender's only),
-        // the SAPs alone.
-        if (ssap == dsap) {
-            if (macs) {
-                put_mac(w, macs + 6);
-                w.put(" > "sv);
-                put_mac(w, macs);
-                w.put(' ');
-            }
-            put_sap(w, dsap, "Unknown DSAP"sv);
-        } else {
-            if (macs) {
-                put_mac(w, macs + 6);
-                w.put(' ');
-            }
-            put_sap(w, ssap, "Unknown SSAP"sv);
-            w.put(" > "sv);
-            if (macs) {
-                put_mac(w, macs);
-                w.put(' ');
-            }
-            put_sap(w, dsap, "Unknown DSAP"sv);
-        }
-        w.put(' ');
-    }
-    if (unnumbered) {
-        constexpr std::pair<uint8_t, std::string_view> kCommands[] = {
-            {0x03, "ui"sv}, {0xe3, "test"sv}, {0xaf, "xid"sv}, {0x63, "ua"sv},
-            {0x43, "disc"sv}, {0x0f, "dm"sv}, {0x6f, "sabme"sv}, {0x87, "frmr"sv}};
-        const uint8_t command = control & 0xef;
-        w.put("Unnumbered, "sv);
-        bool named = false;
-        for (const auto& [code, name] : kCommands) {
-            if (code == command) {
-                w.put(name);
-                named = true;
-            }
-        }
-        if (!named)
-            w.hex(command, 2);
-        w.put(", Flags ["sv);
-        w.put(llc_flags((ssap_field & 1u) | (control & 0x10u)));
-        w.put("], length "sv);
-        w.dec(length);
-        // An exchange of identification: its format and class, or nothing more.
-        if ((control & ~0x10u) == 0xaf) {
-            if (rest == 0)
-                return static_cast<long>(header);
-            if (data.size < 1) {
-                put_truncated(w, "llc"sv);
-                return static_cast<long>(header);
-            }
-            if (data.u8(0) == 0x81) {
-                if (data.size < 3 || rest < 3) {
-                    put_truncated(w, "llc"sv);
-                    put_hex_lines(w, data.data, data.size, true);
-                } else {
-                    w.put(": "sv);
-                    w.hex_byte(data.u8(1));
-                    w.put(' ');
-                    w.hex_byte(data.u8(2));
-                }
-                return static_cast<long>(header);
-            }
-        }
-        return -static_cast<long>(header);
-    }
-    const uint32_t flags = (ssap_field & 1u) | (control & 0x100u);
+    if (!o.link_header)
+        put_llc_saps(w, dsap, ssap, macs);
+    if (unnumbered)
+        return put_llc_unnumbered(w, ssap_field, control, data, rest, length, header);
+    const std::string_view flags = llc_flags((ssap_field & 1u) | (control & 0x100u));
     if (control & 1) {
         constexpr std::string_view kSupervisory[] = {"Receiver Ready"sv, "Receiver not Ready"sv, "Reject"sv, "?"sv};
-        w.put("Supervisory, "sv);
-        w.put(kSupervisory[(control >> 2) & 3]);
-        w.put(", rcv seq "sv);
-        w.dec((control >> 9) & 0x7f);
-        w.put(", Flags ["sv);
-        w.put(llc_flags(flags));
-        w.put("], length "sv);
-        w.dec(length);
+        w.put("Supervisory, "sv, kSupervisory[(control >> 2) & 3], ", rcv seq "sv, (control >> 9) & 0x7f,
+              ", Flags ["sv, flags, "], length "sv, length);
         return static_cast<long>(header);
     }
-    w.put("Information, send seq "sv);
-    w.dec((control >> 1) & 0x7f);
-    w.put(", rcv seq "sv);
-    w.dec((control >> 9) & 0x7f);
-    w.put(", Flags ["sv);
-    w.put(llc_flags(flags));
-    w.put("], length "sv);
-    w.dec(length);
+    w.put("Information, send seq "sv, (control >> 1) & 0x7f, ", rcv seq "sv, (control >> 9) & 0x7f, ", Flags ["sv,
+          flags, "], length "sv, length);
     return -static_cast<long>(header);
 }
 

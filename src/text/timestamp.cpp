@@ -90,8 +90,7 @@ void TimestampPrinter::put(Writer& out, uint64_t realtime_ns) noexcept
             cached_second_ = second;
         }
         if (format_ == TimeFormat::DateClock) {
-            out.put(std::string_view(cached_date_, 10));
-            out.put(' ');
+            out.put(std::string_view(cached_date_, 10), ' ');
         }
         out.put(std::string_view(cached_time_, 8));
         put_fraction(out, realtime_ns);

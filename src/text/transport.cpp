@@ -15,186 +15,193 @@ using namespace std::string_view_literals;
 
 namespace {
 
+enum : uint8_t { kTcpFin = 1, kTcpSyn = 2, kTcpRst = 4, kTcpAck = 16, kTcpUrg = 32 };
+
+// MPTCP's 64-bit keys and HMACs: hex with "0x".
+void put_hex64(Writer& w, const Bytes& opt, size_t at) noexcept
+{
+    w.put("0x"sv, Hex{uint64_t{opt.u32(at)} << 32 | opt.u32(at + 4)});
+}
+
+// The printers of MPTCP's subtypes (tcpdump's mptcp_print): the option
+// from its kind byte, all `length` bytes captured. False where tcpdump
+// finds it malformed ("[bad opt]").
+bool mptcp_capable(Writer& w, const Bytes& opt, size_t length, uint8_t tcp_flags) noexcept
+{
+    if (!((length == 12 || length == 4) && (tcp_flags & kTcpSyn)) &&
+        !((length == 20 || length == 22) && (tcp_flags & (kTcpSyn | kTcpAck)) == kTcpAck))
+        return false;
+    const uint8_t version = opt.u8(2) & 0xf;
+    if (version > 1) {
+        w.put(" Unknown Version ("sv, version, ')');
+        return true;
+    }
+    w.put(" v"sv, version);
+    if (opt.u8(3) & 0x80)
+        w.put(" csum"sv);
+    if (length == 12 || length >= 20) {
+        w.put(" {"sv);
+        put_hex64(w, opt, 4);
+        if (length >= 20) {
+            w.put(',');
+            put_hex64(w, opt, 12);
+        }
+        w.put('}');
+    }
+    return true;
+}
+
+bool mptcp_join(Writer& w, const Bytes& opt, size_t length, uint8_t tcp_flags) noexcept
+{
+    if (!(length == 12 && (tcp_flags & kTcpSyn)) &&
+        !(length == 16 && (tcp_flags & (kTcpSyn | kTcpAck)) == (kTcpSyn | kTcpAck)) &&
+        !(length == 24 && (tcp_flags & kTcpAck)))
+        return false;
+    if (length != 24)
+        w.put(opt.u8(2) & 1 ? " backup id "sv : " id "sv, opt.u8(3));
+    if (length == 12) {
+        w.put(" token 0x"sv, Hex{opt.u32(4)}, " nonce 0x"sv, Hex{opt.u32(8)});
+    } else if (length == 16) {
+        w.put(" hmac "sv);
+        put_hex64(w, opt, 4);
+        w.put(" nonce 0x"sv, Hex{opt.u32(12)});
+    } else {
+        w.put(" hmac 0x"sv);
+        for (size_t i = 4; i < 24; ++i)
+            w.hex_byte(opt.u8(i));
+    }
+    return true;
+}
+
+// A DSS number of 4 or 8 bytes at `at`, as long as the option holds it.
+bool put_dss_number(Writer& w, const Bytes& opt, size_t length, size_t& at, bool wide) noexcept
+{
+    const size_t n = wide ? 8 : 4;
+    if (length - at < n)
+        return false;
+    w.dec(wide ? uint64_t{opt.u32(at)} << 32 | opt.u32(at + 4) : opt.u32(at));
+    at += n;
+    return true;
+}
+
+bool mptcp_dss(Writer& w, const Bytes& opt, size_t length, uint8_t tcp_flags) noexcept
+{
+    if (length < 4 || (tcp_flags & kTcpSyn))
+        return false;
+    const uint8_t flags = opt.u8(3);
+    if (flags & 0x10)
+        w.put(" fin"sv);
+    size_t at = 4;
+    if (flags & 0x01) {
+        w.put(" ack "sv);
+        if (!put_dss_number(w, opt, length, at, (flags & 0x02) != 0))
+            return false;
+    }
+    if (flags & 0x04) {
+        w.put(" seq "sv);
+        if (!put_dss_number(w, opt, length, at, (flags & 0x08) != 0) || length - at < 4)
+            return false;
+        w.put(" subseq "sv);
+        put_dss_number(w, opt, length, at, false);
+        if (length - at < 2)
+            return false;
+        w.put(" len "sv, opt.u16(at));
+        at += 2;
+        if (length - at >= 2) {
+            w.put(" csum 0x"sv, Hex{opt.u16(at)});
+            at += 2;
+        }
+    }
+    return at == length;
+}
+
+bool mptcp_add_address(Writer& w, const Bytes& opt, size_t length, uint8_t) noexcept
+{
+    const bool v4 = length == 8 || length == 10 || length == 16 || length == 18;
+    const bool v6 = length == 20 || length == 22 || length == 28 || length == 30;
+    if (!v4 && !v6)
+        return false;
+    constexpr std::pair<uint8_t, std::string_view> kEcho[] = {
+        {6, "v0-ip6"sv}, {4, "v0-ip4"sv}, {1, "v1-echo"sv}, {0, "v1"sv}};
+    std::string_view echo = "[bad version/echo]"sv;
+    for (const auto& [bits, name] : kEcho) {
+        if (bits == (opt.u8(2) & 0xf))
+            echo = name;
+    }
+    const size_t address = v4 ? 4 : 16;
+    w.put(' ', echo, " id "sv, opt.u8(3), ' ',
+          v4 ? ipv4_text(opt.data + 4).view() : ipv6_text(opt.data + 4).view());
+    const bool port = length == 10 || length == 18 || length == 22 || length == 30;
+    if (port)
+        w.put(':', opt.u16(4 + address));
+    if (length == 16 || length == 18 || length == 28 || length == 30) {
+        w.put(" hmac "sv);
+        put_hex64(w, opt, 4 + address + (port ? 2 : 0));
+    }
+    return true;
+}
+
+bool mptcp_remove_address(Writer& w, const Bytes& opt, size_t length, uint8_t) noexcept
+{
+    if (length < 4)
+        return false;
+    w.put(" id"sv);
+    for (size_t i = 3; i < length; ++i)
+        w.put(' ', opt.u8(i));
+    return true;
+}
+
+bool mptcp_priority(Writer& w, const Bytes& opt, size_t length, uint8_t) noexcept
+{
+    if (length != 3 && length != 4)
+        return false;
+    w.put(opt.u8(2) & 1 ? " backup"sv : " non-backup"sv);
+    if (length == 4)
+        w.put(" id "sv, opt.u8(3));
+    return true;
+}
+
+bool mptcp_fail(Writer& w, const Bytes& opt, size_t length, uint8_t) noexcept
+{
+    if (length != 12)
+        return false;
+    w.put(" seq "sv, uint64_t{opt.u32(4)} << 32 | opt.u32(8));
+    return true;
+}
+
+bool mptcp_fast_close(Writer& w, const Bytes& opt, size_t length, uint8_t) noexcept
+{
+    if (length != 12)
+        return false;
+    w.put(" key "sv);
+    put_hex64(w, opt, 4);
+    return true;
+}
+
+bool mptcp_unknown(Writer&, const Bytes&, size_t, uint8_t) noexcept
+{
+    return true;
+}
+
+// MPTCP's subtypes in order, and past them one for all unknown.
+constexpr struct {
+    std::string_view name;
+    bool (*print)(Writer&, const Bytes&, size_t, uint8_t) noexcept;
+} kMptcpSubtypes[] = {
+    {"capable"sv, mptcp_capable},       {"join"sv, mptcp_join},         {"dss"sv, mptcp_dss},
+    {"add-addr"sv, mptcp_add_address},  {"rem-addr"sv, mptcp_remove_address}, {"prio"sv, mptcp_priority},
+    {"fail"sv, mptcp_fail},             {"fast-close"sv, mptcp_fast_close},  {"unknown"sv, mptcp_unknown},
+};
+
 // An MPTCP option (RFC 8684) from its kind byte, all `length` bytes
-// captured, as tcpdump's mptcp_print writes it: the length, the subtype
-// and its fields. False where tcpdump finds it malformed ("[bad opt]").
+// captured: the length, the subtype and its fields.
 bool put_mptcp(Writer& w, const Bytes& opt, size_t length, uint8_t tcp_flags) noexcept
 {
-    enum : uint8_t { SYN = 2, ACK = 16 };
     if (length < 3)
         return false;
-    constexpr std::string_view kNames[] = {"capable"sv, "join"sv, "dss"sv, "add-addr"sv, "rem-addr"sv,
-                                           "prio"sv, "fail"sv, "fast-close"sv, "unknown"sv};
-    const uint8_t subtype = std::min<uint8_t>(opt.u8(2) >> 4, 8);
-    w.put(' ');
-    w.dec(length);
-    w.put(' ');
-    w.put(kNames[subtype]);
-    const auto hex64 = [&](size_t at) {
-        w.put("0x"sv);
-        w.hex(uint64_t{opt.u32(at)} << 32 | opt.u32(at + 4));
-    };
-    switch (subtype) {
-    case 0: { // MP_CAPABLE
-        if (!((length == 12 || length == 4) && (tcp_flags & SYN)) &&
-            !((length == 20 || length == 22) && (tcp_flags & (SYN | ACK)) == ACK))
-            return false;
-        const uint8_t version = opt.u8(2) & 0xf;
-        if (version > 1) {
-            w.put(" Unknown Version ("sv);
-            w.dec(version);
-            w.put(')');
-            return true;
-        }
-        w.put(" v"sv);
-        w.dec(version);
-        if (opt.u8(3) & 0x80)
-            w.put(" csum"sv);
-        if (length == 12 || length >= 20) {
-            w.put(" {"sv);
-            hex64(4);
-            if (length >= 20) {
-                w.put(',');
-                hex64(12);
-            }
-            w.put('}');
-        }
-        return true;
-    }
-    case 1: // MP_JOIN
-        if (!(length == 12 && (tcp_flags & SYN)) && !(length == 16 && (tcp_flags & (SYN | ACK)) == (SYN | ACK)) &&
-            !(length == 24 && (tcp_flags & ACK)))
-            return false;
-        if (length != 24) {
-            if (opt.u8(2) & 1)
-                w.put(" backup"sv);
-            w.put(" id "sv);
-            w.dec(opt.u8(3));
-        }
-        if (length == 12) {
-            w.put(" token 0x"sv);
-            w.hex(opt.u32(4));
-            w.put(" nonce 0x"sv);
-            w.hex(opt.u32(8));
-        } else if (length == 16) {
-            w.put(" hmac "sv);
-            hex64(4);
-            w.put(" nonce 0x"sv);
-            w.hex(opt.u32(12));
-        } else {
-            w.put(" hmac 0x"sv);
-            for (size_t i = 4; i < 24; ++i)
-                w.hex_byte(opt.u8(i));
-        }
-        return true;
-    case 2: { // DSS
-        if (length < 4 || (tcp_flags & SYN))
-            return false;
-        const uint8_t flags = opt.u8(3);
-        if (flags & 0x10)
-            w.put(" fin"sv);
-        size_t at = 4;
-        // A 4- or 8-byte number, as long as the option holds it.
-        const auto number = [&](bool wide) {
-            const size_t n = wide ? 8 : 4;
-            if (length - at < n)
-                return false;
-            if (wide)
-                w.dec(uint64_t{opt.u32(at)} << 32 | opt.u32(at + 4));
-            else
-                w.dec(opt.u32(at));
-            at += n;
-            return true;
-        };
-        if (flags & 0x01) {
-            w.put(" ack "sv);
-            if (!number(flags & 0x02))
-                return false;
-        }
-        if (flags & 0x04) {
-            w.put(" seq "sv);
-            if (!number(flags & 0x08))
-                return false;
-            if (length - at < 4)
-                return false;
-            w.put(" subseq "sv);
-            number(false);
-            if (length - at < 2)
-                return false;
-            w.put(" len "sv);
-            w.dec(opt.u16(at));
-            at += 2;
-            if (length - at >= 2) {
-                w.put(" csum 0x"sv);
-                w.hex(opt.u16(at));
-                at += 2;
-            }
-        }
-        return at == length;
-    }
-    case 3: { // ADD_ADDR
-        const bool v4 = length == 8 || length == 10 || length == 16 || length == 18;
-        const bool v6 = length == 20 || length == 22 || length == 28 || length == 30;
-        if (!v4 && !v6)
-            return false;
-        constexpr std::pair<uint8_t, std::string_view> kEcho[] = {
-            {6, "v0-ip6"sv}, {4, "v0-ip4"sv}, {1, "v1-echo"sv}, {0, "v1"sv}};
-        std::string_view echo = "[bad version/echo]"sv;
-        for (const auto& [bits, name] : kEcho) {
-            if (bits == (opt.u8(2) & 0xf))
-                echo = name;
-        }
-        w.put(' ');
-        w.put(echo);
-        w.put(" id "sv);
-        w.dec(opt.u8(3));
-        w.put(' ');
-        const size_t address = v4 ? 4 : 16;
-        w.put(v4 ? ipv4_text(opt.data + 4).view() : ipv6_text(opt.data + 4).view());
-        const bool port = length == 10 || length == 18 || length == 22 || length == 30;
-        if (port) {
-            w.put(':');
-            w.dec(opt.u16(4 + address));
-        }
-        if (length == 16 || length == 18 || length == 28 || length == 30) {
-            w.put(" hmac "sv);
-            hex64(4 + address + (port ? 2 : 0));
-        }
-        return true;
-    }
-    case 4: // REMOVE_ADDR
-        if (length < 4)
-            return false;
-        w.put(" id"sv);
-        for (size_t i = 3; i < length; ++i) {
-            w.put(' ');
-            w.dec(opt.u8(i));
-        }
-        return true;
-    case 5: // MP_PRIO
-        if (length != 3 && length != 4)
-            return false;
-        w.put(opt.u8(2) & 1 ? " backup"sv : " non-backup"sv);
-        if (length == 4) {
-            w.put(" id "sv);
-            w.dec(opt.u8(3));
-        }
-        return true;
-    case 6: // MP_FAIL
-    case 7: // MP_FASTCLOSE
-        if (length != 12)
-            return false;
-        if (subtype == 6) {
-            w.put(" seq "sv);
-            w.dec(uint64_t{opt.u32(4)} << 32 | opt.u32(8));
-        } else {
-            w.put(" key "sv);
-            hex64(4);
-        }
-        return true;
-    default:
-        return true;
-    }
+    const auto& subtype = kMptcpSubtypes[std::min<size_t>(opt.u8(2) >> 4, std::size(kMptcpSubtypes) - 1)];
+    w.put(' ', length, ' ', subtype.name);
+    return subtype.print(w, opt, length, tcp_flags);
 }
 
 // How a TCP option's printer ends: printed, or the line ends with tcpdump's
@@ -240,29 +247,28 @@ OptionEnd tcp_option_empty(TcpOption&) noexcept
     return OptionEnd::Printed;
 }
 
+// A number of `n` bytes in decimal: MSS, window scale, echo and the CC options.
+OptionEnd tcp_option_number(TcpOption& t, size_t n) noexcept
+{
+    const OptionEnd end = t.fixed(n);
+    if (end == OptionEnd::Printed)
+        t.w.put(' ', n == 1 ? t.opts.u8(t.at) : n == 2 ? t.opts.u16(t.at) : t.opts.u32(t.at));
+    return end;
+}
+
 OptionEnd tcp_option_mss(TcpOption& t) noexcept
 {
-    const OptionEnd end = t.fixed(2);
-    if (end == OptionEnd::Printed)
-        t.w.put(' ', t.opts.u16(t.at));
-    return end;
+    return tcp_option_number(t, 2);
 }
 
 OptionEnd tcp_option_wscale(TcpOption& t) noexcept
 {
-    const OptionEnd end = t.fixed(1);
-    if (end == OptionEnd::Printed)
-        t.w.put(' ', t.opts.u8(t.at));
-    return end;
+    return tcp_option_number(t, 1);
 }
 
-// Echo, echo reply and the CC options: a 32-bit value.
 OptionEnd tcp_option_u32(TcpOption& t) noexcept
 {
-    const OptionEnd end = t.fixed(4);
-    if (end == OptionEnd::Printed)
-        t.w.put(' ', t.opts.u32(t.at));
-    return end;
+    return tcp_option_number(t, 4);
 }
 
 OptionEnd tcp_option_scps(TcpOption& t) noexcept
@@ -459,17 +465,13 @@ bool put_tcp_options(Writer& w, const Bytes& opts, size_t room, bool reverse, Tc
         if (listed)
             w.put(',');
         // Past the capture before the kind or length: tcpdump abandons the packet.
-        if (!opts.has(at, 1)) {
-            put_abandoned(w, protocol, o);
+        if (abandoned_at(w, opts, at, 1, protocol, o))
             return false;
-        }
         const uint8_t kind = opts.u8(at++);
         size_t length = 1;
         if (kind != kTcpEol && kind != kTcpNop) {
-            if (!opts.has(at, 1)) {
-                put_abandoned(w, protocol, o);
+            if (abandoned_at(w, opts, at, 1, protocol, o))
                 return false;
-            }
             length = opts.u8(at++);
             if (length < 2 || length > room) {
                 w.put("[bad opt]"sv);
@@ -557,6 +559,63 @@ void put_reset_data(Writer& w, const Bytes& data, size_t length) noexcept
     w.put(']');
 }
 
+// tcpdump's letters for the flags, in its order.
+void put_tcp_flags(Writer& w, uint8_t flags) noexcept
+{
+    constexpr struct {
+        uint8_t bit;
+        char letter;
+    } kLetters[] = {{kTcpFin, 'F'}, {kTcpSyn, 'S'}, {kTcpRst, 'R'}, {8, 'P'},
+                    {kTcpAck, '.'}, {kTcpUrg, 'U'}, {64, 'E'},      {128, 'W'}};
+    w.put("Flags ["sv);
+    if (flags == 0)
+        w.put("none"sv);
+    for (const auto& l : kLetters) {
+        if (flags & l.bit)
+            w.put(l.letter);
+    }
+    w.put(']');
+}
+
+void put_tcp_header_too_long(Writer& w, uint32_t header, uint32_t segment) noexcept
+{
+    w.put(" [bad hdr length "sv, header, " - too long, > "sv, segment, ']');
+}
+
+// The -v checksum verdict, where one is given.
+void put_tcp_checksum(Writer& w, const Endpoints& e, const Bytes& l4, uint32_t segment, const DecodeOptions& o) noexcept
+{
+    uint16_t should_be = 0;
+    const ChecksumCheck check = check_transport(e, kProtoTcp, l4, segment, o, should_be);
+    if (check != ChecksumCheck::NotChecked)
+        w.put(", cksum 0x"sv, Hex{l4.u16(16), 4});
+    if (check == ChecksumCheck::Correct)
+        w.put(" (correct)"sv);
+    else if (check == ChecksumCheck::Incorrect)
+        w.put(" (incorrect -> 0x"sv, Hex{should_be, 4}, ')');
+    else if (check == ChecksumCheck::Offloaded)
+        w.put(" (offloaded)"sv);
+}
+
+// The segment's `data` bytes after its `header`: a reset's shown with -v,
+// others decoded by port.
+void print_tcp_data(Writer& w, const Bytes& l4, uint32_t header, uint32_t data, uint8_t flags,
+                    const DecodeOptions& o) noexcept
+{
+    if (!l4.has(0, header)) {
+        // tcpdump abandons a segment with data whose header was cut.
+        w.put(" [remaining caplen("sv, l4.size, ") < header length("sv, header, ")]"sv);
+        put_abandoned(w, "tcp"sv, o);
+        return;
+    }
+    const Bytes payload = l4.from(header);
+    if ((flags & kTcpRst) && o.verbose) {
+        put_reset_data(w, payload, data);
+        return;
+    }
+    print_tcp_application(w, l4.u16(0), l4.u16(2), payload.data, payload.size, data, o);
+}
+
 } // namespace
 
 // `length`: the segment's length by the IP header (captured or not).
@@ -580,114 +639,47 @@ void print_tcp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     const auto segment = static_cast<uint32_t>(length);
     const uint32_t header = uint32_t{l4.u8(12)} >> 4 << 2;
     if (header < 20) {
-        w.put(" tcp "sv);
-        w.dec(static_cast<uint32_t>(segment - header));
-        w.put(" [bad hdr length "sv);
-        w.dec(header);
-        w.put(" - too short, < 20]"sv);
+        w.put(" tcp "sv, static_cast<uint32_t>(segment - header), " [bad hdr length "sv, header,
+              " - too short, < 20]"sv);
         return;
     }
     if (o.quick) {
-        w.put("tcp "sv);
-        w.dec(static_cast<uint32_t>(segment - header));
-        if (header > segment) {
-            w.put(" [bad hdr length "sv);
-            w.dec(header);
-            w.put(" - too long, > "sv);
-            w.dec(segment);
-            w.put(']');
-        }
+        w.put("tcp "sv, static_cast<uint32_t>(segment - header));
+        if (header > segment)
+            put_tcp_header_too_long(w, header, segment);
         return;
     }
     const uint8_t flags = l4.u8(13);
-    enum : uint8_t { FIN = 1, SYN = 2, RST = 4, PSH = 8, ACK = 16, URG = 32, ECE = 64, CWR = 128 };
-    w.put("Flags ["sv);
-    if (flags == 0)
-        w.put("none"sv);
-    // tcpdump's letters and order.
-    constexpr struct {
-        uint8_t bit;
-        char letter;
-    } kLetters[] = {{FIN, 'F'}, {SYN, 'S'}, {RST, 'R'}, {PSH, 'P'}, {ACK, '.'}, {URG, 'U'}, {ECE, 'E'}, {CWR, 'W'}};
-    for (const auto& l : kLetters) {
-        if (flags & l.bit)
-            w.put(l.letter);
-    }
-    w.put(']');
+    put_tcp_flags(w, flags);
     uint32_t seq = l4.u32(4);
     uint32_t ack = l4.u32(8);
     bool reverse = false;
     TcpFlows::Base base;
-    if (o.tcp_flows && (flags & ACK) && e.address_size)
-        base = relative_sequence(*o.tcp_flows, e, l4.u16(0), l4.u16(2), (flags & SYN) != 0, seq, ack, reverse);
+    if (o.tcp_flows && (flags & kTcpAck) && e.address_size)
+        base = relative_sequence(*o.tcp_flows, e, l4.u16(0), l4.u16(2), (flags & kTcpSyn) != 0, seq, ack, reverse);
     if (header > segment) {
-        w.put(" [bad hdr length "sv);
-        w.dec(header);
-        w.put(" - too long, > "sv);
-        w.dec(segment);
-        w.put(']');
+        put_tcp_header_too_long(w, header, segment);
         return;
     }
-    if (o.verbose && !fragmented) {
-        uint16_t should_be = 0;
-        const ChecksumCheck check = check_transport(e, kProtoTcp, l4, segment, o, should_be);
-        if (check != ChecksumCheck::NotChecked) {
-            w.put(", cksum 0x"sv);
-            w.hex(l4.u16(16), 4);
-        }
-        if (check == ChecksumCheck::Correct) {
-            w.put(" (correct)"sv);
-        } else if (check == ChecksumCheck::Incorrect) {
-            w.put(" (incorrect -> 0x"sv);
-            w.hex(should_be, 4);
-            w.put(')');
-        } else if (check == ChecksumCheck::Offloaded) {
-            w.put(" (offloaded)"sv);
-        }
-    }
+    if (o.verbose && !fragmented)
+        put_tcp_checksum(w, e, l4, segment, o);
     const uint32_t data = segment - header;
-    if (o.verbose > 1 || data > 0 || (flags & (SYN | FIN | RST))) {
-        w.put(", seq "sv);
-        w.dec(seq);
-        if (data > 0) {
-            w.put(':');
-            w.dec(static_cast<uint32_t>(seq + data));
-        }
+    if (o.verbose > 1 || data > 0 || (flags & (kTcpSyn | kTcpFin | kTcpRst))) {
+        w.put(", seq "sv, seq);
+        if (data > 0)
+            w.put(':', static_cast<uint32_t>(seq + data));
     }
-    if (flags & ACK) {
-        w.put(", ack "sv);
-        w.dec(ack);
-    }
-    w.put(", win "sv);
-    w.dec(l4.u16(14));
-    if (flags & URG) {
-        w.put(", urg "sv);
-        w.dec(l4.u16(18));
-    }
+    if (flags & kTcpAck)
+        w.put(", ack "sv, ack);
+    w.put(", win "sv, l4.u16(14));
+    if (flags & kTcpUrg)
+        w.put(", urg "sv, l4.u16(18));
     if (header > 20 && !put_tcp_options(w, l4.first(header).from(20), header - 20, reverse, base, l4.has(0, segment),
                                         flags, o))
         return;
-    w.put(", length "sv);
-    w.dec(data);
-    if (data == 0)
-        return;
-    if (!l4.has(0, header)) {
-        // tcpdump abandons a segment with data whose header was cut.
-        w.put(" [remaining caplen("sv);
-        w.dec(l4.size);
-        w.put(") < header length("sv);
-        w.dec(header);
-        w.put(")]"sv);
-        put_abandoned(w, "tcp"sv, o);
-        return;
-    }
-    const Bytes payload = l4.from(header);
-    // With -v a reset's data is shown as it is, not decoded.
-    if ((flags & RST) && o.verbose) {
-        put_reset_data(w, payload, data);
-        return;
-    }
-    print_tcp_application(w, l4.u16(0), l4.u16(2), payload.data, payload.size, data, o);
+    w.put(", length "sv, data);
+    if (data != 0)
+        print_tcp_data(w, l4, header, data, flags, o);
 }
 
 // `length`: the datagram's length by the IP header; `fragmented`: more
@@ -703,8 +695,7 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     put_endpoints(w, e, l4, true);
     // tcpdump's checks, in its order and words.
     if (length < 8) {
-        w.put("truncated-udp "sv);
-        w.dec(length);
+        w.put("truncated-udp "sv, length);
         return;
     }
     if (!l4.has(0, 6)) {
@@ -715,8 +706,7 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
     if (udp_length == 0 && length > 65535)
         udp_length = length; // an IPv6 jumbogram
     if (udp_length < 8) {
-        w.put("truncated-udplength "sv);
-        w.dec(udp_length);
+        w.put("truncated-udplength "sv, udp_length);
         return;
     }
     if (!l4.has(0, 8)) {
@@ -759,14 +749,10 @@ void print_udp(Writer& w, const Endpoints& e, const Bytes& l4, size_t length, bo
         }
     }
     if (udp_length > room && !fragmented) {
-        w.put("UDP, bad length "sv);
-        w.dec(udp_length);
-        w.put(" > "sv);
-        w.dec(room);
+        w.put("UDP, bad length "sv, udp_length, " > "sv, room);
         return;
     }
-    w.put("UDP, length "sv);
-    w.dec(udp_length);
+    w.put("UDP, length "sv, udp_length);
 }
 
 } // namespace xdpcap::text::detail

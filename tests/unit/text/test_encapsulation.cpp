@@ -66,6 +66,30 @@ TEST(TextEncapsulation, GreWithKey)
     EXPECT_EQ(decode(f, 14 + 20 + 6), "IP 198.18.0.1 > 198.18.0.2: GREv0 [|gre]");
 }
 
+const char* const kPptpGre =
+    "00112233445566778899aabb08004500004400000000402f00000a0000010a0000023081880b002012340000000500000007"
+    "ff0300214500001c00000000400100000a0000010a0000020800000000010001";
+
+const char* const kOtv =
+    "00112233445566778899aabb08004500004e00000000401100000a0000010a00000203e82118003a00000800000500000700"
+    "00112233445566778899aabb08004500001c00000000400100000a0000010a0000020800000000010001";
+
+TEST(TextEncapsulation, PptpGreCarriesPpp)
+{
+    const auto f = from_hex(kPptpGre);
+    EXPECT_EQ(decode(f, f.size()), "IP 10.0.0.1 > 10.0.0.2: GREv1, call 4660, seq 5, ack 7, length 48: IP 10.0.0.1 > "
+                                   "10.0.0.2: ICMP echo request, id 1, seq 1, length 8");
+    // Cut inside the sequence number: tcpdump's mark after the call.
+    EXPECT_EQ(decode(f, 14 + 20 + 10), "IP 10.0.0.1 > 10.0.0.2: GREv1, call 4660 [|gre]");
+}
+
+TEST(TextEncapsulation, OtvStartsTheCarriedFrameOnItsOwnLine)
+{
+    const auto f = from_hex(kOtv);
+    EXPECT_EQ(decode(f, f.size()), "IP 10.0.0.1.1000 > 10.0.0.2.8472: OTV, flags [I] (0x08), overlay 5, instance 7\n"
+                                   "IP 10.0.0.1 > 10.0.0.2: ICMP echo request, id 1, seq 1, length 8");
+}
+
 TEST(TextEncapsulation, MplsLabelStack)
 {
     const auto f = from_hex(kMplsStack);
