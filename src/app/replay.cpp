@@ -71,167 +71,308 @@ void require_readable(const CaptureFile& file, uint32_t interface_id)
                     " has link type " + link_type_name(iface.link_type));
 }
 
+// The filter for each link type the file's interfaces have, compiled when
+// the first of them is described. As tcpdump -r: no interface, so no
+// netmask.
+class LinkTypeFilters {
+public:
+    explicit LinkTypeFilters(std::string filter)
+        : filter_(std::move(filter)), filtering_(filter_.find_first_not_of(' ') != std::string::npos)
+    {
+    }
+
+    void compile_for(const CaptureFile::Interface& iface)
+    {
+        if (!filtering_ || program_for(iface.link_type))
+            return;
+        constexpr uint32_t kMaxSnaplen = 262144;
+        const uint32_t snaplen = iface.snaplen == 0 || iface.snaplen > kMaxSnaplen ? kMaxSnaplen : iface.snaplen;
+        programs_.emplace_back(iface.link_type, compile_filter(filter_, 0, snaplen, iface.link_type));
+    }
+
+    // Its interface's filter was compiled when the interface was described.
+    bool keeps(const CaptureFile::Packet& p, uint16_t link_type) const
+    {
+        return !filtering_ || program_for(link_type)->run({p.data, p.cap_len}, p.orig_len) != 0;
+    }
+
+private:
+    const ClassicProgram* program_for(uint16_t link_type) const
+    {
+        for (const auto& [type, program] : programs_)
+            if (type == link_type)
+                return &program;
+        return nullptr;
+    }
+
+    const std::string filter_;
+    const bool filtering_;
+    std::vector<std::pair<uint16_t, ClassicProgram>> programs_;
+};
+
+// -w: the filtered pcapng copy. It is truncated and written once the filter
+// compiled for the first interface (a filter wrong for the file's link type
+// leaves an existing file as it was); blocks before that wait here.
+class PcapngCopy {
+public:
+    PcapngCopy(Sink sink, bool packet_buffered) : sink_(std::move(sink)), packet_buffered_(packet_buffered) {}
+
+    void start()
+    {
+        if (started_)
+            return;
+        started_ = true;
+        sink_.start();
+        sink_.append(held_);
+        held_ = {};
+    }
+    // The filter did not compile before anything was written.
+    void discard_unstarted()
+    {
+        if (!started_)
+            sink_.discard();
+    }
+
+    // A pcapng block that is no packet: section, interface, other.
+    void keep_block(std::span<const uint8_t> block)
+    {
+        if (started_)
+            sink_.append(block.data(), block.size());
+        else
+            held_.insert(held_.end(), block.begin(), block.end());
+    }
+    // Classic pcap's one interface, from its file header: a section and an
+    // interface description of its own.
+    void write_classic_header(const CaptureFile::Interface& iface);
+    // pcapng: the packet's block as read, every option kept; classic pcap:
+    // an Enhanced Packet Block of its bytes.
+    void write(const CaptureFile::Record& record, bool pcapng);
+    void flush() { sink_.flush(); }
+
+private:
+    Sink sink_;
+    const bool packet_buffered_;
+    bool started_ = false;
+    std::vector<uint8_t> held_;
+};
+
+void PcapngCopy::write_classic_header(const CaptureFile::Interface& iface)
+{
+    std::vector<uint8_t> header;
+    pcapng::append_section_header(header,
+                                  pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion});
+    pcapng::InterfaceDescription idb;
+    idb.link_type = iface.link_type;
+    idb.snaplen = iface.snaplen;
+    pcapng::append_interface_description(header, idb);
+    sink_.append(header);
+}
+
+void PcapngCopy::write(const CaptureFile::Record& record, bool pcapng)
+{
+    if (pcapng) {
+        sink_.append(record.block.data(), record.block.size());
+    } else {
+        const CaptureFile::Packet& p = record.packet;
+        pcapng::EnhancedPacket epb{};
+        epb.timestamp_ns = p.timestamp_ns;
+        epb.cap_len = p.cap_len;
+        epb.orig_len = std::max(p.orig_len, p.cap_len);
+        epb.data = p.data;
+        epb.direction = 0;
+        epb.has_queue = false;
+        uint8_t* out = sink_.reserve(pcapng::enhanced_packet_size(epb));
+        sink_.commit(pcapng::write_enhanced_packet(out, epb));
+    }
+    if (packet_buffered_)
+        sink_.flush();
+}
+
+// The text lines on standard output, and the names of the drop reasons
+// xdpcap's files give in comments.
+class PacketLines {
+public:
+    explicit PacketLines(const Config& config)
+        : output_(Sink::standard_output(), PacketOutput::Format::Text, config.packet_buffered,
+                  std::vector<std::string>{}, config.text)
+    {
+        output_.set_drop_labels(&labels_);
+    }
+    PacketLines(const PacketLines&) = delete; // the output points at labels_
+    PacketLines& operator=(const PacketLines&) = delete;
+
+    // Only xdpcap's interface names are shown: they name CPUs, not devices.
+    void add_interface(const CaptureFile::Interface& iface)
+    {
+        output_.add_interface(iface.written_by_xdpcap ? iface.name : std::string(),
+                              static_cast<text::LinkType>(iface.link_type));
+    }
+    void write(const CaptureFile::Packet& p, const CaptureFile::Interface& iface)
+    {
+        output_.write(p.interface_id, sample_of(p, iface.written_by_xdpcap, labels_), p.timestamp_ns);
+    }
+    void flush() { output_.flush(); }
+
+private:
+    PacketOutput output_;
+    DropLabels labels_{{}, KernelSymbols{}};
+};
+
+// Reading a file, in the steps of a live capture where the two do the same.
+class FileReading {
+public:
+    FileReading(const Config& config, std::string filter) : config_(config), filters_(std::move(filter)) {}
+
+    void open_input() { input_.emplace(CaptureFile::open(*config_.read_file)); }
+    // The copy's file is opened, not truncated; then the text lines.
+    void open_output();
+    // Record by record until the end of the file or -c.
+    void run();
+    // A file without packets, or without interfaces, is copied as one too.
+    void finish();
+
+private:
+    void take(const CaptureFile::Record& record);
+    void take_packet(const CaptureFile::Record& record);
+    void describe_interface(uint32_t interface_id);
+    void describe_classic_interface();
+    void compile_filter_for(const CaptureFile::Interface& iface);
+    void announce();
+
+    const Config& config_;
+    std::optional<CaptureFile> input_;
+    LinkTypeFilters filters_;
+    std::optional<PcapngCopy> copy_;   // -w
+    std::optional<PacketLines> lines_; // unless -w without --print
+    bool announced_ = false;
+    bool classic_described_ = false;
+    uint64_t kept_ = 0;
+};
+
+void FileReading::open_output()
+{
+    if (config_.writes_pcapng())
+        copy_.emplace(config_.writes_to_stdout() ? Sink::standard_output() : Sink::open_file(*config_.output),
+                      config_.packet_buffered);
+    if (!config_.writes_pcapng() || config_.print)
+        lines_.emplace(config_);
+}
+
+void FileReading::run()
+{
+    while (!(config_.count && kept_ >= *config_.count)) {
+        const std::optional<CaptureFile::Record> record = input_->next();
+        if (!record)
+            return;
+        take(*record);
+    }
+}
+
+void FileReading::take(const CaptureFile::Record& record)
+{
+    switch (record.kind) {
+    case CaptureFile::Record::Kind::InterfaceDescription:
+        describe_interface(static_cast<uint32_t>(input_->interfaces().size() - 1));
+        [[fallthrough]];
+    case CaptureFile::Record::Kind::SectionHeader:
+    case CaptureFile::Record::Kind::Other:
+        if (copy_)
+            copy_->keep_block(record.block);
+        return;
+    case CaptureFile::Record::Kind::Statistics:
+        // The input's counts describe the whole capture, not this copy.
+        return;
+    case CaptureFile::Record::Kind::Packet:
+        take_packet(record);
+        return;
+    }
+}
+
+void FileReading::take_packet(const CaptureFile::Record& record)
+{
+    const CaptureFile::Packet& p = record.packet;
+    describe_classic_interface();
+    const CaptureFile::Interface& iface = input_->interfaces().at(p.interface_id);
+    if (!filters_.keeps(p, iface.link_type))
+        return;
+    ++kept_;
+    if (copy_)
+        copy_->write(record, input_->pcapng());
+    if (lines_)
+        lines_->write(p, iface);
+}
+
+void FileReading::describe_interface(uint32_t interface_id)
+{
+    require_readable(*input_, interface_id);
+    const CaptureFile::Interface& iface = input_->interfaces()[interface_id];
+    // As tcpdump: the file's line first, then any complaint about the filter.
+    announce();
+    compile_filter_for(iface);
+    if (lines_)
+        lines_->add_interface(iface);
+}
+
+// Classic pcap has one interface, known from its file header.
+void FileReading::describe_classic_interface()
+{
+    if (input_->pcapng() || classic_described_ || input_->interfaces().empty())
+        return;
+    classic_described_ = true;
+    describe_interface(0);
+    if (copy_)
+        copy_->write_classic_header(input_->interfaces().front());
+}
+
+void FileReading::compile_filter_for(const CaptureFile::Interface& iface)
+{
+    try {
+        filters_.compile_for(iface);
+    } catch (const Error&) {
+        if (copy_)
+            copy_->discard_unstarted();
+        throw;
+    }
+    if (copy_)
+        copy_->start();
+}
+
+// tcpdump's line on standard error, once the first interface is known
+// (with -q too, as tcpdump prints it).
+void FileReading::announce()
+{
+    if (announced_)
+        return;
+    announced_ = true;
+    const CaptureFile::Interface& first = input_->interfaces().front();
+    std::fprintf(stderr, "reading from file %s, link-type %s, snapshot length %u\n", config_.read_file->c_str(),
+                 link_type_banner(first.link_type).c_str(), first.snaplen);
+    // SLL2's interface indexes are named as on this host (as tcpdump).
+    if (first.link_type == kLinkTypeLinuxSll2)
+        std::fprintf(stderr, "Warning: interface names might be incorrect\n");
+}
+
+void FileReading::finish()
+{
+    describe_classic_interface();
+    if (copy_) {
+        copy_->start();
+        copy_->flush();
+    }
+    if (lines_)
+        lines_->flush();
+}
+
 } // namespace
 
 int read_capture_file(const Config& config, const std::string& filter)
 {
-    CaptureFile file = CaptureFile::open(*config.read_file);
-    const bool filtering = filter.find_first_not_of(' ') != std::string::npos;
-    // The filter for each link type the file's interfaces have, compiled
-    // when the first of them is described. As tcpdump -r: no interface, so
-    // no netmask.
-    std::vector<std::pair<uint16_t, ClassicProgram>> classics;
-    const auto classic_for = [&](uint16_t link_type) -> const ClassicProgram* {
-        for (const auto& [type, program] : classics)
-            if (type == link_type)
-                return &program;
-        return nullptr;
-    };
-    std::optional<Sink> copy;
-    if (config.writes_pcapng())
-        copy.emplace(config.writes_to_stdout() ? Sink::standard_output() : Sink::open_file(*config.output));
-    // The copy is truncated and written once the filter compiled for the
-    // first interface (a filter wrong for the file's link type leaves an
-    // existing file as it was); blocks before that wait here.
-    bool copy_started = false;
-    std::vector<uint8_t> held;
-    const auto start_copy = [&] {
-        if (!copy || copy_started)
-            return;
-        copy_started = true;
-        copy->start();
-        copy->append(held);
-        held = {};
-    };
-    const auto copy_block = [&](std::span<const uint8_t> block) {
-        if (copy_started)
-            copy->append(block.data(), block.size());
-        else if (copy)
-            held.insert(held.end(), block.begin(), block.end());
-    };
-    const auto compile_for = [&](const CaptureFile::Interface& iface) {
-        if (filtering && !classic_for(iface.link_type)) {
-            constexpr uint32_t kMaxSnaplen = 262144;
-            const uint32_t snaplen = iface.snaplen == 0 || iface.snaplen > kMaxSnaplen ? kMaxSnaplen : iface.snaplen;
-            try {
-                classics.emplace_back(iface.link_type, compile_filter(filter, 0, snaplen, iface.link_type));
-            } catch (const Error&) {
-                if (copy && !copy_started)
-                    copy->discard();
-                throw;
-            }
-        }
-        start_copy();
-    };
-    const bool text = !config.writes_pcapng() || config.print;
-    std::optional<PacketOutput> lines;
-    if (text)
-        lines.emplace(Sink::standard_output(), PacketOutput::Format::Text, config.packet_buffered,
-                      std::vector<std::string>{}, config.text);
-    DropLabels labels({}, KernelSymbols{});
-    if (lines)
-        lines->set_drop_labels(&labels);
-
-    uint64_t kept = 0;
-    // tcpdump's line on standard error, once the first interface is known
-    // (with -q too, as tcpdump prints it).
-    bool announced = false;
-    const auto announce = [&] {
-        if (announced || file.interfaces().empty())
-            return;
-        announced = true;
-        const CaptureFile::Interface& first = file.interfaces().front();
-        std::fprintf(stderr, "reading from file %s, link-type %s, snapshot length %u\n", config.read_file->c_str(),
-                     link_type_banner(first.link_type).c_str(), first.snaplen);
-        // SLL2's interface indexes are named as on this host (as tcpdump).
-        if (first.link_type == kLinkTypeLinuxSll2)
-            std::fprintf(stderr, "Warning: interface names might be incorrect\n");
-    };
-    bool classic_started = false;
-    // Classic pcap has one interface, known from its file header: the copy
-    // gets a section and an interface description for it.
-    const auto start_classic = [&] {
-        if (file.pcapng() || classic_started || file.interfaces().empty())
-            return;
-        classic_started = true;
-        require_readable(file, 0);
-        const CaptureFile::Interface& iface = file.interfaces().front();
-        announce();
-        compile_for(iface);
-        if (lines)
-            lines->add_interface("", static_cast<text::LinkType>(iface.link_type));
-        if (copy) {
-            std::vector<uint8_t> header;
-            pcapng::append_section_header(header, pcapng::SectionHeader{host_hardware(), host_os(),
-                                                                        std::string("xdpcap ") + kVersion});
-            pcapng::InterfaceDescription idb;
-            idb.link_type = iface.link_type;
-            idb.snaplen = iface.snaplen;
-            pcapng::append_interface_description(header, idb);
-            copy->append(header);
-        }
-    };
+    FileReading reading(config, filter);
+    reading.open_input();
+    reading.open_output();
     try {
-        while (!(config.count && kept >= *config.count)) {
-            const std::optional<CaptureFile::Record> record = file.next();
-            if (!record)
-                break;
-            switch (record->kind) {
-            case CaptureFile::Record::Kind::InterfaceDescription: {
-                require_readable(file, static_cast<uint32_t>(file.interfaces().size() - 1));
-                const CaptureFile::Interface& iface = file.interfaces().back();
-                // As tcpdump: the file's line first, then any complaint about the filter.
-                announce();
-                compile_for(iface);
-                if (lines)
-                    lines->add_interface(iface.written_by_xdpcap ? iface.name : std::string(),
-                                         static_cast<text::LinkType>(iface.link_type));
-                [[fallthrough]];
-            }
-            case CaptureFile::Record::Kind::SectionHeader:
-            case CaptureFile::Record::Kind::Other:
-                copy_block(record->block);
-                continue;
-            case CaptureFile::Record::Kind::Statistics:
-                // The input's counts describe the whole capture, not this copy.
-                continue;
-            case CaptureFile::Record::Kind::Packet:
-                break;
-            }
-            const CaptureFile::Packet& p = record->packet;
-            start_classic();
-            if (filtering &&
-                classic_for(file.interfaces().at(p.interface_id).link_type)->run({p.data, p.cap_len}, p.orig_len) == 0)
-                continue;
-            ++kept;
-            if (copy) {
-                if (file.pcapng()) {
-                    copy->append(record->block.data(), record->block.size());
-                } else {
-                    pcapng::EnhancedPacket epb{};
-                    epb.timestamp_ns = p.timestamp_ns;
-                    epb.cap_len = p.cap_len;
-                    epb.orig_len = std::max(p.orig_len, p.cap_len);
-                    epb.data = p.data;
-                    epb.direction = 0;
-                    epb.has_queue = false;
-                    uint8_t* out = copy->reserve(pcapng::enhanced_packet_size(epb));
-                    copy->commit(pcapng::write_enhanced_packet(out, epb));
-                }
-                if (config.packet_buffered)
-                    copy->flush();
-            }
-            if (lines)
-                lines->write(p.interface_id,
-                             sample_of(p, file.interfaces().at(p.interface_id).written_by_xdpcap, labels),
-                             p.timestamp_ns);
-        }
-        start_classic(); // a file without packets is copied as one too
-        start_copy();    // and one without interfaces
-        if (copy)
-            copy->flush();
-        if (lines)
-            lines->flush();
+        reading.run();
+        reading.finish();
     } catch (const OutputClosed&) {
         // The reader of standard output went away: as tcpdump, quietly.
     }
