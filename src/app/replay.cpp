@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/hooks.hpp"
 #include "filter/compile.hpp"
 #include "host/interfaces.hpp"
 #include "input/capture_file.hpp"
@@ -37,7 +38,7 @@ Sample sample_of(const CaptureFile::Packet& p, bool written_by_xdpcap, DropLabel
     s.data = p.data;
     s.rx_queue = p.queue.value_or(0);
     s.drops_before = static_cast<uint32_t>(p.drop_count);
-    s.hook = XDPCAP_HOOK_XDP;
+    s.hook = abi_value(Hook::Xdp);
     if (!written_by_xdpcap)
         return s;
     const uint32_t direction = p.flags & 3;
@@ -49,12 +50,12 @@ Sample sample_of(const CaptureFile::Packet& p, bool written_by_xdpcap, DropLabel
     if (p.flags & pcapng::kFlagSegmentationOffload)
         s.flags |= XDPCAP_FLAG_GSO;
     if (p.xdp_verdict) {
-        s.hook = XDPCAP_HOOK_FEXIT;
+        s.hook = abi_value(Hook::Fexit); // the hook whose samples carry a verdict
         s.verdict = static_cast<uint32_t>(*p.xdp_verdict);
     } else if (p.comment.starts_with(kDropPrefix)) {
         std::string_view reason = p.comment.substr(kDropPrefix.size());
         reason = reason.substr(0, reason.find(' '));
-        s.hook = XDPCAP_HOOK_DROP;
+        s.hook = abi_value(Hook::Drop);
         s.verdict = labels.intern(reason);
     }
     return s;
