@@ -207,7 +207,8 @@ std::vector<pcapng::InterfaceStatistics> interface_statistics(const std::vector<
     return isbs;
 }
 
-std::vector<pcapng::InterfaceStatistics> PerFileStatistics::close(const std::vector<pcapng::InterfaceStatistics>& totals)
+std::vector<pcapng::InterfaceStatistics>
+PerFileStatistics::close(const std::vector<pcapng::InterfaceStatistics>& totals)
 {
     const uint64_t end_ns = now_ns(CLOCK_REALTIME);
     auto isbs = pcapng::statistics_since(totals, baseline_);

@@ -285,6 +285,7 @@ Loaded load(const Config& config, const CaptureFilter& filter, const Chosen& cho
 // --- attach: promiscuous mode and the hooks, in the order given; then the
 // privileges go.
 
+// What the attach leaves held while the capture runs.
 struct Attached {
     LinkEvents links; // opened before the hooks; the loop takes them
     std::vector<std::optional<PromiscuousMode>> promiscuous;
@@ -361,7 +362,8 @@ CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& fil
                                   Loaded& loaded)
 {
     return CaptureLoop::Options{config.count, config.verbose, filter.keeps_some,
-                                config.direction == Direction::InOut, drain_interval_ms(config), loaded.interfaces, config.sample_every,
+                                config.direction == Direction::InOut, drain_interval_ms(config),
+                                loaded.interfaces, config.sample_every,
                                 chosen.drop_labels ? &*chosen.drop_labels : nullptr, config.snaplen,
                                 loaded.command() ? loaded.command()->exit_fd() : -1};
 }
@@ -393,9 +395,9 @@ Running::Running(const Config& config, const CaptureFilter& filter, Chosen& chos
 {
     if (!claimed.rotation())
         return;
-    output.rotate(std::move(*claimed.rotation()), config.postrotate_command
-                                                      ? std::optional<FileCommand>(FileCommand(*config.postrotate_command))
-                                                      : std::nullopt);
+    output.rotate(std::move(*claimed.rotation()),
+                  config.postrotate_command ? std::optional<FileCommand>(FileCommand(*config.postrotate_command))
+                                            : std::nullopt);
     output.on_file_end([this, &config, &loaded, keeps_some = filter.keeps_some](uint32_t pending_interface) {
         // Mid-capture: what the rings still hold goes to the next file.
         return file_statistics.close(interface_statistics(
