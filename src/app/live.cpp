@@ -1,13 +1,8 @@
 #include "app/live.hpp"
 
-#include <fcntl.h>
-#include <sched.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +10,8 @@
 #include <vector>
 
 #include "app/interface_blocks.hpp"
+#include "app/output_claim.hpp"
+#include "app/process_side.hpp"
 #include "app/sessions.hpp"
 #include "capture/capture.hpp"
 #include "capture/stats.hpp"
@@ -51,11 +48,6 @@ int drain_interval_ms(const Config& config)
     return config.immediate ? 1 : 50;
 }
 
-bool writes_file(const Config& config)
-{
-    return config.writes_pcapng() && !config.writes_to_stdout();
-}
-
 // The filter expression, and what it asks of the capture.
 struct CaptureFilter {
     CaptureFilter(const Config& config, std::string text)
@@ -81,28 +73,6 @@ struct Chosen {
     std::optional<DropLabels> drop_labels; // --drops
 };
 
-// --container-netns: this process moves into the container's network
-// namespace, where -i's interfaces are looked up and captured.
-void enter_network_namespace(pid_t pid, const std::string& name)
-{
-    const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
-    const UniqueFd ns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns || ::setns(ns.get(), CLONE_NEWNET) != 0)
-        throw Error("--container-netns: cannot enter " + name + "'s network namespace (" + path +
-                    "): " + errno_text(errno));
-}
-
-// First: with --container-netns, -i's names are the container's.
-std::optional<Container> enter_container(const Config& config)
-{
-    if (!config.process.container)
-        return std::nullopt;
-    Container container = find_container(*config.process.container);
-    if (config.process.container_netns)
-        enter_network_namespace(container.pid, container.name);
-    return container;
-}
-
 void refuse_closed_standard_output(const Config& config)
 {
     if (!config.writes_pcapng() || config.writes_to_stdout() || config.print) {
@@ -123,6 +93,7 @@ std::optional<DropLabels> load_drop_labels(const Config& config)
 
 Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
 {
+    // First: with --container-netns, -i's names are the container's.
     std::optional<Container> container = enter_container(config);
     std::vector<ChosenInterface> interfaces = lookup_interfaces(config);
     // Compiled first: a syntax error is reported before anything is touched.
@@ -142,112 +113,8 @@ Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
                   std::move(drop_labels)};
 }
 
-// --- claim_output: the output file, early so a bad path fails before
-// anything is loaded.
-
-// -C/-G's plan and the sink, claimed. A file created for the capture is
-// removed again unless open_output() takes the sink.
-class ClaimedOutput {
-public:
-    ClaimedOutput(std::optional<RotationPlan> rotation, Sink sink)
-        : rotation_(std::move(rotation)), sink_(std::move(sink))
-    {
-    }
-    ClaimedOutput(ClaimedOutput&& other) noexcept
-        : rotation_(std::move(other.rotation_)), sink_(std::move(other.sink_)),
-          taken_(std::exchange(other.taken_, true))
-    {
-    }
-    ClaimedOutput& operator=(ClaimedOutput&&) = delete;
-    ~ClaimedOutput()
-    {
-        if (!taken_)
-            sink_.discard();
-    }
-
-    Sink& sink() noexcept { return sink_; }
-    std::optional<RotationPlan>& rotation() noexcept { return rotation_; }
-    // The capture starts: the file stays.
-    Sink take() noexcept
-    {
-        taken_ = true;
-        return std::move(sink_);
-    }
-
-private:
-    std::optional<RotationPlan> rotation_;
-    Sink sink_;
-    bool taken_ = false;
-};
-
-// -Z: the output file the capture opened as root becomes the user's. A
-// FIFO or device given as -w FILE is left as it is.
-void give_file_to(const Sink& sink, const RunAsUser& user)
-{
-    struct stat st {};
-    if (::fstat(sink.fd(), &st) != 0 || !S_ISREG(st.st_mode))
-        return;
-    if (::fchown(sink.fd(), user.uid, user.gid) != 0)
-        throw Error(sink.name() + ": cannot give it to " + user.name + ": " + errno_text(errno));
-}
-
-Sink open_sink(const Config& config, const std::optional<RotationPlan>& rotation, StopSignals& signals)
-{
-    Sink sink = writes_file(config) ? Sink::open_file(rotation ? rotation->current() : *config.output,
-                                                      Sink::kDefaultBufferSize, &signals)
-                                    : Sink::standard_output();
-    sink.watch(&signals);
-    return sink;
-}
-
-ClaimedOutput claim_output(const Config& config, Chosen& chosen)
-{
-    // With -C/-G the first file's name already follows tcpdump's rules.
-    std::optional<RotationPlan> rotation;
-    if (config.rotates())
-        rotation.emplace(*config.output, RotationSettings{config.file_size, config.rotate_seconds, config.file_count},
-                         ::time(nullptr));
-    // As tcpdump: the file is opened before -Z gives up the rights to, so
-    // it may be in a directory only root can write. It then belongs to the
-    // user, who writes it (and, with -C/-G, the next ones, created as it).
-    Sink sink = open_sink(config, rotation, chosen.signals);
-    ClaimedOutput claimed(std::move(rotation), std::move(sink));
-    if (chosen.run_as && writes_file(config))
-        give_file_to(claimed.sink(), *chosen.run_as);
-    return claimed;
-}
-
 // --- load: the process side, then programs, filters and rings, per
 // interface.
-
-// --pid, --pname, --cgroup, --container, -- COMMAND: one set of socket
-// owners for every interface, and the child whose pid they are filtered by.
-struct ProcessSide {
-    std::optional<CommandChild> command; // -- COMMAND
-    ContainerNames container_names;      // -k: the containers of the owners' cgroups
-    SocketOwners owners;
-};
-
-// -- COMMAND's child is forked first: its pid is what the owners are
-// filtered by.
-std::optional<ProcessSide> start_process_side(const Config& config, const Chosen& chosen)
-{
-    if (!config.process.wanted())
-        return std::nullopt;
-    const ProcessSelection& asked = config.process;
-    OwnerSelection selection{.pid = asked.pid, .follow_forks = asked.follow_forks, .comm = asked.comm,
-                             .cgroup = chosen.container ? std::optional(chosen.container->cgroup_path) : asked.cgroup};
-    std::optional<CommandChild> command;
-    if (!asked.command.empty()) {
-        command.emplace(CommandChild::spawn(asked.command, chosen.run_as, config.writes_to_stdout()));
-        selection.pid = static_cast<uint32_t>(command->pid());
-        selection.follow_forks = true;
-    }
-    SocketOwners owners = SocketOwners::load(selection);
-    owners.learn_local_addresses();
-    ContainerNames container_names(chosen.container);
-    return ProcessSide{std::move(command), std::move(container_names), std::move(owners)};
-}
 
 // Declared in the order made, so undone in reverse: the programs are
 // detached before the owners go and the child command is handled.
@@ -270,7 +137,7 @@ InterfaceMap interface_map(const Session& first, const Config& config)
 
 Loaded load(const Config& config, const CaptureFilter& filter, const Chosen& chosen)
 {
-    std::optional<ProcessSide> process = start_process_side(config, chosen);
+    std::optional<ProcessSide> process = start_process_side(config, chosen.container, chosen.run_as);
     std::vector<Session> sessions;
     sessions.reserve(chosen.interfaces.size());
     for (const ChosenInterface& interface : chosen.interfaces) {
@@ -576,7 +443,7 @@ int run_live_capture(const Config& config, std::string expression)
     using namespace live;
     const CaptureFilter filter(config, std::move(expression));
     Chosen chosen = choose_hooks(config, filter);
-    ClaimedOutput claimed = claim_output(config, chosen);
+    ClaimedOutput claimed = claim_output(config, chosen.signals, chosen.run_as);
     Loaded loaded = load(config, filter, chosen);
     Attached attached = attach(config, chosen, loaded);
     Running running = open_output(config, filter, chosen, claimed, loaded, attached);
