@@ -1,0 +1,456 @@
+#include "app/live.hpp"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "app/interface_blocks.hpp"
+#include "app/output_claim.hpp"
+#include "app/process_side.hpp"
+#include "app/sessions.hpp"
+#include "capture/capture.hpp"
+#include "capture/stats.hpp"
+#include "programs/drops.hpp"
+#include "programs/kernel_btf.hpp"
+#include "programs/owners.hpp"
+#include "host/command.hpp"
+#include "host/containers.hpp"
+#include "host/interfaces.hpp"
+#include "host/link_events.hpp"
+#include "host/privileges.hpp"
+#include "host/promisc.hpp"
+#include "ring/clock.hpp"
+#include "ring/record.hpp"
+#include "output/drop_labels.hpp"
+#include "output/packet_output.hpp"
+#include "output/rotation.hpp"
+#include "output/sink.hpp"
+#include "base/error.hpp"
+#include "base/stop_signals.hpp"
+#include "base/unique_fd.hpp"
+#include "version.hpp"
+
+namespace xdpcap {
+
+namespace live {
+
+namespace {
+
+// How often the rings are drained at the latest; with --immediate-mode
+// just past the merge's 1 ms hold-back.
+int drain_interval_ms(const Config& config)
+{
+    return config.immediate ? 1 : 50;
+}
+
+// The filter expression, and what it asks of the capture.
+struct CaptureFilter {
+    CaptureFilter(const Config& config, std::string text)
+        : expression(std::move(text)), filtering(expression.find_first_not_of(' ') != std::string::npos),
+          keeps_some(filtering || config.process.filters())
+    {
+    }
+    const std::string expression;
+    const bool filtering;  // a filter expression
+    const bool keeps_some; // it or the process filters: packets are seen, then kept or not
+};
+
+// --- choose_hooks: every refusal, before anything is touched.
+
+// What choose_hooks() settles: the interfaces, their hooks and filters, and
+// what the later steps take from this host. Stays where it is made: the
+// sessions, the sink and the loop point into it.
+struct Chosen {
+    std::optional<Container> container; // --container
+    std::vector<ChosenInterface> interfaces;
+    StopSignals signals;
+    std::optional<RunAsUser> run_as;       // -Z
+    std::optional<DropLabels> drop_labels; // --drops
+};
+
+void refuse_closed_standard_output(const Config& config)
+{
+    if (!config.writes_pcapng() || config.writes_to_stdout() || config.print) {
+        if (standard_output_was_closed())
+            throw Error("standard output is closed: give -w FILE, or run with standard output open");
+    }
+}
+
+// Before anything is loaded; the symbols while still privileged
+// (kallsyms shows addresses to root only).
+std::optional<DropLabels> load_drop_labels(const Config& config)
+{
+    if (!config.drops)
+        return std::nullopt;
+    require_drop_reasons();
+    return std::optional<DropLabels>(std::in_place, kernel_btf().drop_reasons, KernelSymbols::load());
+}
+
+Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
+{
+    // First: with --container-netns, -i's names are the container's.
+    std::optional<Container> container = enter_container(config);
+    std::vector<ChosenInterface> interfaces = lookup_interfaces(config);
+    // Compiled first: a syntax error is reported before anything is touched.
+    if (filter.filtering)
+        compile_filters(interfaces, filter.expression);
+    refuse_closed_standard_output(config);
+    StopSignals signals = StopSignals::block();
+    require_capture_privileges();
+    // Before anything is attached: an unknown user leaves nothing behind.
+    std::optional<RunAsUser> run_as;
+    if (config.user)
+        run_as = lookup_run_as_user(*config.user);
+    check_ring_fits_records(config);
+    std::optional<DropLabels> drop_labels = load_drop_labels(config);
+    choose_trace(interfaces, config);
+    return Chosen{std::move(container), std::move(interfaces), std::move(signals), std::move(run_as),
+                  std::move(drop_labels)};
+}
+
+// --- load: the process side, then programs, filters and rings, per
+// interface.
+
+// Declared in the order made, so undone in reverse: the programs are
+// detached before the owners go and the child command is handled.
+struct Loaded {
+    std::optional<ProcessSide> process;
+    std::vector<Session> sessions;
+    InterfaceMap interfaces; // pcapng interfaces, by ring and hook
+    CommandChild* command() { return process && process->command ? &*process->command : nullptr; }
+};
+
+// Trace mode has a single session; otherwise ring i is interface i.
+InterfaceMap interface_map(const Session& first, const Config& config)
+{
+    const ChosenInterface& chosen = first.chosen;
+    return chosen.traced.empty()
+        ? InterfaceMap(config.drops)
+        : InterfaceMap(static_cast<uint32_t>(chosen.traced.size()), chosen.trace_entry, chosen.trace_exit,
+                       first.program.sends(), config.drops);
+}
+
+Loaded load(const Config& config, const CaptureFilter& filter, const Chosen& chosen)
+{
+    std::optional<ProcessSide> process = start_process_side(config, chosen.container, chosen.run_as);
+    std::vector<Session> sessions;
+    sessions.reserve(chosen.interfaces.size());
+    for (const ChosenInterface& interface : chosen.interfaces) {
+        const Attribution attribution =
+            process ? process->owners.attribution(config.process.filters()) : Attribution{};
+        sessions.push_back(load_session(interface, config, filter.filtering, attribution, chosen.interfaces.size()));
+    }
+    const InterfaceMap interfaces = interface_map(sessions.front(), config);
+    return Loaded{std::move(process), std::move(sessions), interfaces};
+}
+
+// --- attach: promiscuous mode and the hooks, in the order given; then the
+// privileges go.
+
+// What the attach leaves held while the capture runs.
+struct Attached {
+    LinkEvents links; // opened before the hooks; the loop takes them
+    std::vector<std::optional<PromiscuousMode>> promiscuous;
+};
+
+Attached attach(const Config& config, const Chosen& chosen, Loaded& loaded)
+{
+    // Before the attach: a deletion or move after it is then always seen.
+    LinkEvents links = LinkEvents::open();
+    std::vector<std::optional<PromiscuousMode>> promiscuous;
+    // In the order given; an attach that fails unwinds through ~Session,
+    // which detaches every interface attached before it.
+    bool clsact = false;
+    // First, so that sockets in use when the first packet comes are known.
+    if (loaded.process)
+        loaded.process->owners.attach();
+    for (Session& session : loaded.sessions) {
+        if (config.promiscuous)
+            promiscuous.push_back(PromiscuousMode::enable(session.chosen.iface.ifindex, session.chosen.iface.name));
+        session.program.attach(session.chosen.iface.ifindex, config.xdp_mode, session.chosen.iface.name);
+        clsact = clsact || std::string_view(session.program.egress_mechanism()) == "clsact" ||
+            std::string_view(session.program.ingress_mechanism()) == "clsact";
+    }
+    // Attached and mapped: from here on only detaching a clsact filter needs
+    // a capability (and, on old kernels, bpf() on our own fds).
+    drop_privileges(chosen.run_as, KeptCapabilities{clsact, bpf_needs_capability_on_open_fds()});
+    return Attached{std::move(links), std::move(promiscuous)};
+}
+
+// --- open_output: the sink taken, the packet output and the loop over the
+// rings.
+
+std::optional<Sink> print_sink(const Config& config, StopSignals& signals)
+{
+    if (!config.print || !config.writes_pcapng())
+        return std::nullopt;
+    Sink sink = Sink::standard_output();
+    sink.watch(&signals);
+    return sink;
+}
+
+PacketOutput packet_output(const Config& config, Sink sink, StopSignals& signals, const Loaded& loaded)
+{
+    std::optional<Sink> print = print_sink(config, signals);
+    return PacketOutput(std::move(sink),
+                        config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
+                        config.packet_buffered, interface_names(loaded.sessions, loaded.interfaces), config.text,
+                        std::move(print));
+}
+
+// What the packets' options and comments depend on; returns `output`.
+PacketOutput& described(PacketOutput& output, const Config& config, Chosen& chosen, Loaded& loaded)
+{
+    output.set_interface_traits(interface_traits(loaded.sessions, loaded.interfaces));
+    output.set_drop_labels(chosen.drop_labels ? &*chosen.drop_labels : nullptr);
+    output.write_hash_types(config.verbose);
+    if (loaded.process) {
+        ContainerNames& names = loaded.process->container_names;
+        output.name_processes([&names](uint64_t cgroup) { return names.of(cgroup); });
+    }
+    return output;
+}
+
+std::vector<CaptureSource> capture_sources(std::vector<Session>& sessions)
+{
+    std::vector<CaptureSource> sources;
+    for (Session& session : sessions)
+        sources.push_back(
+            CaptureSource{&session.program, &session.rings, session.chosen.iface.name, session.chosen.iface.ifindex});
+    return sources;
+}
+
+CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& filter, Chosen& chosen,
+                                  Loaded& loaded)
+{
+    return CaptureLoop::Options{config.count, config.verbose, filter.keeps_some,
+                                config.direction == Direction::InOut, drain_interval_ms(config),
+                                loaded.interfaces, config.sample_every,
+                                chosen.drop_labels ? &*chosen.drop_labels : nullptr, config.snaplen,
+                                loaded.command() ? loaded.command()->exit_fd() : -1};
+}
+
+// The packet output, the loop that writes to it and each file's
+// statistics. Made in place and never moved: the loop and the signals hold
+// it, and the output's file-end callback reads the loop.
+class Running {
+public:
+    Running(const Config& config, const CaptureFilter& filter, Chosen& chosen, ClaimedOutput& claimed,
+            Loaded& loaded, Attached& attached);
+    Running(const Running&) = delete;
+    Running& operator=(const Running&) = delete;
+
+    const ClockOffset clock;
+    const uint64_t start_ns;
+    PacketOutput output;
+    CaptureLoop loop;
+    PerFileStatistics file_statistics;
+};
+
+Running::Running(const Config& config, const CaptureFilter& filter, Chosen& chosen, ClaimedOutput& claimed,
+                 Loaded& loaded, Attached& attached)
+    : clock(measure_clock_offset()), start_ns(now_ns(CLOCK_REALTIME)),
+      output(packet_output(config, claimed.take(), chosen.signals, loaded)),
+      loop(capture_sources(loaded.sessions), std::move(attached.links), described(output, config, chosen, loaded),
+           chosen.signals, clock, loop_options(config, filter, chosen, loaded)),
+      file_statistics(start_ns)
+{
+    if (!claimed.rotation())
+        return;
+    output.rotate(std::move(*claimed.rotation()),
+                  config.postrotate_command ? std::optional<FileCommand>(FileCommand(*config.postrotate_command))
+                                            : std::nullopt);
+    output.on_file_end([this, &config, &loaded, keeps_some = filter.keeps_some](uint32_t pending_interface) {
+        // Mid-capture: what the rings still hold goes to the next file.
+        return file_statistics.close(interface_statistics(
+            as_taken(loop.stats(), loaded.interfaces.ring_of(pending_interface)), keeps_some, config.sample_every,
+            loaded.interfaces, loaded.sessions.front().program, loop.written_by_interface()));
+    });
+}
+
+Running open_output(const Config& config, const CaptureFilter& filter, Chosen& chosen, ClaimedOutput& claimed,
+                    Loaded& loaded, Attached& attached)
+{
+    return Running(config, filter, chosen, claimed, loaded, attached);
+}
+
+// --- run: the header blocks, the start-up lines and the loop until it
+// stops.
+
+void print_session_warnings(const Config& config, const Session& session, bool first)
+{
+    if (!session.chosen.iface.up)
+        std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
+                     session.chosen.iface.name.c_str());
+    // Every interface's rings are the same size: said once.
+    const size_t records = records_size_for(config.snaplen, config.process.wanted());
+    if (first && session.rings.bytes_per_ring() <= records)
+        std::fprintf(stderr,
+                     "xdpcap: warning: rings of %zu KiB cannot hold a %u-byte frame (%zu bytes of records): "
+                     "such frames are lost and counted\n",
+                     session.rings.bytes_per_ring() / 1024, config.snaplen, records);
+    if (!session.chosen.xdp_hook_holder.empty() && !config.quiet)
+        std::fprintf(stderr, "xdpcap: %s: another xdpcap (%s) takes its received frames with XDP; this one "
+                             "%s\n",
+                     session.chosen.iface.name.c_str(), session.chosen.xdp_hook_holder.c_str(),
+                     session.chosen.shared_xdp_link ? "traces its program" : "takes them at tc ingress");
+    // What the file lacks, not a fault: -q leaves it to the interface
+    // descriptions and the man page, as tcpdump has nothing to say here.
+    if (const auto why = rx_vlan_missing(session); why && !config.quiet) {
+        const RxVlanRemedy remedy = rx_vlan_remedy(session.chosen.iface.name, session.chosen.iface.driver);
+        std::fprintf(stderr, "xdpcap: warning: received VLAN tags missing on %s (%s); %s\n",
+                     session.chosen.iface.name.c_str(), why->c_str(), remedy.remedy.c_str());
+    }
+}
+
+void print_start_lines(const Config& config, const Loaded& loaded)
+{
+    for (const Session& session : loaded.sessions) {
+        if (!config.warnings)
+            break;
+        print_session_warnings(config, session, &session == &loaded.sessions.front());
+    }
+    // Once: every interface's tracing programs read the kernel alike.
+    if (!config.quiet) {
+        for (const std::string& limitation : loaded.sessions.front().program.page_limitations())
+            std::fprintf(stderr, "xdpcap: warning: %s\n", limitation.c_str());
+    }
+    if (loaded.process && config.warnings) {
+        if (const auto limitation = loaded.process->owners.limitation())
+            std::fprintf(stderr, "xdpcap: warning: %s\n", limitation->c_str());
+    }
+    if (config.quiet)
+        return;
+    const ChosenInterface& traced = loaded.sessions.front().chosen;
+    for (const XdpProgramInfo& p : traced.traced)
+        std::fprintf(stderr, "tracing %s at %s\n", program_text(p).c_str(),
+                     traced.trace_entry && traced.trace_exit ? "entry and exit"
+                         : traced.trace_entry                ? "entry"
+                                                             : "exit");
+    // tcpdump's line, once per interface.
+    for (const Session& session : loaded.sessions)
+        std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
+                     session.chosen.iface.name.c_str(), config.snaplen);
+}
+
+// Nothing when the reader went away before the first block.
+std::optional<StopReason> run(const Config& config, const CaptureFilter& filter, Loaded& loaded, Running& running)
+{
+    try {
+        running.output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
+                             describe_interfaces(loaded.sessions, config, filter.filtering ? filter.expression : "",
+                                                 loaded.interfaces));
+        print_start_lines(config, loaded);
+        // Listening: the command's first packet is captured.
+        if (loaded.command())
+            loaded.command()->start();
+        return running.loop.run();
+    } catch (const OutputClosed&) {
+        return std::nullopt;
+    } catch (const Error& e) {
+        // Not even the first blocks could be written (-w /dev/full): a
+        // failed capture like any other, with its statistics.
+        if (e.exit_status() != kExitRuntime)
+            throw;
+        running.loop.fail_output(e.what());
+        return StopReason::OutputFailed;
+    }
+}
+
+// --- report: detaches, drains, writes the statistics blocks and prints the
+// statistics; returns the exit status.
+
+StatsFormat stats_format(const Config& config, const CaptureFilter& filter, Chosen& chosen,
+                         const Loaded& loaded, const Running& running)
+{
+    return StatsFormat{.per_cpu = config.verbose,
+                       .filtering = filter.keeps_some,
+                       .both_directions = config.direction == Direction::InOut,
+                       .trace_points = loaded.sessions.front().program.trace_points(),
+                       .sample_every = config.sample_every,
+                       .drops = config.drops,
+                       .drop_reasons = chosen.drop_labels ? chosen.drop_labels->by_frequency()
+                                                          : std::vector<std::pair<std::string, uint64_t>>{},
+                       .drop_misses = running.loop.drop_misses(),
+                       .largest_snaplen = config.snaplen == kMaxSnaplen};
+}
+
+// The last file's statistics blocks; a failure to write them is `failure`.
+void finish_output(const Config& config, const CaptureFilter& filter, const Loaded& loaded, Running& running,
+                   const std::vector<CpuStats>& stats, std::string& failure)
+{
+    if (!running.loop.output_usable() || !running.output.file_open())
+        return;
+    try {
+        running.output.finish(running.file_statistics.close(
+            interface_statistics(stats, filter.keeps_some, config.sample_every, loaded.interfaces,
+                                 loaded.sessions.front().program, running.loop.written_by_interface())));
+    } catch (const OutputClosed&) {
+    } catch (const OutputInterrupted&) {
+    } catch (const Error& e) {
+        failure = e.what(); // only statistics blocks were lost
+    }
+}
+
+void report_command(const Config& config, CommandChild& command)
+{
+    if (const auto status = command.reap(); status && *status != 0 && config.warnings)
+        std::fprintf(stderr, "xdpcap: %s %s %d\n", command.name().c_str(),
+                     WIFEXITED(*status) ? "exited with status" : "was killed by signal",
+                     WIFEXITED(*status) ? WEXITSTATUS(*status) : WTERMSIG(*status));
+}
+
+int report(const Config& config, const CaptureFilter& filter, Chosen& chosen, Loaded& loaded,
+           Running& running, StopReason reason)
+{
+    CaptureLoop& loop = running.loop;
+    loop.detach_and_drain();
+    // Every packet is in the output (or counted as not) before this count.
+    const auto stats = loop.stats();
+    std::string failure = loop.failure();
+    if (running.output.file_limit_reached())
+        std::fprintf(stderr, "Maximum file limit reached: %u\n", *config.file_count);
+    finish_output(config, filter, loaded, running, stats, failure);
+    if (!running.output.print_failure().empty())
+        std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
+                     running.output.print_failure().c_str());
+    if (reason == StopReason::CommandExited)
+        report_command(config, *loaded.command());
+    if (failure.empty() && reason == StopReason::InterfaceGone)
+        failure = loop.gone_interface() + " went away" +
+            (loop.gone_moved() ? " (moved to another network namespace)" : "") + "; capture stopped";
+    if (!failure.empty())
+        std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
+    if (config.statistics)
+        std::fputs(format_stats(stats, stats_format(config, filter, chosen, loaded, running)).c_str(), stderr);
+    return failure.empty() ? kExitOk : kExitRuntime;
+}
+
+} // namespace
+
+} // namespace live
+
+// Each step makes the next object; declared in the order made, they are
+// undone in reverse: the loop before the output it writes to, the output
+// before the programs are detached, the programs before the file is let go.
+int run_live_capture(const Config& config, std::string expression)
+{
+    using namespace live;
+    const CaptureFilter filter(config, std::move(expression));
+    Chosen chosen = choose_hooks(config, filter);
+    ClaimedOutput claimed = claim_output(config, chosen.signals, chosen.run_as);
+    Loaded loaded = load(config, filter, chosen);
+    Attached attached = attach(config, chosen, loaded);
+    Running running = open_output(config, filter, chosen, claimed, loaded, attached);
+    const std::optional<StopReason> reason = run(config, filter, loaded, running);
+    if (!reason)
+        return kExitOk; // the reader went away before the first block
+    return report(config, filter, chosen, loaded, running, *reason);
+}
+
+} // namespace xdpcap

@@ -1,0 +1,61 @@
+#include "app/process_side.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+
+#include <cerrno>
+#include <string>
+
+#include "base/error.hpp"
+#include "base/unique_fd.hpp"
+
+namespace xdpcap::live {
+
+namespace {
+
+// --container-netns: this process moves into the container's network
+// namespace, where -i's interfaces are looked up and captured.
+void enter_network_namespace(pid_t pid, const std::string& name)
+{
+    const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+    const UniqueFd ns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns || ::setns(ns.get(), CLONE_NEWNET) != 0)
+        throw Error("--container-netns: cannot enter " + name + "'s network namespace (" + path +
+                    "): " + errno_text(errno));
+}
+
+} // namespace
+
+std::optional<Container> enter_container(const Config& config)
+{
+    if (!config.process.container)
+        return std::nullopt;
+    Container container = find_container(*config.process.container);
+    if (config.process.container_netns)
+        enter_network_namespace(container.pid, container.name);
+    return container;
+}
+
+// -- COMMAND's child is forked first: its pid is what the owners are
+// filtered by.
+std::optional<ProcessSide> start_process_side(const Config& config, const std::optional<Container>& container,
+                                              const std::optional<RunAsUser>& run_as)
+{
+    if (!config.process.wanted())
+        return std::nullopt;
+    const ProcessSelection& asked = config.process;
+    OwnerSelection selection{.pid = asked.pid, .follow_forks = asked.follow_forks, .comm = asked.comm,
+                             .cgroup = container ? std::optional(container->cgroup_path) : asked.cgroup};
+    std::optional<CommandChild> command;
+    if (!asked.command.empty()) {
+        command.emplace(CommandChild::spawn(asked.command, run_as, config.writes_to_stdout()));
+        selection.pid = static_cast<uint32_t>(command->pid());
+        selection.follow_forks = true;
+    }
+    SocketOwners owners = SocketOwners::load(selection);
+    owners.learn_local_addresses();
+    ContainerNames container_names(container);
+    return ProcessSide{std::move(command), std::move(container_names), std::move(owners)};
+}
+
+} // namespace xdpcap::live
