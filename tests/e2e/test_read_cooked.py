@@ -6,8 +6,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read_cooked.py PATH/TO/xdpcap
 Two fresh network namespaces joined by a veth pair (xsl0 <-> xsl1,
 198.18.0.0/24 and 2001:db8::/64), with loopback up in the capture namespace.
 There tcpdump -i any writes, while ping, ping -b, ping6 (to a unicast and a
-multicast address, so ARP and neighbour discovery too), UDP and a TCP
-connection run:
+multicast address, so ARP and neighbour discovery too; the peer's to a
+multicast address too, received as multicast), UDP and a TCP connection run:
   * an SLL2 file (tcpdump's default for "any"),
   * an SLL file (-y LINUX_SLL),
   * an SLL file cut at 40 bytes (-s 40: headers cut short).
@@ -129,6 +129,9 @@ def make_traffic(lab):
                  in_ns(a, ["ping", "-c", "1", "-W", "1", "-b", "198.18.0.255"]),
                  in_ns(b, ["ping", "-c", "1", "-W", "1", "-b", "198.18.0.255"]),
                  in_ns(a, ["ping", "-c", "1", "-W", "1", "ff02::1%xsl0"]),
+                 # The capture side's one multicast frame that does not hang on
+                 # the timing of address configuration (DAD, MLD reports).
+                 in_ns(b, ["ping", "-c", "1", "-W", "1", "ff02::1%xsl1"]),
                  in_ns(a, ["ping", "-c", "1", "127.0.0.1"]),
                  in_ns(b, [N.PYTHON, "-c", CLIENT])):
         cp = N.run(argv, check_rc=False)
