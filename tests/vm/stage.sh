@@ -4,18 +4,20 @@
 # in a guest booted by guest.sh from the already built tree. meson's JSON log
 # comes back as BUILD_DIR/meson-logs/vm.json, for the test command's count.
 # Emulation is 10 to 50 times slower: the tests get a time multiplier, and
-# meson a timeout multiplier, never a looser check. XDPCAP_VM_JOBS=2 runs two tests
-# at a time on the two vCPUs (each has namespaces of its own; meson runs the
-# is_parallel: false ones alone); one at a time by default: two missed the
-# tests' time limits on a loaded host.
+# meson a timeout multiplier, never a looser check. One test at a time
+# (XDPCAP_VM_JOBS=2: two, on the two vCPUs; under emulation that finished no
+# sooner). Kept here only the tests whose subject differs on 6.1; e2e_directions
+# and e2e_multi_iface are left to the host: -Q's choice of hooks and several
+# -i are the program's own, and the clsact attach they would meet here is
+# e2e_veth_mode's and e2e_capture_exact's subject.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
 # meson runs them in this order: first the four that run alone (is_parallel:
 # false), then the longest, so that none is left running alone at the end.
 tests=(e2e_trace e2e_veth_mode e2e_drops e2e_fault_iface_moved
-       e2e_directions e2e_filter e2e_bad_input e2e_capture_exact e2e_bad_input_more
-       e2e_multi_iface e2e_rx_vlan e2e_fault_two_captures e2e_super_frames e2e_privileges e2e_redirects
+       e2e_filter e2e_bad_input e2e_capture_exact e2e_bad_input_more
+       e2e_rx_vlan e2e_fault_two_captures e2e_super_frames e2e_privileges e2e_redirects
        e2e_process e2e_sigkill e2e_nic_metadata)
 scale=${XDPCAP_VM_TIME_SCALE:-10}
 mkdir -p "$build/meson-logs"
