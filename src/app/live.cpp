@@ -377,7 +377,8 @@ StatsFormat stats_format(const Config& config, const CaptureFilter& filter, Chos
                        .drop_reasons = chosen.drop_labels ? chosen.drop_labels->by_frequency()
                                                           : std::vector<std::pair<std::string, uint64_t>>{},
                        .drop_misses = running.loop.drop_misses(),
-                       .largest_snaplen = config.snaplen == kMaxSnaplen};
+                       .largest_snaplen = config.snaplen == kMaxSnaplen,
+                       .file_limit_reached = running.output.file_limit_reached()};
 }
 
 // The last file's statistics blocks; a failure to write them is `failure`.
