@@ -252,7 +252,8 @@ std::string config_text()
 
 std::vector<std::string> capture_command(const Request& request)
 {
-    // -q: no start line, since Wireshark shows whatever reaches stderr as an error.
+    // -q: no start-up warnings, since Wireshark shows whatever reaches stderr
+    // as an error (run() leaves out the start lines too).
     std::vector<std::string> command = {"xdpcap", "-i", request.interface, "-w", request.fifo, "-q"};
     command.insert(command.end(), request.options.begin(), request.options.end());
     // One word, last; "--" would start a command to run. A leading space
@@ -304,6 +305,7 @@ int run(int argc, const char* const* argv)
     // Wireshark takes anything on stderr for an error.
     config.statistics = false;
     config.warnings = false;
+    config.start_lines = false;
     return run_capture(config);
 }
 
