@@ -86,6 +86,9 @@ std::vector<DumpedHook> dumped_hooks(const Config& config, std::optional<live::C
     }
     if (direction != Direction::In)
         hooks.push_back({FilterContext::TcEgress, "tc egress"});
+    // Its map of the dropped frame is made when it loads: "map fd -1" here.
+    if (config.drops)
+        hooks.push_back({FilterContext::Drop, "skb:kfree_skb (--drops)"});
     return hooks;
 }
 

@@ -23,7 +23,8 @@ expression in a file (-F, with line breaks inside), and, in a lab with MTU 9000,
 0xab': half of them carry 0xab there; frames ending right before / at that
 offset too).  Also `-d` prints the compiled filter and exits 0, headed by
 each hook it would run on: on the veth cap0 tc ingress and tc egress (-Q in:
-tc ingress alone; --xdp-mode native: XDP), without -i every hook.  Further
+tc ingress alone; --xdp-mode native: XDP; --drops: skb:kfree_skb too),
+without -i every hook.  Further
 cases: `ip protochain 17` and IPv6 protochain over extension-header and AH
 frames; `inbound` (every frame) and `not outbound and udp` (libpcap cannot
 read direction from a file, so the reference is all frames / `udp`); and
@@ -405,7 +406,8 @@ def test(binary):
             for args, want in ((["-i", lab.cap_if], ["tc ingress", "tc egress"]),
                                (["-i", lab.cap_if, "-Q", "in"], ["tc ingress"]),
                                (["-i", lab.cap_if, "-Q", "out", "--xdp-mode", "native"], ["tc egress"]),
-                               (["-i", lab.cap_if, "--xdp-mode", "native"], ["XDP", "tc egress"])):
+                               (["-i", lab.cap_if, "--xdp-mode", "native"], ["XDP", "tc egress"]),
+                               (["-i", lab.cap_if, "--drops"], ["tc ingress", "tc egress", "skb:kfree_skb (--drops)"])):
                 cp = N.run(["ip", "netns", "exec", lab.cap_ns, binary, "-d"] + args + ["tcp port 80"],
                            check_rc=False, timeout=10)
                 hooks = re.findall(r"^eBPF run at (.*) \(\d+ instructions\):$", cp.stdout, re.M)
