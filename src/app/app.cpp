@@ -62,8 +62,8 @@ std::string read_filter_file(const std::string& path)
 }
 
 // -d: where the filter would run. With -i, the hooks that interface's
-// capture takes (lookup_interfaces() settles them as a capture does, trace
-// mode aside); without one, each hook a receive could take.
+// capture takes (lookup_interfaces() and choose_trace() settle them as a
+// capture does); without one, each hook a receive could take.
 struct DumpedHook {
     FilterContext context;
     std::string where;
@@ -73,7 +73,12 @@ std::vector<DumpedHook> dumped_hooks(const Config& config, std::optional<live::C
 {
     std::vector<DumpedHook> hooks;
     const Direction direction = chosen ? chosen->direction : config.direction;
-    if (direction != Direction::Out) {
+    if (chosen && !chosen->traced.empty()) {
+        const char* points = chosen->trace_entry && chosen->trace_exit ? "fentry and fexit"
+            : chosen->trace_entry                                      ? "fentry"
+                                                                       : "fexit";
+        hooks.push_back({FilterContext::Trace, std::string(points) + " of " + live::program_text(chosen->traced.front())});
+    } else if (direction != Direction::Out) {
         const ReceiveAt receive = chosen ? chosen->receive : ReceiveAt::NativeXdpElseTc;
         if (receive != ReceiveAt::Tc)
             hooks.push_back({FilterContext::Xdp, "XDP"});
@@ -100,7 +105,14 @@ int dump_filter(const Config& config, const std::string& expression)
         Config first = config;
         first.interfaces.resize(1);
         try {
-            chosen = std::move(live::lookup_interfaces(first).front());
+            std::vector<live::ChosenInterface> interfaces = live::lookup_interfaces(first);
+            // Trace mode, or tc ingress beside another xdpcap; a refusal
+            // there is the capture's to make.
+            try {
+                live::choose_trace(interfaces, first);
+            } catch (const Error&) {
+            }
+            chosen = std::move(interfaces.front());
         } catch (const Error&) {
         }
     }
