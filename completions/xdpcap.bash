@@ -17,6 +17,7 @@ _xdpcap_options="-i --interface -w --write -r --read -s --snapshot-length -c --c
     -d --dump-filter -D --list-interfaces -v --verbose -q --quiet --ring-pages --program
     -B --buffer-size --sample -Z --relinquish-privileges
     -L --list-data-link-types -K --dont-verify-checksums --immediate-mode --print-cpu
+    --nano --rss-type-comments
     -e -x -X -A -t -n -N -S --number -l --print --drops
     -k --pid --follow-forks --pname --cgroup --container --container-netns
     -h --help --version"

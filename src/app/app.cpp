@@ -5,10 +5,13 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "app/live.hpp"
 #include "app/replay.hpp"
+#include "app/sessions.hpp"
 #include "filter/compile.hpp"
 #include "filter/disasm.hpp"
 #include "filter/translate.hpp"
@@ -58,22 +61,70 @@ std::string read_filter_file(const std::string& path)
     return expression;
 }
 
-int dump_filter(const std::string& expression, const std::string& interface)
+// -d: where the filter would run. With -i, the hooks that interface's
+// capture takes (lookup_interfaces() and choose_trace() settle them as a
+// capture does); without one, each hook a receive could take.
+struct DumpedHook {
+    FilterContext context;
+    std::string where;
+};
+
+std::vector<DumpedHook> dumped_hooks(const Config& config, std::optional<live::ChosenInterface> chosen)
 {
-    // The netmask of the interface meant, also when -i gave its index.
-    std::string name = interface;
-    if (interface_index_argument(interface)) {
+    std::vector<DumpedHook> hooks;
+    const Direction direction = chosen ? chosen->direction : config.direction;
+    if (chosen && !chosen->traced.empty()) {
+        const char* points = chosen->trace_entry && chosen->trace_exit ? "fentry and fexit"
+            : chosen->trace_entry                                      ? "fentry"
+                                                                       : "fexit";
+        hooks.push_back({FilterContext::Trace, std::string(points) + " of " + live::program_text(chosen->traced.front())});
+    } else if (direction != Direction::Out) {
+        const ReceiveAt receive = chosen ? chosen->receive : ReceiveAt::NativeXdpElseTc;
+        if (receive != ReceiveAt::Tc)
+            hooks.push_back({FilterContext::Xdp, "XDP"});
+        if (receive == ReceiveAt::Tc)
+            hooks.push_back({FilterContext::TcIngress, "tc ingress"});
+        else if (receive == ReceiveAt::NativeXdpElseTc)
+            hooks.push_back({FilterContext::TcIngress, chosen ? "tc ingress, where the driver refuses native XDP"
+                                                              : "tc ingress, on a veth or where the driver "
+                                                                "refuses native XDP"});
+    }
+    if (direction != Direction::In)
+        hooks.push_back({FilterContext::TcEgress, "tc egress"});
+    // Its map of the dropped frame is made when it loads: "map fd -1" here.
+    if (config.drops)
+        hooks.push_back({FilterContext::Drop, "skb:kfree_skb (--drops)"});
+    return hooks;
+}
+
+int dump_filter(const Config& config, const std::string& expression)
+{
+    // The interface meant (also when -i gave its index): its netmask and hooks.
+    std::optional<live::ChosenInterface> chosen;
+    if (!config.interfaces.empty()) {
+        Config first = config;
+        first.interfaces.resize(1);
         try {
-            name = lookup_interface(interface).name;
+            std::vector<live::ChosenInterface> interfaces = live::lookup_interfaces(first);
+            // Trace mode, or tc ingress beside another xdpcap; a refusal
+            // there is the capture's to make.
+            try {
+                live::choose_trace(interfaces, first);
+            } catch (const Error&) {
+            }
+            chosen = std::move(interfaces.front());
         } catch (const Error&) {
         }
     }
     const ClassicProgram classic =
-        compile_filter(expression, name.empty() ? kNetmaskUnknown : interface_netmask(name));
-    const auto ebpf = translate_filter(classic.instructions(), FilterTarget{});
-    std::printf("classic BPF from libpcap (%zu instructions):\n%s\n", classic.instructions().size(),
+        compile_filter(expression, chosen ? interface_netmask(chosen->iface.name) : kNetmaskUnknown);
+    std::printf("classic BPF from libpcap (%zu instructions):\n%s", classic.instructions().size(),
                 dump_classic(classic).c_str());
-    std::printf("eBPF run in the XDP program (%zu instructions):\n%s", ebpf.size(), dump_ebpf(ebpf).c_str());
+    for (const DumpedHook& hook : dumped_hooks(config, std::move(chosen))) {
+        const auto ebpf = translate_filter(classic.instructions(), FilterTarget{hook.context});
+        std::printf("\neBPF run at %s (%zu instructions):\n%s", hook.where.c_str(), ebpf.size(),
+                    dump_ebpf(ebpf).c_str());
+    }
     return kExitOk;
 }
 
@@ -95,7 +146,7 @@ int run_capture(const Config& config)
     }
     std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;
     if (config.dump_filter)
-        return dump_filter(filter, config.interfaces.empty() ? std::string() : config.interfaces.front());
+        return dump_filter(config, filter);
     if (config.read_file)
         return read_capture_file(config, filter);
     return run_live_capture(config, std::move(filter));

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <memory>
+#include <string_view>
 #include <variant>
 
 #include "app/app.hpp"
@@ -84,6 +86,130 @@ const std::vector<ConfigArg>& config_args()
     return args;
 }
 
+// Wireshark's extcap parser (extcap_parser.c) unescapes nothing: a field's
+// value runs to the first '}' followed by '{', white space or the end of
+// the line, and a line that is not valid UTF-8 is dropped whole. These
+// helpers keep every value within those rules.
+
+// The length of the valid UTF-8 character at text[at], 0 if there is none
+// (as g_utf8_validate: no overlong forms, surrogates or code points past
+// U+10FFFF).
+size_t utf8_length(std::string_view text, size_t at)
+{
+    const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+    const unsigned char lead = byte(at);
+    if (lead < 0x80)
+        return 1;
+    const size_t length = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3
+        : lead >= 0xf0 && lead <= 0xf4                 ? 4
+                                                       : 0;
+    if (length == 0 || at + length > text.size())
+        return 0;
+    for (size_t i = 1; i < length; ++i) {
+        if ((byte(at + i) & 0xc0) != 0x80)
+            return 0;
+    }
+    const unsigned char second = byte(at + 1);
+    if ((lead == 0xe0 && second < 0xa0) || (lead == 0xed && second > 0x9f) || (lead == 0xf0 && second < 0x90) ||
+        (lead == 0xf4 && second > 0x8f))
+        return 0;
+    return length;
+}
+
+bool is_control(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+// Would end a value early right after a '}': '{' or white space, which for
+// the parser may be any Unicode space (so any character past ASCII).
+bool ends_value_after_brace(std::string_view text, size_t at)
+{
+    if (at >= text.size())
+        return false; // the value's own closing '}' comes next
+    const auto c = static_cast<unsigned char>(text[at]);
+    return c == '{' || c == ' ' || is_control(c) || c >= 0x80;
+}
+
+void append_hex_escape(std::string& out, unsigned char c)
+{
+    static constexpr char kDigits[] = "0123456789abcdef";
+    out += "\\x";
+    out += kDigits[c >> 4];
+    out += kDigits[c & 0xf];
+}
+
+// A text Wireshark shows (display, tooltip), shown as it is: a '}' that
+// would end the value early gets an invisible word joiner (U+2060) after
+// it; control bytes and bytes that are not UTF-8 show as \xNN.
+std::string shown(std::string_view text)
+{
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        const size_t length = is_control(c) ? 0 : utf8_length(text, i);
+        if (length == 0) {
+            append_hex_escape(out, c);
+            ++i;
+            continue;
+        }
+        out.append(text, i, length);
+        i += length;
+        if (c == '}' && ends_value_after_brace(text, i))
+            out += "\xe2\x81\xa0"; // U+2060 WORD JOINER, in UTF-8
+    }
+    return out;
+}
+
+// An interface's value, which Wireshark passes back as --extcap-interface:
+// the name as it is, but for '\' doubled and, as \xNN, a '}' that would
+// end the value early, control bytes and bytes that are not UTF-8.
+// interface_name() reads it back.
+std::string call_value(std::string_view name)
+{
+    std::string out;
+    for (size_t i = 0; i < name.size();) {
+        const auto c = static_cast<unsigned char>(name[i]);
+        const size_t length = is_control(c) ? 0 : utf8_length(name, i);
+        if (c == '\\') {
+            out += "\\\\";
+        } else if (length == 0 || (c == '}' && ends_value_after_brace(name, i + 1))) {
+            append_hex_escape(out, c);
+            i += 1;
+            continue;
+        } else {
+            out.append(name, i, length);
+        }
+        i += length;
+    }
+    return out;
+}
+
+std::string from_call_value(std::string_view value)
+{
+    std::string name;
+    for (size_t i = 0; i < value.size(); ++i) {
+        if (value[i] != '\\') {
+            name += value[i];
+            continue;
+        }
+        if (i + 1 < value.size() && value[i + 1] == '\\') {
+            name += '\\';
+            ++i;
+            continue;
+        }
+        unsigned byte = 0;
+        const char* digits = value.data() + i + 2;
+        if (i + 4 > value.size() || value[i + 1] != 'x' ||
+            std::from_chars(digits, digits + 2, byte, 16).ptr != digits + 2)
+            throw Error("extcap interface value '" + std::string(value) + "' has a bad escape at byte " +
+                        std::to_string(i));
+        name += static_cast<char>(byte);
+        i += 3;
+    }
+    return name;
+}
+
 const ConfigArg* find_config_arg(const std::string& option)
 {
     for (const ConfigArg& arg : config_args()) {
@@ -98,7 +224,7 @@ std::string interface_name(const std::string& value)
     const std::string prefix = kInterfacePrefix;
     if (value.rfind(prefix, 0) != 0 || value.size() == prefix.size())
         throw Error("extcap interface '" + value + "' is not one of xdpcap's (" + prefix + "IFACE)");
-    return value.substr(prefix.size());
+    return from_call_value(std::string_view(value).substr(prefix.size()));
 }
 
 std::vector<std::string> network_interfaces()
@@ -222,8 +348,8 @@ std::string interfaces_text(const std::vector<std::string>& interfaces)
 {
     std::string text = version_line();
     for (const std::string& name : interfaces) {
-        text += "interface {value=" + std::string(kInterfacePrefix) + name + "}{display=xdpcap capture on " +
-            name + "}\n";
+        text += "interface {value=" + std::string(kInterfacePrefix) + call_value(name) +
+            "}{display=xdpcap capture on " + shown(name) + "}\n";
     }
     return text;
 }
@@ -240,11 +366,13 @@ std::string config_text()
     for (size_t n = 0; n < args.size(); ++n) {
         const ConfigArg& arg = args[n];
         const std::string number = std::to_string(n);
-        text += "arg {number=" + number + "}{call=" + arg.option + "}{display=" + arg.display + "}{type=" + arg.type +
-            "}" + arg.fields + "{tooltip=" + arg.tooltip + "}\n";
+        // Calls and values come back as they are: xdpcap's own words, which
+        // the parser keeps as written (the unit test holds them to that).
+        text += "arg {number=" + number + "}{call=" + arg.option + "}{display=" + shown(arg.display) +
+            "}{type=" + arg.type + "}" + arg.fields + "{tooltip=" + shown(arg.tooltip) + "}\n";
         for (size_t c = 0; c < arg.choices.size(); ++c) {
             text += "value {arg=" + number + "}{value=" + arg.choices[c].value + "}{display=" +
-                arg.choices[c].display + "}" + (c == 0 ? "{default=true}" : "") + "\n";
+                shown(arg.choices[c].display) + "}" + (c == 0 ? "{default=true}" : "") + "\n";
         }
     }
     return text;
@@ -252,7 +380,8 @@ std::string config_text()
 
 std::vector<std::string> capture_command(const Request& request)
 {
-    // -q: no start line, since Wireshark shows whatever reaches stderr as an error.
+    // -q: no start-up warnings, since Wireshark shows whatever reaches stderr
+    // as an error (run() leaves out the start lines too).
     std::vector<std::string> command = {"xdpcap", "-i", request.interface, "-w", request.fifo, "-q"};
     command.insert(command.end(), request.options.begin(), request.options.end());
     // One word, last; "--" would start a command to run. A leading space
@@ -304,6 +433,7 @@ int run(int argc, const char* const* argv)
     // Wireshark takes anything on stderr for an error.
     config.statistics = false;
     config.warnings = false;
+    config.start_lines = false;
     return run_capture(config);
 }
 

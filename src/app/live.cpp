@@ -208,7 +208,7 @@ PacketOutput& described(PacketOutput& output, const Config& config, Chosen& chos
 {
     output.set_interface_traits(interface_traits(loaded.sessions, loaded.interfaces));
     output.set_drop_labels(chosen.drop_labels ? &*chosen.drop_labels : nullptr);
-    output.write_hash_types(config.verbose);
+    output.write_hash_types(config.rss_type_comments);
     if (loaded.process) {
         ContainerNames& names = loaded.process->container_names;
         output.name_processes([&names](uint64_t cgroup) { return names.of(cgroup); });
@@ -324,7 +324,9 @@ void print_start_lines(const Config& config, const Loaded& loaded)
         if (const auto limitation = loaded.process->owners.limitation())
             std::fprintf(stderr, "xdpcap: warning: %s\n", limitation->c_str());
     }
-    if (config.quiet)
+    // -q quiets the warnings above, not these: as tcpdump -q, scripts wait
+    // for "listening on".
+    if (!config.start_lines)
         return;
     const ChosenInterface& traced = loaded.sessions.front().chosen;
     for (const XdpProgramInfo& p : traced.traced)
@@ -377,7 +379,8 @@ StatsFormat stats_format(const Config& config, const CaptureFilter& filter, Chos
                        .drop_reasons = chosen.drop_labels ? chosen.drop_labels->by_frequency()
                                                           : std::vector<std::pair<std::string, uint64_t>>{},
                        .drop_misses = running.loop.drop_misses(),
-                       .largest_snaplen = config.snaplen == kMaxSnaplen};
+                       .largest_snaplen = config.snaplen == kMaxSnaplen,
+                       .file_limit_reached = running.output.file_limit_reached()};
 }
 
 // The last file's statistics blocks; a failure to write them is `failure`.

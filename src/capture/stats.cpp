@@ -108,6 +108,11 @@ std::string total_lines(const std::vector<CpuStats>& cpus, const StatsFormat& fo
     if (sampling)
         totals.push_back(counted(t.sample_skipped, " packet skipped by sampling", " packets skipped by sampling") +
                          " (1 in " + std::to_string(format.sample_every) + " kept)");
+    // Read from the rings once the capture had ended: they add up too.
+    if (t.discarded)
+        totals.push_back(counted(t.discarded, " packet not written: ", " packets not written: ") +
+                         (format.file_limit_reached ? "the last file of -W was complete"
+                                                    : "the count of -c was reached"));
     if (t.unwritten)
         totals.push_back(
             counted(t.unwritten, " packet not written to the output", " packets not written to the output"));
@@ -149,6 +154,8 @@ std::string interface_lines(const std::vector<CpuStats>& cpus, const StatsFormat
             text += ", " + std::to_string(i.sample_skipped) + " skipped by sampling";
         if (i.unwritten)
             text += ", " + std::to_string(i.unwritten) + " not written to the output";
+        if (i.discarded)
+            text += ", " + std::to_string(i.discarded) + " not written after the capture ended";
         if (i.invalid)
             text += ", " + counted(i.invalid, " record refused as malformed", " records refused as malformed");
         if (format.filtering && format.per_cpu)

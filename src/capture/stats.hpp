@@ -68,6 +68,9 @@ struct StatsFormat {
     // The snapshot length is the largest there is (no -s below it): the
     // packets longer than it get a line (with -v, always).
     bool largest_snaplen = false;
+    // The capture ended because -W's last -G file was complete, not at -c:
+    // what the rings still held is not written for that reason.
+    bool file_limit_reached = false;
     // SIGUSR1 while capturing: the totals on one line that starts with
     // kInterimPrefix (tcpdump prints one line then too), so that they cannot
     // be taken for the final statistics; per-CPU lines as usual.

@@ -279,6 +279,7 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"immediate-mode", "--immediate-mode"},
         {"linktype", "-y"},
         {"list-data-link-types", "-L"},
+        {"rss-type-comments", "--rss-type-comments"},
     };
     for (const auto& [key, spelling] : live_only) {
         // -Q has a default value: only a given one counts.
@@ -332,7 +333,7 @@ ProcessSelection parse_process_selection(const cxxopts::ParseResult& result)
 cxxopts::Options make_options()
 {
     cxxopts::Options options("xdpcap", "Capture packets at the XDP hook, one pcapng interface per CPU.");
-    options.custom_help("[-#AdDehKLnNpqSUvxX] [-t...] [--version] (-i IFACE [-i IFACE]... | -r FILE) [-w FILE|-]\n"
+    options.custom_help("[-#AdDehKlLnNpqSUvxX] [-t...] [--version] (-i IFACE [-i IFACE]... | -r FILE) [-w FILE|-]\n"
                         "         [--print] [--print-cpu] [--immediate-mode] [-y EN10MB] [-s SNAPLEN] [-c COUNT]\n"
                         "         [-C SIZE] [-G SECONDS] [-W COUNT]\n"
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
@@ -340,7 +341,7 @@ cxxopts::Options make_options()
                         "         [-k] [--pid PID [--follow-forks]] [--pname NAME] [--cgroup PATH]\n"
                         "         [--container NAME|ID [--container-netns]]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
-                        "         [--time-stamp-precision micro|nano]");
+                        "         [--time-stamp-precision micro|nano] [--nano] [--rss-type-comments]");
     options.positional_help("[expression] [-- COMMAND [ARGS]]");
     // clang-format off
     options.add_options()
@@ -374,8 +375,8 @@ cxxopts::Options make_options()
                                    "captures), and exit")
         ("y,linktype", "Link-layer type: EN10MB (Ethernet), the only one", cxxopts::value<std::string>(), "TYPE")
         ("v,verbose", "More detail: IP header fields and checksums on packet lines (-v, -vv, -vvv, as tcpdump), "
-                      "per-CPU statistics, the RSS hash type in the file's packet comments")
-        ("q,quiet", "Quick output: less protocol detail per packet line (tcpdump's -q); no start line")
+                      "per-CPU statistics; never changes what -w writes")
+        ("q,quiet", "Quick output: less protocol detail per packet line (tcpdump's -q); no start-up warnings")
         ("e", "Print the link-level header (MAC addresses, ethertype, length) on each packet line")
         ("x", "Print each packet's data in hex, without (-x) or with (-xx) its link-level header")
         ("X", "Print each packet's data in hex and ASCII, without (-X) or with (-XX) its link-level header")
@@ -384,6 +385,7 @@ cxxopts::Options make_options()
               "-tttt date and time, -ttttt delta since the first packet")
         ("time-stamp-precision", "Print timestamps in micro (the default) or nano seconds",
              cxxopts::value<std::string>(), "PREC")
+        ("nano", "Print timestamps in nanoseconds (tcpdump's spelling of --time-stamp-precision nano)")
         ("number", "Print each packet's number first (also -#)")
         ("S", "Print absolute TCP sequence numbers, not relative to the connection's first (as tcpdump -S)")
         ("n", "Print addresses and ports as numbers (always so: accepted as tcpdump's -n and -nn)")
@@ -392,6 +394,8 @@ cxxopts::Options make_options()
         ("l", "Line-buffered output: write each packet line as soon as it is made")
         ("print-cpu", "Start each packet line with the pcapng interface it is written to (IFACE@cpuN) and its "
                       "direction; with -e, the packet's hash follows")
+        ("rss-type-comments", "Name each received packet's RSS hash type (L4_IPV4_TCP, ...) in its pcapng "
+                              "comment, where the NIC hands the hash to XDP")
         ("print", "Print packet lines on standard output also while writing -w FILE")
         ("drops", "Also capture the packets the kernel drops on the interface, each with the kernel's reason "
                   "and the code that dropped it")
@@ -483,7 +487,11 @@ text::TextOptions parse_text_options(const cxxopts::ParseResult& result)
             text.nanoseconds = true;
         else if (precision != "micro")
             throw Error("invalid --time-stamp-precision '" + precision + "': expected micro or nano");
+        else if (result.count("nano"))
+            throw Error("--nano and --time-stamp-precision micro ask for different precisions: give one");
     }
+    if (result.count("nano"))
+        text.nanoseconds = true;
     return text;
 }
 
@@ -600,6 +608,7 @@ void parse_behaviour(const cxxopts::ParseResult& result, Config& config, std::ve
     config.packet_buffered = result.count("packet-buffered") > 0;
     config.immediate = result.count("immediate-mode") > 0;
     config.verbose = result.count("verbose") > 0;
+    config.rss_type_comments = result.count("rss-type-comments") > 0;
     config.quiet = result.count("quiet") > 0;
     config.print = result.count("print") > 0;
     config.drops = result.count("drops") > 0;

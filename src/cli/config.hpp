@@ -44,13 +44,15 @@ struct Config {
     bool packet_buffered = false;
     bool immediate = false; // --immediate-mode: woken for every packet, not for a quarter ring
     bool verbose = false;
-    bool quiet = false; // -q: tcpdump's quick (shorter) decode, and no start line
+    bool rss_type_comments = false; // --rss-type-comments: received packets' RSS hash type in their comments
+    bool quiet = false; // -q: tcpdump's quick (shorter) decode, and no start-up warnings
     bool print = false; // --print: text lines on stdout while -w writes a file
     bool drops = false; // --drops: also the kernel's drops on the interface (skb:kfree_skb)
     ProcessSelection process;
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
     bool warnings = true; // start-up warnings on stderr (for Wireshark the interface descriptions carry them)
+    bool start_lines = true; // "listening on ..." and "tracing ..." on stderr (not for Wireshark)
     XdpMode xdp_mode = XdpMode::Auto;
     Direction direction = Direction::InOut;
     bool promiscuous = true; // -p turns it off

@@ -1227,6 +1227,8 @@ _STATS_TOTAL_RES = (
     ("malformed", re.compile(r"^(\d+) records? refused as malformed$")),
     ("out_of_order", re.compile(r"^(\d+) packets? written out of order$")),
     ("skipped", re.compile(r"^(\d+) packets? skipped by sampling \(1 in \d+ kept\)$")),
+    ("after_end", re.compile(r"^(\d+) packets? not written: (?:the count of -c was reached|"
+                             r"the last file of -W was complete)$")),
 )
 # SIGUSR1's statistics: the totals on one line after this marker.
 STATS_INTERIM_PREFIX = "interim statistics: "
@@ -1236,8 +1238,8 @@ def parse_stats(err_lines):
     """Every statistics block on stderr, in order.
 
     A block starts at "N packet(s) captured"; it holds the totals (captured,
-    received, dropped, and not_written / malformed / out_of_order / skipped, 0
-    when their optional lines are absent) and, with -v, a dict per CPU (keys
+    received, dropped, and not_written / malformed / out_of_order / skipped /
+    after_end, 0 when their optional lines are absent) and, with -v, a dict per CPU (keys
     STATS_CPU_KEYS, kept_by_filter, skipped) under "cpus".  SIGUSR1's one-line
     totals (after STATS_INTERIM_PREFIX) start a block with "interim" True.
     Also checks the singular/plural spelling ("1 packet captured").
@@ -1268,7 +1270,7 @@ def parse_stats(err_lines):
                 continue
             if key == "captured":
                 cur = {"captured": None, "received": None, "dropped": None, "not_written": 0,
-                       "malformed": 0, "out_of_order": 0, "skipped": 0,
+                       "malformed": 0, "out_of_order": 0, "skipped": 0, "after_end": 0,
                        "cpus": {}, "lines": [], "grammar_ok": True, "interim": interim}
                 blocks.append(cur)
             elif cur is None:

@@ -6,7 +6,10 @@ Usage (root): /usr/bin/python3 tests/e2e/test_extcap.py PATH/TO/xdpcap
 xdpcap is linked into a personal extcap directory under a temporary
 XDG_CONFIG_HOME (Wireshark 4.0 reads $XDG_CONFIG_HOME/wireshark/extcap), so
 nothing needs installing. Checks, inside the capture namespace of a NetLab:
-`tshark -D` lists exactly xdpcap:cap0 and xdpcap:lo; `tshark -i xdpcap:cap0
+`tshark -D` lists exactly xdpcap:cap0 and xdpcap:lo; with a veth pair named
+'a{b}c' and 'x}{y' added, it lists them too, each shown with its own name,
+and tshark captures a frame sent on 'a{b}c' through 'x}{y', whose value
+escapes the '}' Wireshark's parser would end it at; `tshark -i xdpcap:cap0
 -c 10 -w F` captures ten frames sent on the veth, byte-exact, with xdpcap's
 per-CPU interfaces, and no extcap error; a capture filter given to tshark
 (-f) reaches xdpcap (the interfaces record it) and only matching frames
@@ -127,6 +130,45 @@ def check_gone(lab, what):
     lab.assert_clean(f"{what}: nothing stays attached to cap0")
 
 
+def check_brace_names(lab, tshark, tmp):
+    """Interface names with '{' and '}' reach Wireshark whole: listed, shown
+    and captured on."""
+    ns = ["ip", "-n", lab.cap_ns]
+    N.run(ns + ["link", "add", "a{b}c", "type", "veth", "peer", "name", "x}{y"])
+    try:
+        for name in ("a{b}c", "x}{y"):
+            N.run(ns + ["link", "set", name, "up"])
+        cp = tshark.run(["-D"])
+        listed = sorted(re.findall(r"^\d+\. (xdpcap:\S+) \((.*)\)$", cp.stdout, re.M))
+        N.check(listed == [("xdpcap:a{b}c", "xdpcap capture on a{b}c"), ("xdpcap:cap0", "xdpcap capture on cap0"),
+                           ("xdpcap:lo", "xdpcap capture on lo"),
+                           ("xdpcap:x\\x7d{y", "xdpcap capture on x}\u2060{y")],
+                "tshark -D lists 'a{b}c' and 'x}{y' whole (a word joiner after the '}' before '{')",
+                cp.stdout + cp.stderr)
+        out = os.path.join(tmp, "brace.pcapng")
+        proc = tshark.start(["-i", "xdpcap:x\\x7d{y", "-c", "1", "-w", out, "-f", "udp port 9"])
+        sender = ("import socket, time\n"
+                  "s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n"
+                  "s.bind(('a{b}c', 0))\n"
+                  "frame = bytes.fromhex('02000000ca0102000000ca020800'"
+                  " '4500001c000100004011a8c6c6120001c6130001' '0009000900080000')\n"
+                  "for _ in range(100):\n"
+                  "    s.send(frame)\n"
+                  "    time.sleep(0.1)\n")
+        send = lab.track(subprocess.Popen(["ip", "netns", "exec", lab.cap_ns, "python3", "-c", sender],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        try:
+            finish(lab, proc, "-i xdpcap:x\\x7d{y")
+        finally:
+            send.kill()
+            send.wait()
+        names = sorted({r["if_name"] for r in N.read_capture(out, tmp)})
+        N.expect(len(names) == 1 and re.fullmatch(r"x\}\{y@cpu\d+", names[0]),
+                 "tshark captured on x}{y through its escaped value", names)
+    finally:
+        N.run(ns + ["link", "del", "a{b}c"], check_rc=False)
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         os.chmod(tmp, 0o755)  # the unprivileged run reads it too
@@ -147,6 +189,7 @@ def test(binary):
         N.check(listed == ["xdpcap:cap0", "xdpcap:lo"],
                 "tshark -D lists the namespace's interfaces as xdpcap:cap0 and xdpcap:lo",
                 cp.stdout + cp.stderr)
+        check_brace_names(lab, tshark, tmp)
 
         # Ten frames, byte-exact.
         corpus = os.path.join(tmp, "corpus.pcap")

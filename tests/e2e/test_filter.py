@@ -21,7 +21,10 @@ the number kept and isb_ifrecv to the number sent.  Then the same with the
 expression in a file (-F, with line breaks inside), and, in a lab with MTU 9000,
 9014-byte frames filtered on a byte beyond the first 4 KiB ('ip[5000] ==
 0xab': half of them carry 0xab there; frames ending right before / at that
-offset too).  Also `-d` prints the compiled filter and exits 0.  Further
+offset too).  Also `-d` prints the compiled filter and exits 0, headed by
+each hook it would run on: on the veth cap0 tc ingress and tc egress (-Q in:
+tc ingress alone; --xdp-mode native: XDP; --drops: skb:kfree_skb too),
+without -i every hook.  Further
 cases: `ip protochain 17` and IPv6 protochain over extension-header and AH
 frames; `inbound` (every frame) and `not outbound and udp` (libpcap cannot
 read direction from a file, so the reference is all frames / `udp`); and
@@ -30,6 +33,7 @@ attached to cap0.
 """
 
 import os
+import re
 import signal
 import struct
 import sys
@@ -394,7 +398,21 @@ def test(binary):
                  "-d 'tcp port 80' exits 0 and prints the compiled filter",
                  f"exit {cp.returncode}; stdout {cp.stdout[:500]!r}; stderr {cp.stderr[:500]!r}")
 
+        hooks = re.findall(r"^eBPF run at (.*) \(\d+ instructions\):$", cp.stdout, re.M)
+        N.expect(hooks == ["XDP", "tc ingress, on a veth or where the driver refuses native XDP", "tc egress"],
+                 "-d without -i: the eBPF of every hook a capture could take, each named", hooks)
+
         with N.NetLab() as lab:
+            for args, want in ((["-i", lab.cap_if], ["tc ingress", "tc egress"]),
+                               (["-i", lab.cap_if, "-Q", "in"], ["tc ingress"]),
+                               (["-i", lab.cap_if, "-Q", "out", "--xdp-mode", "native"], ["tc egress"]),
+                               (["-i", lab.cap_if, "--xdp-mode", "native"], ["XDP", "tc egress"]),
+                               (["-i", lab.cap_if, "--drops"], ["tc ingress", "tc egress", "skb:kfree_skb (--drops)"])):
+                cp = N.run(["ip", "netns", "exec", lab.cap_ns, binary, "-d"] + args + ["tcp port 80"],
+                           check_rc=False, timeout=10)
+                hooks = re.findall(r"^eBPF run at (.*) \(\d+ instructions\):$", cp.stdout, re.M)
+                N.expect(cp.returncode == 0 and hooks == want,
+                         f"-d {' '.join(args)}: the eBPF of {', '.join(want)}, each named", (hooks, cp.stderr))
             for expr in EXPRESSIONS:
                 run_case(lab, binary, caps, sent_path, sent, repr(expr), [expr], [expr], expr)
             ffile = os.path.join(tmp, "filter.txt")

@@ -13,9 +13,11 @@ Received (kernels with bpf_xdp_metadata_rx_hash, 6.3; veth hands out the
 kernel's flow hash): UDP datagrams of four flows from gen0 each carry epb_hash,
 with the algorithm byte 255 (veth has no RSS function for ethtool to name);
 every datagram of one flow the same hash, the four flows four hashes; the hash
-type in a packet comment ("RSS hash type L4_ANY") only with -v (a string
-per packet costs more than a 64-byte packet), none without; tshark reads the
-option (pcapng's own dissector) and the comment; the text line of each frame
+type in a packet comment ("RSS hash type L4_ANY") only with
+--rss-type-comments (a string per packet costs more than a 64-byte packet),
+none without, and none with -v alone: -v writes every packet block with the
+same options as without it; tshark reads the option (pcapng's own dissector)
+and the comment; the text line of each frame
 (-e) shows the same hash and its type.  On kernels without the kfunc (Debian's 6.1): no epb_hash on
 received frames, and nothing else changed.
 
@@ -216,25 +218,52 @@ def received_hashes(binary, lab, tmp, has_kfunc):
     want_text = [f"{int.from_bytes(r['hashes'][0][1], 'little'):08x}" for r in epbs]
     N.expect(got == want_text, "each text line (-e) shows the frame's hash and type after the direction",
              f"{got[:3]} vs {want_text[:3]}")
-    verbose_hash_types(binary, lab, tmp)
+    verbose_hash_types(binary, lab, tmp, out)
 
 
-def verbose_hash_types(binary, lab, tmp):
-    """With -v every received datagram's comment names the hash type."""
-    out = os.path.join(tmp, "rx-v.pcapng")
-    x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-v", "-w", out, "udp port 7009"])
-    x.wait_listening()
-    finish(lab, run_in(lab, lab.gen_ns, SEND_UDP), "the UDP sender")
-    time.sleep(0.5)
-    N.check(x.stop(signal.SIGINT) == 0, "xdpcap -v exits 0", x.stderr)
-    epbs = [r for r in N.pcapng_records(out)["epbs"] if udp_flow(r["data"]) is not None]
-    N.check(len(epbs) == len(FLOWS) * PER_FLOW, f"-v: the {len(FLOWS) * PER_FLOW} datagrams are captured", len(epbs))
+def epb_options(path):
+    """Of each captured datagram's EPB: its options as written, (code, value),
+    the hash's value left out (a new flow hash each run)."""
+    e, blocks, _tail, _problems = N.pcapng_walk(path)
+    options = []
+    for _off, btype, body in blocks:
+        if btype != N.PCAPNG_EPB:
+            continue
+        caplen = struct.unpack(e + "I", body[12:16])[0]
+        if udp_flow(body[20:20 + caplen]) is None:
+            continue
+        options.append([(code, val[:1] if code == 3 else val)
+                        for code, val in N.parse_options(e, body[20 + ((caplen + 3) & ~3):])])
+    return options
+
+
+def verbose_hash_types(binary, lab, tmp, plain_path):
+    """-v writes the packet blocks as without it; --rss-type-comments names
+    every received datagram's hash type in its comment."""
+    def capture(name, args):
+        out = os.path.join(tmp, name)
+        x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in"] + args + ["-w", out, "udp port 7009"])
+        x.wait_listening()
+        finish(lab, run_in(lab, lab.gen_ns, SEND_UDP), "the UDP sender")
+        time.sleep(0.5)
+        N.check(x.stop(signal.SIGINT) == 0, f"xdpcap {' '.join(args)} exits 0", x.stderr)
+        epbs = [r for r in N.pcapng_records(out)["epbs"] if udp_flow(r["data"]) is not None]
+        N.check(len(epbs) == len(FLOWS) * PER_FLOW,
+                f"{' '.join(args)}: the {len(FLOWS) * PER_FLOW} datagrams are captured", len(epbs))
+        return out, epbs
+
+    verbose_path, _epbs = capture("rx-v.pcapng", ["-v"])
+    verbose, plain = epb_options(verbose_path), epb_options(plain_path)
+    N.expect(verbose == plain and any(plain),
+             "-v: every packet block carries the same options as without -v (no comment added)",
+             f"{verbose[:2]} vs {plain[:2]}")
+    out, epbs = capture("rx-types.pcapng", ["--rss-type-comments"])
     N.expect(all(r["comments"] == ["RSS hash type L4_ANY"] for r in epbs),
-             "-v: the hash type is in a packet comment: RSS hash type L4_ANY (veth: a layer-4 flow hash)",
-             [r["comments"] for r in epbs[:4]])
+             "--rss-type-comments: the hash type is in a packet comment: RSS hash type L4_ANY "
+             "(veth: a layer-4 flow hash)", [r["comments"] for r in epbs[:4]])
     cp = N.run(["tshark", "-n", "-r", out, "-Y", "udp.port == 7009", "-T", "fields", "-e", "frame.comment"])
     N.expect(cp.stdout.splitlines() == ["RSS hash type L4_ANY"] * len(epbs),
-             "-v: tshark shows the comment on every frame (frame.comment)", cp.stdout[:300])
+             "--rss-type-comments: tshark shows the comment on every frame (frame.comment)", cp.stdout[:300])
 
 
 def sent_flags(binary, lab, tmp):

@@ -25,7 +25,10 @@ Usage (root): /usr/bin/python3 tests/e2e/test_rotation.py PATH/TO/xdpcap
    first packet after the last period ran out), its packets all stamped in
    that second, no packet lost or doubled across them.
 3. -G 1 -W 2: xdpcap stops by itself after the second file with tcpdump's
-   "Maximum file limit reached: 2", status 0, exactly two valid files.
+   "Maximum file limit reached: 2", status 0, exactly two valid files; the
+   packets read after the last file was complete (at least the one that
+   would have started a third) are counted on a line of their own, so the
+   totals add up: received = captured + dropped + not written.
 4. -C 1 where the second file's name is a directory: xdpcap stops by itself,
    status 2, one "xdpcap:" line naming that file, statistics printed and
    consistent; the first file is complete (statistics blocks included) and
@@ -281,6 +284,12 @@ def test_time_limit(binary, lab, tmp):
              x.err_lines)
     st = N.final_stats(x.err_lines)
     N.check_stats_identity(st)
+    after = sum(c["after_count"] for c in st["cpus"].values())
+    N.expect(st["after_end"] == after >= 1,
+             f"'{after} packets not written: the last file of -W was complete' counts the packets read after "
+             "the end", st["lines"])
+    N.expect(st["received"] == st["captured"] + st["dropped"] + st["not_written"] + st["malformed"]
+             + st["after_end"], "the totals' lines alone add up", st["lines"])
     names = sorted(os.listdir(out_dir))
     N.expect(len(names) == 2, "exactly two files", names)
     total = 0

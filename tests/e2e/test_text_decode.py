@@ -185,7 +185,7 @@ def test(binary):
 
         # -q: tcpdump's quick output.
         x = lab.xdpcap(binary, ["-q", "-c", str(count)])
-        time.sleep(N.scaled(1.5))  # -q prints no start line to wait for
+        x.wait_listening()  # -q keeps the start line, as tcpdump -q
         lab.send(corpus, CPU, gap_us=300)
         rc = x.wait(20)
         N.expect(rc == 0, "-q: exits 0", (rc, x.err_lines[-3:]))

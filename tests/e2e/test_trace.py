@@ -13,6 +13,8 @@ saying tracing needs fentry/fexit, exit 1, no file left, the program still
 attached.
 
 With it (Debian 12's 6.1, tests/vm):
+- -d -i cap0 names the hooks the filter would run on: the traced program's
+  fentry and fexit, and tc egress;
 - attached with ip link, --at entry,exit (the default): every sent frame
   appears once at entry and once at exit, on IDBs named cap0@cpuN:entry and
   :exit whose description names the program, id and tag; exit records carry
@@ -287,6 +289,11 @@ def read_back(binary, tmp, path, rows):
 
 def test_traced(lab, binary, tmp, obj, prog):
     pid = prog[0]
+    cp = N.run(["ip", "netns", "exec", lab.cap_ns, binary, "-d", "-i", lab.cap_if, "udp"], check_rc=False)
+    hooks = re.findall(r"^eBPF run at (.*) \(\d+ instructions\):$", cp.stdout, re.M)
+    N.expect(cp.returncode == 0 and len(hooks) == 2 and
+             hooks[0].startswith(f"fentry and fexit of XDP program 'xdp_verdicts' (id {pid}") and
+             hooks[1] == "tc egress", "-d names the traced program's entry and exit as the hooks", (hooks, cp.stderr))
     frames = udp_frames(10, 1)
     path, rows, err = capture(lab, binary, tmp, "entry-exit", [], frames)
     N.expect(any(l.startswith(f"tracing XDP program 'xdp_verdicts' (id {pid}") for l in err),

@@ -6,6 +6,10 @@ Usage: check_man.py PATH_TO_XDPCAP PATH_TO_MAN_PAGE
 1. Runs `xdpcap --help`, extracts every option (short -x and long --xxx) and
    checks that each one appears in the man page source (outside comments,
    with roff escapes such as \\- and font changes normalised away).
+   Each option of --help (its short and long spellings, and another one its
+   description gives as "(also -#)") is also named in the SYNOPSIS section
+   (by one of its spellings, a short one maybe in a bundle such as
+   [-AdDeh]) and in the OPTIONS section (by every spelling).
 2. Renders the page with `groff -man -ww -z -Tutf8` (all warnings on) and
    fails on any stderr output or a non-zero status.
 3. Renders the page with `man -l` (MANWIDTH=80) and fails if that fails.
@@ -65,6 +69,48 @@ def extract_options(help_text):
             else:  # "-hqUv" is four short options
                 options.update("-" + c for c in tok[1:])
     return sorted(options, key=lambda o: (o.lstrip("-").lower(), o))
+
+
+# "-x, --long" or "--long" at the start of an option line, with "(also -#)"
+# anywhere in its description.
+ALSO = re.compile(r"\(also (-[^\s)]+)\)")
+SYNOPSIS_TOKEN = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9-]*|-[#A-Za-z0-9]+)(?![\w-])")
+
+
+def extract_entries(help_text):
+    """Each option line of --help as the list of its spellings."""
+    entries = []
+    for line in help_text.splitlines():
+        m = OPTION_LINE.match(line)
+        if not m:
+            continue
+        spellings = []
+        if m.group("short"):
+            spellings.append("-" + m.group("short"))
+        if m.group("long"):
+            spellings.append(m.group("long"))
+        if m.group("only_short"):
+            spellings.append("-" + m.group("only_short"))
+        spellings += ALSO.findall(line)
+        entries.append(spellings)
+    return entries
+
+
+def section(text, name):
+    """The text of the man page section NAME (normalised source)."""
+    m = re.search(r"^\.SH " + re.escape(name) + r"\s*$(.*?)(?=^\.SH |\Z)", text, re.M | re.S)
+    return m.group(1) if m else ""
+
+
+def synopsis_spellings(synopsis):
+    """Every option spelling in SYNOPSIS, bundles like -AdDeh split up."""
+    found = set()
+    for tok in SYNOPSIS_TOKEN.findall(synopsis):
+        if tok.startswith("--") or len(tok) == 2:
+            found.add(tok)
+        else:
+            found.update("-" + c for c in tok[1:])
+    return found
 
 
 def normalise_roff(source):
@@ -135,6 +181,21 @@ def main(argv):
     missing = [o for o in options if not option_in_page(o, text)]
     for o in missing:
         failures.append(f"option {o} from --help is missing from {page}")
+
+    # 1b. Every option in SYNOPSIS (one spelling) and in OPTIONS (each).
+    entries = extract_entries(help_text)
+    in_synopsis = synopsis_spellings(section(text, "SYNOPSIS"))
+    options_section = section(text, "OPTIONS")
+    if len(entries) < MIN_OPTIONS or not in_synopsis or not options_section:
+        failures.append(f"SYNOPSIS or OPTIONS not found in {page}, or too few options in --help")
+    for spellings in entries:
+        if spellings == ["--expression"]:
+            continue  # the positional expression, shown as [expression]
+        if not in_synopsis.intersection(spellings):
+            failures.append(f"option {' / '.join(spellings)} from --help is missing from the SYNOPSIS of {page}")
+        for o in spellings:
+            if not option_in_page(o, options_section):
+                failures.append(f"option {o} from --help is missing from the OPTIONS section of {page}")
 
     # 2. groff with all warnings.
     r = run(["groff", "-man", "-ww", "-z", "-Tutf8", page])

@@ -215,3 +215,107 @@ TEST(Extcap, ConfigText)
         }
     }
 }
+
+namespace {
+
+// Wireshark's reading of one extcap line (extcap_parser.c): the sentence
+// word, then every {key=value}, a value ending at the first '}' followed by
+// '{', white space or the end of the line. Nothing is unescaped; a line
+// that is not valid UTF-8 is dropped (checked on its own below).
+std::vector<std::pair<std::string, std::string>> wireshark_fields(const std::string& line)
+{
+    static const std::regex sentence(R"(^[\t| ]*(arg|value|interface|extcap|dlt|control)(?=[\t| ]+\{))",
+                                     std::regex::icase);
+    static const std::regex field(R"(\{([a-zA-Z_-]*?)\=(.*?)\}(?=\{|$|\s))", std::regex::icase);
+    std::vector<std::pair<std::string, std::string>> fields;
+    if (!std::regex_search(line, sentence))
+        return fields;
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), field); it != std::sregex_iterator(); ++it)
+        fields.emplace_back((*it)[1].str(), (*it)[2].str());
+    return fields;
+}
+
+std::string field_of(const std::string& line, const std::string& key)
+{
+    for (const auto& [k, v] : wireshark_fields(line)) {
+        if (k == key)
+            return v;
+    }
+    ADD_FAILURE() << "no {" << key << "=...} in " << line;
+    return {};
+}
+
+// No control characters, and every byte past ASCII part of a valid UTF-8
+// character (g_utf8_validate would drop the line otherwise).
+bool clean_utf8(const std::string& line)
+{
+    for (size_t i = 0; i < line.size();) {
+        const auto c = static_cast<unsigned char>(line[i]);
+        if (c < 0x20 || c == 0x7f)
+            return false;
+        const size_t length = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (length == 0 || (length == 2 && c < 0xc2) || i + length > line.size())
+            return false;
+        for (size_t k = 1; k < length; ++k) {
+            if ((static_cast<unsigned char>(line[i + k]) & 0xc0) != 0x80)
+                return false;
+        }
+        i += length;
+    }
+    return true;
+}
+
+std::string without_word_joiners(std::string text)
+{
+    for (size_t at; (at = text.find("\xe2\x81\xa0")) != std::string::npos;)
+        text.erase(at, 3);
+    return text;
+}
+
+} // namespace
+
+// Names the kernel allows (anything but '/', ':' and white space): each
+// reaches Wireshark whole, and the value it calls back with names it again.
+TEST(Extcap, InterfaceNamesSurviveWiresharksParser)
+{
+    const std::vector<std::string> names = {"eth0", "a{b}c", "x}{y", "p}", "}{", "{v=1}{display=z}",
+                                            "b\\s}{\\x41", "caf\xc3\xa9}", "bad\xff}{", "ctl\x1b]2;"};
+    const auto lines = lines_of(extcap::interfaces_text(names));
+    ASSERT_EQ(lines.size(), names.size() + 1);
+    for (size_t i = 0; i < names.size(); ++i) {
+        const std::string& line = lines[i + 1];
+        EXPECT_TRUE(clean_utf8(line)) << line;
+        const std::string value = field_of(line, "value");
+        const auto argv = argv_of({"--extcap-dlts", "--extcap-interface", value.c_str()});
+        EXPECT_EQ(extcap::parse(static_cast<int>(argv.size()), argv.data()).interface, names[i]) << line;
+        const std::string display = field_of(line, "display");
+        if (clean_utf8(names[i])) {
+            EXPECT_EQ(without_word_joiners(display), "xdpcap capture on " + names[i]) << line;
+        }
+    }
+    // Names that need nothing stay as they are.
+    EXPECT_EQ(lines[1], "interface {value=xdpcap:eth0}{display=xdpcap capture on eth0}");
+    EXPECT_EQ(field_of(lines[2], "value"), "xdpcap:a{b}c");
+    EXPECT_EQ(field_of(lines[2], "display"), "xdpcap capture on a{b}c");
+    EXPECT_EQ(field_of(lines[9], "display"), "xdpcap capture on bad\\xff}\xe2\x81\xa0{");
+}
+
+TEST(Extcap, BadEscapeInInterfaceValue)
+{
+    EXPECT_NE(error_of({"--extcap-dlts", "--extcap-interface", "xdpcap:a\\q"}).find("bad escape"), std::string::npos);
+    EXPECT_NE(error_of({"--extcap-dlts", "--extcap-interface", "xdpcap:a\\x4"}).find("bad escape"), std::string::npos);
+}
+
+// Every field of the config and DLT answers reads back as written.
+TEST(Extcap, ConfigFieldsSurviveWiresharksParser)
+{
+    for (const std::string& text : {extcap::config_text(), extcap::dlts_text()}) {
+        for (const std::string& line : lines_of(text)) {
+            EXPECT_TRUE(clean_utf8(line)) << line;
+            std::string rebuilt = line.substr(0, line.find(' ') + 1);
+            for (const auto& [key, value] : wireshark_fields(line))
+                rebuilt += "{" + key + "=" + value + "}";
+            EXPECT_EQ(rebuilt, line);
+        }
+    }
+}

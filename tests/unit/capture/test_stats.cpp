@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
+
 #include "capture/stats.hpp"
 
 using namespace xdpcap;
@@ -235,4 +238,104 @@ TEST(Stats, KernelDropsByReason)
     const std::string interim = format_stats({s}, format);
     EXPECT_NE(interim.find(", 4 packets dropped by the kernel's stack: NO_SOCKET 3, IP_CSUM 1, "), std::string::npos)
         << interim;
+}
+
+// Samples read once the capture had ended are counted, with why.
+TEST(Stats, NotWrittenAfterTheEnd)
+{
+    CpuStats s = cpu(0, 26, 26, 0, 24);
+    s.ring.discarded = 2;
+    const auto totals = sum_stats({s});
+    EXPECT_EQ(totals.received, totals.captured + totals.dropped + totals.discarded + totals.unwritten + totals.invalid);
+    const std::string by_count = format_stats({s}, false);
+    EXPECT_EQ(by_count, "24 packets captured\n26 packets received by filter\n0 packets dropped by kernel\n"
+                        "2 packets not written: the count of -c was reached\n");
+    const std::string by_files = format_stats({s}, StatsFormat{.file_limit_reached = true});
+    EXPECT_NE(by_files.find("\n2 packets not written: the last file of -W was complete\n"), std::string::npos)
+        << by_files;
+    s.ring.discarded = 1;
+    EXPECT_NE(format_stats({s}, false).find("\n1 packet not written: the count"), std::string::npos);
+    CpuStats other = cpu(1, 3, 3, 0, 3);
+    other.interface = "eth1";
+    s.interface = "eth0";
+    EXPECT_NE(format_stats({s, other}, false).find("eth0: 24 packets captured, 26 received by filter, 0 dropped by "
+                                                   "kernel, 1 not written after the capture ended\n"),
+              std::string::npos);
+}
+
+namespace {
+
+// The man page as plain words: no comments, macros, fonts or quotes, roff's
+// escapes for '-' and apostrophes resolved, white space collapsed.
+std::string man_page_words()
+{
+    std::ifstream in(XDPCAP_MAN_PAGE);
+    std::string words;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind(".\\\"", 0) == 0)
+            continue;
+        if (!line.empty() && line[0] == '.')
+            line = line.find(' ') == std::string::npos ? "" : line.substr(line.find(' '));
+        line = std::regex_replace(line, std::regex(R"(\\f(\[[^\]]*\]|\(..|.))"), "");
+        line = std::regex_replace(line, std::regex(R"(\\-)"), "-");
+        line = std::regex_replace(line, std::regex(R"(\\\(aq|\\\(cq)"), "'");
+        line = std::regex_replace(line, std::regex(R"(\\\(lq|\\\(rq|\\&|")"), " ");
+        words += line + ' ';
+    }
+    return std::regex_replace(words, std::regex(R"(\s+)"), " ");
+}
+
+} // namespace
+
+// Every counter the statistics can print, with every option that adds one
+// and every count non-zero, is named in the man page (STATISTICS).
+TEST(Stats, EveryCounterIsInTheManPage)
+{
+    const std::string man = man_page_words();
+    ASSERT_GT(man.size(), 10000u) << XDPCAP_MAN_PAGE;
+    std::vector<CpuStats> cpus;
+    for (int n = 0; n < 2; ++n) {
+        CpuStats s;
+        s.cpu = n;
+        s.interface = n == 0 ? "eth0" : "eth1";
+        for (xdpcap_counters* k : {&s.kernel, &s.ingress, &s.egress, &s.entry, &s.exit, &s.drops}) {
+            k->seen = 90;
+            k->matched = 80;
+            k->sampled = 70;
+            k->sample_skipped = 3;
+            k->output_failed = 5;
+            k->ring_full = 2;
+            k->no_link_header = 2;
+        }
+        s.ring = RingTally{.samples = 70, .written = 60, .discarded = 2, .unwritten = 2, .invalid = 2,
+                           .lost_records = 2, .out_of_order = 2, .cut = 2, .partial = 2, .incomplete = 2,
+                           .stray_parts = 2};
+        cpus.push_back(s);
+    }
+    std::string printed;
+    for (const bool per_cpu : {false, true}) {
+        for (const unsigned trace : {0u, kTraceEntry | kTraceExit}) {
+            for (const bool limit : {false, true}) {
+                printed += format_stats(cpus, StatsFormat{.per_cpu = per_cpu,
+                                                          .filtering = true,
+                                                          .both_directions = true,
+                                                          .trace_points = trace,
+                                                          .sample_every = 4,
+                                                          .drops = true,
+                                                          .drop_reasons = {{"NO_SOCKET", 5}},
+                                                          .drop_misses = 2,
+                                                          .largest_snaplen = true,
+                                                          .file_limit_reached = limit});
+            }
+        }
+    }
+    // A label is what follows a count, up to the next count or separator.
+    const std::regex label(R"((?:^|[ (])\d+ ([A-Za-z][^,;:\n(0-9]*[A-Za-z)]))");
+    size_t checked = 0;
+    for (auto it = std::sregex_iterator(printed.begin(), printed.end(), label); it != std::sregex_iterator(); ++it) {
+        const std::string text = (*it)[1].str();
+        ++checked;
+        EXPECT_NE(man.find(text), std::string::npos) << "printed but not in the man page: \"" << text << "\"";
+    }
+    EXPECT_GT(checked, 40u) << printed;
 }

@@ -466,3 +466,23 @@ TEST(Cli, CommandAfterDashes)
               std::string::npos);
     EXPECT_NE(error_of({"-r", "f", "--", "curl"}).find("live capture"), std::string::npos);
 }
+
+// tcpdump's --nano is --time-stamp-precision nano.
+TEST(Cli, NanoAsTcpdump)
+{
+    EXPECT_FALSE(parse_config({"-i", "e"}).text.nanoseconds);
+    EXPECT_TRUE(parse_config({"-i", "e", "--nano"}).text.nanoseconds);
+    EXPECT_TRUE(parse_config({"-r", "f", "--nano"}).text.nanoseconds);
+    EXPECT_TRUE(parse_config({"-i", "e", "--nano", "--time-stamp-precision", "nano"}).text.nanoseconds);
+    EXPECT_NE(error_of({"-i", "e", "--nano", "--time-stamp-precision=micro"}).find("give one"), std::string::npos);
+}
+
+// -v is about what is printed; the RSS type comment in the file has its own option.
+TEST(Cli, VerboseLeavesTheFileAlone)
+{
+    EXPECT_FALSE(parse_config({"-i", "e", "-v", "-w", "f"}).rss_type_comments);
+    EXPECT_TRUE(parse_config({"-i", "e", "--rss-type-comments", "-w", "f"}).rss_type_comments);
+    EXPECT_NE(error_of({"-r", "f", "--rss-type-comments"}).find("live capture"), std::string::npos);
+    // -q quiets warnings; the start lines stay.
+    EXPECT_TRUE(parse_config({"-i", "e", "-q"}).start_lines);
+}
