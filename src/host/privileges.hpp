@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace xdpcap {
 
@@ -39,6 +40,28 @@ bool bpf_needs_capability_on_open_fds();
 // drops every capability but `keep` from every set, and forbids regaining
 // any through execve. Raises Error when a step fails.
 void drop_privileges(const std::optional<RunAsUser>& user, const KeptCapabilities& keep);
+
+// While it lives, files are opened as `user` would open them: this thread's
+// file-system user and group ids (setfsuid(2)) and the process's
+// supplementary groups are the user's, so a file created belongs to it and
+// the permissions checked are its own; a root process's file capabilities
+// (CAP_DAC_OVERRIDE, ...) are out of the effective set meanwhile. Restored
+// when destroyed. Nothing changes when the process is the user already.
+class FileSystemIdentity {
+public:
+    explicit FileSystemIdentity(const RunAsUser& user);
+    ~FileSystemIdentity();
+    FileSystemIdentity(const FileSystemIdentity&) = delete;
+    FileSystemIdentity& operator=(const FileSystemIdentity&) = delete;
+
+private:
+    void restore() noexcept;
+
+    bool changed_ = false;
+    uid_t fsuid_ = 0;
+    gid_t fsgid_ = 0;
+    std::vector<gid_t> groups_;
+};
 
 // Raises a capability kept in the permitted set into the effective set for
 // its lifetime (no-op when it is effective already or not permitted).
