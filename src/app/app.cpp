@@ -97,7 +97,7 @@ int run_capture(const Config& config)
     if (config.dump_filter)
         return dump_filter(filter, config.interfaces.empty() ? std::string() : config.interfaces.front());
     if (config.read_file)
-        return read_capture_file(config, filter);
+        return read_capture_file(config, filter, ReadPrivileges::GiveUp);
     return run_live_capture(config, std::move(filter));
 }
 

@@ -207,6 +207,25 @@ void FileSystemIdentity::restore() noexcept
     (void)::setgroups(groups_.size(), groups_.data());
 }
 
+bool running_privileged()
+{
+    return ::geteuid() == 0 || ::getuid() == 0 || CapSets::current().any_permitted();
+}
+
+std::optional<RunAsUser> default_reading_user()
+{
+    // A user holding capabilities through the binary's file capabilities
+    // keeps its own uid; only the capabilities go.
+    if (::getuid() != 0 && ::geteuid() != 0)
+        return std::nullopt;
+    for (const char* name : {kReadingUser, "nobody"}) {
+        if (std::optional<RunAsUser> user = find_user(name))
+            return *user;
+    }
+    throw Error(std::string("no user to read the file as: neither ") + kReadingUser +
+                " nor nobody exists; give -Z USER");
+}
+
 ScopedCapability::ScopedCapability(int capability) noexcept : capability_(capability)
 {
     try {

@@ -63,6 +63,16 @@ private:
     std::vector<gid_t> groups_;
 };
 
+// Whether this process holds any privilege to give up: root, or a
+// capability in its permitted set.
+bool running_privileged();
+
+// Whom -r reads as without -Z: started as root, the unprivileged user
+// kReadingUser when the system has one, else nobody; started as another
+// user (with file capabilities), no change of user.
+inline constexpr const char* kReadingUser = "xdpcap";
+std::optional<RunAsUser> default_reading_user();
+
 // Raises a capability kept in the permitted set into the effective set for
 // its lifetime (no-op when it is effective already or not permitted).
 class ScopedCapability {

@@ -157,6 +157,12 @@ Sink Sink::standard_output(size_t buffer_size)
     return Sink(UniqueFd(), STDOUT_FILENO, "standard output", buffer_size, false);
 }
 
+Sink Sink::adopt(UniqueFd fd, std::string name, size_t buffer_size)
+{
+    const int raw = fd.get();
+    return Sink(std::move(fd), raw, std::move(name), buffer_size, false);
+}
+
 void Sink::start()
 {
     struct stat st{};

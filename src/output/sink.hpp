@@ -64,6 +64,9 @@ public:
     static Sink open_file(const std::string& path, size_t buffer_size = kDefaultBufferSize,
                           StopSignals* stop = nullptr);
     static Sink standard_output(size_t buffer_size = kDefaultBufferSize);
+    // A file opened elsewhere (a temporary to be renamed), named `name` in
+    // messages; it is never removed or truncated here.
+    static Sink adopt(UniqueFd fd, std::string name, size_t buffer_size = kDefaultBufferSize);
 
     Sink(Sink&&) noexcept = default;
     Sink& operator=(Sink&&) = delete;

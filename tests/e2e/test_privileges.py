@@ -21,6 +21,12 @@ Usage (root): /usr/bin/python3 tests/e2e/test_privileges.py PATH/TO/xdpcap
     file, one line naming the link and exit 1, nothing attached; as -C's
     second file, the capture stops with that line and status 2; the link's
     target is never written or given away;
+  * -r as root, while xdpcap blocks reading a FIFO or standard input: the
+    reading process (with -w, the child that reads) runs as the default
+    unprivileged user (xdpcap, else nobody) or -Z's, with CapEff, CapPrm,
+    CapInh, CapAmb and CapBnd 0 and NoNewPrivs 1, and prints or copies every
+    packet; a -w copy is renamed into place, also in a directory only root
+    may write, and no temporary is left;
   * -Z nobody on the clsact egress path (forced as on kernels without tcx):
     only CAP_NET_ADMIN stays, permitted but not effective, and the filter and
     qdisc are gone after exit;
@@ -33,6 +39,7 @@ Usage (root): /usr/bin/python3 tests/e2e/test_privileges.py PATH/TO/xdpcap
 import os
 import pwd
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -184,6 +191,88 @@ def symlinks(lab, binary, tmp, corpus, nobody):
     lab.assert_clean(f"{what}: nothing attached after exit")
 
 
+def reader_status(pid, what):
+    """/proc/PID/status of xdpcap reading a file, once it has changed user."""
+    deadline = time.monotonic() + N.scaled(5)
+    while True:
+        st = status_of(pid)
+        if st["Uid"].split()[0] != "0" or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    N.log(f"  info  {what}: Uid {st['Uid']} CapEff {st['CapEff']} CapPrm {st['CapPrm']} CapInh {st['CapInh']} "
+          f"CapAmb {st.get('CapAmb')} CapBnd {st['CapBnd']} NoNewPrivs {st.get('NoNewPrivs')}")
+    return st
+
+
+def check_reader(pid, what, uid):
+    with open(f"/proc/{pid}/comm") as f:
+        N.check(f.read().startswith("xdpcap"), f"{what}: process {pid} is xdpcap")
+    st = reader_status(pid, what)
+    N.expect(st["Uid"].split() == [str(uid)] * 4, f"{what}: every uid is {uid}", st["Uid"])
+    for name in ("CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd"):
+        N.expect(caps(st, name) == 0, f"{what}: {name} 0", st[name])
+    N.expect(st.get("NoNewPrivs", "").strip() == "1", f"{what}: NoNewPrivs 1", st.get("NoNewPrivs"))
+
+
+def reading_child(pid):
+    deadline = time.monotonic() + N.scaled(5)
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.01)
+    N.check(False, f"xdpcap {pid} started a reading process")
+
+
+def reading(binary, tmp, corpus, nobody):
+    """-r as root: the file is opened, then parsed by a process without any
+    privilege, while xdpcap blocks reading a FIFO (or standard input) that
+    has no data yet: the default user, or -Z's."""
+    try:
+        default = pwd.getpwnam("xdpcap")
+    except KeyError:
+        default = nobody
+    with open(corpus, "rb") as f:
+        data = f.read()
+    want = N.run(["tcpdump", "-n", "-r", corpus]).stdout.count("\n")
+    fifo = os.path.join(tmp, "input.fifo")
+    os.mkfifo(fifo)
+    private = os.path.join(tmp, "root-only-read")
+    os.mkdir(private, 0o700)
+    # Without -Z the copy is root's, renamed into place in a directory only
+    # root may write; with -Z, nobody creates it.
+    cases = ((["-r", fifo, "-n"], default.pw_uid, None, None),
+             (["-r", "-", "-w", os.path.join(private, "copy.pcapng")], default.pw_uid, subprocess.PIPE, 0),
+             (["-r", fifo, "-Z", "nobody", "-w", os.path.join(tmp, "z-copy.pcapng")], nobody.pw_uid, None,
+              nobody.pw_uid))
+    for args, uid, stdin, owner in cases:
+        what = "xdpcap " + " ".join(args)
+        p = subprocess.Popen([binary] + args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            writer = open(fifo, "wb") if stdin is None else None
+            reader = reading_child(p.pid) if "-w" in args else p.pid
+            check_reader(reader, what, uid)
+            if writer:
+                writer.write(data)
+                writer.close()
+            stdout, stderr = p.communicate(input=None if writer else data, timeout=N.scaled(10))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        N.expect(p.returncode == 0, f"{what}: exit 0", (p.returncode, stderr[-300:]))
+        if "-w" in args:
+            out = args[-1]
+            N.expect(N.capinfos_count(out) == want and os.stat(out).st_uid == owner,
+                     f"{what}: all {want} packets in the copy, created by uid {owner} and renamed into place",
+                     (N.capinfos_count(out), os.stat(out).st_uid))
+            N.expect(not [n for n in os.listdir(os.path.dirname(out)) if ".xdpcap-" in n],
+                     f"{what}: no temporary left", os.listdir(os.path.dirname(out)))
+        else:
+            N.expect(stdout.count(b"\n") == want, f"{what}: a line per packet", stdout.count(b"\n"))
+
+
 def test(binary):
     nobody = pwd.getpwnam("nobody")
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
@@ -218,6 +307,7 @@ def test(binary):
             N.expect(os.listdir(private) == [], f"{what}: nothing created", os.listdir(private))
             N.expect(lab.xdp_state() == "", f"{what}: nothing attached", lab.xdp_state())
         symlinks(lab, binary, tmp, corpus, nobody)
+        reading(binary, tmp, corpus, nobody)
         # A file that cannot be opened: one line, exit 1, nothing attached.
         rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-Z", "nobody", "-w",
                                                    os.path.join(tmp, "no-such-dir", "x.pcapng")])
