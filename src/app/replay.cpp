@@ -475,7 +475,7 @@ int read_capture_file(const Config& config, const std::string& filter, ReadPrivi
     if (!user)
         user = default_reading_user();
     if (ReplacedFile* replaced = reading.replaced()) {
-        if (const std::optional<WorkerEnd> end = fork_worker()) {
+        if (const std::optional<WorkerEnd> end = fork_worker(keep_only_rename_capabilities)) {
             // The child said what went wrong, and whether OUT is left as it was.
             replaced->finish(end->exit_status == kExitOk && end->signal == 0);
             return end_as(*end);

@@ -167,6 +167,23 @@ void drop_privileges(const std::optional<RunAsUser>& user, const KeptCapabilitie
         throw Error("cannot change to user " + name + ": the change did not take effect");
 }
 
+void keep_only_rename_capabilities() noexcept
+{
+    try {
+        const CapSets before = CapSets::current();
+        CapSets after;
+        for (const int cap : {CAP_DAC_OVERRIDE, CAP_FOWNER}) {
+            if (before.permitted(cap))
+                after.add(cap, true);
+        }
+        drop_bounding_set(after);
+        after.set();
+        ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    } catch (const Error&) {
+    }
+}
+
 FileSystemIdentity::FileSystemIdentity(const RunAsUser& user)
 {
     if (already(user))

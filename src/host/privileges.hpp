@@ -73,6 +73,12 @@ bool running_privileged();
 inline constexpr const char* kReadingUser = "xdpcap";
 std::optional<RunAsUser> default_reading_user();
 
+// The process that only renames a file into place keeps what that takes:
+// CAP_DAC_OVERRIDE (any directory) and CAP_FOWNER (a sticky one), where it
+// holds them; every other capability goes, and no_new_privs is set. Best
+// effort: what this process does next is safe without it.
+void keep_only_rename_capabilities() noexcept;
+
 // Raises a capability kept in the permitted set into the effective set for
 // its lifetime (no-op when it is effective already or not permitted).
 class ScopedCapability {

@@ -56,7 +56,7 @@ WorkerEnd wait_for(pid_t child, const sigset_t& set)
 
 } // namespace
 
-std::optional<WorkerEnd> fork_worker()
+std::optional<WorkerEnd> fork_worker(const std::function<void()>& parent_first)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -74,6 +74,7 @@ std::optional<WorkerEnd> fork_worker()
         throw Error("cannot start the reading process: " + errno_text(errno));
     if (child == 0)
         return std::nullopt; // ~MaskedSignals: the child's mask is the parent's
+    parent_first();
     return wait_for(child, set);
 }
 

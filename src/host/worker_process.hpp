@@ -4,6 +4,7 @@
 // directory the child could not write).
 #pragma once
 
+#include <functional>
 #include <optional>
 
 namespace xdpcap {
@@ -15,9 +16,9 @@ struct WorkerEnd {
 };
 
 // Forks. The child returns nothing, with the parent's signal mask. The
-// parent returns once the child ended, having passed on to it SIGINT,
-// SIGTERM, SIGHUP and SIGQUIT meanwhile.
-std::optional<WorkerEnd> fork_worker();
+// parent calls `parent_first`, then returns once the child ended, having
+// passed on to it SIGINT, SIGTERM, SIGHUP and SIGQUIT meanwhile.
+std::optional<WorkerEnd> fork_worker(const std::function<void()>& parent_first);
 
 // The parent's end as the child's: its exit status, or the same signal
 // raised on itself (returns only when that signal does not end it).

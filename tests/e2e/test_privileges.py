@@ -26,7 +26,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_privileges.py PATH/TO/xdpcap
     unprivileged user (xdpcap, else nobody) or -Z's, with CapEff, CapPrm,
     CapInh, CapAmb and CapBnd 0 and NoNewPrivs 1, and prints or copies every
     packet; a -w copy is renamed into place, also in a directory only root
-    may write, and no temporary is left;
+    may write, by the waiting parent, which keeps only CAP_DAC_OVERRIDE and
+    CAP_FOWNER (NoNewPrivs 1), and no temporary is left;
   * -Z nobody on the clsact egress path (forced as on kernels without tcx):
     only CAP_NET_ADMIN stays, permitted but not effective, and the filter and
     qdisc are gone after exit;
@@ -49,6 +50,8 @@ import netlab as N  # noqa: E402
 
 COUNT = 200
 CAP_NET_ADMIN = 12
+CAP_DAC_OVERRIDE = 1
+CAP_FOWNER = 3
 
 
 def status_of(pid):
@@ -214,6 +217,20 @@ def check_reader(pid, what, uid):
     N.expect(st.get("NoNewPrivs", "").strip() == "1", f"{what}: NoNewPrivs 1", st.get("NoNewPrivs"))
 
 
+def check_renamer(pid, what):
+    """The parent that waits to rename the copy keeps only what a rename
+    takes: CAP_DAC_OVERRIDE and CAP_FOWNER."""
+    deadline = time.monotonic() + N.scaled(5)
+    while status_of(pid).get("NoNewPrivs", "").strip() != "1" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    st = status_of(pid)
+    keep = (1 << CAP_DAC_OVERRIDE) | (1 << CAP_FOWNER)
+    N.expect(caps(st, "CapEff") == caps(st, "CapPrm") == caps(st, "CapBnd") == keep and
+             st.get("NoNewPrivs", "").strip() == "1",
+             f"{what}: the waiting parent keeps CAP_DAC_OVERRIDE and CAP_FOWNER alone, NoNewPrivs 1",
+             (st["CapEff"], st["CapPrm"], st["CapBnd"], st.get("NoNewPrivs")))
+
+
 def reading_child(pid):
     deadline = time.monotonic() + N.scaled(5)
     while time.monotonic() < deadline:
@@ -253,6 +270,8 @@ def reading(binary, tmp, corpus, nobody):
             writer = open(fifo, "wb") if stdin is None else None
             reader = reading_child(p.pid) if "-w" in args else p.pid
             check_reader(reader, what, uid)
+            if reader != p.pid:
+                check_renamer(p.pid, what)
             if writer:
                 writer.write(data)
                 writer.close()
