@@ -25,6 +25,7 @@ Sink open_sink(const Config& config, const std::optional<RotationPlan>& rotation
         as_user.emplace(*run_as);
     return Sink::open_file(rotation ? rotation->current() : *config.output, Sink::kDefaultBufferSize, &signals);
 }
+
 } // namespace
 
 ClaimedOutput claim_output(const Config& config, StopSignals& signals, const std::optional<RunAsUser>& run_as)
