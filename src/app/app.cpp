@@ -148,7 +148,7 @@ int run_capture(const Config& config)
     if (config.dump_filter)
         return dump_filter(config, filter);
     if (config.read_file)
-        return read_capture_file(config, filter);
+        return read_capture_file(config, filter, ReadPrivileges::GiveUp);
     return run_live_capture(config, std::move(filter));
 }
 

@@ -1,9 +1,5 @@
 #include "app/output_claim.hpp"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <ctime>
 
 #include "base/error.hpp"
@@ -17,24 +13,17 @@ bool writes_file(const Config& config)
     return config.writes_pcapng() && !config.writes_to_stdout();
 }
 
-// -Z: the output file the capture opened as root becomes the user's. A
-// FIFO or device given as -w FILE is left as it is.
-void give_file_to(const Sink& sink, const RunAsUser& user)
+// With -Z, the file is opened as the user: created as its own, never a
+// file the user could not have written itself, and nothing to hand over.
+Sink open_sink(const Config& config, const std::optional<RotationPlan>& rotation, StopSignals& signals,
+               const std::optional<RunAsUser>& run_as)
 {
-    struct stat st {};
-    if (::fstat(sink.fd(), &st) != 0 || !S_ISREG(st.st_mode))
-        return;
-    if (::fchown(sink.fd(), user.uid, user.gid) != 0)
-        throw Error(sink.name() + ": cannot give it to " + user.name + ": " + errno_text(errno));
-}
-
-Sink open_sink(const Config& config, const std::optional<RotationPlan>& rotation, StopSignals& signals)
-{
-    Sink sink = writes_file(config) ? Sink::open_file(rotation ? rotation->current() : *config.output,
-                                                      Sink::kDefaultBufferSize, &signals)
-                                    : Sink::standard_output();
-    sink.watch(&signals);
-    return sink;
+    if (!writes_file(config))
+        return Sink::standard_output();
+    std::optional<FileSystemIdentity> as_user;
+    if (run_as)
+        as_user.emplace(*run_as);
+    return Sink::open_file(rotation ? rotation->current() : *config.output, Sink::kDefaultBufferSize, &signals);
 }
 
 } // namespace
@@ -46,14 +35,12 @@ ClaimedOutput claim_output(const Config& config, StopSignals& signals, const std
     if (config.rotates())
         rotation.emplace(*config.output, RotationSettings{config.file_size, config.rotate_seconds, config.file_count},
                          ::time(nullptr));
-    // As tcpdump: the file is opened before -Z gives up the rights to, so
-    // it may be in a directory only root can write. It then belongs to the
-    // user, who writes it (and, with -C/-G, the next ones, created as it).
-    Sink sink = open_sink(config, rotation, signals);
-    ClaimedOutput claimed(std::move(rotation), std::move(sink));
-    if (run_as && writes_file(config))
-        give_file_to(claimed.sink(), *run_as);
-    return claimed;
+    // Before anything is attached, so that a path the user may not write
+    // fails with nothing touched; the files -C/-G open later are opened
+    // after the change of user.
+    Sink sink = open_sink(config, rotation, signals, run_as);
+    sink.watch(&signals);
+    return ClaimedOutput(std::move(rotation), std::move(sink));
 }
 
 } // namespace xdpcap::live

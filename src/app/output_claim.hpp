@@ -1,6 +1,6 @@
 // The output of a live capture, claimed before anything is loaded: a bad
-// path fails with nothing touched, and the file is opened before -Z changes
-// the user (as tcpdump).
+// path fails with nothing touched. With -Z the file is opened as the user
+// (its file-system identity), so it is the user's from the start.
 #pragma once
 
 #include <optional>
@@ -50,7 +50,7 @@ private:
 };
 
 // -C/-G's first file or -w FILE or standard output, watched by `signals`;
-// with -Z, a file created becomes `run_as`'s.
+// with -Z, opened as `run_as`.
 ClaimedOutput claim_output(const Config& config, StopSignals& signals, const std::optional<RunAsUser>& run_as);
 
 } // namespace xdpcap::live

@@ -1,5 +1,7 @@
 #include "app/replay.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -12,11 +14,14 @@
 #include "base/hooks.hpp"
 #include "filter/compile.hpp"
 #include "host/interfaces.hpp"
+#include "host/privileges.hpp"
+#include "host/worker_process.hpp"
 #include "input/capture_file.hpp"
 #include "input/link_type.hpp"
 #include "output/drop_labels.hpp"
 #include "output/packet_output.hpp"
 #include "output/pcapng.hpp"
+#include "output/replaced_file.hpp"
 #include "output/sink.hpp"
 #include "version.hpp"
 
@@ -149,6 +154,15 @@ public:
     // an Enhanced Packet Block of its bytes.
     void write(const CaptureFile::Record& record, bool pcapng);
     void flush() { sink_.flush(); }
+    // The reading failed: what was written so far goes out, if anything.
+    void salvage() noexcept
+    {
+        try {
+            if (started_)
+                sink_.flush();
+        } catch (const Error&) {
+        }
+    }
 
 private:
     Sink sink_;
@@ -225,14 +239,24 @@ public:
     FileReading(const Config& config, std::string filter) : config_(config), filters_(std::move(filter)) {}
 
     void open_input() { input_.emplace(CaptureFile::open(*config_.read_file)); }
-    // The copy's file is opened, not truncated; then the text lines.
+    // -w's file, before the privileges go: a temporary beside OUT (an
+    // existing OUT stays as it is until the end), or a FIFO or device
+    // opened in place; opened as `user` when given (-Z).
+    void claim_output(const std::optional<RunAsUser>& user);
+    // The temporary, when there is one: another process may finish it.
+    ReplacedFile* replaced() { return replaced_ ? &*replaced_ : nullptr; }
+    // The copy's sink and the text lines.
     void open_output();
     // Record by record until the end of the file or -c.
     void run();
     // A file without packets, or without interfaces, is copied as one too.
     void finish();
+    // The reading failed: the packets before the failure go out all the
+    // same. Returns the error line's end: what became of an existing OUT.
+    std::string salvage();
 
 private:
+    void refuse_same_file(const std::string& out) const;
     void take(const CaptureFile::Record& record);
     void take_packet(const CaptureFile::Record& record);
     void describe_interface(uint32_t interface_id);
@@ -243,20 +267,66 @@ private:
     const Config& config_;
     std::optional<CaptureFile> input_;
     LinkTypeFilters filters_;
-    std::optional<PcapngCopy> copy_;   // -w
+    std::optional<ReplacedFile> replaced_; // -w FILE, a regular file or none yet
+    std::optional<Sink> claimed_;          // -w -, or -w FIFO or device
+    std::optional<PcapngCopy> copy_;       // -w
     std::optional<PacketLines> lines_; // unless -w without --print
     bool announced_ = false;
     bool classic_described_ = false;
     uint64_t kept_ = 0;
 };
 
+// -r x -w x would empty x before reading it: refused, whatever the names.
+void FileReading::refuse_same_file(const std::string& out) const
+{
+    struct stat in {}, o {};
+    if (input_->fd() >= 0 && ::fstat(input_->fd(), &in) == 0 && ::stat(out.c_str(), &o) == 0 &&
+        in.st_dev == o.st_dev && in.st_ino == o.st_ino)
+        throw Error("-w " + out + " is the file -r reads (" + *config_.read_file + "); write the copy elsewhere");
+}
+
+void FileReading::claim_output(const std::optional<RunAsUser>& user)
+{
+    if (!config_.writes_pcapng())
+        return;
+    if (config_.writes_to_stdout()) {
+        claimed_.emplace(Sink::standard_output());
+        return;
+    }
+    const std::string& out = *config_.output;
+    refuse_same_file(out);
+    std::optional<FileSystemIdentity> as_user;
+    if (user)
+        as_user.emplace(*user);
+    if (ReplacedFile::wanted_for(out))
+        replaced_.emplace(ReplacedFile::create(out));
+    else
+        claimed_.emplace(Sink::open_file(out));
+}
+
 void FileReading::open_output()
 {
-    if (config_.writes_pcapng())
-        copy_.emplace(config_.writes_to_stdout() ? Sink::standard_output() : Sink::open_file(*config_.output),
-                      config_.packet_buffered);
+    if (replaced_)
+        copy_.emplace(Sink::adopt(replaced_->writer(), *config_.output), config_.packet_buffered);
+    else if (claimed_)
+        copy_.emplace(std::move(*claimed_), config_.packet_buffered);
     if (!config_.writes_pcapng() || config_.print)
         lines_.emplace(config_);
+}
+
+std::string FileReading::salvage()
+{
+    if (copy_)
+        copy_->salvage();
+    if (lines_) {
+        try {
+            lines_->flush();
+        } catch (const Error&) {
+        }
+    }
+    if (replaced_ && replaced_->existed())
+        return "; " + replaced_->path() + " is left as it was";
+    return {};
 }
 
 void FileReading::run()
@@ -364,20 +434,57 @@ void FileReading::finish()
         lines_->flush();
 }
 
-} // namespace
-
-int read_capture_file(const Config& config, const std::string& filter)
+// Opened, the file is read and the copy finished; nothing is parsed before.
+int read_opened(FileReading& reading)
 {
-    FileReading reading(config, filter);
-    reading.open_input();
-    reading.open_output();
     try {
+        reading.open_output();
         reading.run();
         reading.finish();
     } catch (const OutputClosed&) {
         // The reader of standard output went away: as tcpdump, quietly.
+        reading.salvage();
+    } catch (const Error& e) {
+        const std::string outcome = reading.salvage();
+        if (ReplacedFile* replaced = reading.replaced())
+            replaced->finish(false);
+        throw Error(e.what() + outcome, e.exit_status());
     }
+    if (ReplacedFile* replaced = reading.replaced())
+        replaced->finish(true);
     return kExitOk;
+}
+
+} // namespace
+
+// Reading a file needs no privilege: the input and -w's file are opened
+// first. A temporary -w file is renamed by a parent that parses nothing,
+// since the user read as may not write OUT's directory, and a signal that
+// ends the reading must not leave the temporary behind.
+int read_capture_file(const Config& config, const std::string& filter, ReadPrivileges privileges)
+{
+    FileReading reading(config, filter);
+    reading.open_input();
+    std::optional<RunAsUser> user;
+    if (config.user)
+        user = lookup_run_as_user(*config.user);
+    // -Z's user must be allowed to create the file, as in a live capture.
+    reading.claim_output(user);
+    if (privileges == ReadPrivileges::Keep)
+        return read_opened(reading);
+    if (!user)
+        user = default_reading_user();
+    if (ReplacedFile* replaced = reading.replaced()) {
+        if (const std::optional<WorkerEnd> end = fork_worker(keep_only_rename_capabilities)) {
+            // The child said what went wrong, and whether OUT is left as it was.
+            replaced->finish(end->exit_status == kExitOk && end->signal == 0);
+            return end_as(*end);
+        }
+        replaced->leave_to_other_process();
+    }
+    if (running_privileged())
+        drop_privileges(user, KeptCapabilities{});
+    return read_opened(reading);
 }
 
 } // namespace xdpcap

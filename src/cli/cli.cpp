@@ -268,7 +268,6 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"container", "--container"},
         {"container-netns", "--container-netns"},
         {"no-promiscuous-mode", "-p"},
-        {"relinquish-privileges", "-Z"},
         {"at", "--at"},
         {"program", "--program"},
         {"file-size", "-C"},
@@ -418,8 +417,9 @@ cxxopts::Options make_options()
                           "--ring-pages)", cxxopts::value<std::string>(), "KIB")
         ("sample", "Keep one packet in N of those the filter keeps, counted over all CPUs (1: every packet)",
              cxxopts::value<std::string>(), "N")
-        ("Z,relinquish-privileges", "Once attached, run as USER and its primary group; -w FILE is opened "
-                                    "first, then given to USER", cxxopts::value<std::string>(), "USER")
+        ("Z,relinquish-privileges", "Once attached (with -r: once the files are open), run as USER and its "
+                                    "primary group; -w FILE is created as USER", cxxopts::value<std::string>(),
+                                    "USER")
         ("at", "Trace mode (IFACE already runs an XDP program): sample at its entry, exit or both "
                "(entry,exit, the default)", cxxopts::value<std::string>(), "HOOKS")
         ("program", "Trace mode: trace only this component of a libxdp dispatcher, by name or id",

@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <pwd.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -70,9 +71,8 @@ bool already(const RunAsUser& user)
         euid == user.uid && suid == user.uid && rgid == user.gid && egid == user.gid && sgid == user.gid;
 }
 
-} // namespace
-
-RunAsUser lookup_run_as_user(const std::string& name)
+// The user's entry; nothing when there is no such user.
+std::optional<RunAsUser> find_user(const std::string& name)
 {
     std::vector<char> buffer(16384);
     passwd entry{};
@@ -81,8 +81,32 @@ RunAsUser lookup_run_as_user(const std::string& name)
     if (err != 0 && err != ENOENT && err != ESRCH)
         throw Error("cannot look up user '" + name + "' (-Z): " + errno_text(err));
     if (!found)
+        return std::nullopt;
+    return RunAsUser{name, entry.pw_uid, entry.pw_gid};
+}
+
+// Empties the bounding set but for `kept`, where this process may
+// (CAP_SETPCAP): not even a program it could execute would get more.
+void drop_bounding_set(const CapSets& kept)
+{
+    if (!CapSets::current().effective(CAP_SETPCAP))
+        return;
+    int last = CAP_LAST_CAP;
+    std::ifstream("/proc/sys/kernel/cap_last_cap") >> last;
+    for (int cap = 0; cap <= last && cap < 64; ++cap) {
+        if (!kept.permitted(cap) && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
+            throw Error(fail("", "PR_CAPBSET_DROP", errno));
+    }
+}
+
+} // namespace
+
+RunAsUser lookup_run_as_user(const std::string& name)
+{
+    const std::optional<RunAsUser> found = find_user(name);
+    if (!found)
         throw Error("unknown user '" + name + "' (-Z)");
-    RunAsUser user{name, entry.pw_uid, entry.pw_gid};
+    const RunAsUser& user = *found;
     // Checked now, so that nothing is attached by a run that cannot change.
     const CapSets caps = CapSets::current();
     if (!already(user) && !(caps.effective(CAP_SETUID) && caps.effective(CAP_SETGID)))
@@ -118,6 +142,7 @@ void drop_privileges(const std::optional<RunAsUser>& user, const KeptCapabilitie
         if (before.permitted(cap))
             after.add(cap, true);
     }
+    drop_bounding_set(after);
     if (user && !already(*user)) {
         // A change of user clears every capability unless asked to keep the
         // permitted ones across it.
@@ -140,6 +165,82 @@ void drop_privileges(const std::optional<RunAsUser>& user, const KeptCapabilitie
         throw Error(fail(name, "PR_SET_NO_NEW_PRIVS", errno));
     if (user && (::getuid() != user->uid || ::geteuid() != user->uid || ::getgid() != user->gid))
         throw Error("cannot change to user " + name + ": the change did not take effect");
+}
+
+void keep_only_rename_capabilities() noexcept
+{
+    try {
+        const CapSets before = CapSets::current();
+        CapSets after;
+        for (const int cap : {CAP_DAC_OVERRIDE, CAP_FOWNER}) {
+            if (before.permitted(cap))
+                after.add(cap, true);
+        }
+        drop_bounding_set(after);
+        after.set();
+        ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    } catch (const Error&) {
+    }
+}
+
+FileSystemIdentity::FileSystemIdentity(const RunAsUser& user)
+{
+    if (already(user))
+        return;
+    const int count = ::getgroups(0, nullptr);
+    groups_.resize(count > 0 ? static_cast<size_t>(count) : 0);
+    if (count < 0 || ::getgroups(count, groups_.data()) != count)
+        throw Error(fail(user.name, "getgroups", errno));
+    fsuid_ = static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1)));
+    fsgid_ = static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1)));
+    changed_ = true;
+    // initgroups: the same groups the change of user gives later.
+    if (::initgroups(user.name.c_str(), user.gid) != 0) {
+        const int err = errno;
+        restore();
+        throw Error(fail(user.name, "initgroups", err));
+    }
+    // setfsuid/setfsgid report no error: the ids read back tell.
+    ::setfsgid(user.gid);
+    ::setfsuid(user.uid);
+    if (static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != user.gid ||
+        static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != user.uid) {
+        restore();
+        throw Error("cannot change to user " + user.name + ": setfsuid/setfsgid did not take effect");
+    }
+}
+
+FileSystemIdentity::~FileSystemIdentity()
+{
+    if (changed_)
+        restore();
+}
+
+void FileSystemIdentity::restore() noexcept
+{
+    ::setfsuid(fsuid_);
+    ::setfsgid(fsgid_);
+    (void)::setgroups(groups_.size(), groups_.data());
+}
+
+bool running_privileged()
+{
+    return ::geteuid() == 0 || ::getuid() == 0 || CapSets::current().any_permitted();
+}
+
+std::optional<RunAsUser> default_reading_user()
+{
+    // A user holding capabilities through the binary's file capabilities
+    // keeps its own uid; only the capabilities go.
+    if (::getuid() != 0 && ::geteuid() != 0)
+        return std::nullopt;
+    for (const char* name : {kReadingUser, "nobody"}) {
+        if (std::optional<RunAsUser> user = find_user(name))
+            return *user;
+    }
+    throw Error(std::string("no user to read the file as: neither ") + kReadingUser +
+                " nor nobody exists; give -Z USER");
 }
 
 ScopedCapability::ScopedCapability(int capability) noexcept : capability_(capability)

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace xdpcap {
 
@@ -39,6 +40,44 @@ bool bpf_needs_capability_on_open_fds();
 // drops every capability but `keep` from every set, and forbids regaining
 // any through execve. Raises Error when a step fails.
 void drop_privileges(const std::optional<RunAsUser>& user, const KeptCapabilities& keep);
+
+// While it lives, files are opened as `user` would open them: this thread's
+// file-system user and group ids (setfsuid(2)) and the process's
+// supplementary groups are the user's, so a file created belongs to it and
+// the permissions checked are its own; a root process's file capabilities
+// (CAP_DAC_OVERRIDE, ...) are out of the effective set meanwhile. Restored
+// when destroyed. Nothing changes when the process is the user already.
+class FileSystemIdentity {
+public:
+    explicit FileSystemIdentity(const RunAsUser& user);
+    ~FileSystemIdentity();
+    FileSystemIdentity(const FileSystemIdentity&) = delete;
+    FileSystemIdentity& operator=(const FileSystemIdentity&) = delete;
+
+private:
+    void restore() noexcept;
+
+    bool changed_ = false;
+    uid_t fsuid_ = 0;
+    gid_t fsgid_ = 0;
+    std::vector<gid_t> groups_;
+};
+
+// Whether this process holds any privilege to give up: root, or a
+// capability in its permitted set.
+bool running_privileged();
+
+// Whom -r reads as without -Z: started as root, the unprivileged user
+// kReadingUser when the system has one, else nobody; started as another
+// user (with file capabilities), no change of user.
+inline constexpr const char* kReadingUser = "xdpcap";
+std::optional<RunAsUser> default_reading_user();
+
+// The process that only renames a file into place keeps what that takes:
+// CAP_DAC_OVERRIDE (any directory) and CAP_FOWNER (a sticky one), where it
+// holds them; every other capability goes, and no_new_privs is set. Best
+// effort: what this process does next is safe without it.
+void keep_only_rename_capabilities() noexcept;
 
 // Raises a capability kept in the permitted set into the effective set for
 // its lifetime (no-op when it is effective already or not permitted).

@@ -61,6 +61,8 @@ public:
     bool pcapng() const noexcept { return pcapng_; }
     const std::vector<Interface>& interfaces() const noexcept { return interfaces_; }
     const std::string& name() const noexcept { return name_; }
+    // The input's descriptor (-1 for bytes in memory): what it is, for -r x -w x.
+    int fd() const noexcept { return fd_.get(); }
 
 private:
     CaptureFile(std::string name, UniqueFd fd, std::vector<uint8_t> bytes, bool eof);

@@ -53,6 +53,62 @@ Sink::FlagsRestore::~FlagsRestore()
 
 namespace {
 
+bool trusted_owner(const struct stat& st)
+{
+    return st.st_uid == 0 || st.st_uid == ::getuid();
+}
+
+// The directory of `path`'s last component, opened to look at it and to
+// open the link within it: neither can change between the two.
+UniqueFd open_parent(const std::string& path, std::string& base)
+{
+    const size_t slash = path.rfind('/');
+    base = slash == std::string::npos ? path : path.substr(slash + 1);
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    return UniqueFd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+}
+
+bool trusted_link_in(int dir, const std::string& base)
+{
+    struct stat d{}, link{};
+    return ::fstat(dir, &d) == 0 && trusted_owner(d) && !(d.st_mode & (S_IWGRP | S_IWOTH)) &&
+        ::fstatat(dir, base.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode) &&
+        trusted_owner(link) && (link.st_uid == d.st_uid || link.st_uid == 0);
+}
+
+} // namespace
+
+bool trusted_symbolic_link(const std::string& path)
+{
+    std::string base;
+    const UniqueFd dir = open_parent(path, base);
+    return dir && trusted_link_in(dir.get(), base);
+}
+
+int open_output_path(const std::string& path, int flags, unsigned mode)
+{
+    const int fd = ::open(path.c_str(), flags | O_NOFOLLOW, mode);
+    if (fd >= 0 || errno != ELOOP)
+        return fd;
+    std::string base;
+    const UniqueFd dir = open_parent(path, base);
+    if (!dir || !trusted_link_in(dir.get(), base)) {
+        errno = ELOOP;
+        return -1;
+    }
+    return ::openat(dir.get(), base.c_str(), flags & ~O_NOFOLLOW, mode);
+}
+
+namespace {
+
+// O_NOFOLLOW's ELOOP said in words: the path's last component is a link.
+std::string open_failure(const std::string& what, const std::string& path, int err)
+{
+    if (err == ELOOP)
+        return what + " " + path + ": it is a symbolic link, which xdpcap does not follow";
+    return what + " " + path + ": " + errno_text(err);
+}
+
 // A FIFO opened for writing blocks until a reader opens it, beyond the reach
 // of signals; opened without blocking it fails with ENXIO until then, and we
 // wait in steps that a stop signal can end.
@@ -60,7 +116,7 @@ int open_fifo(const std::string& path, StopSignals* stop)
 {
     constexpr int kRetryMs = 100;
     for (;;) {
-        const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        const int fd = open_output_path(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0 || errno != ENXIO)
             return fd;
         if (stop ? !stop->pause(kRetryMs) : ::poll(nullptr, 0, kRetryMs) < 0)
@@ -72,23 +128,25 @@ int open_fifo(const std::string& path, StopSignals* stop)
 
 Sink Sink::open_file(const std::string& path, size_t buffer_size, StopSignals* stop)
 {
+    // Never through a symbolic link someone else may have planted: as root,
+    // it would have us write the file it points to.
     struct stat st{};
-    if (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+    if (::lstat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
         const int fd = open_fifo(path, stop);
         if (fd < 0)
-            throw Error("cannot write " + path + ": " + errno_text(errno));
+            throw Error(open_failure("cannot write", path, errno));
         Sink sink(UniqueFd(fd), fd, path, buffer_size, false);
         sink.watch(stop);
         return sink;
     }
     bool created = true;
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST) {
         created = false;
-        fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        fd = open_output_path(path, O_WRONLY | O_CLOEXEC);
     }
     if (fd < 0)
-        throw Error("cannot write " + path + ": " + errno_text(errno));
+        throw Error(open_failure("cannot write", path, errno));
     Sink sink(UniqueFd(fd), fd, path, buffer_size, created);
     sink.watch(stop);
     return sink;
@@ -97,6 +155,12 @@ Sink Sink::open_file(const std::string& path, size_t buffer_size, StopSignals* s
 Sink Sink::standard_output(size_t buffer_size)
 {
     return Sink(UniqueFd(), STDOUT_FILENO, "standard output", buffer_size, false);
+}
+
+Sink Sink::adopt(UniqueFd fd, std::string name, size_t buffer_size)
+{
+    const int raw = fd.get();
+    return Sink(std::move(fd), raw, std::move(name), buffer_size, false);
 }
 
 void Sink::start()
@@ -131,9 +195,10 @@ void Sink::close()
 
 void Sink::reopen(const std::string& path)
 {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // -W's ring reuses its names, so an existing file is truncated; a link is not followed.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
-        throw Error("cannot create " + path + ": " + errno_text(errno), kExitRuntime);
+        throw Error(open_failure("cannot create", path, errno), kExitRuntime);
     preallocation_.release();
     owned_.reset(fd);
     fd_ = fd;

@@ -33,6 +33,14 @@ public:
 
 class StopSignals;
 
+// open(2) for an output file that does not follow a final symbolic link
+// (ELOOP), unless no one but root, or this process's own (real) user, could
+// have put the link there: the link and its directory theirs, the directory
+// writable by no one else, as /dev/stdout or /proc/self/fd/N.
+int open_output_path(const std::string& path, int flags, unsigned mode = 0);
+// Whether `path` is a symbolic link open_output_path() follows.
+bool trusted_symbolic_link(const std::string& path);
+
 // Test seam in the output path: consulted before every write(2)/writev(2)
 // the sink makes, it lets a test fail the Nth write with any errno, or cut a
 // write short, without touching the system. Never set outside tests.
@@ -56,6 +64,9 @@ public:
     static Sink open_file(const std::string& path, size_t buffer_size = kDefaultBufferSize,
                           StopSignals* stop = nullptr);
     static Sink standard_output(size_t buffer_size = kDefaultBufferSize);
+    // A file opened elsewhere (a temporary to be renamed), named `name` in
+    // messages; it is never removed or truncated here.
+    static Sink adopt(UniqueFd fd, std::string name, size_t buffer_size = kDefaultBufferSize);
 
     Sink(Sink&&) noexcept = default;
     Sink& operator=(Sink&&) = delete;

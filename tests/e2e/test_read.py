@@ -24,9 +24,13 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
   * Records whose lengths cannot be (caplen 0, len below caplen, beyond
     262144): tcpdump's "[Invalid header: ...]" lines, numbered, untimed.
   * Bad input: one line and exit status 1.
+  * -w OUT: a read that fails leaves an existing OUT as it was (the line
+    says so); -r X -w X (also through a hard link) and a symbolic link at
+    OUT are refused in one line; no temporary is left.
 """
 
 import os
+import pwd
 import re
 import struct
 import subprocess
@@ -626,6 +630,54 @@ def bad_input(binary, tmp):
                  f"xdpcap {' '.join(args[:1] + args[2:])}: one line, exit 1", (cp.returncode, cp.stderr))
 
 
+def copy_failures(binary, tmp):
+    """-w OUT when the reading fails, or cannot be: an existing OUT is left as
+    it was and the line says so; -r X -w X, also through a hard link, and a
+    symbolic link at OUT are refused; no temporary is left behind."""
+    frame = T.ipv4(T.A4, T.B4, T.tcp(41000, 80, 0x10, 1, 1))
+    whole = os.path.join(tmp, "whole.pcap")
+    write_cut_frames(whole, [(frame, None)] * 3)
+    with open(whole, "rb") as f:
+        data = f.read()
+    cut = os.path.join(tmp, "cut.pcap")
+    with open(cut, "wb") as f:
+        f.write(data[:-10])
+    d = os.path.join(tmp, "copies")
+    os.mkdir(d)
+    existing = os.path.join(d, "existing.pcapng")
+    victim = os.path.join(tmp, "victim")
+    for path, text in ((existing, "an older copy\n"), (victim, "not to be written\n")):
+        with open(path, "w") as f:
+            f.write(text)
+    # Planted by another user, in a directory of its own.
+    nobody = pwd.getpwnam("nobody")
+    planted = os.path.join(tmp, "planted")
+    os.mkdir(planted)
+    os.chown(planted, nobody.pw_uid, nobody.pw_gid)
+    link = os.path.join(planted, "link.pcapng")
+    os.symlink(victim, link)
+    os.lchown(link, nobody.pw_uid, nobody.pw_gid)
+    same = os.path.join(d, "same.pcap")
+    os.link(whole, same)
+    cases = ((["-r", cut, "-w", existing], f"; {existing} is left as it was"),
+             (["-r", whole, "-w", whole], f"-w {whole} is the file -r reads ({whole})"),
+             (["-r", whole, "-w", same], f"-w {same} is the file -r reads ({whole})"),
+             (["-r", whole, "-w", link], f"cannot write {link}: it is a symbolic link"))
+    for args, want in cases:
+        cp = subprocess.run([binary] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            timeout=N.scaled(10))
+        msgs = N.messages(cp.stderr.splitlines())
+        N.expect(cp.returncode == 1 and len(msgs) == 1 and want in msgs[0],
+                 f"xdpcap {' '.join(args)}: one line ({want}), exit 1", (cp.returncode, cp.stderr))
+    with open(existing, "rb") as f, open(victim, "rb") as g:
+        N.expect(f.read() == b"an older copy\n", "the existing copy is untouched")
+        N.expect(g.read() == b"not to be written\n", "the link's target is untouched")
+    with open(whole, "rb") as f:
+        N.expect(f.read() == data, "-r X -w X: X is untouched")
+    N.expect(sorted(os.listdir(d)) == ["existing.pcapng", "same.pcap"] and os.listdir(planted) == ["link.pcapng"],
+             "no temporary left", (os.listdir(d), os.listdir(planted)))
+
+
 def documented_exception(frame):
     """Frames whose -v lines the man page says differ: SCTP quoted in an ICMP
     error (its ports are not decoded), LLDP-MED TLVs (shown in hex)."""
@@ -681,6 +733,7 @@ def test(binary):
         invalid_headers(binary, tmp)
         every_cut(binary, tmp)
         bad_input(binary, tmp)
+        copy_failures(binary, tmp)
         with N.NetLab(pairs=2) as lab:
             own = own_file(binary, tmp, lab)
         filtered_copy(binary, tmp, own)

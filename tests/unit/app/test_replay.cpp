@@ -168,3 +168,88 @@ TEST(Replay, CopyOfClassicPcapKeepsTheLinkType)
         EXPECT_EQ(copied, link_type);
     }
 }
+
+namespace {
+
+// The error a read ends with ("(no error)" when it succeeds).
+std::string error_of(const Config& config)
+{
+    try {
+        read_capture_file(config, "");
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+// Two whole records, then a third cut inside its data.
+Bytes cut_pcap()
+{
+    Bytes b = classic_pcap(1, {Bytes(60, 1), Bytes(60, 2), Bytes(60, 3)});
+    b.resize(b.size() - 30);
+    return b;
+}
+
+} // namespace
+
+TEST(Replay, ReadingAndWritingTheSameFileIsRefusedBeforeAnythingIsWritten)
+{
+    TempFiles files;
+    const Bytes content = classic_pcap(1, {Bytes(60, 1)});
+    Config config;
+    config.read_file = files.make("in.pcap", content);
+    config.output = config.read_file;
+    EXPECT_EQ(error_of(config),
+              "-w " + *config.output + " is the file -r reads (" + *config.read_file + "); write the copy elsewhere");
+    // Through another name of the same file, a hard link.
+    const std::string linked = files.path("linked.pcap");
+    ASSERT_EQ(::link(config.read_file->c_str(), linked.c_str()), 0);
+    config.output = linked;
+    EXPECT_NE(error_of(config).find("is the file -r reads"), std::string::npos);
+    EXPECT_EQ(read_all(*config.read_file), content);
+}
+
+TEST(Replay, AFailedReadLeavesAnExistingCopyAsItWas)
+{
+    TempFiles files;
+    Config config;
+    config.read_file = files.make("cut.pcap", cut_pcap());
+    config.output = files.make("existing.pcapng", Bytes{'o', 'l', 'd'});
+    const std::string error = error_of(config);
+    EXPECT_NE(error.find("; " + *config.output + " is left as it was"), std::string::npos) << error;
+    EXPECT_EQ(read_all(*config.output), (Bytes{'o', 'l', 'd'}));
+
+    config.read_file = files.make("not-a-capture", Bytes(100, 'x'));
+    EXPECT_NE(error_of(config).find("is left as it was"), std::string::npos);
+    EXPECT_EQ(read_all(*config.output), (Bytes{'o', 'l', 'd'}));
+}
+
+TEST(Replay, AFailedReadKeepsThePacketsBeforeItWhereThereWasNoCopy)
+{
+    TempFiles files;
+    Config config;
+    config.read_file = files.make("cut.pcap", cut_pcap());
+    config.output = files.path("new.pcapng");
+    const std::string error = error_of(config);
+    EXPECT_NE(error, "(no error)");
+    EXPECT_EQ(error.find("left as it was"), std::string::npos) << error;
+    // The section and interface blocks, then one Enhanced Packet Block (32
+    // bytes and the 60 of data) per whole record.
+    const Bytes out = read_all(*config.output);
+    size_t packets = 0;
+    for (size_t at = 0; at + 8 <= out.size();) {
+        uint32_t type = 0, length = 0;
+        std::memcpy(&type, out.data() + at, 4);
+        std::memcpy(&length, out.data() + at + 4, 4);
+        ASSERT_GE(length, 12u);
+        packets += type == 6;
+        at += length;
+    }
+    EXPECT_EQ(packets, 2u);
+
+    // Nothing read: nothing left behind.
+    config.read_file = files.make("not-a-capture", Bytes(100, 'x'));
+    config.output = files.path("none.pcapng");
+    EXPECT_NE(error_of(config), "(no error)");
+    EXPECT_NE(::access(config.output->c_str(), F_OK), 0);
+}

@@ -389,6 +389,8 @@ TEST(Cli, ReadAFileInsteadOfCapturing)
     EXPECT_EQ(c.output, "out.pcapng");
     EXPECT_EQ(c.filter, "udp");
     EXPECT_EQ(parse_config({"--read", "-"}).read_file, "-");
+    // Reading as another user than root's default one.
+    EXPECT_EQ(parse_config({"-r", "in.pcapng", "-Z", "nobody"}).user, "nobody");
     EXPECT_EQ(error_of({"-r", "in.pcapng", "-i", "eth0"}),
               "give either -i (capture on an interface) or -r (read a file), not both");
     EXPECT_EQ(error_of({"-r", ""}), "-r needs a file name (or - for standard input)");

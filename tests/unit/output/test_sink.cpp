@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -193,4 +195,56 @@ TEST(PacketOutput, FailedTextWriteCountsEveryLineNotWrittenWhole)
             EXPECT_EQ(lost[i], (whole_lines + i) % 2) << budget;
         EXPECT_EQ(failed, whole_lines < 6) << budget;
     }
+}
+
+namespace {
+
+std::string error_of_open(const std::string& path)
+{
+    try {
+        (void)Sink::open_file(path);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(opened)";
+}
+
+} // namespace
+
+TEST(Sink, DoesNotFollowASymbolicLinkOthersCouldHavePlanted)
+{
+    TempDir dir;
+    const std::string victim = dir / "victim";
+    std::ofstream(victim) << "victim";
+    const std::string link = dir / "out.pcapng";
+    ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+    // A directory others may write: whoever made the link, it is not followed.
+    ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+    EXPECT_EQ(error_of_open(link), "cannot write " + link + ": it is a symbolic link, which xdpcap does not follow");
+    EXPECT_EQ(read_file(victim), Bytes({'v', 'i', 'c', 't', 'i', 'm'}));
+    // One this process's user made in its own private directory is followed,
+    // as /dev/stdout is.
+    ASSERT_EQ(::chmod(dir.path().c_str(), 0700), 0);
+    EXPECT_EQ(error_of_open(link), "(opened)");
+    EXPECT_TRUE(trusted_symbolic_link(link));
+}
+
+TEST(Sink, RotationNeverFollowsASymbolicLink)
+{
+    TempDir dir;
+    const std::string victim = dir / "victim";
+    std::ofstream(victim) << "victim";
+    const std::string next = dir / "out1";
+    ASSERT_EQ(::symlink(victim.c_str(), next.c_str()), 0);
+    Sink sink = Sink::open_file(dir / "out0");
+    append_text(sink, "packets");
+    sink.close();
+    try {
+        sink.reopen(next);
+        ADD_FAILURE() << "the link was followed";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), "cannot create " + next + ": it is a symbolic link, which xdpcap does not follow");
+        EXPECT_EQ(e.exit_status(), kExitRuntime);
+    }
+    EXPECT_EQ(read_file(victim), Bytes({'v', 'i', 'c', 't', 'i', 'm'}));
 }
