@@ -171,6 +171,16 @@ def gone(pid):
         return True
 
 
+def kill_left(pids):
+    """Whatever a failed check left running."""
+    for pid in pids:
+        if not gone(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def fake_engines(tmp, binary):
     """A podman on PATH that hangs, fails with its own message, floods its
     output, or is waited for when Ctrl-C comes: one line saying which, exit 1
@@ -206,8 +216,11 @@ def fake_engines(tmp, binary):
         end = time.monotonic() + N.scaled(1)
         while not all(gone(q) for q in left) and time.monotonic() < end:
             time.sleep(0.02)
-        N.check(all(gone(q) for q in left), f"fake podman ({case}{', Ctrl-C' if interrupt else ''}): "
-                "no process of it is left", [q for q in left if not gone(q)])
+        try:
+            N.check(all(gone(q) for q in left), f"fake podman ({case}{', Ctrl-C' if interrupt else ''}): "
+                    "no process of it is left", [q for q in left if not gone(q)])
+        finally:
+            kill_left(left)
         if interrupt:
             N.check(p.returncode == -signal.SIGINT and took < 3,
                     "fake podman hanging, Ctrl-C: xdpcap ends at once, as SIGINT ends it", (p.returncode, took, lines))

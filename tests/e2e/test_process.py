@@ -538,8 +538,16 @@ def command_end(lab, tmp, binary):
         end = time.monotonic() + N.scaled(1)
         while not all(gone(p) for p in left) and time.monotonic() < end:
             time.sleep(0.02)
-        N.check(all(gone(p) for p in left), f"-- COMMAND ({tag}): no process of the command is left",
-                [p for p in left if not gone(p)])
+        try:
+            N.check(all(gone(p) for p in left), f"-- COMMAND ({tag}): no process of the command is left",
+                    [p for p in left if not gone(p)])
+        finally:
+            for pid in left:  # whatever a failed check left running
+                if not gone(pid):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         if tag == "sigterm":
             N.check(took >= 1.8, "-- COMMAND ignoring SIGTERM: killed once the 2 s grace is over", took)
         else:
