@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -236,4 +237,29 @@ TEST(Command, StoppedWithItsGroupSigkillAfterTheGrace)
     EXPECT_TRUE(sleeper_gone);
     EXPECT_TRUE(gone(child.pid()));
     std::remove(pids.c_str());
+}
+
+TEST(Command, InheritsNoDescriptorOfXdpcaps)
+{
+    const std::string out = ::testing::TempDir() + "xdpcap-command-fds";
+    std::remove(out.c_str());
+    // Not close-on-exec, as a library might leave one.
+    const int leaked = ::fcntl(STDERR_FILENO, F_DUPFD, 100);
+    ASSERT_GE(leaked, 100);
+    {
+        CommandChild child =
+            CommandChild::spawn({"/bin/sh", "-c", "exec ls /proc/self/fd > " + out}, std::nullopt, false);
+        child.start();
+        pollfd p{child.exit_fd(), POLLIN, 0};
+        ASSERT_EQ(::poll(&p, 1, 10000), 1);
+        EXPECT_EQ(child.finish(), 0);
+    }
+    ::close(leaked);
+    std::istringstream fds(read_file(out));
+    std::vector<int> open;
+    for (int fd; fds >> fd;)
+        open.push_back(fd);
+    EXPECT_FALSE(open.empty());
+    EXPECT_EQ(std::find(open.begin(), open.end(), leaked), open.end());
+    std::remove(out.c_str());
 }
