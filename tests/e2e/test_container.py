@@ -222,7 +222,7 @@ def fake_engines(tmp, binary):
         finally:
             kill_left(left)
         if interrupt:
-            N.check(p.returncode == -signal.SIGINT and took < 3,
+            N.check(p.returncode == -signal.SIGINT and took < N.scaled(3),
                     "fake podman hanging, Ctrl-C: xdpcap ends at once, as SIGINT ends it", (p.returncode, took, lines))
             continue
         expected = {"hang": "podman inspect gave no answer within 5 s (stopped)",
@@ -230,7 +230,7 @@ def fake_engines(tmp, binary):
                     "flood": "podman inspect wrote more than 1 MiB (stopped)"}[case]
         N.check(p.returncode == 1 and lines == [f"xdpcap: --container xdpcapt-fake: {expected}"],
                 f"fake podman ({case}): one line saying so, exit 1", (p.returncode, lines))
-        N.check(took < 8, f"fake podman ({case}): within the 5 s timeout", took)
+        N.check(took < N.scaled(8), f"fake podman ({case}): within the 5 s timeout", took)
 
 
 def test(binary):

@@ -550,8 +550,6 @@ def command_end(lab, tmp, binary):
                         pass
         if tag == "sigterm":
             N.check(took >= 1.8, "-- COMMAND ignoring SIGTERM: killed once the 2 s grace is over", took)
-        else:
-            N.check(took < 1.8, f"-- COMMAND ({tag}): it ended on SIGTERM, without the grace", took)
     lab.assert_clean()
 
 

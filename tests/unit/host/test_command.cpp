@@ -159,9 +159,8 @@ TEST(Command, HeldUntilStartedAndEndedWhenNeverStarted)
         CommandChild child = CommandChild::spawn({"/bin/sh", "-c", "touch " + marker + "; exit 4"}, std::nullopt,
                                                  false);
         child.start();
-        for (int i = 0; i < 500 && ::access(marker.c_str(), F_OK) != 0; ++i)
-            ::usleep(10000);
-        ::usleep(100000);
+        pollfd p{child.exit_fd(), POLLIN, 0};
+        ASSERT_EQ(::poll(&p, 1, 10000), 1);
         const auto status = child.finish();
         ASSERT_TRUE(status.has_value());
         EXPECT_TRUE(WIFEXITED(*status));
