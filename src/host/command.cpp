@@ -464,7 +464,7 @@ std::optional<int> CommandChild::finish()
     const bool by_itself = exited();
     {
         // The command may run as another user than xdpcap now is.
-        const ScopedCapability kill(CAP_KILL);
+        const ScopedCapability may_signal(CAP_KILL);
         // Its pid stays its group's id until it is reaped below: these
         // signals cannot reach another group.
         ::kill(-pid_, SIGTERM);
