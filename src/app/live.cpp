@@ -1,6 +1,7 @@
 #include "app/live.hpp"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <optional>
@@ -178,7 +179,11 @@ Attached attach(const Config& config, const Chosen& chosen, Loaded& loaded)
     }
     // Attached and mapped: from here on only detaching a clsact filter needs
     // a capability (and, on old kernels, bpf() on our own fds).
-    drop_privileges(chosen.run_as, KeptCapabilities{clsact, bpf_needs_capability_on_open_fds()});
+    const CommandChild* command = loaded.command();
+    const bool command_is_another_user =
+        command && command->uid() != (chosen.run_as ? chosen.run_as->uid : ::getuid());
+    drop_privileges(chosen.run_as,
+                    KeptCapabilities{clsact, bpf_needs_capability_on_open_fds(), command_is_another_user});
     return Attached{std::move(links), std::move(promiscuous)};
 }
 
@@ -400,12 +405,18 @@ void finish_output(const Config& config, const CaptureFilter& filter, const Load
     }
 }
 
-void report_command(const Config& config, CommandChild& command)
+// Stops what is left of the command; its exit status when it failed by
+// itself, which becomes xdpcap's.
+std::optional<int> report_command(const Config& config, CommandChild& command)
 {
-    if (const auto status = command.reap(); status && *status != 0 && config.warnings)
+    const auto status = command.finish();
+    if (!status || command_exit_status(*status) == 0)
+        return std::nullopt;
+    if (config.warnings)
         std::fprintf(stderr, "xdpcap: %s %s %d\n", command.name().c_str(),
                      WIFEXITED(*status) ? "exited with status" : "was killed by signal",
                      WIFEXITED(*status) ? WEXITSTATUS(*status) : WTERMSIG(*status));
+    return command_exit_status(*status);
 }
 
 int report(const Config& config, const CaptureFilter& filter, Chosen& chosen, Loaded& loaded,
@@ -422,8 +433,10 @@ int report(const Config& config, const CaptureFilter& filter, Chosen& chosen, Lo
     if (!running.output.print_failure().empty())
         std::fprintf(stderr, "xdpcap: warning: packet lines on standard output stopped: %s\n",
                      running.output.print_failure().c_str());
-    if (reason == StopReason::CommandExited)
-        report_command(config, *loaded.command());
+    // Also when the capture stopped first: the command is stopped before
+    // the statistics.
+    const std::optional<int> command_failed =
+        loaded.command() ? report_command(config, *loaded.command()) : std::nullopt;
     if (failure.empty() && reason == StopReason::InterfaceGone)
         failure = loop.gone_interface() + " went away" +
             (loop.gone_moved() ? " (moved to another network namespace)" : "") + "; capture stopped";
@@ -431,7 +444,9 @@ int report(const Config& config, const CaptureFilter& filter, Chosen& chosen, Lo
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
         std::fputs(format_stats(stats, stats_format(config, filter, chosen, loaded, running)).c_str(), stderr);
-    return failure.empty() ? kExitOk : kExitRuntime;
+    if (!failure.empty())
+        return kExitRuntime;
+    return command_failed.value_or(kExitOk);
 }
 
 } // namespace

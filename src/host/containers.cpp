@@ -2,66 +2,32 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <spawn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <vector>
 
 #include "base/error.hpp"
 #include "host/cgroups.hpp"
+#include "host/command.hpp"
 #include "base/unique_fd.hpp"
-
-extern char** environ;
 
 namespace xdpcap {
 
 namespace {
-
-// Runs argv (found in PATH) and returns its standard output, or nothing
-// when it cannot run or fails.
-std::optional<std::string> output_of(const std::vector<std::string>& argv)
-{
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0)
-        return std::nullopt;
-    UniqueFd read_end(out[0]);
-    UniqueFd write_end(out[1]);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    std::vector<char*> args;
-    for (const std::string& arg : argv)
-        args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    pid_t pid = 0;
-    const int err = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    write_end.reset();
-    if (err != 0)
-        return std::nullopt;
-    std::string text;
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(read_end.get(), buf, sizeof buf);
-        if (n > 0)
-            text.append(buf, static_cast<size_t>(n));
-        else if (n == 0 || errno != EINTR)
-            break;
-    }
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return std::nullopt;
-    return text;
-}
 
 bool valid_container_name(const std::string& name)
 {
@@ -128,7 +94,213 @@ bool find_cgroup(int dir, uint64_t id, std::string& path, int depth)
     return found;
 }
 
+// In the child, between fork and exec: only async-signal-safe calls.
+[[noreturn]] void run_engine_child(const char* path, char* const* argv, int out, int err, pid_t parent)
+{
+    ::setpgid(0, 0); // killed as a group, with whatever it starts
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig != SIGKILL && sig != SIGSTOP)
+            ::sigaction(sig, &dfl, nullptr);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (::getppid() != parent)
+        ::_exit(127);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || ::dup2(null, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
+        ::dup2(err, STDERR_FILENO) < 0)
+        ::_exit(127);
+    ::execv(path, argv);
+    ::_exit(127);
+}
+
+// Keeps the last bytes of standard error only: enough for its last line.
+void keep_tail(std::string& text, const char* bytes, size_t n)
+{
+    constexpr size_t kKept = 4096;
+    text.append(bytes, n);
+    if (text.size() > kKept)
+        text.erase(0, text.size() - kKept);
+}
+
+std::string last_line(const std::string& text)
+{
+    size_t end = text.find_last_not_of(" \t\r\n");
+    if (end == std::string::npos)
+        return {};
+    const size_t start = text.rfind('\n', end);
+    return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
+
+bool contains_folded(const std::string& text, std::string_view word)
+{
+    const auto it = std::search(text.begin(), text.end(), word.begin(), word.end(), [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    });
+    return it != text.end();
+}
+
+// The signals that would end this process while it waits (SIGINT from a
+// terminal, SIGTERM): blocked meanwhile, watched (never read) through a
+// signalfd, and back to what they were afterwards.
+class HeldSignals {
+public:
+    HeldSignals()
+    {
+        sigemptyset(&set_);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+            sigaddset(&set_, sig);
+        ::sigprocmask(SIG_BLOCK, &set_, &old_);
+        fd_.reset(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+    }
+    ~HeldSignals() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+    HeldSignals(const HeldSignals&) = delete;
+    HeldSignals& operator=(const HeldSignals&) = delete;
+    int fd() const { return fd_.get(); }
+
+private:
+    sigset_t set_{};
+    sigset_t old_{};
+    UniqueFd fd_;
+};
+
 } // namespace
+
+EngineAnswer run_engine(const std::vector<std::string>& argv, int timeout_ms, size_t output_limit)
+{
+    EngineAnswer answer;
+    const auto path = find_command(argv.front());
+    if (!path)
+        return answer; // Missing
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0)
+        throw Error("cannot run " + argv.front() + ": " + errno_text(errno));
+    UniqueFd out_read(out[0]), out_write(out[1]);
+    if (::pipe2(err, O_CLOEXEC) != 0)
+        throw Error("cannot run " + argv.front() + ": " + errno_text(errno));
+    UniqueFd err_read(err[0]), err_write(err[1]);
+    std::vector<char*> args;
+    for (const std::string& arg : argv)
+        args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    const HeldSignals signals;
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0)
+        throw Error("cannot run " + argv.front() + ": " + errno_text(errno));
+    if (pid == 0)
+        run_engine_child(path->c_str(), args.data(), out[1], err[1], parent);
+    ::setpgid(pid, pid);
+    out_write.reset();
+    err_write.reset();
+    const UniqueFd exited(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    bool interrupted = false;
+    bool gone = !exited; // without a pidfd: done once both pipes end
+    answer.outcome = EngineAnswer::Outcome::Ran;
+    while (out_read || err_read || !gone) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) {
+            answer.outcome = EngineAnswer::Outcome::TimedOut;
+            break;
+        }
+        pollfd fds[4] = {{out_read.get(), POLLIN, 0}, {err_read.get(), POLLIN, 0},
+                         {gone ? -1 : exited.get(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+        if (::poll(fds, 4, static_cast<int>(left)) < 0) {
+            if (errno == EINTR)
+                continue;
+            answer.outcome = EngineAnswer::Outcome::TimedOut;
+            break;
+        }
+        if (fds[3].revents) {
+            interrupted = true;
+            break;
+        }
+        char buf[16384];
+        if (fds[0].revents) {
+            const ssize_t n = ::read(out_read.get(), buf, sizeof buf);
+            if (n > 0)
+                answer.output.append(buf, static_cast<size_t>(n));
+            else if (n == 0 || errno != EINTR)
+                out_read.reset();
+            if (answer.output.size() > output_limit) {
+                answer.outcome = EngineAnswer::Outcome::TooMuchOutput;
+                break;
+            }
+        }
+        if (fds[1].revents) {
+            const ssize_t n = ::read(err_read.get(), buf, sizeof buf);
+            if (n > 0)
+                keep_tail(answer.last_error, buf, static_cast<size_t>(n));
+            else if (n == 0 || errno != EINTR)
+                err_read.reset();
+        }
+        if (fds[2].revents)
+            gone = true;
+    }
+    // Unreaped, its pid is still its group's id: nothing else can be hit.
+    // Whatever it left running in its group goes with it.
+    ::kill(-pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    answer.wait_status = status;
+    answer.last_error = last_line(answer.last_error);
+    if (interrupted)
+        throw Error("interrupted while waiting for " + argv.front());
+    if (answer.outcome != EngineAnswer::Outcome::Ran)
+        answer.output.clear();
+    return answer;
+}
+
+std::optional<std::string> engine_problem(const std::string& engine, const EngineAnswer& answer, int timeout_ms,
+                                          size_t output_limit)
+{
+    using Outcome = EngineAnswer::Outcome;
+    const std::string call = engine + " inspect";
+    switch (answer.outcome) {
+    case Outcome::Missing:
+        return std::nullopt;
+    case Outcome::TimedOut: {
+        const int tenths = (timeout_ms + 50) / 100;
+        return call + " gave no answer within " + std::to_string(tenths / 10) +
+            (tenths % 10 ? "." + std::to_string(tenths % 10) : std::string()) + " s (stopped)";
+    }
+    case Outcome::TooMuchOutput:
+        return call + " wrote more than " +
+            (output_limit >= (size_t{1} << 20) && output_limit % (size_t{1} << 20) == 0
+                 ? std::to_string(output_limit >> 20) + " MiB"
+                 : std::to_string(output_limit) + " bytes") +
+            " (stopped)";
+    case Outcome::Ran:
+        break;
+    }
+    if (WIFEXITED(answer.wait_status) && WEXITSTATUS(answer.wait_status) == 0)
+        return std::nullopt;
+    // Not a fault: the container is not that engine's, or the engine does
+    // not run here.
+    if (contains_folded(answer.last_error, "no such container") ||
+        contains_folded(answer.last_error, "no such object") ||
+        contains_folded(answer.last_error, "cannot connect to the docker daemon"))
+        return std::nullopt;
+    std::string said = answer.last_error;
+    if (said.size() > 300)
+        said = said.substr(0, 300) + "...";
+    for (char& c : said) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            c = '?'; // one line, nothing for the terminal to act on
+    }
+    if (!said.empty())
+        return call + " failed: " + said;
+    return call + (WIFEXITED(answer.wait_status)
+                       ? " failed with exit status " + std::to_string(WEXITSTATUS(answer.wait_status))
+                       : " was killed by signal " + std::to_string(WTERMSIG(answer.wait_status)));
+}
 
 std::string container_id_in_cgroup(std::string_view path)
 {
@@ -159,18 +331,26 @@ Container find_container(const std::string& name_or_id)
 {
     if (!valid_container_name(name_or_id))
         throw Error("--container " + name_or_id + ": not a container name or ID");
+    std::vector<std::string> problems;
     for (const char* engine : {"podman", "docker"}) {
-        const auto out = output_of({engine, "inspect", "--type", "container", "--format",
-                                    "{{.Name}} {{.Id}} {{.State.Pid}}", name_or_id});
-        if (!out)
+        const EngineAnswer answer = run_engine({engine, "inspect", "--type", "container", "--format",
+                                                "{{.Name}} {{.Id}} {{.State.Pid}}", name_or_id});
+        if (auto problem = engine_problem(engine, answer)) {
+            problems.push_back(std::move(*problem));
             continue;
+        }
+        if (answer.outcome != EngineAnswer::Outcome::Ran || !WIFEXITED(answer.wait_status) ||
+            WEXITSTATUS(answer.wait_status) != 0)
+            continue;
+        const std::string* out = &answer.output;
         Container c;
         c.engine = engine;
-        std::string pid;
         const size_t a = out->find(' ');
         const size_t b = a == std::string::npos ? a : out->find(' ', a + 1);
-        if (b == std::string::npos)
+        if (b == std::string::npos) {
+            problems.push_back(std::string(engine) + " inspect answered what xdpcap cannot read");
             continue;
+        }
         c.name = out->substr(0, a);
         if (!c.name.empty() && c.name[0] == '/')
             c.name.erase(0, 1); // docker's
@@ -183,6 +363,12 @@ Container find_container(const std::string& name_or_id)
             throw Error("--container " + name_or_id + ": its process " + std::to_string(c.pid) +
                         " is in no cgroup v2 group");
         return c;
+    }
+    if (!problems.empty()) {
+        std::string text = "--container " + name_or_id + ": ";
+        for (size_t i = 0; i < problems.size(); ++i)
+            text += (i ? "; " : "") + problems[i];
+        throw Error(text);
     }
     throw Error("--container " + name_or_id + ": no running podman or docker container of that name or ID");
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "base/unique_fd.hpp"
 
@@ -23,8 +24,34 @@ struct Container {
     std::string engine;      // "podman" or "docker"
 };
 
+// One podman or docker call, bounded: killed (its whole process group) and
+// reaped after kEngineTimeoutMs or once its output passes kEngineOutputLimit.
+struct EngineAnswer {
+    enum class Outcome { Ran, Missing, TimedOut, TooMuchOutput };
+    Outcome outcome = Outcome::Missing;
+    int wait_status = 0;    // Ran: its wait status
+    std::string output;     // Ran: its standard output
+    std::string last_error; // the last non-empty line of its standard error
+};
+inline constexpr int kEngineTimeoutMs = 5000;
+inline constexpr size_t kEngineOutputLimit = size_t{1} << 20;
+
+// Runs argv (argv[0] found in PATH). SIGINT, SIGTERM or SIGHUP meanwhile
+// kill the call first, then take their course; raises Error when that
+// leaves this process running.
+EngineAnswer run_engine(const std::vector<std::string>& argv, int timeout_ms = kEngineTimeoutMs,
+                        size_t output_limit = kEngineOutputLimit);
+
+// What went wrong with a call that did not answer: "podman inspect failed:
+// Error: database is locked"; nothing when it ran, or said it knows no such
+// container, or is not installed or running here.
+std::optional<std::string> engine_problem(const std::string& engine, const EngineAnswer& answer,
+                                          int timeout_ms = kEngineTimeoutMs,
+                                          size_t output_limit = kEngineOutputLimit);
+
 // Asks podman, then docker. Raises Error in one line when neither knows a
-// running container by that name or ID.
+// running container by that name or ID, or with what went wrong when
+// asking (a timeout, podman's own error).
 Container find_container(const std::string& name_or_id);
 
 // The container ID (or names the engines use) in a cgroup path: libpod-ID,

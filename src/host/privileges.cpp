@@ -136,6 +136,8 @@ void drop_privileges(const std::optional<RunAsUser>& user, const KeptCapabilitie
     CapSets after;
     if (keep.net_admin_at_exit && before.permitted(CAP_NET_ADMIN))
         after.add(CAP_NET_ADMIN, false);
+    if (keep.kill && before.permitted(CAP_KILL))
+        after.add(CAP_KILL, false);
     if (keep.bpf) {
         // CAP_SYS_ADMIN stands in for CAP_BPF where the latter is missing.
         const int cap = before.permitted(CAP_BPF) ? CAP_BPF : CAP_SYS_ADMIN;

@@ -31,6 +31,9 @@ struct KeptCapabilities {
     // every bpf() command without CAP_BPF, even on an open map or link.
     // Kept effective for the whole run then.
     bool bpf = false;
+    // Stopping -- COMMAND's process group when it runs as another user
+    // than xdpcap (through sudo, say). Kept permitted, raised only then.
+    bool kill = false;
 };
 
 // Whether this kernel needs KeptCapabilities::bpf (see there).

@@ -19,11 +19,16 @@ open, and /proc/PID/cgroup holds the container's ID.
     cap0 inside the container's network namespace, where without it there is
     no such interface;
   * an unknown container and a stopped one: one line, exit 1, nothing
-    attached.
+    attached;
+  * a fake podman first on PATH that hangs, fails with "Error: database is
+    locked", or floods its output: one line saying which, exit 1 within the
+    timeout, no fake podman process left; Ctrl-C while it hangs ends xdpcap
+    at once, the fake podman with it.
 """
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -149,7 +154,90 @@ def container_round(lab, pod, tmp, binary, name, args, ns=None):
     return frames, nc_pid, nc_port, other_port, cid
 
 
+FAKE_ENGINES = {
+    # Hangs, with a child of its own.
+    "hang": "/bin/sleep 60 &\necho $$ $! > {pids}\nwait\n",
+    "locked": "echo $$ > {pids}\necho 'time=\"2026\" level=warning msg=\"retrying\"' >&2\n"
+              "echo 'Error: database is locked' >&2\nexit 125\n",
+    "flood": "echo $$ > {pids}\nexec /usr/bin/yes '[{{\"Name\": \"xdpcapt\"}}]'\n",
+}
+
+
+def gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def kill_left(pids):
+    """Whatever a failed check left running."""
+    for pid in pids:
+        if not gone(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def fake_engines(tmp, binary):
+    """A podman on PATH that hangs, fails with its own message, floods its
+    output, or is waited for when Ctrl-C comes: one line saying which, exit 1
+    within the 5 s timeout (the signal's own end for Ctrl-C), no fake podman
+    process left."""
+    for case, interrupt in (("hang", False), ("locked", False), ("flood", False), ("hang", True)):
+        bin_dir = os.path.join(tmp, f"fake-{case}-{interrupt}")
+        os.makedirs(bin_dir)
+        pids = os.path.join(bin_dir, "pids")
+        with open(os.path.join(bin_dir, "podman"), "w") as f:
+            f.write("#!/bin/sh\n" + FAKE_ENGINES[case].format(pids=pids))
+        os.chmod(os.path.join(bin_dir, "podman"), 0o755)
+        env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:/bin")
+        began = time.monotonic()
+        # No such interface: should the container be found after all, nothing
+        # is attached outside the test's namespaces.
+        p = subprocess.Popen([binary, "-i", "xdpcapt-none0", "--container", "xdpcapt-fake", "-w", "/dev/null"],
+                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            if interrupt:
+                end = time.monotonic() + N.scaled(5)
+                while not os.path.exists(pids) and time.monotonic() < end:
+                    time.sleep(0.02)
+                time.sleep(0.1)
+                p.send_signal(signal.SIGINT)
+            _out, err = p.communicate(timeout=N.scaled(15))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        took = time.monotonic() - began
+        lines = err.splitlines()
+        with open(pids) as f:
+            left = [int(w) for w in f.read().split()]
+        end = time.monotonic() + N.scaled(1)
+        while not all(gone(q) for q in left) and time.monotonic() < end:
+            time.sleep(0.02)
+        try:
+            N.check(all(gone(q) for q in left), f"fake podman ({case}{', Ctrl-C' if interrupt else ''}): "
+                    "no process of it is left", [q for q in left if not gone(q)])
+        finally:
+            kill_left(left)
+        if interrupt:
+            N.check(p.returncode == -signal.SIGINT and took < N.scaled(3),
+                    "fake podman hanging, Ctrl-C: xdpcap ends at once, as SIGINT ends it", (p.returncode, took, lines))
+            continue
+        expected = {"hang": "podman inspect gave no answer within 5 s (stopped)",
+                    "locked": "podman inspect failed: Error: database is locked",
+                    "flood": "podman inspect wrote more than 1 MiB (stopped)"}[case]
+        N.check(p.returncode == 1 and lines == [f"xdpcap: --container xdpcapt-fake: {expected}"],
+                f"fake podman ({case}): one line saying so, exit 1", (p.returncode, lines))
+        N.check(took < N.scaled(8), f"fake podman ({case}): within the 5 s timeout", took)
+
+
 def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp:
+        fake_engines(tmp, binary)
     if not shutil.which("podman") or not shutil.which("runc"):
         raise N.TestSkip("podman and runc are not installed (scripts/deps.sh installs them)")
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:

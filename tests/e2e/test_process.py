@@ -25,8 +25,16 @@ socket inode among /proc/PID/fd. Checked from the file
     connection names it;
   * --pid keeps only that process's packets; --pname only that name's;
   * -- COMMAND keeps only the packets of the command and its children, from
-    the first SYN, stops once it exits and says its exit status; an unknown
-    command is refused in one line;
+    the first SYN, stops once it exits and says its exit status, which
+    becomes xdpcap's; an unknown command is refused in one line;
+  * -- COMMAND's process, read from /proc/PID/status and environ: no
+    capability in any set, no_new_privs, no ignored or blocked signal, a
+    group of its own; root when started plainly, the user SUDO_UID names,
+    -Z's user, each with its passwd HOME, USER, LOGNAME, SHELL and no SUDO_*
+    or MAIL; a command killed by a signal gives 128 + its number; a file
+    that is not executable (for that user) or missing is one line, exit 1;
+  * after -c 1, SIGINT and SIGTERM no process of the command is left, one
+    that ignores SIGTERM killed after the 2 s grace;
   * text lines say "(proc NAME:PID)" right after the time;
   * tshark reads the file without complaint and `frame.comment contains`
     finds a process by name; capinfos and tcpdump -r read it.
@@ -37,6 +45,8 @@ events (this host), hooks on the cgroup v2 root and raw tracepoints.
 
 import collections
 import os
+import pwd
+import signal
 import subprocess
 import sys
 import tempfile
@@ -382,7 +392,8 @@ def command(lab, peers, tmp, binary):
     rc = x.wait(timeout=30)
     srv.wait(timeout=N.scaled(30))
     lab.forget(srv)
-    N.check(rc == 0, "the capture stopped by itself once the command exited", (rc, x.err_lines))
+    N.check(rc == 3, "the capture stopped by itself once the command exited, with its exit status",
+            (rc, x.err_lines))
     N.check("xdpcap: /bin/sh exited with status 3" in x.err_lines, "the command's exit status is said in one line",
             x.err_lines)
     frames = frames_of(N.pcapng_records(path))
@@ -401,6 +412,144 @@ def command(lab, peers, tmp, binary):
     rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", "/dev/null", "--", "no-such-command-xdpc"])
     N.check(rc == 1 and err == ["xdpcap: cannot run no-such-command-xdpc: no such command in PATH"],
             "-- an unknown command: one line, exit 1", (rc, err))
+    lab.assert_clean()
+
+
+def status_fields(path):
+    with open(path) as f:
+        return dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+
+
+def gone(pid):
+    """The process has ended (a zombie waiting for its reaper counts)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def command_identity(lab, tmp, binary):
+    """-- COMMAND runs without any capability, with no_new_privs, in a group
+    of its own, with default signals: as root started plainly, as the user
+    sudo names, as -Z's user; that user's HOME, USER, LOGNAME, SHELL; no
+    SUDO_* or MAIL; the rest of the caller's environment."""
+    share = os.path.join(tmp, "cmd")
+    os.makedirs(share)
+    os.chmod(tmp, 0o755)
+    os.chmod(share, 0o1777)
+    probe = os.path.join(share, "probe")
+    with open(probe, "w") as f:
+        f.write(f"#!/bin/sh\ntr '\\0' '\\n' < /proc/$$/environ > {share}/env.$1\n"
+                f"exec cat /proc/self/status > {share}/status.$1\n")
+    os.chmod(probe, 0o755)
+    nobody = pwd.getpwnam("nobody")
+    sudo_env = ["env", f"SUDO_UID={nobody.pw_uid}", f"SUDO_GID={nobody.pw_gid}", "SUDO_USER=nobody",
+                "SUDO_COMMAND=/usr/sbin/xdpcap", "HOME=/root", "MAIL=/var/mail/root", "USER=root",
+                "LOGNAME=root", "SHELL=/bin/bash", "TERM=xterm-xdpc", "LANG=C.UTF-8",
+                "SSLKEYLOGFILE=/tmp/xdpc-keys"]
+    runs = {"root": [binary], "sudo": sudo_env + [binary], "z": [binary, "-Z", "nobody"]}
+    for tag, head in runs.items():
+        x = N.Xdpcap(lab, binary, None, argv=head + ["-i", lab.cap_if, "-w", "/dev/null", "--", probe, tag])
+        rc = x.wait(timeout=20)
+        N.check(rc == 0, f"-- COMMAND ({tag}): ran and the capture ended with it", (rc, x.err_lines))
+        st = status_fields(os.path.join(share, f"status.{tag}"))
+        uid = 0 if tag == "root" else nobody.pw_uid
+        gid = 0 if tag == "root" else nobody.pw_gid
+        N.check(st["Uid"].split() == [str(uid)] * 4 and st["Gid"].split() == [str(gid)] * 4,
+                f"-- COMMAND ({tag}): runs as uid {uid}, gid {gid}", (st["Uid"], st["Gid"]))
+        if tag != "root":
+            groups = sorted(os.getgrouplist("nobody", nobody.pw_gid))
+            N.check(sorted(int(g) for g in st["Groups"].split()) == groups,
+                    f"-- COMMAND ({tag}): nobody's groups", (st["Groups"], groups))
+        caps = {k: st[k] for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
+        N.check(set(caps.values()) == {"0000000000000000"} and st["NoNewPrivs"] == "1",
+                f"-- COMMAND ({tag}): no capability in any set, no_new_privs", (caps, st["NoNewPrivs"]))
+        N.check(st["SigIgn"] == "0000000000000000" and st["SigBlk"] == "0000000000000000",
+                f"-- COMMAND ({tag}): no signal ignored or blocked", (st["SigIgn"], st["SigBlk"]))
+        N.check(st["NSpgid"] == st["Pid"], f"-- COMMAND ({tag}): a process group of its own",
+                (st["NSpgid"], st["Pid"]))
+        with open(os.path.join(share, f"env.{tag}")) as f:
+            env = dict(l.split("=", 1) for l in f.read().splitlines() if "=" in l)
+        who = pwd.getpwuid(uid)
+        N.check(env.get("HOME") == who.pw_dir and env.get("USER") == who.pw_name and
+                env.get("LOGNAME") == who.pw_name and env.get("SHELL") == (who.pw_shell or "/bin/sh"),
+                f"-- COMMAND ({tag}): HOME, USER, LOGNAME, SHELL of {who.pw_name}",
+                {k: env.get(k) for k in ("HOME", "USER", "LOGNAME", "SHELL")})
+        N.check("PATH" in env and "MAIL" not in env and not any(k.startswith("SUDO_") for k in env),
+                f"-- COMMAND ({tag}): PATH kept, no MAIL or SUDO_*", sorted(env))
+        if tag == "sudo":
+            N.check(env.get("TERM") == "xterm-xdpc" and env.get("LANG") == "C.UTF-8" and
+                    env.get("SSLKEYLOGFILE") == "/tmp/xdpc-keys",
+                    "-- COMMAND (sudo): the caller's TERM, LANG, SSLKEYLOGFILE kept", sorted(env))
+    lab.assert_clean()
+
+    # Failures: the command's exit status or signal becomes xdpcap's; a
+    # command that cannot run is one line before anything is attached.
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", "/dev/null", "--",
+                                               "/bin/sh", "-c", "kill -USR2 $$"], timeout=20)
+    N.check(rc == 128 + signal.SIGUSR2 and "xdpcap: /bin/sh was killed by signal 12" in err,
+            "-- COMMAND killed by a signal: exit status 128 + its number, said in one line", (rc, err))
+    root_only = os.path.join(share, "root-only")
+    with open(root_only, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(root_only, 0o700)
+    for head, what, line in (
+            ([binary], "/etc/passwd", "cannot run /etc/passwd: Permission denied (not executable)"),
+            (sudo_env + [binary], root_only, f"cannot run {root_only}: Permission denied (not executable by nobody)"),
+            ([binary], "/nonexistent-xdpc/tool", "cannot run /nonexistent-xdpc/tool: No such file or directory")):
+        x = N.Xdpcap(lab, binary, None, argv=head + ["-i", lab.cap_if, "-w", "/dev/null", "--", what])
+        rc = x.wait(timeout=10)
+        N.check(rc == 1 and x.err_lines == ["xdpcap: " + line], f"-- {what}: one line naming why, exit 1",
+                (rc, x.err_lines))
+        lab.assert_clean()
+
+
+def command_end(lab, tmp, binary):
+    """The command never outlives the capture: after -c 1, SIGINT and SIGTERM
+    its group gets SIGTERM, and SIGKILL 2 s later when it ignores that."""
+    share = os.path.join(tmp, "cmd")
+    send = ("/usr/bin/python3 -S -c \"import socket; "
+            f"socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('{GEN4}', 7499))\"")
+    nobody = pwd.getpwnam("nobody")
+    cases = (("count", [], "", f"{send}; ", None),
+             ("sigint", [], "", "", signal.SIGINT),
+             # As the user sudo names, who ignores SIGTERM: xdpcap keeps
+             # CAP_KILL for it, and sends SIGKILL after the grace.
+             ("sigterm", ["env", f"SUDO_UID={nobody.pw_uid}", f"SUDO_GID={nobody.pw_gid}"], "trap '' TERM; ", "",
+              signal.SIGTERM))
+    for tag, head, trap, then, sig in cases:
+        pids = os.path.join(share, f"pids.{tag}")
+        script = f"{trap}sleep 60 & echo $$ $! > {pids}.new; mv {pids}.new {pids}; {then}wait; wait"
+        args = ["-i", lab.cap_if, "-w", "/dev/null"] + (["-c", "1"] if tag == "count" else []) + \
+            ["--", "/bin/sh", "-c", script]
+        x = N.Xdpcap(lab, binary, None, argv=head + [binary] + args)
+        x.wait_listening()
+        end = time.monotonic() + N.scaled(10)
+        while not os.path.exists(pids) and time.monotonic() < end:
+            time.sleep(0.02)
+        N.check(os.path.exists(pids), f"-- COMMAND ({tag}): the command started", x.err_lines)
+        with open(pids) as f:
+            left = [int(p) for p in f.read().split()]
+        began = time.monotonic()
+        rc = x.stop(sig, timeout=10) if sig else x.wait(timeout=10)
+        took = time.monotonic() - began
+        N.check(rc == 0, f"-- COMMAND ({tag}): the capture's exit status, 0", (rc, x.err_lines))
+        end = time.monotonic() + N.scaled(1)
+        while not all(gone(p) for p in left) and time.monotonic() < end:
+            time.sleep(0.02)
+        try:
+            N.check(all(gone(p) for p in left), f"-- COMMAND ({tag}): no process of the command is left",
+                    [p for p in left if not gone(p)])
+        finally:
+            for pid in left:  # whatever a failed check left running
+                if not gone(pid):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+        if tag == "sigterm":
+            N.check(took >= 1.8, "-- COMMAND ignoring SIGTERM: killed once the 2 s grace is over", took)
     lab.assert_clean()
 
 
@@ -494,6 +643,8 @@ def test(binary):
         check_file(path, peers, short, hold_port)
         filters(lab, peers, tmp, binary)
         command(lab, peers, tmp, binary)
+        command_identity(lab, tmp, binary)
+        command_end(lab, tmp, binary)
         forwarded(lab, peers, tmp, binary)
         text_lines(lab, peers, tmp, binary)
 

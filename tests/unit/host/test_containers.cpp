@@ -1,5 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
 #include "host/containers.hpp"
 #include "base/error.hpp"
 
@@ -38,4 +46,85 @@ TEST(Containers, BadNamesAreRefusedBeforeAnyEngineRuns)
             EXPECT_NE(std::string(e.what()).find("not a container name or ID"), std::string::npos) << name;
         }
     }
+}
+
+namespace {
+
+using Outcome = EngineAnswer::Outcome;
+
+// The process, gone or a zombie nobody needs to stop.
+bool gone(pid_t pid)
+{
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    if (!std::getline(stat, text))
+        return true;
+    const size_t close = text.rfind(')');
+    return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
+}
+
+} // namespace
+
+TEST(Containers, AnEngineThatHangsIsStoppedWithWhatItStarted)
+{
+    const std::string pids = ::testing::TempDir() + "xdpcap-engine-pids";
+    std::remove(pids.c_str());
+    const auto begin = std::chrono::steady_clock::now();
+    const EngineAnswer answer =
+        run_engine({"/bin/sh", "-c", "sleep 30 & echo $! > " + pids + "; wait"}, 300, kEngineOutputLimit);
+    EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(3));
+    EXPECT_EQ(answer.outcome, Outcome::TimedOut);
+    EXPECT_EQ(engine_problem("podman", answer, 300), "podman inspect gave no answer within 0.3 s (stopped)");
+    EXPECT_EQ(engine_problem("podman", answer), "podman inspect gave no answer within 5 s (stopped)");
+    std::ifstream in(pids);
+    pid_t sleeper = 0;
+    ASSERT_TRUE(in >> sleeper);
+    bool sleeper_gone = false;
+    for (int i = 0; i < 100 && !sleeper_gone; ++i) {
+        sleeper_gone = gone(sleeper);
+        if (!sleeper_gone)
+            ::usleep(10000);
+    }
+    EXPECT_TRUE(sleeper_gone);
+    std::remove(pids.c_str());
+}
+
+TEST(Containers, AnEngineThatFloodsIsStoppedAtTheLimit)
+{
+    const EngineAnswer answer = run_engine({"/bin/sh", "-c", "while :; do echo flood; done"}, 10000, 65536);
+    EXPECT_EQ(answer.outcome, Outcome::TooMuchOutput);
+    EXPECT_TRUE(answer.output.empty());
+    EXPECT_EQ(engine_problem("docker", answer, kEngineTimeoutMs, 65536),
+              "docker inspect wrote more than 65536 bytes (stopped)");
+    EXPECT_EQ(engine_problem("docker", answer), "docker inspect wrote more than 1 MiB (stopped)");
+}
+
+TEST(Containers, AnEngineFailureSaysItsLastLine)
+{
+    const EngineAnswer answer = run_engine(
+        {"/bin/sh", "-c", "echo '[1,2]'; echo 'time=x level=warning' >&2; echo 'Error: database is locked' >&2; "
+                          "echo >&2; exit 125"});
+    EXPECT_EQ(answer.outcome, Outcome::Ran);
+    EXPECT_TRUE(WIFEXITED(answer.wait_status));
+    EXPECT_EQ(WEXITSTATUS(answer.wait_status), 125);
+    EXPECT_EQ(answer.last_error, "Error: database is locked");
+    EXPECT_EQ(engine_problem("podman", answer), "podman inspect failed: Error: database is locked");
+}
+
+TEST(Containers, NotAProblemWhenTheEngineKnowsNoSuchContainer)
+{
+    EngineAnswer answer{Outcome::Ran, 125 << 8, "", "Error: no such container web"};
+    EXPECT_EQ(engine_problem("podman", answer), std::nullopt);
+    answer.last_error = "Error: No such container: web";
+    EXPECT_EQ(engine_problem("docker", answer), std::nullopt);
+    answer.last_error = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker "
+                        "daemon running?";
+    EXPECT_EQ(engine_problem("docker", answer), std::nullopt);
+    answer.last_error = "";
+    EXPECT_EQ(engine_problem("docker", answer), "docker inspect failed with exit status 125");
+    EXPECT_EQ(engine_problem("podman", run_engine({"no-such-engine-xdpcap", "inspect"})), std::nullopt);
+    EXPECT_EQ(run_engine({"no-such-engine-xdpcap"}).outcome, Outcome::Missing);
+    answer = run_engine({"/bin/sh", "-c", "echo web abc 42"});
+    EXPECT_EQ(answer.output, "web abc 42\n");
+    EXPECT_EQ(engine_problem("podman", answer), std::nullopt);
 }
