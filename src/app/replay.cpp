@@ -149,6 +149,7 @@ public:
     // an Enhanced Packet Block of its bytes.
     void write(const CaptureFile::Record& record, bool pcapng);
     void flush() { sink_.flush(); }
+    bool started() const noexcept { return started_; }
 
 private:
     Sink sink_;
@@ -233,6 +234,7 @@ public:
     void finish();
 
 private:
+    void output_before_break();
     void take(const CaptureFile::Record& record);
     void take_packet(const CaptureFile::Record& record);
     void describe_interface(uint32_t interface_id);
@@ -262,11 +264,30 @@ void FileReading::open_output()
 void FileReading::run()
 {
     while (!(config_.count && kept_ >= *config_.count)) {
-        const std::optional<CaptureFile::Record> record = input_->next();
+        std::optional<CaptureFile::Record> record;
+        try {
+            record = input_->next();
+        } catch (const Error&) {
+            output_before_break();
+            throw;
+        }
         if (!record)
             return;
         take(*record);
     }
+}
+
+// As tcpdump: the packets before a cut or a broken block are output as if
+// the file ended there, then the error is said.
+void FileReading::output_before_break()
+{
+    if (!input_->interfaces().empty())
+        announce();
+    // Not started: no packet was read, and an existing file stays as it was.
+    if (copy_ && copy_->started())
+        copy_->flush();
+    if (lines_)
+        lines_->flush();
 }
 
 void FileReading::take(const CaptureFile::Record& record)

@@ -24,6 +24,13 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
   * Records whose lengths cannot be (caplen 0, len below caplen, beyond
     262144): tcpdump's "[Invalid header: ...]" lines, numbered, untimed.
   * Bad input: one line and exit status 1.
+  * A small pcap cut at every record boundary and inside every record's
+    header and data: the lines tcpdump -n -r prints for the same cut file,
+    then one line naming the file, "truncated" and the record's offset, exit
+    1. An xdpcap pcapng (SHB, IDBs, EPBs with comments, ISBs, a second
+    section) cut at every block boundary and inside every block, and with a
+    bad block length: the lines of the packets before the break, one line,
+    exit 1.
 """
 
 import os
@@ -674,6 +681,132 @@ def invalid_headers(binary, tmp):
         compare(f"invalid headers, -r {' '.join(flags) or '(plain)'}", got, want)
 
 
+def pcapng_block(kind, body):
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", kind, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+
+
+def pcapng_options(options):
+    out = b""
+    for code, value in options:
+        out += struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
+    return out + (struct.pack("<HH", 0, 0) if options else b"")
+
+
+def shb(options):
+    return pcapng_block(0x0a0d0d0a, struct.pack("<IHHq", 0x1a2b3c4d, 1, 0, -1) + pcapng_options(options))
+
+
+def idb(name, options=(), link_type=1):
+    return pcapng_block(1, struct.pack("<HHI", link_type, 0, 262144) +
+                        pcapng_options([(2, name), (9, b"\x09")] + list(options)))
+
+
+def epb(interface, ns, frame, options=()):
+    return pcapng_block(6, struct.pack("<IIIII", interface, ns >> 32, ns & 0xffffffff, len(frame), len(frame)) +
+                        frame + b"\0" * (-len(frame) % 4) + pcapng_options(list(options)))
+
+
+def isb(interface, options=()):
+    return pcapng_block(5, struct.pack("<III", interface, 0, 0) + pcapng_options(list(options)))
+
+
+def own_pcapng_blocks():
+    """xdpcap's kind of file: two CPU interfaces of one device, then another
+    device's; inbound packets, a drop, comments; statistics; a second section."""
+    frames = T.corpus()[:7]
+    t = 1795431326 * 10**9
+    inbound = (2, struct.pack("<I", 1))
+    return [
+        shb([(2, b"x86_64"), (3, b"Linux 6.1"), (4, b"xdpcap 1.0")]),
+        idb(b"veth0@cpu0"), idb(b"veth0@cpu1"),
+        epb(0, t, frames[0], [inbound]),
+        epb(1, t + 1000, frames[1], [inbound, (1, b"drop reason NO_SOCKET at __udp4_lib_rcv+0x8b1")]),
+        isb(0, [(1, b"a statistics comment")]),
+        epb(0, t + 2000, frames[2], [(1, b"proc curl:1234")]),
+        idb(b"veth1@cpu0"),
+        epb(2, t + 3000, frames[3], [inbound]),
+        isb(2),
+        shb([(4, b"xdpcap 1.0")]), idb(b"veth0@cpu3"),
+        epb(0, t + 4000, frames[4], [inbound]),
+        epb(0, t + 5000, frames[5]),
+    ]
+
+
+def broken_files(binary, tmp):
+    """Files cut anywhere or with a broken block: the packets before the
+    break as tcpdump prints them, then one line naming the file, what was
+    wrong and where, and exit 1."""
+    def read(path, flags=()):
+        cp = subprocess.run([binary, "-r", path, "-n"] + list(flags), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, timeout=N.scaled(10))
+        return lines_of(cp), cp.stderr, cp.returncode
+
+    def expect_break(label, path, err, rc, what, offset):
+        told = [l for l in err.splitlines() if not l.startswith("reading from file ")]
+        N.expect(rc == 1 and len(told) == 1 and told[0].startswith(f"xdpcap: {path}: {what} at offset {offset}: "),
+                 f"{label}: one line naming the file, '{what}' and offset {offset}, exit 1", (rc, err))
+
+    # Classic pcap, against tcpdump.
+    frames = T.corpus()[:5]
+    whole = os.path.join(tmp, "whole.pcap")
+    N.write_frames(whole, frames)
+    data = open(whole, "rb").read()
+    starts = [24]
+    for f in frames:
+        starts.append(starts[-1] + 16 + len(f))
+    cuts = [(10, 0)] + [(b, None) for b in starts]
+    cuts += [(b + 7, b) for b in starts[:-1]] + [(b + 16, b) for b in starts[:-1]]
+    cuts += [(b + 16 + len(f) // 2, b) for b, f in zip(starts, frames)]
+    cut = os.path.join(tmp, "cut.pcap")
+    for at, record in cuts:
+        with open(cut, "wb") as f:
+            f.write(data[:at])
+        got, err, rc = read(cut)
+        want = [l for l in N.run(["tcpdump", "-n", "-r", cut], check_rc=False).stdout.splitlines() if l]
+        compare(f"pcap cut at byte {at}", got, want)
+        if record is None:
+            N.expect(rc == 0, f"pcap cut at record boundary {at}: read whole, exit 0", (rc, err))
+        else:
+            expect_break(f"pcap cut at byte {at}", cut, err, rc, "truncated", record)
+    # xdpcap's pcapng, against the whole file's lines.
+    blocks = own_pcapng_blocks()
+    data = b"".join(blocks)
+    whole = os.path.join(tmp, "whole.pcapng")
+    with open(whole, "wb") as f:
+        f.write(data)
+    full, err, rc = read(whole, ["--print-cpu"])
+    N.check(rc == 0 and len(full) == 6, "the whole pcapng: six packets, exit 0", (rc, full, err))
+    # Where each block ends, and the packets up to its end.
+    ends, counted, at, seen = [], [], 0, 0
+    for b in blocks:
+        at += len(b)
+        seen += struct.unpack("<I", b[:4])[0] == 6
+        ends.append(at)
+        counted.append(seen)
+    cut = os.path.join(tmp, "cut.pcapng")
+    for i, b in enumerate(blocks):
+        start = ends[i] - len(b)
+        before = counted[i - 1] if i else 0
+        for at, n, broken in ((start + 5, before, True), (start + len(b) // 2, before, True),
+                              (ends[i] - 1, before, True), (ends[i], counted[i], False)):
+            with open(cut, "wb") as f:
+                f.write(data[:at])
+            got, err, rc = read(cut, ["--print-cpu"])
+            N.expect(got == full[:n], f"pcapng cut at byte {at}: the {n} packets before the cut",
+                     (got, full[:n], err))
+            if broken:
+                expect_break(f"pcapng cut at byte {at}", cut, err, rc, "truncated", start)
+            else:
+                N.expect(rc == 0, f"pcapng cut at block boundary {at}: exit 0", (rc, err))
+    # A block whose length cannot be, after two packets.
+    bad = blocks[:5] + [struct.pack("<II", 6, 13) + blocks[5][8:]] + blocks[6:]
+    with open(cut, "wb") as f:
+        f.write(b"".join(bad))
+    got, err, rc = read(cut, ["--print-cpu"])
+    N.expect(got == full[:2], "a bad block length: the two packets before it", (got, err))
+    expect_break("a bad block length", cut, err, rc, "bad block length", sum(len(b) for b in blocks[:5]))
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp:
         os.chmod(tmp, 0o755)
@@ -681,6 +814,7 @@ def test(binary):
         invalid_headers(binary, tmp)
         every_cut(binary, tmp)
         bad_input(binary, tmp)
+        broken_files(binary, tmp)
         with N.NetLab(pairs=2) as lab:
             own = own_file(binary, tmp, lab)
         filtered_copy(binary, tmp, own)
