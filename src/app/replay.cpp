@@ -18,6 +18,7 @@
 #include "output/packet_output.hpp"
 #include "output/pcapng.hpp"
 #include "output/sink.hpp"
+#include "text/decode.hpp"
 #include "version.hpp"
 
 namespace xdpcap {
@@ -68,7 +69,7 @@ void require_readable(const CaptureFile& file, uint32_t interface_id)
     const CaptureFile::Interface& iface = file.interfaces().at(interface_id);
     if (!link_type_readable(iface.link_type))
         throw Error(file.name() + ": xdpcap reads Ethernet, LINUX_SLL and LINUX_SLL2 captures only, and interface " +
-                    std::to_string(interface_id) + (iface.name.empty() ? "" : " (" + iface.name + ")") +
+                    std::to_string(interface_id) + (iface.name.empty() ? "" : " (" + text::escaped(iface.name) + ")") +
                     " has link type " + link_type_name(iface.link_type));
 }
 
@@ -204,9 +205,10 @@ public:
     PacketLines& operator=(const PacketLines&) = delete;
 
     // Only xdpcap's interface names are shown: they name CPUs, not devices.
+    // Escaped: a file's bytes never reach the terminal raw.
     void add_interface(const CaptureFile::Interface& iface)
     {
-        output_.add_interface(iface.written_by_xdpcap ? iface.name : std::string(),
+        output_.add_interface(iface.written_by_xdpcap ? text::escaped(iface.name) : std::string(),
                               static_cast<text::LinkType>(iface.link_type));
     }
     void write(const CaptureFile::Packet& p, const CaptureFile::Interface& iface)

@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "base/unique_fd.hpp"
+#include "text/decode.hpp"
 
 namespace xdpcap {
 
@@ -112,7 +113,7 @@ uint32_t DropLabels::intern(std::string_view name)
     // Above any value a kernel uses.
     const uint32_t value = names_.empty() || names_.rbegin()->first < (1u << 30) ? (1u << 30) + static_cast<uint32_t>(names_.size())
                                                                                  : names_.rbegin()->first + 1;
-    names_.emplace(value, std::string(name));
+    names_.emplace(value, text::escaped(name));
     values_by_name_.emplace(std::string(name), value);
     return value;
 }

@@ -46,7 +46,8 @@ public:
 
     void count(uint32_t reason) { ++counts_[reason]; }
     // -r: the value standing for a reason known by its name only (from a
-    // file's comment); the same name always gets the same value.
+    // file's comment); the same name always gets the same value, and
+    // reason() gives the name escaped (it came from a file).
     uint32_t intern(std::string_view name);
     // Reasons of the drops counted, most frequent first (ties by name).
     std::vector<std::pair<std::string, uint64_t>> by_frequency();

@@ -31,6 +31,9 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
     section) cut at every block boundary and inside every block, and with a
     bad block length: the lines of the packets before the break, one line,
     exit 1.
+  * Escapes, BEL, CR, DEL, C1 controls and invalid UTF-8 in every string a
+    pcapng holds, read with each verbosity: no control byte and no byte
+    above 0x7e reaches standard output or standard error.
 """
 
 import os
@@ -807,6 +810,53 @@ def broken_files(binary, tmp):
     N.expect(got == full[:2], "a bad block length: the two packets before it", (got, err))
     expect_break("a bad block length", cut, err, rc, "bad block length", sum(len(b) for b in blocks[:5]))
 
+
+# What a terminal would act on: escapes (colours, the title, clearing the
+# screen), BEL, CR, DEL, C1 controls (CSI 0x9b) and bytes that are no UTF-8.
+HOSTILE = b"\x1b]2;PWNED\x07\x1b[2J\x1b[31m\rX\x7f\x9b31m\x85\xff\xc3("
+
+
+def escaped_strings(binary, tmp):
+    """Every string a pcapng holds, hostile: none reaches the terminal raw."""
+    frames = T.corpus()[:3]
+    h = HOSTILE
+    t = 1795431326 * 10**9
+    blocks = [
+        shb([(1, b"c" + h), (2, b"hw" + h), (3, b"os" + h), (4, b"xdpcap " + h)]),
+        idb(b"eth0" + h, [(3, b"descr" + h), (1, b"c" + h), (4, b"\xc6\x12\x00\x01\xff\xff\xff\x00"),
+                         (12, b"os" + h), (15, b"hw" + h)]),
+        idb(h + b"@cpu1" + h),
+        epb(0, t, frames[0], [(2, struct.pack("<I", 1)), (1, b"drop reason " + h + b" at x" + h)]),
+        epb(1, t + 1000, frames[1], [(2, struct.pack("<I", 2)), (1, b"proc " + h + b":1"), (1, h)]),
+        isb(0, [(1, h)]),
+        shb([(4, b"other" + h)]), idb(b"eth9" + h),
+        epb(0, t + 2000, frames[2], [(1, b"drop reason " + h)]),
+    ]
+    path = os.path.join(tmp, "hostile.pcapng")
+    with open(path, "wb") as f:
+        f.write(b"".join(blocks))
+    refused = os.path.join(tmp, "hostile-raw.pcapng")
+    with open(refused, "wb") as f:
+        f.write(blocks[0] + idb(b"raw" + h, link_type=101))
+
+    def clean(out):
+        return not re.search(rb"[\x00-\x09\x0b-\x1f\x7f-\xff]", out) and b"\n\n" not in out
+
+    for args in ([], ["-v"], ["-vv"], ["-vvv"], ["--print-cpu"], ["--print-cpu", "-e", "-vv"], ["-q"]):
+        cp = subprocess.run([binary, "-r", path, "-n"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=N.scaled(10))
+        N.expect(cp.returncode == 0 and cp.stdout.count(b"\n") >= 3 and clean(cp.stdout) and clean(cp.stderr),
+                 f"-r {' '.join(args) or '(plain)'}: no control byte, DEL or raw 8-bit byte from the file",
+                 (cp.returncode, cp.stdout, cp.stderr))
+    cp = subprocess.run([binary, "-r", path, "-n", "--print-cpu"], stdout=subprocess.PIPE, timeout=N.scaled(10))
+    N.expect(b"eth0^[]2;PWNED^G^[[2J^[[31m^MX^?M-^[31mM-^EM-^?M-C( " in cp.stdout and
+             b"Drop ^[]2;PWNED^G" in cp.stdout,
+             "the interface's name and the drop reason are shown escaped as packet bytes are", cp.stdout)
+    cp = subprocess.run([binary, "-r", refused], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=N.scaled(10))
+    N.expect(cp.returncode == 1 and b"(raw^[]2;PWNED" in cp.stderr and clean(cp.stderr),
+             "a refused interface is named escaped", (cp.returncode, cp.stderr))
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp:
         os.chmod(tmp, 0o755)
@@ -815,6 +865,7 @@ def test(binary):
         every_cut(binary, tmp)
         bad_input(binary, tmp)
         broken_files(binary, tmp)
+        escaped_strings(binary, tmp)
         with N.NetLab(pairs=2) as lab:
             own = own_file(binary, tmp, lab)
         filtered_copy(binary, tmp, own)

@@ -48,7 +48,7 @@ TEST(DropLabels, ReasonNamesFromTheKernel)
 }
 
 // -r: a reason known by its name from a file's comment gets one value per
-// name, the kernel's own when it names one.
+// name, the kernel's own when it names one, and is shown escaped.
 TEST(DropLabels, InternedNamesFromFiles)
 {
     DropLabels l = labels();
@@ -56,6 +56,7 @@ TEST(DropLabels, InternedNamesFromFiles)
     const uint32_t odd = l.intern("ODD\x1b[31m\r\x9b");
     EXPECT_EQ(l.intern("ODD\x1b[31m\r\x9b"), odd);
     EXPECT_NE(l.intern("OTHER"), odd);
+    EXPECT_EQ(l.reason(odd), "ODD^[[31m^MM-^[");
     EXPECT_EQ(l.intern("reason 77"), l.intern("reason 77"));
     // Many distinct names: each found again by its own value.
     std::vector<uint32_t> values;
