@@ -326,14 +326,16 @@ void CaptureFile::packet_block(const Block& block, Packet& p)
         p.orig_len = u32(body.data() + 16);
         fixed = 20;
         if (p.cap_len > body.size() - fixed)
-            broken("bad packet block", "a packet of " + std::to_string(p.cap_len) + " bytes in a block of " + std::to_string(length));
+            broken("bad packet block",
+                   "a packet of " + std::to_string(p.cap_len) + " bytes in a block of " + std::to_string(length));
         if (local_id < ticks_per_second_.size())
             p.timestamp_ns = to_ns(ticks, ticks_per_second_[local_id]);
         if (block.type == kObsoletePacketType)
             p.drop_count = u16(body.data() + 2);
     }
     if (local_id >= ticks_per_second_.size())
-        broken("bad packet block", "a packet of interface " + std::to_string(local_id) + ", which the section does not describe");
+        broken("bad packet block",
+               "a packet of interface " + std::to_string(local_id) + ", which the section does not describe");
     p.interface_id = static_cast<uint32_t>(section_base_ + local_id);
     p.data = body.data() + fixed;
     const size_t snap = interfaces_[p.interface_id].snaplen;
