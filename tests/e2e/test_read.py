@@ -848,7 +848,8 @@ def escaped_strings(binary, tmp):
         N.expect(cp.returncode == 0 and cp.stdout.count(b"\n") >= 3 and clean(cp.stdout) and clean(cp.stderr),
                  f"-r {' '.join(args) or '(plain)'}: no control byte, DEL or raw 8-bit byte from the file",
                  (cp.returncode, cp.stdout, cp.stderr))
-    cp = subprocess.run([binary, "-r", path, "-n", "--print-cpu"], stdout=subprocess.PIPE, timeout=N.scaled(10))
+    cp = subprocess.run([binary, "-r", path, "-n", "--print-cpu"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                        timeout=N.scaled(10))
     N.expect(b"eth0^[]2;PWNED^G^[[2J^[[31m^MX^?M-^[31mM-^EM-^?M-C( " in cp.stdout and
              b"Drop ^[]2;PWNED^G" in cp.stdout,
              "the interface's name and the drop reason are shown escaped as packet bytes are", cp.stdout)
