@@ -30,7 +30,7 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
     1. An xdpcap pcapng (SHB, IDBs, EPBs with comments, ISBs, a second
     section) cut at every block boundary and inside every block, and with a
     bad block length: the lines of the packets before the break, one line,
-    exit 1.
+    exit 1; the same blocks from another program: tcpdump's lines.
   * Escapes, BEL, CR, DEL, C1 controls and invalid UTF-8 in every string a
     pcapng holds, read with each verbosity: no control byte and no byte
     above 0x7e reaches standard output or standard error.
@@ -802,6 +802,17 @@ def broken_files(binary, tmp):
                 expect_break(f"pcapng cut at byte {at}", cut, err, rc, "truncated", start)
             else:
                 N.expect(rc == 0, f"pcapng cut at block boundary {at}: exit 0", (rc, err))
+    # The same blocks written by another program: tcpdump's lines at every cut.
+    foreign = [shb([(4, b"Dumpcap (Wireshark) 4.0.17")]) if b[:4] == b"\x0a\x0d\x0d\x0a" else b for b in blocks]
+    foreign_data = b"".join(foreign)
+    for i, b in enumerate(foreign):
+        start = sum(len(x) for x in foreign[:i])
+        for at in (start + 5, start + len(b) // 2, start + len(b)):
+            with open(cut, "wb") as f:
+                f.write(foreign_data[:at])
+            got, err, rc = read(cut)
+            want = [l for l in N.run(["tcpdump", "-n", "-r", cut], check_rc=False).stdout.splitlines() if l]
+            compare(f"another program's pcapng cut at byte {at}", got, want)
     # A block whose length cannot be, after two packets.
     bad = blocks[:5] + [struct.pack("<II", 6, 13) + blocks[5][8:]] + blocks[6:]
     with open(cut, "wb") as f:
