@@ -23,6 +23,7 @@
 #include "output/pcapng.hpp"
 #include "output/replaced_file.hpp"
 #include "output/sink.hpp"
+#include "text/decode.hpp"
 #include "version.hpp"
 
 namespace xdpcap {
@@ -73,7 +74,7 @@ void require_readable(const CaptureFile& file, uint32_t interface_id)
     const CaptureFile::Interface& iface = file.interfaces().at(interface_id);
     if (!link_type_readable(iface.link_type))
         throw Error(file.name() + ": xdpcap reads Ethernet, LINUX_SLL and LINUX_SLL2 captures only, and interface " +
-                    std::to_string(interface_id) + (iface.name.empty() ? "" : " (" + iface.name + ")") +
+                    std::to_string(interface_id) + (iface.name.empty() ? "" : " (" + text::escaped(iface.name) + ")") +
                     " has link type " + link_type_name(iface.link_type));
 }
 
@@ -163,6 +164,7 @@ public:
         } catch (const Error&) {
         }
     }
+    bool started() const noexcept { return started_; }
 
 private:
     Sink sink_;
@@ -217,9 +219,10 @@ public:
     PacketLines& operator=(const PacketLines&) = delete;
 
     // Only xdpcap's interface names are shown: they name CPUs, not devices.
+    // Escaped: a file's bytes never reach the terminal raw.
     void add_interface(const CaptureFile::Interface& iface)
     {
-        output_.add_interface(iface.written_by_xdpcap ? iface.name : std::string(),
+        output_.add_interface(iface.written_by_xdpcap ? text::escaped(iface.name) : std::string(),
                               static_cast<text::LinkType>(iface.link_type));
     }
     void write(const CaptureFile::Packet& p, const CaptureFile::Interface& iface)
@@ -257,6 +260,7 @@ public:
 
 private:
     void refuse_same_file(const std::string& out) const;
+    void output_before_break();
     void take(const CaptureFile::Record& record);
     void take_packet(const CaptureFile::Record& record);
     void describe_interface(uint32_t interface_id);
@@ -332,11 +336,30 @@ std::string FileReading::salvage()
 void FileReading::run()
 {
     while (!(config_.count && kept_ >= *config_.count)) {
-        const std::optional<CaptureFile::Record> record = input_->next();
+        std::optional<CaptureFile::Record> record;
+        try {
+            record = input_->next();
+        } catch (const Error&) {
+            output_before_break();
+            throw;
+        }
         if (!record)
             return;
         take(*record);
     }
+}
+
+// As tcpdump: the packets before a cut or a broken block are output as if
+// the file ended there, then the error is said.
+void FileReading::output_before_break()
+{
+    if (!input_->interfaces().empty())
+        announce();
+    // Not started: no packet was read, and an existing file stays as it was.
+    if (copy_ && copy_->started())
+        copy_->flush();
+    if (lines_)
+        lines_->flush();
 }
 
 void FileReading::take(const CaptureFile::Record& record)

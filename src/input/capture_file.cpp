@@ -60,9 +60,14 @@ CaptureFile CaptureFile::from_bytes(std::vector<uint8_t> bytes)
     return CaptureFile("input", UniqueFd(), std::move(bytes), true);
 }
 
-void CaptureFile::malformed(const std::string& what) const
+void CaptureFile::not_a_capture_file(const std::string& what) const
 {
     throw Error(name_ + " is not a capture file xdpcap can read: " + what + " at offset " + std::to_string(offset_));
+}
+
+void CaptureFile::broken(const std::string& what, const std::string& detail) const
+{
+    throw Error(name_ + ": " + what + " at offset " + std::to_string(offset_) + ": " + detail);
 }
 
 bool CaptureFile::fill(size_t n, const char* what)
@@ -92,7 +97,7 @@ bool CaptureFile::fill(size_t n, const char* what)
         return true;
     if (end_ == 0)
         return false;
-    malformed(std::string("the input ends inside ") + what);
+    broken("truncated", std::string("the input ends inside ") + what + " of " + std::to_string(n) + " bytes");
 }
 
 uint16_t CaptureFile::u16(const uint8_t* p) const noexcept
@@ -120,7 +125,7 @@ void CaptureFile::start()
 {
     started_ = true;
     if (!fill(4, "the file header"))
-        malformed("the input is empty");
+        not_a_capture_file("the input is empty");
     uint32_t magic;
     std::memcpy(&magic, buffer_.data() + begin_, 4);
     if (magic == kShbType) {
@@ -132,8 +137,7 @@ void CaptureFile::start()
         if (m == kPcapMagicMicro || m == kPcapMagicNano) {
             swapped_ = swapped;
             nanoseconds_ = m == kPcapMagicNano;
-            if (!fill(24, "the pcap file header"))
-                malformed("the input ends inside the pcap file header");
+            fill(24, "the pcap file header");
             const uint8_t* h = buffer_.data() + begin_;
             interfaces_.push_back(Interface{"", static_cast<uint16_t>(u32(h + 20) & 0xffff), u32(h + 16)});
             begin_ += 24;
@@ -141,7 +145,7 @@ void CaptureFile::start()
             return;
         }
     }
-    malformed("neither pcap nor pcapng (it starts with 0x" + [&] {
+    not_a_capture_file("neither pcap nor pcapng (it starts with 0x" + [&] {
         char hex[9];
         std::snprintf(hex, sizeof hex, "%08x", __builtin_bswap32(magic));
         return std::string(hex);
@@ -165,9 +169,9 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcap()
     const uint8_t* h = buffer_.data() + begin_;
     const uint32_t cap_len = u32(h + 8);
     if (cap_len > kMaxBlock)
-        malformed("a packet record of " + std::to_string(cap_len) + " bytes");
-    if (!fill(16 + size_t{cap_len}, "a packet"))
-        malformed("the input ends inside a packet");
+        broken("bad record length", "a packet record of " + std::to_string(cap_len) + " bytes");
+    // Its header was there, so the record's end is too or the input is cut.
+    fill(16 + size_t{cap_len}, "a packet record");
     h = buffer_.data() + begin_;
     Record r{Record::Kind::Packet, {}, {}};
     r.packet.timestamp_ns = uint64_t{u32(h)} * 1'000'000'000 + uint64_t{u32(h + 4)} * (nanoseconds_ ? 1 : 1000);
@@ -201,9 +205,9 @@ void CaptureFile::for_each_option(std::span<const uint8_t> options, Visit&& visi
 void CaptureFile::section_header(std::span<const uint8_t> block)
 {
     if (block.size() < 28)
-        malformed("a section header block of " + std::to_string(block.size()) + " bytes");
+        broken("bad section header", "a section header block of " + std::to_string(block.size()) + " bytes");
     if (u16(block.data() + 12) != 1)
-        malformed("pcapng major version " + std::to_string(u16(block.data() + 12)));
+        broken("bad section header", "pcapng major version " + std::to_string(u16(block.data() + 12)));
     // A new section: its interfaces are numbered from 0 again.
     section_base_ = interfaces_.size();
     ticks_per_second_.clear();
@@ -219,7 +223,7 @@ void CaptureFile::section_header(std::span<const uint8_t> block)
 void CaptureFile::interface_description(std::span<const uint8_t> body)
 {
     if (body.size() < 8)
-        malformed("an interface description block too short");
+        broken("bad interface description", "an interface description block too short");
     Interface iface{"", u16(body.data()), u32(body.data() + 4), section_by_xdpcap_};
     uint64_t per_second = 1'000'000;
     for_each_option(body.subspan(8), [&](uint16_t code, std::span<const uint8_t> value) {
@@ -230,7 +234,7 @@ void CaptureFile::interface_description(std::span<const uint8_t> body)
             const uint8_t resol = value[0];
             const unsigned exponent = resol & 0x7f;
             if ((resol & 0x80) ? exponent > 63 : exponent > 19)
-                malformed("if_tsresol " + std::to_string(resol));
+                broken("bad interface description", "if_tsresol " + std::to_string(resol));
             per_second = 1;
             for (unsigned i = 0; i < exponent; ++i)
                 per_second *= (resol & 0x80) ? 2 : 10;
@@ -255,18 +259,17 @@ std::optional<CaptureFile::Block> CaptureFile::next_block()
         else if (bom == __builtin_bswap32(kByteOrderMagic))
             swapped_ = true;
         else
-            malformed("a section header without the byte-order magic");
+            broken("bad section header", "a section header without the byte-order magic");
     } else {
         type = u32(h);
     }
     const uint32_t length = u32(h + 4);
     if (length < 12 || length % 4 != 0 || length > kMaxBlock)
-        malformed("a block of length " + std::to_string(length));
-    if (!fill(length, "a block"))
-        malformed("the input ends inside a block");
+        broken("bad block length", "a block of length " + std::to_string(length));
+    fill(length, "a block");
     h = buffer_.data() + begin_;
     if (u32(h + length - 4) != length)
-        malformed("a block whose trailing length differs from its leading one");
+        broken("bad block length", "a block whose trailing length differs from its leading one");
     consumed_ = length;
     return Block{type, std::span<const uint8_t>(h, length)};
 }
@@ -309,28 +312,30 @@ void CaptureFile::packet_block(const Block& block, Packet& p)
     uint32_t local_id;
     if (block.type == kSpbType) {
         if (body.size() < 4)
-            malformed("a simple packet block too short");
+            broken("bad packet block", "a simple packet block too short");
         local_id = 0;
         p.orig_len = u32(body.data());
         fixed = 4;
         p.cap_len = static_cast<uint32_t>(std::min<size_t>(p.orig_len, body.size() - fixed));
     } else {
         if (body.size() < 20)
-            malformed("a packet block too short");
+            broken("bad packet block", "a packet block too short");
         local_id = block.type == kEpbType ? u32(body.data()) : u16(body.data());
         const uint64_t ticks = (uint64_t{u32(body.data() + 4)} << 32) | u32(body.data() + 8);
         p.cap_len = u32(body.data() + 12);
         p.orig_len = u32(body.data() + 16);
         fixed = 20;
         if (p.cap_len > body.size() - fixed)
-            malformed("a packet of " + std::to_string(p.cap_len) + " bytes in a block of " + std::to_string(length));
+            broken("bad packet block",
+                   "a packet of " + std::to_string(p.cap_len) + " bytes in a block of " + std::to_string(length));
         if (local_id < ticks_per_second_.size())
             p.timestamp_ns = to_ns(ticks, ticks_per_second_[local_id]);
         if (block.type == kObsoletePacketType)
             p.drop_count = u16(body.data() + 2);
     }
     if (local_id >= ticks_per_second_.size())
-        malformed("a packet of interface " + std::to_string(local_id) + ", which the section does not describe");
+        broken("bad packet block",
+               "a packet of interface " + std::to_string(local_id) + ", which the section does not describe");
     p.interface_id = static_cast<uint32_t>(section_base_ + local_id);
     p.data = body.data() + fixed;
     const size_t snap = interfaces_[p.interface_id].snaplen;

@@ -4,8 +4,10 @@
 // from a file or from standard input ("-"). Besides what libpcap gives, each
 // packet keeps what xdpcap's own files record per packet (interface,
 // direction, verdict, comment) and its block as read, for a verbatim copy.
-// Malformed input raises Error with the offset; nothing beyond the bytes read
-// is trusted.
+// Malformed input raises Error naming the offset of the first record that is
+// not whole, once every record before it was handed out; nothing beyond the
+// bytes read is trusted. A file another program still writes is read to its
+// current end, where a partial record is a truncation.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +69,8 @@ public:
 private:
     CaptureFile(std::string name, UniqueFd fd, std::vector<uint8_t> bytes, bool eof);
     // Makes `n` bytes from the read position available; false at a clean
-    // end of input before any of them, Error if the input ends inside them.
+    // end of input before any of them, Error ("truncated") if the input
+    // ends inside them.
     bool fill(size_t n, const char* what);
     void start();
     std::optional<Record> next_pcap();
@@ -88,7 +91,11 @@ private:
     void for_each_option(std::span<const uint8_t> options, Visit&& visit) const;
     void section_header(std::span<const uint8_t> block);
     void interface_description(std::span<const uint8_t> body);
-    [[noreturn]] void malformed(const std::string& what) const;
+    // Before anything was read: the file is of no format xdpcap reads.
+    [[noreturn]] void not_a_capture_file(const std::string& what) const;
+    // Further on: every record before offset_ was whole and handed out;
+    // `what` is the short word ("truncated", "bad block length").
+    [[noreturn]] void broken(const std::string& what, const std::string& detail) const;
 
     uint16_t u16(const uint8_t* p) const noexcept;
     uint32_t u32(const uint8_t* p) const noexcept;

@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "base/unique_fd.hpp"
+#include "text/decode.hpp"
 
 namespace xdpcap {
 
@@ -83,26 +84,37 @@ DropLabels::DropLabels(const std::vector<std::pair<uint32_t, std::string>>& reas
 {
     for (const auto& [value, name] : reasons)
         names_.emplace(value, name);
+    for (const auto& [value, name] : names_)
+        index_name(name, value);
+}
+
+// A name given to several values stands for the lowest of them.
+void DropLabels::index_name(const std::string& name, uint32_t value)
+{
+    const auto [it, added] = values_by_name_.emplace(name, value);
+    if (!added && value < it->second)
+        it->second = value;
 }
 
 std::string_view DropLabels::reason(uint32_t value)
 {
     auto it = names_.find(value);
-    if (it == names_.end())
+    if (it == names_.end()) {
         it = names_.emplace(value, "reason " + std::to_string(value)).first;
+        index_name(it->second, value);
+    }
     return it->second;
 }
 
 uint32_t DropLabels::intern(std::string_view name)
 {
-    for (const auto& [value, known] : names_) {
-        if (known == name)
-            return value;
-    }
+    if (const auto known = values_by_name_.find(name); known != values_by_name_.end())
+        return known->second;
     // Above any value a kernel uses.
     const uint32_t value = names_.empty() || names_.rbegin()->first < (1u << 30) ? (1u << 30) + static_cast<uint32_t>(names_.size())
                                                                                  : names_.rbegin()->first + 1;
-    names_.emplace(value, std::string(name));
+    names_.emplace(value, text::escaped(name));
+    values_by_name_.emplace(std::string(name), value);
     return value;
 }
 

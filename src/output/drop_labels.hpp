@@ -46,13 +46,19 @@ public:
 
     void count(uint32_t reason) { ++counts_[reason]; }
     // -r: the value standing for a reason known by its name only (from a
-    // file's comment); the same name always gets the same value.
+    // file's comment); the same name always gets the same value, and
+    // reason() gives the name escaped (it came from a file).
     uint32_t intern(std::string_view name);
     // Reasons of the drops counted, most frequent first (ties by name).
     std::vector<std::pair<std::string, uint64_t>> by_frequency();
 
 private:
+    void index_name(const std::string& name, uint32_t value);
+
     std::map<uint32_t, std::string> names_;
+    // The values of names_ by the name as given (before any escaping): a
+    // file of many distinct reasons is read in n log n.
+    std::map<std::string, uint32_t, std::less<>> values_by_name_;
     KernelSymbols symbols_;
     std::map<std::pair<uint32_t, uint64_t>, std::string> comments_;
     std::map<uint32_t, uint64_t> counts_;

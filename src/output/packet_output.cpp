@@ -37,35 +37,45 @@ std::string_view device_name(std::string_view interface_name)
 
 } // namespace
 
+bool PacketOutput::another_device(const std::string& name) const
+{
+    return !name.empty() && !interface_names_.front().empty() &&
+        device_name(name) != device_name(interface_names_.front());
+}
+
+std::string PacketOutput::line_prefix(const std::string& name) const
+{
+    std::string prefix;
+    if (name.empty()) {
+        // Another program's file: its records name no interface.
+    } else if (text_.cpu_prefix) {
+        prefix = name + ' ';
+    } else if (several_devices_) {
+        // tcpdump -i any's column: the name in five, then a space.
+        prefix = std::string(device_name(name));
+        prefix.resize(std::max<size_t>(prefix.size(), 5), ' ');
+        prefix += ' ';
+    }
+    return prefix;
+}
+
 void PacketOutput::update_line_prefixes()
 {
-    bool several_devices = false;
-    for (const std::string& name : interface_names_) {
-        if (!name.empty() && !interface_names_.front().empty() &&
-            device_name(name) != device_name(interface_names_.front()))
-            several_devices = true;
-    }
+    several_devices_ = std::any_of(interface_names_.begin(), interface_names_.end(),
+                                   [&](const std::string& name) { return another_device(name); });
     line_prefixes_.clear();
-    for (const std::string& name : interface_names_) {
-        std::string prefix;
-        if (name.empty()) {
-            // Another program's file: its records name no interface.
-        } else if (text_.cpu_prefix) {
-            prefix = name + ' ';
-        } else if (several_devices) {
-            // tcpdump -i any's column: the name in five, then a space.
-            prefix = std::string(device_name(name));
-            prefix.resize(std::max<size_t>(prefix.size(), 5), ' ');
-            prefix += ' ';
-        }
-        line_prefixes_.push_back(std::move(prefix));
-    }
+    for (const std::string& name : interface_names_)
+        line_prefixes_.push_back(line_prefix(name));
 }
 
 void PacketOutput::add_interface(std::string name, text::LinkType link_type)
 {
     interface_names_.push_back(std::move(name));
-    update_line_prefixes();
+    // Only the first interface of another device changes the others' prefixes.
+    if (!several_devices_ && another_device(interface_names_.back()))
+        update_line_prefixes();
+    else
+        line_prefixes_.push_back(line_prefix(interface_names_.back()));
     link_types_.resize(interface_names_.size(), text::LinkType::Ethernet);
     link_types_.back() = link_type;
     if (link_type == text::LinkType::LinuxSll2 && !host_interface_names_) {

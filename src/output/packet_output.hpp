@@ -186,7 +186,13 @@ private:
     // What each interface's lines start with, before the direction; empty
     // with no prefix (then no direction either).
     std::vector<std::string> line_prefixes_;
+    // Another device than the first interface's is among them: every line
+    // gets tcpdump -i any's column. Changes once at most, so a file of n
+    // interfaces builds its prefixes in linear time.
+    bool several_devices_ = false;
     void update_line_prefixes();
+    std::string line_prefix(const std::string& interface_name) const;
+    bool another_device(const std::string& interface_name) const;
     // Per interface id; Ethernet for ids past its end (live captures).
     std::vector<text::LinkType> link_types_;
     // The names of SLL2 headers' interface indexes, once a file has them.

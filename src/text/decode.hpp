@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "text/writer.hpp"
@@ -98,6 +99,11 @@ void dump_frame(Writer& out, const uint8_t* data, uint32_t caplen, size_t link_l
 // beyond 262144): tcpdump's "[Invalid header: ...]" in place of the packet
 // and its time. False, writing nothing, for every other record.
 bool put_invalid_header(Writer& out, uint32_t caplen, uint32_t origlen) noexcept;
+
+// A string from a file (an interface name, a comment) as packet bytes are
+// printed: printable ASCII as is, every other byte as an M- or ^ escape, so
+// that nothing a file holds reaches a terminal raw.
+std::string escaped(std::string_view s);
 
 // Both, as one packet's text (no timestamp, no final newline).
 inline void format_frame(Writer& out, const uint8_t* data, uint32_t caplen, uint32_t origlen,

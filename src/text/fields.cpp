@@ -467,3 +467,17 @@ void put_abandoned(Writer& w, std::string_view what, const DecodeOptions& o) noe
 }
 
 } // namespace xdpcap::text::detail
+
+namespace xdpcap::text {
+
+std::string escaped(std::string_view s)
+{
+    // At most "M-^X" for one byte.
+    std::string out(s.size() * 4, '\0');
+    Writer w(out.data(), out.size());
+    detail::put_escaped(w, reinterpret_cast<const uint8_t*>(s.data()), s.size());
+    out.resize(w.size());
+    return out;
+}
+
+} // namespace xdpcap::text

@@ -27,6 +27,16 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
   * -w OUT: a read that fails leaves an existing OUT as it was (the line
     says so); -r X -w X (also through a hard link) and a symbolic link at
     OUT are refused in one line; no temporary is left.
+  * A small pcap cut at every record boundary and inside every record's
+    header and data: the lines tcpdump -n -r prints for the same cut file,
+    then one line naming the file, "truncated" and the record's offset, exit
+    1. An xdpcap pcapng (SHB, IDBs, EPBs with comments, ISBs, a second
+    section) cut at every block boundary and inside every block, and with a
+    bad block length: the lines of the packets before the break, one line,
+    exit 1; the same blocks from another program: tcpdump's lines.
+  * Escapes, BEL, CR, DEL, C1 controls and invalid UTF-8 in every string a
+    pcapng holds, read with each verbosity: no control byte and no byte
+    above 0x7e reaches standard output or standard error.
 """
 
 import os
@@ -726,6 +736,191 @@ def invalid_headers(binary, tmp):
         compare(f"invalid headers, -r {' '.join(flags) or '(plain)'}", got, want)
 
 
+def pcapng_block(kind, body):
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", kind, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+
+
+def pcapng_options(options):
+    out = b""
+    for code, value in options:
+        out += struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
+    return out + (struct.pack("<HH", 0, 0) if options else b"")
+
+
+def shb(options):
+    return pcapng_block(0x0a0d0d0a, struct.pack("<IHHq", 0x1a2b3c4d, 1, 0, -1) + pcapng_options(options))
+
+
+def idb(name, options=(), link_type=1):
+    return pcapng_block(1, struct.pack("<HHI", link_type, 0, 262144) +
+                        pcapng_options([(2, name), (9, b"\x09")] + list(options)))
+
+
+def epb(interface, ns, frame, options=()):
+    return pcapng_block(6, struct.pack("<IIIII", interface, ns >> 32, ns & 0xffffffff, len(frame), len(frame)) +
+                        frame + b"\0" * (-len(frame) % 4) + pcapng_options(list(options)))
+
+
+def isb(interface, options=()):
+    return pcapng_block(5, struct.pack("<III", interface, 0, 0) + pcapng_options(list(options)))
+
+
+def own_pcapng_blocks():
+    """xdpcap's kind of file: two CPU interfaces of one device, then another
+    device's; inbound packets, a drop, comments; statistics; a second section."""
+    frames = T.corpus()[:7]
+    t = 1795431326 * 10**9
+    inbound = (2, struct.pack("<I", 1))
+    return [
+        shb([(2, b"x86_64"), (3, b"Linux 6.1"), (4, b"xdpcap 1.0")]),
+        idb(b"veth0@cpu0"), idb(b"veth0@cpu1"),
+        epb(0, t, frames[0], [inbound]),
+        epb(1, t + 1000, frames[1], [inbound, (1, b"drop reason NO_SOCKET at __udp4_lib_rcv+0x8b1")]),
+        isb(0, [(1, b"a statistics comment")]),
+        epb(0, t + 2000, frames[2], [(1, b"proc curl:1234")]),
+        idb(b"veth1@cpu0"),
+        epb(2, t + 3000, frames[3], [inbound]),
+        isb(2),
+        shb([(4, b"xdpcap 1.0")]), idb(b"veth0@cpu3"),
+        epb(0, t + 4000, frames[4], [inbound]),
+        epb(0, t + 5000, frames[5]),
+    ]
+
+
+def broken_files(binary, tmp):
+    """Files cut anywhere or with a broken block: the packets before the
+    break as tcpdump prints them, then one line naming the file, what was
+    wrong and where, and exit 1."""
+    def read(path, flags=()):
+        cp = subprocess.run([binary, "-r", path, "-n"] + list(flags), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, timeout=N.scaled(10))
+        return lines_of(cp), cp.stderr, cp.returncode
+
+    def expect_break(label, path, err, rc, what, offset):
+        told = [l for l in err.splitlines() if not l.startswith("reading from file ")]
+        N.expect(rc == 1 and len(told) == 1 and told[0].startswith(f"xdpcap: {path}: {what} at offset {offset}: "),
+                 f"{label}: one line naming the file, '{what}' and offset {offset}, exit 1", (rc, err))
+
+    # Classic pcap, against tcpdump.
+    frames = T.corpus()[:5]
+    whole = os.path.join(tmp, "whole.pcap")
+    N.write_frames(whole, frames)
+    data = open(whole, "rb").read()
+    starts = [24]
+    for f in frames:
+        starts.append(starts[-1] + 16 + len(f))
+    cuts = [(10, 0)] + [(b, None) for b in starts]
+    cuts += [(b + 7, b) for b in starts[:-1]] + [(b + 16, b) for b in starts[:-1]]
+    cuts += [(b + 16 + len(f) // 2, b) for b, f in zip(starts, frames)]
+    cut = os.path.join(tmp, "cut.pcap")
+    for at, record in cuts:
+        with open(cut, "wb") as f:
+            f.write(data[:at])
+        got, err, rc = read(cut)
+        want = [l for l in N.run(["tcpdump", "-n", "-r", cut], check_rc=False).stdout.splitlines() if l]
+        compare(f"pcap cut at byte {at}", got, want)
+        if record is None:
+            N.expect(rc == 0, f"pcap cut at record boundary {at}: read whole, exit 0", (rc, err))
+        else:
+            expect_break(f"pcap cut at byte {at}", cut, err, rc, "truncated", record)
+    # xdpcap's pcapng, against the whole file's lines.
+    blocks = own_pcapng_blocks()
+    data = b"".join(blocks)
+    whole = os.path.join(tmp, "whole.pcapng")
+    with open(whole, "wb") as f:
+        f.write(data)
+    full, err, rc = read(whole, ["--print-cpu"])
+    N.check(rc == 0 and len(full) == 6, "the whole pcapng: six packets, exit 0", (rc, full, err))
+    # Where each block ends, and the packets up to its end.
+    ends, counted, at, seen = [], [], 0, 0
+    for b in blocks:
+        at += len(b)
+        seen += struct.unpack("<I", b[:4])[0] == 6
+        ends.append(at)
+        counted.append(seen)
+    cut = os.path.join(tmp, "cut.pcapng")
+    for i, b in enumerate(blocks):
+        start = ends[i] - len(b)
+        before = counted[i - 1] if i else 0
+        for at, n, broken in ((start + 5, before, True), (start + len(b) // 2, before, True),
+                              (ends[i] - 1, before, True), (ends[i], counted[i], False)):
+            with open(cut, "wb") as f:
+                f.write(data[:at])
+            got, err, rc = read(cut, ["--print-cpu"])
+            N.expect(got == full[:n], f"pcapng cut at byte {at}: the {n} packets before the cut",
+                     (got, full[:n], err))
+            if broken:
+                expect_break(f"pcapng cut at byte {at}", cut, err, rc, "truncated", start)
+            else:
+                N.expect(rc == 0, f"pcapng cut at block boundary {at}: exit 0", (rc, err))
+    # The same blocks written by another program: tcpdump's lines at every cut.
+    foreign = [shb([(4, b"Dumpcap (Wireshark) 4.0.17")]) if b[:4] == b"\x0a\x0d\x0d\x0a" else b for b in blocks]
+    foreign_data = b"".join(foreign)
+    for i, b in enumerate(foreign):
+        start = sum(len(x) for x in foreign[:i])
+        for at in (start + 5, start + len(b) // 2, start + len(b)):
+            with open(cut, "wb") as f:
+                f.write(foreign_data[:at])
+            got, err, rc = read(cut)
+            want = [l for l in N.run(["tcpdump", "-n", "-r", cut], check_rc=False).stdout.splitlines() if l]
+            compare(f"another program's pcapng cut at byte {at}", got, want)
+    # A block whose length cannot be, after two packets.
+    bad = blocks[:5] + [struct.pack("<II", 6, 13) + blocks[5][8:]] + blocks[6:]
+    with open(cut, "wb") as f:
+        f.write(b"".join(bad))
+    got, err, rc = read(cut, ["--print-cpu"])
+    N.expect(got == full[:2], "a bad block length: the two packets before it", (got, err))
+    expect_break("a bad block length", cut, err, rc, "bad block length", sum(len(b) for b in blocks[:5]))
+
+
+# What a terminal would act on: escapes (colours, the title, clearing the
+# screen), BEL, CR, DEL, C1 controls (CSI 0x9b) and bytes that are no UTF-8.
+HOSTILE = b"\x1b]2;PWNED\x07\x1b[2J\x1b[31m\rX\x7f\x9b31m\x85\xff\xc3("
+
+
+def escaped_strings(binary, tmp):
+    """Every string a pcapng holds, hostile: none reaches the terminal raw."""
+    frames = T.corpus()[:3]
+    h = HOSTILE
+    t = 1795431326 * 10**9
+    blocks = [
+        shb([(1, b"c" + h), (2, b"hw" + h), (3, b"os" + h), (4, b"xdpcap " + h)]),
+        idb(b"eth0" + h, [(3, b"descr" + h), (1, b"c" + h), (4, b"\xc6\x12\x00\x01\xff\xff\xff\x00"),
+                         (12, b"os" + h), (15, b"hw" + h)]),
+        idb(h + b"@cpu1" + h),
+        epb(0, t, frames[0], [(2, struct.pack("<I", 1)), (1, b"drop reason " + h + b" at x" + h)]),
+        epb(1, t + 1000, frames[1], [(2, struct.pack("<I", 2)), (1, b"proc " + h + b":1"), (1, h)]),
+        isb(0, [(1, h)]),
+        shb([(4, b"other" + h)]), idb(b"eth9" + h),
+        epb(0, t + 2000, frames[2], [(1, b"drop reason " + h)]),
+    ]
+    path = os.path.join(tmp, "hostile.pcapng")
+    with open(path, "wb") as f:
+        f.write(b"".join(blocks))
+    refused = os.path.join(tmp, "hostile-raw.pcapng")
+    with open(refused, "wb") as f:
+        f.write(blocks[0] + idb(b"raw" + h, link_type=101))
+
+    def clean(out):
+        return not re.search(rb"[\x00-\x09\x0b-\x1f\x7f-\xff]", out) and b"\n\n" not in out
+
+    for args in ([], ["-v"], ["-vv"], ["-vvv"], ["--print-cpu"], ["--print-cpu", "-e", "-vv"], ["-q"]):
+        cp = subprocess.run([binary, "-r", path, "-n"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=N.scaled(10))
+        N.expect(cp.returncode == 0 and cp.stdout.count(b"\n") >= 3 and clean(cp.stdout) and clean(cp.stderr),
+                 f"-r {' '.join(args) or '(plain)'}: no control byte, DEL or raw 8-bit byte from the file",
+                 (cp.returncode, cp.stdout, cp.stderr))
+    cp = subprocess.run([binary, "-r", path, "-n", "--print-cpu"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                        timeout=N.scaled(10))
+    N.expect(b"eth0^[]2;PWNED^G^[[2J^[[31m^MX^?M-^[31mM-^EM-^?M-C( " in cp.stdout and
+             b"Drop ^[]2;PWNED^G" in cp.stdout,
+             "the interface's name and the drop reason are shown escaped as packet bytes are", cp.stdout)
+    cp = subprocess.run([binary, "-r", refused], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=N.scaled(10))
+    N.expect(cp.returncode == 1 and b"(raw^[]2;PWNED" in cp.stderr and clean(cp.stderr),
+             "a refused interface is named escaped", (cp.returncode, cp.stderr))
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp:
         os.chmod(tmp, 0o755)
@@ -734,6 +929,8 @@ def test(binary):
         every_cut(binary, tmp)
         bad_input(binary, tmp)
         copy_failures(binary, tmp)
+        broken_files(binary, tmp)
+        escaped_strings(binary, tmp)
         with N.NetLab(pairs=2) as lab:
             own = own_file(binary, tmp, lab)
         filtered_copy(binary, tmp, own)

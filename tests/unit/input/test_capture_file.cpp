@@ -1,10 +1,15 @@
 // -r's reader against files built here byte by byte: classic pcap in both
 // byte orders and resolutions, pcapng in both byte orders with several
 // sections, timestamp resolutions, every packet block type and the options
-// xdpcap's own files carry; and malformed input, refused in one line.
+// xdpcap's own files carry; malformed input, refused in one line; and
+// broken files, read up to the break.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -228,6 +233,7 @@ TEST(CaptureFile, MalformedInputIsRefusedInOneLine)
     Bytes odd = good;
     odd[good.size() - epb(false, 0, 1, frame(1), 60).size() + 4] = 13;
     EXPECT_NE(refusal(odd).find("a block of length"), std::string::npos) << refusal(odd);
+    EXPECT_NE(refusal(odd).find(": bad block length at offset "), std::string::npos) << refusal(odd);
     const Bytes undescribed = cat({shb(false), epb(false, 0, 1, frame(1), 60)});
     EXPECT_NE(refusal(undescribed).find("interface 0, which the section does not describe"), std::string::npos);
     Bytes overlong = epb(false, 0, 1, frame(1), 60);
@@ -274,4 +280,101 @@ TEST(CaptureFile, SectionsWrittenByXdpcapAreKnown)
     EXPECT_TRUE(file.interfaces()[0].written_by_xdpcap);
     EXPECT_FALSE(file.interfaces()[1].written_by_xdpcap);
     EXPECT_FALSE(file.interfaces()[2].written_by_xdpcap);
+}
+
+namespace {
+
+// The packets' markers read before the input failed, and what it said.
+struct UpToBreak {
+    std::vector<uint8_t> markers;
+    std::string error;
+};
+
+UpToBreak read_up_to_break(CaptureFile file)
+{
+    UpToBreak got;
+    try {
+        while (auto r = file.next()) {
+            if (r->kind == CaptureFile::Record::Kind::Packet)
+                got.markers.push_back(r->packet.data[r->packet.cap_len - 1]);
+        }
+    } catch (const Error& e) {
+        got.error = e.what();
+    }
+    return got;
+}
+
+} // namespace
+
+// A file cut anywhere hands out every record before the cut, then says
+// "truncated" and the offset of the record the cut is in.
+TEST(CaptureFile, CutFilesAreReadUpToTheCut)
+{
+    std::vector<Bytes> pcapng_blocks = {shb(false, "xdpcap 1.0"), idb(false, "eth0@cpu0", 9),
+                                              epb(false, 0, 1, frame(1), 60), idb(false, "eth0@cpu1", 6),
+                                              epb(false, 1, 2, frame(2), 60), epb(false, 0, 3, frame(3), 60)};
+    Out pcap{false, {}};
+    pcap.u32(0xa1b2c3d4).u16(2).u16(4).u32(0).u32(0).u32(262144).u32(1);
+    std::vector<Bytes> pcap_records{pcap.b};
+    for (uint8_t marker = 1; marker <= 3; ++marker) {
+        Out r{false, {}};
+        const Bytes f = frame(marker, 60 + marker);
+        r.u32(1).u32(0).u32(static_cast<uint32_t>(f.size())).u32(static_cast<uint32_t>(f.size())).bytes(f);
+        pcap_records.push_back(r.b);
+    }
+    for (const auto* records : {&pcapng_blocks, &pcap_records}) {
+        Bytes whole;
+        struct Extent {
+            size_t start, end;
+            bool packet;
+        };
+        std::vector<Extent> extents;
+        for (const Bytes& r : *records) {
+            const bool packet = records == &pcap_records ? !extents.empty() : r[0] == 6;
+            extents.push_back({whole.size(), whole.size() + r.size(), packet});
+            whole.insert(whole.end(), r.begin(), r.end());
+        }
+        for (size_t cut = 1; cut <= whole.size(); ++cut) {
+            size_t whole_packets = 0;
+            const Extent* cut_in = nullptr;
+            for (const Extent& e : extents) {
+                whole_packets += e.packet && e.end <= cut;
+                if (e.start < cut && cut < e.end)
+                    cut_in = &e;
+            }
+            const UpToBreak got = read_up_to_break(CaptureFile::from_bytes(Bytes(whole.begin(), whole.begin() + cut)));
+            EXPECT_EQ(got.markers.size(), whole_packets) << "cut at " << cut;
+            for (size_t i = 0; i < got.markers.size(); ++i)
+                EXPECT_EQ(got.markers[i], i + 1) << "cut at " << cut;
+            if (!cut_in) {
+                EXPECT_EQ(got.error, "") << "cut at " << cut;
+                continue;
+            }
+            EXPECT_EQ(got.error.rfind("input: truncated at offset " + std::to_string(cut_in->start) +
+                                          ": the input ends inside ",
+                                      0),
+                      0u)
+                << "cut at " << cut << ": " << got.error;
+            EXPECT_EQ(got.error.find('\n'), std::string::npos);
+        }
+    }
+}
+
+// A file another capture still writes is read to its current end, without
+// waiting: a block half written is the truncated case.
+TEST(CaptureFile, FileBeingWrittenIsReadToItsCurrentEnd)
+{
+    char name[] = "/tmp/xdpcap-growing-XXXXXX";
+    const int fd = ::mkstemp(name);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    const Bytes written = cat({shb(false), idb(false, "", std::nullopt), epb(false, 0, 1, frame(1), 60),
+                               epb(false, 0, 2, frame(2), 60)});
+    std::ofstream writer(name, std::ios::binary);
+    writer.write(reinterpret_cast<const char*>(written.data()), static_cast<std::streamsize>(written.size() - 20));
+    writer.flush();
+    const UpToBreak got = read_up_to_break(CaptureFile::open(name));
+    ::unlink(name);
+    EXPECT_EQ(got.markers, std::vector<uint8_t>{1});
+    EXPECT_NE(got.error.find(std::string(name) + ": truncated at offset "), std::string::npos) << got.error;
 }

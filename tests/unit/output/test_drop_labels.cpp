@@ -47,6 +47,27 @@ TEST(DropLabels, ReasonNamesFromTheKernel)
     EXPECT_EQ(l.comment(3, 0xffffffff81a3c4bc).data(), l.comment(3, 0xffffffff81a3c4bc).data());
 }
 
+// -r: a reason known by its name from a file's comment gets one value per
+// name, the kernel's own when it names one, and is shown escaped.
+TEST(DropLabels, InternedNamesFromFiles)
+{
+    DropLabels l = labels();
+    EXPECT_EQ(l.intern("NO_SOCKET"), 3u);
+    const uint32_t odd = l.intern("ODD\x1b[31m\r\x9b");
+    EXPECT_EQ(l.intern("ODD\x1b[31m\r\x9b"), odd);
+    EXPECT_NE(l.intern("OTHER"), odd);
+    EXPECT_EQ(l.reason(odd), "ODD^[[31m^MM-^[");
+    EXPECT_EQ(l.intern("reason 77"), l.intern("reason 77"));
+    // Many distinct names: each found again by its own value.
+    std::vector<uint32_t> values;
+    for (int i = 0; i < 1000; ++i)
+        values.push_back(l.intern("R" + std::to_string(i)));
+    for (int i = 0; i < 1000; ++i) {
+        EXPECT_EQ(l.intern("R" + std::to_string(i)), values[static_cast<size_t>(i)]);
+        EXPECT_EQ(l.reason(values[static_cast<size_t>(i)]), "R" + std::to_string(i));
+    }
+}
+
 TEST(DropLabels, MostFrequentFirst)
 {
     DropLabels l = labels();

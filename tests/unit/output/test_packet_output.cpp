@@ -191,3 +191,58 @@ TEST(PacketLayout, DropOfACapturedPacketSharesItsPacketId)
     }
     EXPECT_EQ(ids, (std::vector<uint64_t>{1, 1, 2, 3}));
 }
+
+namespace {
+
+// The text lines of one ingress frame on each of these interfaces, added as
+// a file describes them (-r), each interface's frame after its description.
+std::vector<std::string> lines_as_added(const std::vector<std::string>& names)
+{
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {});
+        const Bytes frame = frame64();
+        for (uint32_t id = 0; id < names.size(); ++id)
+            output.add_interface(names[id]);
+        for (uint32_t id = 0; id < names.size(); ++id) {
+            Sample s{};
+            s.cap_len = s.orig_len = static_cast<uint32_t>(frame.size());
+            s.data = frame.data();
+            s.direction = XDPCAP_DIR_INGRESS;
+            output.write(id, s, kRealtime);
+        }
+        output.flush();
+    }
+    const Bytes all = file.contents();
+    std::vector<std::string> lines;
+    std::string text(all.begin(), all.end());
+    for (size_t at = 0; at < text.size();) {
+        const size_t end = text.find('\n', at);
+        // The first line of each packet's text, not its dump.
+        if (text[at] != '\t' && text[at] != ' ')
+            lines.push_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    return lines;
+}
+
+} // namespace
+
+// One device's interfaces leave the lines as tcpdump's; a second device,
+// however late it is described, gives every interface's lines the column.
+TEST(PacketText, InterfacesAddedOneByOne)
+{
+    const auto one = lines_as_added({"eth0@cpu0", "eth0@cpu1", "", "eth0@cpu3"});
+    ASSERT_EQ(one.size(), 4u);
+    for (const std::string& line : one)
+        EXPECT_EQ(line.find("In "), std::string::npos) << line;
+    std::vector<std::string> many;
+    for (int i = 0; i < 3000; ++i)
+        many.push_back("eth0@cpu" + std::to_string(i));
+    many.push_back("veth1@cpu0");
+    const auto several = lines_as_added(many);
+    ASSERT_EQ(several.size(), many.size());
+    EXPECT_NE(several.front().find(" eth0  In  "), std::string::npos) << several.front();
+    EXPECT_NE(several[2999].find(" eth0  In  "), std::string::npos) << several[2999];
+    EXPECT_NE(several.back().find(" veth1 In  "), std::string::npos) << several.back();
+}

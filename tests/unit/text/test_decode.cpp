@@ -630,3 +630,13 @@ TEST(TextDecode, ApplicationFirstLines)
     const auto other = segment(41000, 9999, "GET / HTTP/1.1\r\n");
     EXPECT_EQ(tail(decode(other, other.size())), "length 16");
 }
+
+// A file's strings as packet bytes are printed: nothing a terminal acts on.
+TEST(TextDecode, EscapedStrings)
+{
+    EXPECT_EQ(xdpcap::text::escaped("eth0@cpu3"), "eth0@cpu3");
+    EXPECT_EQ(xdpcap::text::escaped(std::string_view("a\x1b]2;X\x07\r\n\t\x7f\0z", 13)), "a^[]2;X^G^M^J^I^?^@z");
+    // C1 controls, bytes that are no UTF-8 and UTF-8 alike: 7 bits after M-.
+    EXPECT_EQ(xdpcap::text::escaped("\x9b\x85\xff\xc3\xa9"), "M-^[M-^EM-^?M-CM-)");
+    EXPECT_EQ(xdpcap::text::escaped(""), "");
+}
