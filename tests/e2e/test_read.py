@@ -26,7 +26,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_read.py PATH/TO/xdpcap
   * Bad input: one line and exit status 1.
   * -w OUT: a read that fails leaves an existing OUT as it was (the line
     says so); -r X -w X (also through a hard link) and a symbolic link at
-    OUT are refused in one line; no temporary is left.
+    OUT are refused in one line; no temporary is left; a new OUT keeps the
+    packets before the break.
   * A small pcap cut at every record boundary and inside every record's
     header and data: the lines tcpdump -n -r prints for the same cut file,
     then one line naming the file, "truncated" and the record's offset, exit
@@ -684,6 +685,17 @@ def copy_failures(binary, tmp):
         N.expect(g.read() == b"not to be written\n", "the link's target is untouched")
     with open(whole, "rb") as f:
         N.expect(f.read() == data, "-r X -w X: X is untouched")
+    # A new OUT keeps the packets before the break, whole and readable.
+    fresh = os.path.join(tmp, "fresh.pcapng")
+    cp = subprocess.run([binary, "-r", cut, "-w", fresh], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, timeout=N.scaled(10))
+    kept = subprocess.run(["tcpdump", "-n", "-r", fresh], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=N.scaled(10)) if os.path.exists(fresh) else None
+    N.expect(cp.returncode == 1 and "truncated" in cp.stderr and kept is not None and kept.returncode == 0 and
+             len(kept.stdout.splitlines()) == 2,
+             "-r CUT -w NEW: the two packets before the break kept in NEW, exit 1",
+             (cp.returncode, cp.stderr, kept and kept.stdout, kept and kept.stderr))
+    os.unlink(fresh)
     N.expect(sorted(os.listdir(d)) == ["existing.pcapng", "same.pcap"] and os.listdir(planted) == ["link.pcapng"],
              "no temporary left", (os.listdir(d), os.listdir(planted)))
 
