@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "base/error.hpp"
+#include "host/child_start.hpp"
 
 extern char** environ;
 
@@ -131,19 +132,8 @@ CommandStep check_path(const char* path, int& err)
 
 [[noreturn]] void run_child(const ChildPlan& plan)
 {
-    // A group of its own: the command and what it starts are stopped together.
-    ::setpgid(0, 0);
-    // xdpcap ignores SIGPIPE and SIGXFSZ and takes its stop signals through a
-    // signalfd: the command gets every signal as any program does.
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) {
-        if (sig != SIGKILL && sig != SIGSTOP)
-            ::sigaction(sig, &dfl, nullptr);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Stopped as a group, with whatever it starts; signals as any program gets them.
+    start_child_group();
     // No descriptor of the capture's reaches the command.
     ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
 

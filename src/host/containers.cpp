@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "host/child_start.hpp"
 #include "host/cgroups.hpp"
 #include "host/command.hpp"
 #include "base/unique_fd.hpp"
@@ -97,16 +98,7 @@ bool find_cgroup(int dir, uint64_t id, std::string& path, int depth)
 // In the child, between fork and exec: only async-signal-safe calls.
 [[noreturn]] void run_engine_child(const char* path, char* const* argv, int out, int err, pid_t parent)
 {
-    ::setpgid(0, 0); // killed as a group, with whatever it starts
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) {
-        if (sig != SIGKILL && sig != SIGSTOP)
-            ::sigaction(sig, &dfl, nullptr);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    start_child_group(); // killed as a group, with whatever it starts
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (::getppid() != parent)
         ::_exit(127);
