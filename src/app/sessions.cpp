@@ -126,7 +126,10 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     // Another xdpcap's program is traced only when shared with --xdp-mode
     // (share_xdp_hook_of_xdpcap); otherwise the refusal names its pid.
     if (why_xdp_cannot_be_traced() || is_xdpcap_program(attached.front().program.name))
-        refuse_if_xdp_attached(iface.ifindex, iface.name);
+        refuse_if_xdp_attached(iface.ifindex, iface.name,
+                               config.xdp_mode != XdpMode::Auto &&
+                                   default_receive(ReceiveFacts{iface.driver, iface.loopback,
+                                                                native_xdp_support(iface.ifindex)}) == ReceiveAt::Tc);
     return trace_targets(attached.front(), config.trace_program);
 }
 

@@ -178,6 +178,8 @@ private:
 
 // Raises Error naming the program when the interface already has XDP
 // attached, or, when it is another xdpcap's, naming that xdpcap's pid.
-void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname);
+// `default_at_tc`: without --xdp-mode the capture would take received
+// frames at tc ingress, after that program; the line says so.
+void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname, bool default_at_tc = false);
 
 } // namespace xdpcap

@@ -16,7 +16,8 @@ with ip link.  Checks:
 - on a kernel without the tracing program type (bpftool feature probe),
   xdpcap --xdp-mode native -i cap0 (the XDP hook) is refused in one line
   naming the program and saying that it cannot be traced: the kernel does
-  not offer fentry/fexit; exit 1, and the program stays attached, same id
+  not offer fentry/fexit, and that without --xdp-mode it is captured at tc
+  ingress; exit 1, and the program stays attached, same id
   (with tracing, xdpcap traces it instead: test_trace.py);
 - xdpcap -Q out captures beside it: the frames cap0 sends, byte for byte.
 """
@@ -124,6 +125,8 @@ def test(binary):
                      "receiving with XDP on the busy cap0 is refused in one line naming the program", (rc, err))
             N.expect(bool(err) and "cannot be traced: this kernel does not offer fentry/fexit" in err[0],
                      "the line says this kernel cannot trace it", err)
+            N.expect(bool(err) and "without --xdp-mode received frames are captured at tc ingress" in err[0],
+                     "and that without --xdp-mode cap0 is captured at tc ingress", err)
             N.expect(lab.xdp_prog() == prog, "the program stays attached, same id", lab.xdp_prog())
             N.expect(not os.path.exists(out_file), "no output file left")
         # With tracing, xdpcap traces the program instead: test_trace.py.
