@@ -304,6 +304,10 @@ void print_session_warnings(const Config& config, const Session& session, bool f
                              "%s\n",
                      session.chosen.iface.name.c_str(), session.chosen.xdp_hook_holder.c_str(),
                      session.chosen.shared_xdp_link ? "traces its program" : "takes them at tc ingress");
+    if (session.chosen.acting_first && !config.quiet)
+        std::fprintf(stderr, "xdpcap: %s: %s acts first; received frames are captured at tc ingress as it passes "
+                             "them\n",
+                     session.chosen.iface.name.c_str(), program_text(*session.chosen.acting_first).c_str());
     // What the file lacks, not a fault: -q leaves it to the interface
     // descriptions and the man page, as tcpdump has nothing to say here.
     if (const auto why = rx_vlan_missing(session); why && !config.quiet) {

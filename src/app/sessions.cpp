@@ -5,6 +5,7 @@
 #include "programs/rx_meta.hpp"
 #include "programs/trace.hpp"
 #include "ring/record.hpp"
+#include "host/link_attributes.hpp"
 
 namespace xdpcap::live {
 
@@ -53,18 +54,12 @@ PerfRings create_rings(int events_map_fd, const Config& config, size_t interface
     }
 }
 
-// The hook that sees what tcpdump sees and changes nothing. --xdp-mode
-// native or generic: XDP. Otherwise, on a veth, tc ingress: native XDP
-// changes a veth's traffic (its NAPI path with a 256-entry ring pushes back
-// on the sender; the peer loses segmentation offload), and generic XDP
-// misses frames tc redirected into it and reaches only part of a
-// super-frame. On other drivers native XDP, and tc ingress where the driver
-// has none (rather than generic XDP).
+// --xdp-mode native or generic: XDP; otherwise default_receive()'s choice.
 ReceiveAt receive_hook(const InterfaceInfo& iface, const Config& config)
 {
     if (config.xdp_mode != XdpMode::Auto)
         return ReceiveAt::Xdp;
-    return iface.driver == "veth" ? ReceiveAt::Tc : ReceiveAt::NativeXdpElseTc;
+    return default_receive(ReceiveFacts{iface.driver, iface.loopback, native_xdp_support(iface.ifindex)});
 }
 
 // -Q's hooks on this interface. A loopback interface receives every packet
@@ -131,8 +126,26 @@ std::vector<XdpProgramInfo> choose_trace_targets(const InterfaceInfo& iface, con
     // Another xdpcap's program is traced only when shared with --xdp-mode
     // (share_xdp_hook_of_xdpcap); otherwise the refusal names its pid.
     if (why_xdp_cannot_be_traced() || is_xdpcap_program(attached.front().program.name))
-        refuse_if_xdp_attached(iface.ifindex, iface.name);
+        refuse_if_xdp_attached(iface.ifindex, iface.name,
+                               config.xdp_mode != XdpMode::Auto &&
+                                   default_receive(ReceiveFacts{iface.driver, iface.loopback,
+                                                                native_xdp_support(iface.ifindex)}) == ReceiveAt::Tc);
     return trace_targets(attached.front(), config.trace_program);
+}
+
+// Where received frames are taken at tc ingress, an XDP program someone else
+// attached runs before that hook: it is left alone, and what it passes is
+// captured, as tcpdump would. The program, where there is one; --at and
+// --program ask for trace mode instead.
+std::optional<XdpProgramInfo> xdp_program_acting_first(const ChosenInterface& session, const Config& config)
+{
+    if (session.receive != ReceiveAt::Tc || session.direction == Direction::Out || config.at_given ||
+        config.trace_program)
+        return std::nullopt;
+    const auto attached = xdp_attachments(session.iface.ifindex);
+    if (attached.empty() || is_xdpcap_program(attached.front().program.name))
+        return std::nullopt;
+    return attached.front().program;
 }
 
 // The same expression on every hook, each counted on its own.
@@ -184,6 +197,10 @@ void choose_trace(std::vector<ChosenInterface>& interfaces, const Config& config
         if (const auto holder = xdp_hook_held_by_xdpcap(session.iface, config)) {
             session.receive = ReceiveAt::Tc;
             session.xdp_hook_holder = *holder;
+            continue;
+        }
+        if (const auto first = xdp_program_acting_first(session, config)) {
+            session.acting_first = *first;
             continue;
         }
         if (!share_xdp_hook_of_xdpcap(session, config)) {

@@ -34,6 +34,9 @@ struct ChosenInterface {
     UniqueFd shared_xdp_link;
     bool rx_vlan_offload = false; // the NIC takes received VLAN tags out of frames
     ReceiveAt receive = ReceiveAt::Xdp; // where its received frames are taken
+    // Received at tc ingress behind an XDP program someone else attached:
+    // that program, which decides what reaches the capture.
+    std::optional<XdpProgramInfo> acting_first = {};
     std::string xdp_hook_holder = {}; // another xdpcap's XDP program is there: who holds it
     Direction direction = Direction::InOut; // the hooks -Q leaves on this interface
 };

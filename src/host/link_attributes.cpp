@@ -1,6 +1,7 @@
 #include "host/link_attributes.hpp"
 
 #include <linux/ethtool.h>
+#include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sockios.h>
@@ -71,6 +72,86 @@ std::optional<LinkAttributes> link_attributes(uint32_t ifindex)
         offset += RTA_ALIGN(attr.rta_len);
     }
     return attributes;
+}
+
+namespace {
+
+// From linux/netdev.h, which older kernel headers lack.
+constexpr uint8_t kNetdevCmdDevGet = 1;
+constexpr uint16_t kNetdevAttrIfindex = 1;
+constexpr uint16_t kNetdevAttrXdpFeatures = 3;
+constexpr uint64_t kNetdevXdpActBasic = 1;
+
+// One generic netlink request with one u32 attribute (or a string one, for
+// the controller) and its reply's attributes, each handed to `attribute`.
+template <typename OnAttribute>
+bool genl_ask(int fd, uint16_t family, uint8_t command, uint16_t attr_type, const void* value, size_t value_len,
+              OnAttribute&& attribute)
+{
+    std::vector<uint8_t> request(NLMSG_HDRLEN + GENL_HDRLEN + NLA_HDRLEN + NLA_ALIGN(value_len));
+    nlmsghdr header{};
+    header.nlmsg_len = static_cast<uint32_t>(request.size());
+    header.nlmsg_type = family;
+    header.nlmsg_flags = NLM_F_REQUEST;
+    header.nlmsg_seq = 1;
+    genlmsghdr genl{};
+    genl.cmd = command;
+    genl.version = 1;
+    nlattr attr{};
+    attr.nla_len = static_cast<uint16_t>(NLA_HDRLEN + value_len);
+    attr.nla_type = attr_type;
+    std::memcpy(request.data(), &header, sizeof header);
+    std::memcpy(request.data() + NLMSG_HDRLEN, &genl, sizeof genl);
+    std::memcpy(request.data() + NLMSG_HDRLEN + GENL_HDRLEN, &attr, sizeof attr);
+    std::memcpy(request.data() + NLMSG_HDRLEN + GENL_HDRLEN + NLA_HDRLEN, value, value_len);
+    if (::send(fd, request.data(), request.size(), 0) != static_cast<ssize_t>(request.size()))
+        return false;
+    std::vector<uint8_t> reply(16 * 1024);
+    const ssize_t got = ::recv(fd, reply.data(), reply.size(), 0);
+    if (got < static_cast<ssize_t>(NLMSG_HDRLEN + GENL_HDRLEN))
+        return false;
+    std::memcpy(&header, reply.data(), sizeof header);
+    if (header.nlmsg_type != family || header.nlmsg_len > static_cast<size_t>(got))
+        return false;
+    size_t offset = NLMSG_HDRLEN + GENL_HDRLEN;
+    while (offset + NLA_HDRLEN <= header.nlmsg_len) {
+        std::memcpy(&attr, reply.data() + offset, sizeof attr);
+        if (attr.nla_len < NLA_HDRLEN || offset + attr.nla_len > header.nlmsg_len)
+            break;
+        attribute(attr.nla_type & NLA_TYPE_MASK, reply.data() + offset + NLA_HDRLEN, attr.nla_len - NLA_HDRLEN);
+        offset += NLA_ALIGN(attr.nla_len);
+    }
+    return true;
+}
+
+} // namespace
+
+std::optional<bool> native_xdp_support(uint32_t ifindex)
+{
+    UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC));
+    if (ifindex == 0 || !fd)
+        return std::nullopt;
+    static const char kFamilyName[] = "netdev";
+    uint16_t family = 0;
+    genl_ask(fd.get(), GENL_ID_CTRL, CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_NAME, kFamilyName, sizeof kFamilyName,
+             [&](uint16_t type, const uint8_t* value, size_t len) {
+                 if (type == CTRL_ATTR_FAMILY_ID && len >= sizeof family)
+                     std::memcpy(&family, value, sizeof family);
+             });
+    if (family == 0)
+        return std::nullopt;
+    std::optional<uint64_t> features;
+    genl_ask(fd.get(), family, kNetdevCmdDevGet, kNetdevAttrIfindex, &ifindex, sizeof ifindex,
+             [&](uint16_t type, const uint8_t* value, size_t len) {
+                 if (type == kNetdevAttrXdpFeatures && len >= sizeof(uint64_t)) {
+                     uint64_t bits = 0;
+                     std::memcpy(&bits, value, sizeof bits);
+                     features = bits;
+                 }
+             });
+    if (!features)
+        return std::nullopt;
+    return (*features & kNetdevXdpActBasic) != 0;
 }
 
 uint32_t queues_in_use(const std::string& ifname)

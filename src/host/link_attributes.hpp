@@ -18,6 +18,11 @@ struct LinkAttributes {
 // RTM_GETLINK for `ifindex`; nothing when rtnetlink does not answer.
 std::optional<LinkAttributes> link_attributes(uint32_t ifindex);
 
+// Whether the driver runs XDP programs natively (netdev's xdp-features,
+// NETDEV_XDP_ACT_BASIC); nothing where the kernel does not say (before 6.3,
+// no netdev generic netlink family) or the interface is gone.
+std::optional<bool> native_xdp_support(uint32_t ifindex);
+
 // How many RX or TX queues `ifname` uses (the larger): ethtool's current
 // channels, else the queues the device was made with; 0 when unknown.
 uint32_t queues_in_use(const std::string& ifname);

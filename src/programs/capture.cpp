@@ -392,7 +392,7 @@ std::vector<xdpcap_counters> CaptureProgram::read_counters(Hook hook) const
     return values;
 }
 
-void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
+void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname, bool default_at_tc)
 {
     const auto attached = xdp_attachments(ifindex);
     if (attached.empty())
@@ -406,9 +406,12 @@ void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname)
                     "); stop it first, or capture there without --xdp-mode (at tc ingress) or with -Q out");
     }
     const std::string program = "'" + a.program.name + "' (id " + std::to_string(a.program.id) + ", " + a.mode + ")";
+    const std::string elsewhere = default_at_tc
+        ? " (without --xdp-mode received frames are captured at tc ingress, as it passes them; -Q out captures "
+          "sent packets without XDP)"
+        : " (-Q out captures sent packets without XDP)";
     if (const auto why = why_xdp_cannot_be_traced())
-        throw Error(ifname + " already runs XDP program " + program + " and cannot be traced: " + *why +
-                    " (-Q out captures sent packets without XDP)");
+        throw Error(ifname + " already runs XDP program " + program + " and cannot be traced: " + *why + elsewhere);
     throw Error(ifname + " already has an XDP program attached ('" + a.program.name + "', id " +
                 std::to_string(a.program.id) + ", " + a.mode +
                 "); xdpcap does not share an interface with another XDP program (-Q out captures sent packets "

@@ -13,6 +13,7 @@
 
 #include "base/hooks.hpp"
 #include "programs/drops.hpp"
+#include "programs/receive_hook.hpp"
 #include "programs/tc_hook.hpp"
 #include "programs/trace.hpp"
 #include "programs/rx_meta.hpp"
@@ -27,16 +28,6 @@ namespace xdpcap {
 
 struct SkeletonDeleter {
     void operator()(xdpcap_capture* skel) const noexcept;
-};
-
-// Where received frames are taken: not a hook but the choice among the
-// hooks that receive (Hook::Xdp, Hook::TcIngress), made per interface before
-// loading, with the fallback attach() takes when native XDP fails.
-enum class ReceiveAt {
-    None,            // trace mode: the traced program's hooks do it
-    Xdp,             // XDP, in the mode asked for
-    Tc,              // tc ingress: veth, where XDP would change or miss traffic
-    NativeXdpElseTc, // native XDP, or tc ingress where the driver has none
 };
 
 class CaptureProgram {
@@ -187,6 +178,8 @@ private:
 
 // Raises Error naming the program when the interface already has XDP
 // attached, or, when it is another xdpcap's, naming that xdpcap's pid.
-void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname);
+// `default_at_tc`: without --xdp-mode the capture would take received
+// frames at tc ingress, after that program; the line says so.
+void refuse_if_xdp_attached(uint32_t ifindex, const std::string& ifname, bool default_at_tc = false);
 
 } // namespace xdpcap

@@ -1,5 +1,7 @@
 #include "programs/xdp_inventory.hpp"
 #include "programs/rx_meta.hpp"
+#include "programs/trace.hpp"
+#include "host/link_attributes.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -311,14 +313,20 @@ std::vector<XdpProgramInfo> trace_targets(const XdpAttachment& attached, const s
 
 namespace {
 
-// The interface's driver, empty when it cannot be told.
-std::string driver_of(const std::string& name)
+// The interface as -i would find it; a blank one when it cannot be told.
+InterfaceInfo interface_info(const std::string& name)
 {
     try {
-        return lookup_interface(name).driver;
+        return lookup_interface(name);
     } catch (const Error&) {
         return {};
     }
+}
+
+// The interface's driver, empty when it cannot be told.
+std::string driver_of(const std::string& name)
+{
+    return interface_info(name).driver;
 }
 
 // -D's word on received VLAN tags for a capture there in the default mode.
@@ -337,6 +345,28 @@ std::string rx_vlan_listing(unsigned ifindex, const std::string& name)
 }
 
 } // namespace
+
+std::string received_at_listing(const ReceiveFacts& facts, const std::vector<XdpAttachment>& attached,
+                                const std::optional<std::string>& untraceable)
+{
+    const bool any = !attached.empty();
+    const bool ours = any && is_xdpcap_program(attached.front().program.name);
+    if (default_receive(facts) == ReceiveAt::Tc) {
+        if (ours)
+            return "tc ingress (another xdpcap takes them with XDP)";
+        return any ? "tc ingress (after the XDP program there)" : "tc ingress";
+    }
+    if (ours)
+        return "tc ingress (another xdpcap takes them with XDP)";
+    if (any) {
+        if (untraceable)
+            return "nowhere (the XDP program there holds the XDP hook and cannot be traced: " + *untraceable + ")";
+        return "trace mode (fentry/fexit on the XDP program there)";
+    }
+    if (facts.native_xdp)
+        return "XDP native mode";
+    return "XDP native mode (tc ingress where the driver has none)";
+}
 
 std::string holders_text(uint32_t prog_id)
 {
@@ -367,10 +397,14 @@ std::string list_interfaces()
         }
         text += " [" + interface_flags(name.c_str()) + "], ifindex " + std::to_string(index);
         // Where the default mode takes received frames.
-        text += std::string(", received at: ") +
-            (driver_of(name) == "veth" ? "tc ingress" : "XDP native mode (tc ingress where the driver has none)");
+        const std::vector<XdpAttachment> attached = xdp_attachments(index);
+        const InterfaceInfo info = interface_info(name);
+        const bool foreign = !attached.empty() && !is_xdpcap_program(attached.front().program.name);
+        text += ", received at: " +
+            received_at_listing(ReceiveFacts{info.driver, info.loopback, native_xdp_support(index)}, attached,
+                                foreign ? why_xdp_cannot_be_traced() : std::nullopt);
         text += ", received VLAN tags: " + rx_vlan_listing(index, name);
-        for (const XdpAttachment& a : xdp_attachments(index)) {
+        for (const XdpAttachment& a : attached) {
             text += ", XDP " + a.mode + " " + describe(a.program);
             if (!a.components.empty()) {
                 text += " running";

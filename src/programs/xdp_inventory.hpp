@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "programs/receive_hook.hpp"
 
 namespace xdpcap {
 
@@ -64,6 +65,14 @@ std::optional<BpfFdinfo> parse_bpf_fdinfo(std::string_view fdinfo);
 std::vector<int> program_holders(uint32_t prog_id, const std::string& proc = "/proc");
 // "pid 123", "pids 123, 456" or "pid unknown": who holds the program.
 std::string holders_text(uint32_t prog_id);
+
+// -D's word on where a capture in the default mode takes the interface's
+// received frames: the hook default_receive() chooses; tc ingress beside
+// another xdpcap's XDP program, or after a foreign one; trace mode where a
+// foreign program holds the XDP hook the capture would use, or nothing
+// where it cannot be traced (`untraceable`: why).
+std::string received_at_listing(const ReceiveFacts& facts, const std::vector<XdpAttachment>& attached,
+                                const std::optional<std::string>& untraceable);
 
 // tcpdump -D's listing, one interface per line, with the XDP programs.
 std::string list_interfaces();

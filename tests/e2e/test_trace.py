@@ -8,9 +8,13 @@ the first payload byte of UDP to port 7002 to 0xee, passes the rest) runs on
 cap0. Whether the kernel has the tracing program type is probed (bpftool
 feature probe kernel).
 
-Without it: xdpcap -i cap0 (with or without a filter) is refused in one line
-saying tracing needs fentry/fexit, exit 1, no file left, the program still
-attached.
+In the default mode a veth's received frames are taken at tc ingress, after
+the program (test_busy_interface.py); trace mode is for the XDP hook, asked
+for here with --xdp-mode native (or --at, --program).
+
+Without it: xdpcap --xdp-mode native -i cap0 (with or without a filter) is
+refused in one line saying tracing needs fentry/fexit, exit 1, no file left,
+the program still attached.
 
 With it (Debian 12's 6.1, tests/vm):
 - -d -i cap0 names the hooks the filter would run on: the traced program's
@@ -58,6 +62,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The XDP hook, where the program attached first is traced: without it a
+# veth's received frames are taken at tc ingress, after that program.
+XDP_HOOK = ["--xdp-mode", "native"]
 PORTS = (7000, 7001, 7002)
 XDP_DROP, XDP_PASS = 1, 2
 
@@ -100,7 +107,7 @@ def capture(lab, binary, tmp, name, args, frames):
     path = os.path.join(tmp, name + ".pcapng")
     pcap = os.path.join(tmp, name + ".pcap")
     N.write_frames(pcap, frames)
-    x = lab.xdpcap(binary, ["-w", path, "-v"] + args)
+    x = lab.xdpcap(binary, XDP_HOOK + ["-w", path, "-v"] + args)
     x.wait_listening()
     lab.send(pcap, cpu=0)
     time.sleep(N.scaled(0.5))
@@ -159,7 +166,7 @@ def traced_by_xdpcap():
 def test_refused(lab, binary, tmp, prog):
     out_file = os.path.join(tmp, "refused.pcapng")
     for extra in ([], ["udp port 7001"]):
-        rc, _out, err = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", out_file] + extra)
+        rc, _out, err = N.run_xdpcap(lab, binary, XDP_HOOK + ["-i", lab.cap_if, "-w", out_file] + extra)
         N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0] and f"id {prog[0]}" in err[0] and
                  "cannot be traced: this kernel does not offer fentry/fexit" in err[0],
                  f"without the tracing program type: refused in one line naming the program {extra}", (rc, err))
@@ -167,7 +174,7 @@ def test_refused(lab, binary, tmp, prog):
     N.expect(not os.path.exists(out_file), "no output file left")
     # The same as the second of two interfaces: refused before anything is attached.
     N.run(["ip", "-n", lab.cap_ns, "link", "add", "trbr0", "type", "bridge"])
-    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "trbr0", "-i", lab.cap_if, "-w", out_file])
+    rc, _out, err = N.run_xdpcap(lab, binary, XDP_HOOK + ["-i", "trbr0", "-i", lab.cap_if, "-w", out_file])
     N.expect(rc == 1 and len(err) == 1 and "'xdp_verdicts'" in err[0],
              "with another -i first: refused in one line naming the program", (rc, err))
     N.expect(lab.xdp_state("trbr0") == "" and lab.xdp_prog() == prog and not os.path.exists(out_file),
@@ -255,12 +262,13 @@ def test_filtered(lab, binary, tmp, pid):
     # loads, the length, the direction, VLAN offsets.
     hard = ("ip6 protochain 17 or ip protochain 17 or (tcp[tcpflags] & tcp-syn != 0 and greater 1000) or "
             "(inbound and ether broadcast) or (vlan 100 and udp port 53)")
-    x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "hard.pcapng"), hard])
+    x = lab.xdpcap(binary, XDP_HOOK + ["-Q", "in", "-w", os.path.join(tmp, "hard.pcapng"), hard])
     x.wait_listening()
     N.expect(x.stop(signal.SIGINT) == 0, "a filter with protochain, indexed loads, len, inbound and vlan loads "
              "in trace mode", x.err_lines[-3:])
 
-    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"), "ifindex 3"])
+    rc, _o, e = N.run_xdpcap(lab, binary, XDP_HOOK + ["-i", lab.cap_if, "-w", os.path.join(tmp, "f.pcapng"),
+                                           "ifindex 3"])
     N.expect(rc == 1 and len(e) == 1 and "'ifindex'" in e[0] and "trace mode" in e[0],
              "a filter trace mode cannot run ('ifindex') is refused in one line", (rc, e))
     N.expect(not os.path.exists(os.path.join(tmp, "f.pcapng")), "and leaves no file")
@@ -289,7 +297,8 @@ def read_back(binary, tmp, path, rows):
 
 def test_traced(lab, binary, tmp, obj, prog):
     pid = prog[0]
-    cp = N.run(["ip", "netns", "exec", lab.cap_ns, binary, "-d", "-i", lab.cap_if, "udp"], check_rc=False)
+    cp = N.run(["ip", "netns", "exec", lab.cap_ns, binary, "-d"] + XDP_HOOK + ["-i", lab.cap_if, "udp"],
+               check_rc=False)
     hooks = re.findall(r"^eBPF run at (.*) \(\d+ instructions\):$", cp.stdout, re.M)
     N.expect(cp.returncode == 0 and len(hooks) == 2 and
              hooks[0].startswith(f"fentry and fexit of XDP program 'xdp_verdicts' (id {pid}") and
@@ -310,7 +319,8 @@ def test_traced(lab, binary, tmp, obj, prog):
 
     # Trace mode is one interface at a time: with a second -i, refused.
     N.run(["ip", "-n", lab.cap_ns, "link", "add", "trbr0", "type", "bridge"])
-    rc, _o, e = N.run_xdpcap(lab, binary, ["-i", "trbr0", "-i", lab.cap_if, "-w", os.path.join(tmp, "m.pcapng")])
+    rc, _o, e = N.run_xdpcap(lab, binary, XDP_HOOK + ["-i", "trbr0", "-i", lab.cap_if,
+                                           "-w", os.path.join(tmp, "m.pcapng")])
     N.expect(rc == 1 and len(e) == 1 and "trace mode captures one interface at a time" in e[0] and
              f"(id {pid}," in e[0], "a traced interface with another -i is refused in one line", (rc, e))
     N.expect(traced_by_xdpcap() == ([], []) and lab.xdp_state("trbr0") == "",
@@ -323,7 +333,8 @@ def test_traced(lab, binary, tmp, obj, prog):
     kept = [f for f in text_frames if port_of(f) != 7000]
     pcap = os.path.join(tmp, "text.pcap")
     N.write_frames(pcap, text_frames)
-    x = lab.xdpcap(binary, ["--at", "exit", "-Q", "in", "--print-cpu", "-c", str(len(kept)), "not udp port 7000"])
+    x = lab.xdpcap(binary, XDP_HOOK + ["--at", "exit", "-Q", "in", "--print-cpu", "-c", str(len(kept)),
+                            "not udp port 7000"])
     x.wait_listening()
     lab.send(pcap, cpu=0)
     N.expect(x.wait(20) == 0, "--at exit -c N 'not udp port 7000' exits 0 after N packets", x.stderr)
@@ -354,7 +365,8 @@ def test_traced(lab, binary, tmp, obj, prog):
     # SIGKILL leaves nothing behind; the program keeps running.
     # -Q in: the clsact egress program stays after SIGKILL on 6.1 (no tcx), by design.
     # Entry only, with a filter: its tracing program goes too.
-    x = lab.xdpcap(binary, ["-Q", "in", "--at", "entry", "-w", os.path.join(tmp, "killed.pcapng"), "udp"])
+    x = lab.xdpcap(binary, XDP_HOOK + ["-Q", "in", "--at", "entry", "-w", os.path.join(tmp, "killed.pcapng"),
+                            "udp"])
     x.wait_listening()
     N.expect(traced_by_xdpcap()[1] != [], "while tracing, bpftool link shows xdpcap's tracing links")
     x.send_signal(signal.SIGKILL)
@@ -401,7 +413,7 @@ def test_traced(lab, binary, tmp, obj, prog):
     long_frames(lab, binary, tmp)
 
     # The interface goes away while traced: as in the ordinary mode.
-    x = lab.xdpcap(binary, ["-Q", "in", "-w", os.path.join(tmp, "gone.pcapng")])
+    x = lab.xdpcap(binary, XDP_HOOK + ["-Q", "in", "-w", os.path.join(tmp, "gone.pcapng")])
     x.wait_listening()
     N.run(["ip", "-n", lab.gen_ns, "link", "del", lab.gen_if])
     rc = x.wait(10)

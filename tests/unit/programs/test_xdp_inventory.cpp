@@ -130,3 +130,62 @@ TEST(XdpInventory, UnreadableProcIsNoHolder)
 {
     EXPECT_TRUE(program_holders(6636, "/nonexistent/proc").empty());
 }
+
+namespace {
+
+XdpAttachment attachment(const char* mode, const char* name, uint32_t id)
+{
+    XdpAttachment a;
+    a.mode = mode;
+    a.program = XdpProgramInfo{id, name, "0011223344556677"};
+    return a;
+}
+
+} // namespace
+
+TEST(DefaultReceive, TcOnVethLoAndDriversWithoutNativeXdp)
+{
+    EXPECT_EQ(default_receive(ReceiveFacts{"veth", false, true}), ReceiveAt::Tc);
+    EXPECT_EQ(default_receive(ReceiveFacts{"", true, std::nullopt}), ReceiveAt::Tc);
+    EXPECT_EQ(default_receive(ReceiveFacts{"", true, false}), ReceiveAt::Tc);
+    EXPECT_EQ(default_receive(ReceiveFacts{"bridge", false, false}), ReceiveAt::Tc);
+    EXPECT_EQ(default_receive(ReceiveFacts{"ixgbe", false, true}), ReceiveAt::NativeXdpElseTc);
+    // A kernel that does not say (before 6.3): attach() tries native XDP.
+    EXPECT_EQ(default_receive(ReceiveFacts{"ixgbe", false, std::nullopt}), ReceiveAt::NativeXdpElseTc);
+}
+
+TEST(ReceivedAtListing, NamesTheHookACaptureWouldUse)
+{
+    const std::vector<XdpAttachment> none;
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"", true, std::nullopt}, none, std::nullopt), "tc ingress");
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"veth", false, true}, none, std::nullopt), "tc ingress");
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"bridge", false, false}, none, std::nullopt), "tc ingress");
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"ixgbe", false, true}, none, std::nullopt), "XDP native mode");
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"ixgbe", false, std::nullopt}, none, std::nullopt),
+              "XDP native mode (tc ingress where the driver has none)");
+}
+
+TEST(ReceivedAtListing, ForeignProgramAtTcOrTraced)
+{
+    const std::vector<XdpAttachment> generic{attachment("generic", "xdp_pass", 12)};
+    const std::vector<XdpAttachment> native{attachment("native", "xdp_pass", 12)};
+    // At tc ingress the program runs first and stays.
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"veth", false, true}, generic, std::nullopt),
+              "tc ingress (after the XDP program there)");
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"", true, std::nullopt}, generic, std::string("no fentry")),
+              "tc ingress (after the XDP program there)");
+    // Where the hook would be XDP: trace mode, or nothing without it.
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"ixgbe", false, true}, native, std::nullopt),
+              "trace mode (fentry/fexit on the XDP program there)");
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"ixgbe", false, true}, native, std::string("no fentry")),
+              "nowhere (the XDP program there holds the XDP hook and cannot be traced: no fentry)");
+}
+
+TEST(ReceivedAtListing, BesideAnotherXdpcap)
+{
+    const std::vector<XdpAttachment> ours{attachment("native", "xdpcap_frags", 7)};
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"ixgbe", false, true}, ours, std::nullopt),
+              "tc ingress (another xdpcap takes them with XDP)");
+    EXPECT_EQ(received_at_listing(ReceiveFacts{"veth", false, true}, ours, std::nullopt),
+              "tc ingress (another xdpcap takes them with XDP)");
+}
