@@ -305,9 +305,11 @@ ProcessSelection parse_process_selection(const cxxopts::ParseResult& result)
         std::string name = result["pname"].as<std::string>();
         if (name.empty())
             throw Error("--pname needs a command name");
-        // The kernel keeps a task's command name in 16 bytes with the NUL.
+        // The kernel keeps a task's command name in 16 bytes with the NUL:
+        // a longer name matches no process.
         if (name.size() > 15)
-            name.resize(15);
+            throw Error("--pname " + name + ": longer than the 15 bytes the kernel keeps of a command name (" +
+                        name.substr(0, 15) + ")");
         process.comm = std::move(name);
     }
     if (result.count("cgroup")) {
