@@ -254,18 +254,13 @@ void check_link_type(const std::string& name)
 void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
 {
     const std::pair<const char*, const char*> live_only[] = {
-        {"direction", "-Q"},
         {"xdp-mode", "--xdp-mode"},
         {"ring-pages", "--ring-pages"},
         {"buffer-size", "-B"},
         {"sample", "--sample"},
         {"drops", "--drops"},
-        {"k", "-k"},
-        {"pid", "--pid"},
-        {"pname", "--pname"},
         {"follow-forks", "--follow-forks"},
         {"cgroup", "--cgroup"},
-        {"container", "--container"},
         {"container-netns", "--container-netns"},
         {"no-promiscuous-mode", "-p"},
         {"at", "--at"},
@@ -280,12 +275,9 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"list-data-link-types", "-L"},
         {"rss-type-comments", "--rss-type-comments"},
     };
-    for (const auto& [key, spelling] : live_only) {
-        // -Q has a default value: only a given one counts.
-        if (result.count(key) && !(std::string_view(key) == "direction" && result[key].has_default() &&
-                                   !result[key].count()))
+    for (const auto& [key, spelling] : live_only)
+        if (result.count(key))
             throw Error(std::string(spelling) + " applies to a live capture, not to -r");
-    }
 }
 
 ProcessSelection parse_process_selection(const cxxopts::ParseResult& result)
