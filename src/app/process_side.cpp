@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <cerrno>
 #include <string>
@@ -24,6 +25,16 @@ void enter_network_namespace(pid_t pid, const std::string& name)
                     "): " + errno_text(errno));
 }
 
+// --pid of no process selects nothing, ever: refused before anything is
+// loaded. With --follow-forks a process that takes the pid later is followed.
+void require_process(const ProcessSelection& asked)
+{
+    if (!asked.pid || asked.follow_forks)
+        return;
+    if (::kill(static_cast<pid_t>(*asked.pid), 0) != 0 && errno == ESRCH)
+        throw Error("--pid " + std::to_string(*asked.pid) + ": no such process");
+}
+
 } // namespace
 
 std::optional<Container> enter_container(const Config& config)
@@ -44,6 +55,7 @@ std::optional<ProcessSide> start_process_side(const Config& config, const std::o
     if (!config.process.wanted())
         return std::nullopt;
     const ProcessSelection& asked = config.process;
+    require_process(asked);
     OwnerSelection selection{.pid = asked.pid, .follow_forks = asked.follow_forks, .comm = asked.comm,
                              .cgroup = container ? std::optional(container->cgroup_path) : asked.cgroup};
     std::optional<CommandChild> command;

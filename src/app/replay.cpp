@@ -1,8 +1,10 @@
 #include "app/replay.hpp"
 
+#include <linux/if_packet.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <span>
@@ -21,6 +23,7 @@
 #include "output/drop_labels.hpp"
 #include "output/packet_output.hpp"
 #include "output/pcapng.hpp"
+#include "output/process_labels.hpp"
 #include "output/replaced_file.hpp"
 #include "output/sink.hpp"
 #include "text/decode.hpp"
@@ -51,6 +54,14 @@ Sample sample_of(const CaptureFile::Packet& p, bool written_by_xdpcap, DropLabel
     s.direction = direction == pcapng::kDirectionOutbound ? XDPCAP_DIR_EGRESS
         : direction == pcapng::kDirectionInbound          ? XDPCAP_DIR_INGRESS
                                                           : 0;
+    // -k's owner: its ids from epb_processid_threadid, its words from the
+    // comment written beside them.
+    if (p.pid && !p.process_comment.empty()) {
+        s.flags |= XDPCAP_FLAG_PROCESS;
+        s.process.pid = *p.pid;
+        s.process.tid = p.tid;
+        s.process_label = p.process_comment;
+    }
     if (p.flags & pcapng::kFlagChecksumNotReady)
         s.flags |= XDPCAP_FLAG_CSUM_PARTIAL;
     if (p.flags & pcapng::kFlagSegmentationOffload)
@@ -78,9 +89,26 @@ void require_readable(const CaptureFile& file, uint32_t interface_id)
                     " has link type " + link_type_name(iface.link_type));
 }
 
+// The direction a packet of the file records in epb_flags: none in classic
+// pcap files and in pcapng packets without the option.
+uint32_t recorded_direction(const CaptureFile::Packet& p)
+{
+    return p.flags & 3;
+}
+
+// What a file that records no directions gets for `inbound`, `outbound` and
+// -Q: tcpdump's words for savefiles, and which packet lacks one in pcapng.
+[[noreturn]] void refuse_direction(const std::string& what, uint16_t link_type, std::optional<uint64_t> packet)
+{
+    throw Error(what + " not supported on " + link_type_description(link_type) + " when reading savefiles" +
+                (packet ? " without a direction in epb_flags (packet " + std::to_string(*packet) + ")" : ""));
+}
+
 // The filter for each link type the file's interfaces have, compiled when
 // the first of them is described. As tcpdump -r: no interface, so no
-// netmask.
+// netmask. A filter with `inbound` or `outbound` reads the direction each
+// packet records: it runs as one program for received packets and one for
+// sent ones.
 class LinkTypeFilters {
 public:
     explicit LinkTypeFilters(std::string filter)
@@ -88,33 +116,112 @@ public:
     {
     }
 
-    void compile_for(const CaptureFile::Interface& iface)
+    // `directions`: the file can record directions (pcapng).
+    void compile_for(const CaptureFile::Interface& iface, bool directions)
     {
-        if (!filtering_ || program_for(iface.link_type))
+        if (!filtering_ || compiled_for(iface.link_type))
             return;
         constexpr uint32_t kMaxSnaplen = 262144;
         const uint32_t snaplen = iface.snaplen == 0 || iface.snaplen > kMaxSnaplen ? kMaxSnaplen : iface.snaplen;
-        programs_.emplace_back(iface.link_type, compile_filter(filter_, 0, snaplen, iface.link_type));
+        Compiled compiled{iface.link_type, compile_filter(filter_, 0, snaplen, iface.link_type), {}, {}};
+        if (compiled.any.reads_packet_type()) {
+            if (!directions)
+                refuse_direction("inbound/outbound", iface.link_type, std::nullopt);
+            compiled.received = compiled.any.with_packet_type(PACKET_HOST);
+            compiled.sent = compiled.any.with_packet_type(PACKET_OUTGOING);
+        }
+        compiled_.push_back(std::move(compiled));
     }
 
     // Its interface's filter was compiled when the interface was described.
-    bool keeps(const CaptureFile::Packet& p, uint16_t link_type) const
+    // `number`: the packet's, counted from 1, for the error.
+    bool keeps(const CaptureFile::Packet& p, uint16_t link_type, uint64_t number) const
     {
-        return !filtering_ || program_for(link_type)->run({p.data, p.cap_len}, p.orig_len) != 0;
+        if (!filtering_)
+            return true;
+        const Compiled& compiled = *compiled_for(link_type);
+        const ClassicProgram* program = &compiled.any;
+        if (compiled.received) {
+            const uint32_t direction = recorded_direction(p);
+            if (direction == pcapng::kDirectionInbound)
+                program = &*compiled.received;
+            else if (direction == pcapng::kDirectionOutbound)
+                program = &*compiled.sent;
+            else
+                refuse_direction("inbound/outbound", link_type, number);
+        }
+        return program->run({p.data, p.cap_len}, p.orig_len) != 0;
     }
 
 private:
-    const ClassicProgram* program_for(uint16_t link_type) const
+    struct Compiled {
+        uint16_t link_type;
+        ClassicProgram any;
+        std::optional<ClassicProgram> received; // `inbound` and `outbound` known
+        std::optional<ClassicProgram> sent;
+    };
+    const Compiled* compiled_for(uint16_t link_type) const
     {
-        for (const auto& [type, program] : programs_)
-            if (type == link_type)
-                return &program;
+        for (const Compiled& compiled : compiled_)
+            if (compiled.link_type == link_type)
+                return &compiled;
         return nullptr;
     }
 
     const std::string filter_;
     const bool filtering_;
-    std::vector<std::pair<uint16_t, ClassicProgram>> programs_;
+    std::vector<Compiled> compiled_;
+};
+
+// -Q, --pid, --pname and --container on a file: by what each packet
+// records, its direction in epb_flags, its owner in epb_processid_threadid
+// and the comment -k writes beside it.
+class RecordedSelection {
+public:
+    explicit RecordedSelection(const Config& config)
+        : direction_(config.direction), pid_(config.process.pid), container_(config.process.container)
+    {
+        // The name as a label writes it.
+        if (config.process.comm) {
+            comm_.emplace();
+            for (const char c : *config.process.comm)
+                *comm_ += c >= 0x20 && c < 0x7f ? c : '?';
+        }
+    }
+
+    // Classic pcap records no direction.
+    void check_classic(uint16_t link_type) const
+    {
+        if (direction_ != Direction::InOut)
+            refuse_direction(option(), link_type, std::nullopt);
+    }
+
+    bool keeps(const CaptureFile::Packet& p, uint16_t link_type, uint64_t number) const
+    {
+        if (direction_ != Direction::InOut) {
+            const uint32_t direction = recorded_direction(p);
+            if (direction != pcapng::kDirectionInbound && direction != pcapng::kDirectionOutbound)
+                refuse_direction(option(), link_type, number);
+            if ((direction == pcapng::kDirectionInbound) != (direction_ == Direction::In))
+                return false;
+        }
+        if (!pid_ && !comm_ && !container_)
+            return true;
+        if (!p.pid || (pid_ && *p.pid != *pid_))
+            return false;
+        if (!comm_ && !container_)
+            return true;
+        const auto named = ProcessLabels::parse(p.process_comment, *p.pid);
+        return named && (!comm_ || named->comm == *comm_) && (!container_ || named->container == *container_);
+    }
+
+private:
+    std::string option() const { return direction_ == Direction::In ? "-Q in" : "-Q out"; }
+
+    const Direction direction_;
+    const std::optional<uint32_t> pid_;
+    std::optional<std::string> comm_;
+    const std::optional<std::string> container_;
 };
 
 // -w: the filtered pcapng copy. It is truncated and written once the filter
@@ -227,11 +334,18 @@ public:
     }
     void write(const CaptureFile::Packet& p, const CaptureFile::Interface& iface)
     {
-        output_.write(p.interface_id, sample_of(p, iface.written_by_xdpcap, labels_), p.timestamp_ns);
+        Sample sample = sample_of(p, iface.written_by_xdpcap, labels_);
+        // A label -k wrote is printable; any other is escaped.
+        if (!std::ranges::all_of(sample.process_label, [](char c) { return c >= 0x20 && c < 0x7f; })) {
+            escaped_label_ = text::escaped(sample.process_label);
+            sample.process_label = escaped_label_;
+        }
+        output_.write(p.interface_id, sample, p.timestamp_ns);
     }
     void flush() { output_.flush(); }
 
 private:
+    std::string escaped_label_;
     PacketOutput output_;
     DropLabels labels_{{}, KernelSymbols{}};
 };
@@ -239,7 +353,10 @@ private:
 // Reading a file, in the steps of a live capture where the two do the same.
 class FileReading {
 public:
-    FileReading(const Config& config, std::string filter) : config_(config), filters_(std::move(filter)) {}
+    FileReading(const Config& config, std::string filter)
+        : config_(config), filters_(std::move(filter)), selection_(config)
+    {
+    }
 
     void open_input() { input_.emplace(CaptureFile::open(*config_.read_file)); }
     // -w's file, before the privileges go: a temporary beside OUT (an
@@ -271,12 +388,14 @@ private:
     const Config& config_;
     std::optional<CaptureFile> input_;
     LinkTypeFilters filters_;
+    RecordedSelection selection_;
     std::optional<ReplacedFile> replaced_; // -w FILE, a regular file or none yet
     std::optional<Sink> claimed_;          // -w -, or -w FIFO or device
     std::optional<PcapngCopy> copy_;       // -w
     std::optional<PacketLines> lines_; // unless -w without --print
     bool announced_ = false;
     bool classic_described_ = false;
+    uint64_t read_ = 0; // packets, for messages
     uint64_t kept_ = 0;
 };
 
@@ -387,7 +506,8 @@ void FileReading::take_packet(const CaptureFile::Record& record)
     const CaptureFile::Packet& p = record.packet;
     describe_classic_interface();
     const CaptureFile::Interface& iface = input_->interfaces().at(p.interface_id);
-    if (!filters_.keeps(p, iface.link_type))
+    ++read_;
+    if (!selection_.keeps(p, iface.link_type, read_) || !filters_.keeps(p, iface.link_type, read_))
         return;
     ++kept_;
     if (copy_)
@@ -421,7 +541,9 @@ void FileReading::describe_classic_interface()
 void FileReading::compile_filter_for(const CaptureFile::Interface& iface)
 {
     try {
-        filters_.compile_for(iface);
+        if (!input_->pcapng())
+            selection_.check_classic(iface.link_type);
+        filters_.compile_for(iface, input_->pcapng());
     } catch (const Error&) {
         if (copy_)
             copy_->discard_unstarted();

@@ -254,18 +254,13 @@ void check_link_type(const std::string& name)
 void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
 {
     const std::pair<const char*, const char*> live_only[] = {
-        {"direction", "-Q"},
         {"xdp-mode", "--xdp-mode"},
         {"ring-pages", "--ring-pages"},
         {"buffer-size", "-B"},
         {"sample", "--sample"},
         {"drops", "--drops"},
-        {"k", "-k"},
-        {"pid", "--pid"},
-        {"pname", "--pname"},
         {"follow-forks", "--follow-forks"},
         {"cgroup", "--cgroup"},
-        {"container", "--container"},
         {"container-netns", "--container-netns"},
         {"no-promiscuous-mode", "-p"},
         {"at", "--at"},
@@ -280,12 +275,9 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"list-data-link-types", "-L"},
         {"rss-type-comments", "--rss-type-comments"},
     };
-    for (const auto& [key, spelling] : live_only) {
-        // -Q has a default value: only a given one counts.
-        if (result.count(key) && !(std::string_view(key) == "direction" && result[key].has_default() &&
-                                   !result[key].count()))
+    for (const auto& [key, spelling] : live_only)
+        if (result.count(key))
             throw Error(std::string(spelling) + " applies to a live capture, not to -r");
-    }
 }
 
 ProcessSelection parse_process_selection(const cxxopts::ParseResult& result)
@@ -305,9 +297,11 @@ ProcessSelection parse_process_selection(const cxxopts::ParseResult& result)
         std::string name = result["pname"].as<std::string>();
         if (name.empty())
             throw Error("--pname needs a command name");
-        // The kernel keeps a task's command name in 16 bytes with the NUL.
+        // The kernel keeps a task's command name in 16 bytes with the NUL:
+        // a longer name matches no process.
         if (name.size() > 15)
-            name.resize(15);
+            throw Error("--pname " + name + ": longer than the 15 bytes the kernel keeps of a command name (" +
+                        name.substr(0, 15) + ")");
         process.comm = std::move(name);
     }
     if (result.count("cgroup")) {

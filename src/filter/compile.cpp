@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
 #include "base/error.hpp"
@@ -72,6 +74,43 @@ uint32_t ClassicProgram::run(std::span<const uint8_t> captured, uint32_t wire_le
     return static_cast<uint32_t>(pcap_offline_filter(&native_->program, &header, captured.data()));
 }
 
+namespace {
+
+// libpcap's `ldh [type]`: the socket filter extension for skb->pkt_type.
+bool loads_packet_type(const sock_filter& f) noexcept
+{
+    return BPF_CLASS(f.code) == BPF_LD && BPF_MODE(f.code) == BPF_ABS &&
+        f.k == static_cast<uint32_t>(SKF_AD_OFF + SKF_AD_PKTTYPE);
+}
+
+} // namespace
+
+bool ClassicProgram::reads_packet_type() const noexcept
+{
+    return std::ranges::any_of(native_->instructions, loads_packet_type);
+}
+
+ClassicProgram ClassicProgram::with_packet_type(uint32_t packet_type) const
+{
+    auto native = std::make_unique<Native>();
+    native->instructions = native_->instructions;
+    for (sock_filter& f : native->instructions)
+        if (loads_packet_type(f))
+            f = sock_filter{static_cast<uint16_t>(BPF_LD | BPF_IMM), 0, 0, packet_type};
+    // pcap_freecode() frees the instructions with free().
+    const size_t n = native->instructions.size();
+    auto* insns = static_cast<bpf_insn*>(std::malloc(n * sizeof(bpf_insn)));
+    if (!insns)
+        throw std::bad_alloc();
+    for (size_t i = 0; i < n; ++i) {
+        const sock_filter& f = native->instructions[i];
+        insns[i] = bpf_insn{f.code, f.jt, f.jf, f.k};
+    }
+    native->program.bf_len = static_cast<u_int>(n);
+    native->program.bf_insns = insns;
+    return ClassicProgram(std::move(native));
+}
+
 static_assert(kNetmaskUnknown == PCAP_NETMASK_UNKNOWN);
 static_assert(DLT_EN10MB == 1);
 
@@ -110,6 +149,11 @@ ClassicProgram compile_filter(const std::string& expression, uint32_t netmask, u
     for (u_int i = 0; i < native->program.bf_len; ++i)
         native->instructions.push_back(sock_filter{insns[i].code, insns[i].jt, insns[i].jf, insns[i].k});
     return ClassicProgram(std::move(native));
+}
+
+std::string link_type_description(int link_type)
+{
+    return pcap_datalink_val_to_description_or_dlt(link_type);
 }
 
 std::string dump_classic(const ClassicProgram& program)

@@ -31,6 +31,14 @@ public:
     // The same on a packet cut to `captured` of its `wire_length` bytes.
     uint32_t run(std::span<const uint8_t> captured, uint32_t wire_length) const;
 
+    // Whether it loads the packet type (libpcap's `inbound`, `outbound` on
+    // Ethernet), which a frame's bytes do not hold.
+    bool reads_packet_type() const noexcept;
+    // A copy in which the packet type is the constant `packet_type`
+    // (PACKET_HOST, PACKET_OUTGOING): the program for frames whose direction
+    // is known from elsewhere, such as a file's epb_flags.
+    ClassicProgram with_packet_type(uint32_t packet_type) const;
+
 private:
     struct Native;
     explicit ClassicProgram(std::unique_ptr<Native> native);
@@ -53,6 +61,9 @@ uint32_t interface_netmask(const std::string& interface);
 // its meaning. Raises Error with libpcap's message.
 ClassicProgram compile_filter(const std::string& expression, uint32_t netmask = kNetmaskUnknown,
                               uint32_t snaplen = 262144, int link_type = 1);
+
+// libpcap's description of a link type ("Ethernet"), as its messages say it.
+std::string link_type_description(int link_type);
 
 // The listing `tcpdump -d` prints, one line per instruction.
 std::string dump_classic(const ClassicProgram& program);

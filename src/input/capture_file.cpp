@@ -350,16 +350,24 @@ void CaptureFile::packet_options(std::span<const uint8_t> options, Packet& p) co
 {
     for_each_option(options, [&](uint16_t code, std::span<const uint8_t> value) {
         const size_t length = value.size();
-        if (code == kOptComment && p.comment.empty())
-            p.comment = std::string_view(reinterpret_cast<const char*>(value.data()), length);
-        else if (code == kEpbFlags && length >= 4)
+        if (code == kOptComment) {
+            const std::string_view text(reinterpret_cast<const char*>(value.data()), length);
+            if (p.comment.empty())
+                p.comment = text;
+            if (p.process_comment.empty() && text.starts_with("proc "))
+                p.process_comment = text;
+        } else if (code == kEpbProcessIdThreadId && length >= 8) {
+            p.pid = u32(value.data());
+            p.tid = u32(value.data() + 4);
+        } else if (code == kEpbFlags && length >= 4) {
             p.flags = u32(value.data());
-        else if (code == kEpbDropCount && length >= 8)
+        } else if (code == kEpbDropCount && length >= 8) {
             p.drop_count = u64(value.data());
-        else if (code == kEpbQueue && length >= 4)
+        } else if (code == kEpbQueue && length >= 4) {
             p.queue = u32(value.data());
-        else if (code == kEpbVerdict && length >= 9 && value[0] == kVerdictEbpfXdp)
+        } else if (code == kEpbVerdict && length >= 9 && value[0] == kVerdictEbpfXdp) {
             p.xdp_verdict = u64(value.data() + 1);
+        }
     });
 }
 

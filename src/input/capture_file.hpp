@@ -47,6 +47,12 @@ public:
         uint64_t drop_count = 0;       // epb_dropcount
         std::optional<uint64_t> xdp_verdict; // epb_verdict of the eBPF XDP type
         std::string_view comment;      // the first opt_comment
+        // epb_processid_threadid (-k): the socket owner's pid and thread.
+        std::optional<uint32_t> pid;
+        uint32_t tid = 0;
+        // The first opt_comment that names a process ("proc curl:1234, ..."),
+        // as xdpcap's -k writes it beside epb_processid_threadid.
+        std::string_view process_comment;
     };
 
     // What next() found: a packet, or a block that is no packet (section or

@@ -303,8 +303,11 @@ void PacketOutput::put_packet_text(text::Writer& out, uint32_t interface_id, con
         else if (sample.direction == XDPCAP_DIR_INGRESS)
             out.put(text_.cpu_prefix ? "In " : "In  ");
     }
-    if ((sample.flags & XDPCAP_FLAG_PROCESS) && process_labels_) [[unlikely]] {
-        if (const std::string_view label = process_labels_->label(sample.process); !label.empty()) {
+    if (sample.flags & XDPCAP_FLAG_PROCESS) [[unlikely]] {
+        const std::string_view label = !sample.process_label.empty() ? sample.process_label
+            : process_labels_                                         ? process_labels_->label(sample.process)
+                                                                      : std::string_view{};
+        if (!label.empty()) {
             out.put('(');
             out.put(label);
             out.put(") ");

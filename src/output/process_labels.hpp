@@ -5,10 +5,12 @@
 // costs a lookup, not a format.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -56,6 +58,37 @@ public:
             text += ", tid ";
             text += std::to_string(process.tid);
         }
+    }
+
+    // What a label names, read back from a file's comment: the command name
+    // and the container's name (empty for none). Nothing when `label` is no
+    // label of process `pid`.
+    struct Named {
+        std::string_view comm;
+        std::string_view container;
+    };
+    static std::optional<Named> parse(std::string_view label, uint32_t pid)
+    {
+        constexpr std::string_view kStart = "proc ";
+        constexpr std::string_view kContainer = ", container ";
+        if (!label.starts_with(kStart))
+            return std::nullopt;
+        // The command name is at most 15 bytes and may hold ':' or ", ": its
+        // end is the first ":PID" that ends there or at a ','.
+        const std::string pid_text = ':' + std::to_string(pid);
+        const size_t last = std::min(label.size(), kStart.size() + sizeof(xdpcap_process{}.comm) - 1);
+        for (size_t end = kStart.size(); end <= last; ++end) {
+            if (label.substr(end, pid_text.size()) != pid_text)
+                continue;
+            const size_t after = end + pid_text.size();
+            if (after != label.size() && label[after] != ',')
+                continue;
+            Named named{label.substr(kStart.size(), end - kStart.size()), {}};
+            if (const size_t at = label.find(kContainer, after); at != std::string_view::npos)
+                named.container = label.substr(at + kContainer.size());
+            return named;
+        }
+        return std::nullopt;
     }
 
 private:

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "xdpcap_abi.h"
 
@@ -26,6 +27,9 @@ struct Sample {
     uint64_t location = 0;  // drops: the kernel code address that dropped it
     // With XDPCAP_FLAG_PROCESS (-k): the packet's socket owner; pid 0 unknown.
     xdpcap_process process = {};
+    // Read back from a file: the process comment it holds, shown as written
+    // instead of a label made from `process`.
+    std::string_view process_label = {};
 };
 
 } // namespace xdpcap

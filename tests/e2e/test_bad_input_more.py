@@ -12,6 +12,9 @@ nothing attached to cap0, no output file left behind.  Cases:
     (tmpfs remounted ro after creating it) is left untouched;
   * interface names the kernel cannot have: 16 and 20 characters (the limit is
     15), containing '/', ':' or a space, and the empty name;
+  * a process selection that can never match: --pid of no process, a
+    --pname of 28 characters (the kernel keeps 15), a --cgroup that does
+    not exist;
   * --ring-pages 1 with the default snapshot length -> the message says the
     ring is too small, and says "1 page"; while `-s 64 --ring-pages 1` (4 KiB
     rings hold a record) and the man page's `-B 100` are accepted and capture
@@ -112,6 +115,18 @@ def test(binary):
                 ("empty interface name", "", r"interface")):
             out = os.path.join(tmp, "name.pcapng")
             check_failure(lab, desc, xd("-i", name, "-w", out), msg_re=rx, absent=out)
+
+        # --- a process selection that can never match, refused before anything is attached
+        gone = next(p for p in range(999999, 4000000, 7919) if not os.path.exists(f"/proc/{p}"))
+        out = os.path.join(tmp, "proc.pcapng")
+        for desc, args, rx in (
+                ("--pid of no process", ["--pid", str(gone)], rf"^xdpcap: --pid {gone}: no such process$"),
+                ("--pname of 28 characters", ["--pname", "xdpcap-twenty-eight-chars-xx"],
+                 r"^xdpcap: --pname xdpcap-twenty-eight-chars-xx: longer than the 15 bytes the kernel keeps "
+                 r"of a command name \(xdpcap-twenty-e\)$"),
+                ("--cgroup that does not exist", ["--cgroup", "/xdpcap-no-such-cgroup"],
+                 r"xdpcap-no-such-cgroup")):
+            check_failure(lab, desc, xd("-i", "cap0", "-w", out, *args), msg_re=rx, absent=out)
 
         # --- ring too small for the snapshot length
         out = os.path.join(tmp, "ring.pcapng")

@@ -35,7 +35,9 @@ socket inode among /proc/PID/fd. Checked from the file
     that is not executable (for that user) or missing is one line, exit 1;
   * after -c 1, SIGINT and SIGTERM no process of the command is left, one
     that ignores SIGTERM killed after the 2 s grace;
-  * text lines say "(proc NAME:PID)" right after the time;
+  * text lines say "(proc NAME:PID)" right after the time, and -r of the
+    file written at the same time prints the same lines; -r --pid, --pname,
+    -Q and inbound/outbound select the file's packets by what they record;
   * tshark reads the file without complaint and `frame.comment contains`
     finds a process by name; capinfos and tcpdump -r read it.
 Both ways of recording owners are covered: kprobes on the socket security
@@ -600,11 +602,14 @@ def forwarded(lab, peers, tmp, binary):
 
 
 def text_lines(lab, peers, tmp, binary):
-    """Packet lines say (proc NAME:PID) after the time, as macOS tcpdump -k."""
+    """Packet lines say (proc NAME:PID) after the time, as macOS tcpdump -k;
+    -r of the file written at the same time prints the same lines, and
+    selects its packets by what they record."""
     cap, gen = lab.cap_ns, lab.gen_ns
     srv = peers.start(gen, "remote-srv", "tcp-server", GEN4, 7480)
     peers.ready(srv)
-    x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-l", "tcp port 7480"])
+    path = os.path.join(tmp, "text.pcapng")
+    x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-l", "-w", path, "--print", "tcp port 7480"])
     x.wait_listening()
     cli = peers.start(cap, "xdpc-text", "tcp-client", GEN4, 7480)
     report = peers.finish("text client", cli, "xdpc-text")
@@ -616,6 +621,23 @@ def text_lines(lab, peers, tmp, binary):
             "text: every line of the connection names the process after the time", lines[:3])
     N.check(all(l.split(" ", 1)[1].startswith("(proc ") for l in lines),
             "text: with one interface, nothing comes between the time and the process", lines[:2])
+
+    def read(*args):
+        return N.run([binary, "-r", path] + list(args)).stdout.splitlines()
+
+    N.check(read() == lines and read("-k") == lines, "text: -r of the file prints the live lines, names included",
+            "\n".join(f" live: {a}\n   -r: {b}" for a, b in zip(lines, read()) if a != b)[:2000])
+    # -S: absolute sequence numbers, the same whichever packets come before.
+    every = read("-S")
+    received = [l for l in every if f" IP {GEN4}.7480 > " in l]
+    sent = [l for l in every if l not in received]
+    N.check(received and sent, "text: the connection's packets go both ways", every[:4])
+    for args, want in ((["--pid", str(report["pid"])], every), (["--pid", str(report["pid"] + 1)], []),
+                       (["--pname", "xdpc-text"], every), (["--pname", "xdpc-tex"], []),
+                       (["-Q", "in"], received), (["inbound"], received),
+                       (["-Q", "out"], sent), (["outbound"], sent)):
+        got = read("-S", *args)
+        N.check(got == want, f"text: -r {' '.join(args)} keeps its {len(want)} lines", got[:3])
 
 
 OWNER_MAPS = ("socket_owners", "echo_owners", "closing_owners", "local_addresses")

@@ -902,7 +902,8 @@ def escaped_strings(binary, tmp):
                          (12, b"os" + h), (15, b"hw" + h)]),
         idb(h + b"@cpu1" + h),
         epb(0, t, frames[0], [(2, struct.pack("<I", 1)), (1, b"drop reason " + h + b" at x" + h)]),
-        epb(1, t + 1000, frames[1], [(2, struct.pack("<I", 2)), (1, b"proc " + h + b":1"), (1, h)]),
+        epb(1, t + 1000, frames[1], [(2, struct.pack("<I", 2)), (8, struct.pack("<II", 1, 1)),
+                                     (1, b"proc " + h + b":1"), (1, h)]),
         isb(0, [(1, h)]),
         shb([(4, b"other" + h)]), idb(b"eth9" + h),
         epb(0, t + 2000, frames[2], [(1, b"drop reason " + h)]),
@@ -928,9 +929,72 @@ def escaped_strings(binary, tmp):
     N.expect(b"eth0^[]2;PWNED^G^[[2J^[[31m^MX^?M-^[31mM-^EM-^?M-C( " in cp.stdout and
              b"Drop ^[]2;PWNED^G" in cp.stdout,
              "the interface's name and the drop reason are shown escaped as packet bytes are", cp.stdout)
+    N.expect(b"(proc ^[]2;PWNED^G" in cp.stdout, "a process comment is shown escaped too", cp.stdout)
     cp = subprocess.run([binary, "-r", refused], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=N.scaled(10))
     N.expect(cp.returncode == 1 and b"(raw^[]2;PWNED" in cp.stderr and clean(cp.stderr),
              "a refused interface is named escaped", (cp.returncode, cp.stderr))
+
+
+def recorded_selection(binary, tmp):
+    """-k's names printed as recorded; --pid, --pname, --container, -Q and
+    inbound/outbound select by what each packet records; files that record
+    no direction get tcpdump's refusal."""
+    frames = T.corpus()[:5]
+    t = 1795431326 * 10**9
+    inbound, outbound = (2, struct.pack("<I", 1)), (2, struct.pack("<I", 2))
+
+    def owner(pid, tid, comment):
+        return [(8, struct.pack("<II", pid, tid)), (1, comment)]
+
+    packets = [
+        epb(0, t, frames[0], [inbound] + owner(100, 100, b"proc curl:100")),
+        epb(0, t + 1000, frames[1], [outbound] + owner(100, 101, b"proc curl:100, tid 101")),
+        epb(0, t + 2000, frames[2], [inbound] + owner(200, 200, b"proc wget:200, container web")),
+        epb(0, t + 3000, frames[3], [outbound]),
+        epb(0, t + 4000, frames[4], [outbound, (1, b"drop reason NO_SOCKET")] + owner(300, 300, b"proc a:1:300")),
+    ]
+    path = os.path.join(tmp, "owners.pcapng")
+    with open(path, "wb") as f:
+        f.write(b"".join([shb([(4, b"xdpcap 1.0")]), idb(b"veth0@cpu0")] + packets))
+    # -S: absolute sequence numbers, the same whichever packets come before.
+    every, _ = ours(binary, ["-r", path, "-S"])
+    N.check(len(every) == 5, "every packet of the hand-made file is printed", every)
+    labels = ["(proc curl:100) ", "(proc curl:100, tid 101) ", "(proc wget:200, container web) ", None,
+              "(proc a:1:300) Drop NO_SOCKET "]
+    N.expect(all((l.split(" ", 1)[1].startswith(w) if w else "(proc" not in l) for l, w in zip(every, labels)),
+             "each line names the process its packet records, right after the time", every)
+    N.expect(ours(binary, ["-r", path, "-S", "-k"])[0] == every, "-k with -r prints the same lines")
+    for args, kept in ((["--pid", "100"], [0, 1]), (["--pid", "300"], [4]), (["--pid", "7"], []),
+                       (["--pname", "curl"], [0, 1]), (["--pname", "a:1"], [4]), (["--pname", "wget"], [2]),
+                       (["--container", "web"], [2]), (["--pname", "curl", "--container", "web"], []),
+                       (["-Q", "in"], [0, 2]), (["-Q", "out"], [1, 3, 4]), (["-Q", "inout"], [0, 1, 2, 3, 4]),
+                       (["inbound"], [0, 2]), (["outbound"], [1, 3, 4]), (["not", "inbound"], [1, 3, 4]),
+                       (["-Q", "out", "--pid", "100"], [1]), (["--pid", "100", "inbound"], [0])):
+        got, _ = ours(binary, ["-r", path, "-S"] + args)
+        N.expect(got == [every[i] for i in kept], f"-r {' '.join(args)} keeps packets {kept}", got)
+    # A pcapng packet without a direction: the packets before it, then one line.
+    nodir = os.path.join(tmp, "no-direction.pcapng")
+    with open(nodir, "wb") as f:
+        f.write(b"".join([shb([(4, b"xdpcap 1.0")]), idb(b"veth0@cpu0"), packets[0],
+                          epb(0, t + 9000, frames[1])]))
+    for args, what in ((["-Q", "in"], "-Q in"), (["inbound"], "inbound/outbound")):
+        cp = subprocess.run([binary, "-r", nodir, "-S"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            timeout=N.scaled(10))
+        N.expect(cp.returncode == 1 and lines_of(cp) == every[:1] and cp.stderr.splitlines()[-1] ==
+                 f"xdpcap: {what} not supported on Ethernet when reading savefiles without a direction in "
+                 "epb_flags (packet 2)", f"-r {' '.join(args)}: a packet without a direction ends the reading",
+                 (cp.returncode, cp.stdout, cp.stderr))
+    # Classic pcap records no direction: tcpdump's line, before any packet.
+    pcap = os.path.join(tmp, "frames.pcap")
+    theirs = N.run(["tcpdump", "-r", pcap, "inbound"], check_rc=False)
+    for args, line in ((["inbound"], theirs.stderr.splitlines()[-1].replace("tcpdump:", "xdpcap:")),
+                       (["-Q", "in"], "xdpcap: -Q in not supported on Ethernet when reading savefiles"),
+                       (["-Q", "out", "udp"], "xdpcap: -Q out not supported on Ethernet when reading savefiles")):
+        cp = subprocess.run([binary, "-r", pcap] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            timeout=N.scaled(10))
+        N.expect(theirs.returncode == 1 and cp.returncode == 1 and cp.stdout == "" and
+                 cp.stderr.splitlines()[1:] == [line],
+                 f"-r FILE.pcap {' '.join(args)}: one line, as tcpdump's for inbound", (cp.returncode, cp.stderr, line))
 
 
 def test(binary):
@@ -943,6 +1007,7 @@ def test(binary):
         copy_failures(binary, tmp)
         broken_files(binary, tmp)
         escaped_strings(binary, tmp)
+        recorded_selection(binary, tmp)
         with N.NetLab(pairs=2) as lab:
             own = own_file(binary, tmp, lab)
         filtered_copy(binary, tmp, own)

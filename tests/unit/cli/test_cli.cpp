@@ -394,7 +394,9 @@ TEST(Cli, ReadAFileInsteadOfCapturing)
     EXPECT_EQ(error_of({"-r", "in.pcapng", "-i", "eth0"}),
               "give either -i (capture on an interface) or -r (read a file), not both");
     EXPECT_EQ(error_of({"-r", ""}), "-r needs a file name (or - for standard input)");
-    EXPECT_EQ(error_of({"-r", "f", "-Q", "in"}), "-Q applies to a live capture, not to -r");
+    // What the file records selects its packets: direction, process.
+    EXPECT_EQ(parse_config({"-r", "f", "-Q", "in"}).direction, Direction::In);
+    EXPECT_EQ(parse_config({"-r", "f", "-Q", "out"}).direction, Direction::Out);
     EXPECT_EQ(error_of({"-r", "f", "--drops"}), "--drops applies to a live capture, not to -r");
     EXPECT_EQ(error_of({"-r", "f", "-s", "96"}), "-s applies to a live capture, not to -r");
     EXPECT_EQ(error_of({"-r", "f", "-G", "5"}), "-G applies to a live capture, not to -r");
@@ -441,8 +443,7 @@ TEST(Cli, ProcessSelection)
     EXPECT_TRUE(pid.process.attribute);
     EXPECT_EQ(pid.process.pid, 42u);
     EXPECT_TRUE(pid.process.follow_forks);
-    const Config name = parse_config({"-i", "eth0", "--pname", "a-very-long-command-name"});
-    EXPECT_EQ(name.process.comm, "a-very-long-com"); // as the kernel keeps it
+    EXPECT_EQ(parse_config({"-i", "eth0", "--pname", "a-fifteen-bytes"}).process.comm, "a-fifteen-bytes");
     EXPECT_FALSE(parse_config({"-i", "eth0"}).process.wanted());
 }
 
@@ -452,8 +453,22 @@ TEST(Cli, ProcessSelectionBadInput)
     EXPECT_NE(error_of({"-i", "eth0", "--pid", "abc"}).find("--pid"), std::string::npos);
     EXPECT_NE(error_of({"-i", "eth0", "--follow-forks"}).find("give --pid"), std::string::npos);
     EXPECT_NE(error_of({"-i", "eth0", "--pname", ""}).find("--pname needs"), std::string::npos);
-    EXPECT_NE(error_of({"-r", "f.pcapng", "-k"}).find("-k applies to a live capture"), std::string::npos);
-    EXPECT_NE(error_of({"-r", "f.pcapng", "--pid", "3"}).find("--pid applies to a live capture"), std::string::npos);
+    // The kernel keeps 15 bytes of a command name: a longer one matches nothing.
+    EXPECT_EQ(error_of({"-i", "eth0", "--pname", "a-very-long-command-name-28c"}),
+              "--pname a-very-long-command-name-28c: longer than the 15 bytes the kernel keeps of a command name "
+              "(a-very-long-com)");
+    EXPECT_EQ(error_of({"-r", "f.pcapng", "--pname", "sixteen-bytes-xx"}),
+              "--pname sixteen-bytes-xx: longer than the 15 bytes the kernel keeps of a command name "
+              "(sixteen-bytes-x)");
+    // A file records pids, command names and container names, not cgroups nor forks.
+    const Config read = parse_config({"-r", "f.pcapng", "-k", "--pid", "3", "--pname", "curl", "--container", "web"});
+    EXPECT_TRUE(read.process.attribute);
+    EXPECT_EQ(read.process.pid, 3u);
+    EXPECT_EQ(read.process.comm, "curl");
+    EXPECT_EQ(read.process.container, "web");
+    EXPECT_EQ(error_of({"-r", "f.pcapng", "--cgroup", "/x"}), "--cgroup applies to a live capture, not to -r");
+    EXPECT_EQ(error_of({"-r", "f.pcapng", "--pid", "3", "--follow-forks"}),
+              "--follow-forks applies to a live capture, not to -r");
 }
 
 TEST(Cli, CommandAfterDashes)

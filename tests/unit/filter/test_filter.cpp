@@ -484,6 +484,26 @@ TEST(Filter, TranslationAgreesWithLibpcap)
     EXPECT_TRUE(failures.empty()) << failures.size() << " disagreements or faults";
 }
 
+// -r: a file's packets record their direction, which the filter's
+// `inbound` and `outbound` read through a copy with the packet type fixed.
+TEST(Filter, PacketTypeFixedForAKnownDirection)
+{
+    constexpr uint32_t kHost = 0, kOutgoing = 4; // PACKET_HOST, PACKET_OUTGOING
+    const Bytes frame = ether(0x0800, ipv4(6, "198.18.0.1", "198.18.0.2", tcp(1000, 80, 0x02)));
+    const ClassicProgram inbound = compile_filter("inbound and tcp");
+    ASSERT_TRUE(inbound.reads_packet_type());
+    EXPECT_NE(inbound.with_packet_type(kHost).run(frame), 0u);
+    EXPECT_EQ(inbound.with_packet_type(kOutgoing).run(frame), 0u);
+    EXPECT_FALSE(inbound.with_packet_type(kHost).reads_packet_type());
+    const ClassicProgram outbound = compile_filter("outbound");
+    EXPECT_EQ(outbound.with_packet_type(kHost).run(frame), 0u);
+    EXPECT_NE(outbound.with_packet_type(kOutgoing).run(frame), 0u);
+    EXPECT_EQ(compile_filter("inbound and udp").with_packet_type(kHost).run(frame), 0u);
+    EXPECT_FALSE(compile_filter("tcp port 80").reads_packet_type());
+    // Not Ethernet's packet type: a cooked capture's header holds it.
+    EXPECT_FALSE(compile_filter("inbound", kNetmaskUnknown, 262144, 113).reads_packet_type());
+}
+
 TEST(Filter, SyntaxErrorCarriesLibpcapMessage)
 {
     try {

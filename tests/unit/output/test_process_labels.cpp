@@ -61,3 +61,23 @@ TEST(ProcessLabels, NamesTheContainerOncePerOwner)
     EXPECT_EQ(labels.label(p), "proc wget:10");
     EXPECT_EQ(asked, 2);
 }
+
+TEST(ProcessLabels, ReadBackFromAFile)
+{
+    const auto named = [](std::string_view label, uint32_t pid) {
+        const auto n = ProcessLabels::parse(label, pid);
+        return n ? std::string(n->comm) + "|" + std::string(n->container) : std::string("none");
+    };
+    EXPECT_EQ(named("proc curl:1234", 1234), "curl|");
+    EXPECT_EQ(named("proc curl:1234, tid 1240", 1234), "curl|");
+    EXPECT_EQ(named("proc wget:10, tid 11, container web", 10), "wget|web");
+    EXPECT_EQ(named("proc wget:10, container my:10, box", 10), "wget|my:10, box");
+    // A name with ':' and ", " in it, and one of 15 bytes.
+    EXPECT_EQ(named("proc a:5, b:7:7", 7), "a:5, b:7|");
+    EXPECT_EQ(named("proc abcdefghijklmno:7", 7), "abcdefghijklmno|");
+    // Not a label of that process, or no label at all.
+    EXPECT_EQ(named("proc curl:1234", 123), "none");
+    EXPECT_EQ(named("proc curl:1234", 12345), "none");
+    EXPECT_EQ(named("drop reason NO_SOCKET", 1), "none");
+    EXPECT_EQ(named("proc abcdefghijklmnop:7", 7), "none");
+}
