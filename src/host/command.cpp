@@ -260,11 +260,8 @@ CommandUser command_user(const std::optional<RunAsUser>& run_as)
             throw Error("cannot run the command as the user who ran sudo (" + std::string(source) + " " +
                         std::to_string(uid) + "): no such user");
         // This process's own user, unknown to passwd: itself, as it is.
-        user.name = std::to_string(uid);
-        user.gid = gid;
-        user.home = "/";
-        user.shell = "/bin/sh";
-        return user;
+        return CommandUser{.name = std::to_string(uid), .uid = uid, .gid = gid, .groups = {},
+                           .home = std::string(1, '/'), .shell = std::string("/bin/sh")};
     }
     user.name = entry.pw_name;
     user.gid = gid == static_cast<gid_t>(-1) ? entry.pw_gid : gid;

@@ -260,8 +260,12 @@ std::optional<std::string> engine_problem(const std::string& engine, const Engin
         return std::nullopt;
     case Outcome::TimedOut: {
         const int tenths = (timeout_ms + 50) / 100;
-        return call + " gave no answer within " + std::to_string(tenths / 10) +
-            (tenths % 10 ? "." + std::to_string(tenths % 10) : std::string()) + " s (stopped)";
+        std::string seconds = std::to_string(tenths / 10);
+        if (tenths % 10) {
+            seconds += '.';
+            seconds += std::to_string(tenths % 10);
+        }
+        return call + " gave no answer within " + seconds + " s (stopped)";
     }
     case Outcome::TooMuchOutput:
         return call + " wrote more than " +

@@ -59,12 +59,17 @@ TEST(DropLabels, InternedNamesFromFiles)
     EXPECT_EQ(l.reason(odd), "ODD^[[31m^MM-^[");
     EXPECT_EQ(l.intern("reason 77"), l.intern("reason 77"));
     // Many distinct names: each found again by its own value.
+    const auto name = [](int i) {
+        std::string n = std::to_string(i);
+        n.insert(n.begin(), 'R');
+        return n;
+    };
     std::vector<uint32_t> values;
     for (int i = 0; i < 1000; ++i)
-        values.push_back(l.intern("R" + std::to_string(i)));
+        values.push_back(l.intern(name(i)));
     for (int i = 0; i < 1000; ++i) {
-        EXPECT_EQ(l.intern("R" + std::to_string(i)), values[static_cast<size_t>(i)]);
-        EXPECT_EQ(l.reason(values[static_cast<size_t>(i)]), "R" + std::to_string(i));
+        EXPECT_EQ(l.intern(name(i)), values[static_cast<size_t>(i)]);
+        EXPECT_EQ(l.reason(values[static_cast<size_t>(i)]), name(i));
     }
 }
 
