@@ -1191,6 +1191,15 @@ VETH_GENERIC_WARNING = re.compile(r"^xdpcap: warning: (\S+) is a veth: generic X
                                   r"NAPI ring, the peer's segmentation offload\)$")
 
 
+def process_gone(pid):
+    """The process has ended (a zombie waiting for its reaper counts)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def messages(err_lines, prefix="xdpcap: "):
     """xdpcap's own error and warning lines, less the received-VLAN warning and the veth line."""
     return [l for l in err_lines

@@ -163,18 +163,10 @@ FAKE_ENGINES = {
 }
 
 
-def gone(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 def kill_left(pids):
     """Whatever a failed check left running."""
     for pid in pids:
-        if not gone(pid):
+        if not N.process_gone(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -216,11 +208,11 @@ def fake_engines(tmp, binary):
         with open(pids) as f:
             left = [int(w) for w in f.read().split()]
         end = time.monotonic() + N.scaled(1)
-        while not all(gone(q) for q in left) and time.monotonic() < end:
+        while not all(N.process_gone(q) for q in left) and time.monotonic() < end:
             time.sleep(0.02)
         try:
-            N.check(all(gone(q) for q in left), f"fake podman ({case}{', Ctrl-C' if interrupt else ''}): "
-                    "no process of it is left", [q for q in left if not gone(q)])
+            N.check(all(N.process_gone(q) for q in left), f"fake podman ({case}{', Ctrl-C' if interrupt else ''}): "
+                    "no process of it is left", [q for q in left if not N.process_gone(q)])
         finally:
             kill_left(left)
         if interrupt:

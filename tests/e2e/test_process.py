@@ -422,15 +422,6 @@ def status_fields(path):
         return dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
 
 
-def gone(pid):
-    """The process has ended (a zombie waiting for its reaper counts)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 def command_identity(lab, tmp, binary):
     """-- COMMAND runs without any capability, with no_new_privs, in a group
     of its own, with default signals: as root started plainly, as the user
@@ -538,14 +529,14 @@ def command_end(lab, tmp, binary):
         took = time.monotonic() - began
         N.check(rc == 0, f"-- COMMAND ({tag}): the capture's exit status, 0", (rc, x.err_lines))
         end = time.monotonic() + N.scaled(1)
-        while not all(gone(p) for p in left) and time.monotonic() < end:
+        while not all(N.process_gone(p) for p in left) and time.monotonic() < end:
             time.sleep(0.02)
         try:
-            N.check(all(gone(p) for p in left), f"-- COMMAND ({tag}): no process of the command is left",
-                    [p for p in left if not gone(p)])
+            N.check(all(N.process_gone(p) for p in left), f"-- COMMAND ({tag}): no process of the command is left",
+                    [p for p in left if not N.process_gone(p)])
         finally:
             for pid in left:  # whatever a failed check left running
-                if not gone(pid):
+                if not N.process_gone(pid):
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:

@@ -15,11 +15,14 @@
 #include <sstream>
 
 #include "host/command.hpp"
+#include "host/process_gone.hpp"
 #include "base/error.hpp"
 
 using namespace xdpcap;
 
 namespace {
+
+using xdpcap::test::gone;
 
 std::string spawn_error(const std::vector<std::string>& argv)
 {
@@ -46,17 +49,6 @@ std::string status_field(const std::string& status, const std::string& name)
         return "missing";
     const size_t start = at + name.size() + 3;
     return status.substr(start, status.find('\n', start) - start);
-}
-
-// The process, gone or a zombie nobody needs to stop.
-bool gone(pid_t pid)
-{
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text;
-    if (!std::getline(stat, text))
-        return true;
-    const size_t close = text.rfind(')');
-    return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
 }
 
 } // namespace

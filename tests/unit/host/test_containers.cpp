@@ -9,11 +9,14 @@
 #include <fstream>
 
 #include "host/containers.hpp"
+#include "host/process_gone.hpp"
 #include "base/error.hpp"
 
 using namespace xdpcap;
 
 namespace {
+
+using xdpcap::test::gone;
 const std::string kId = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 }
 
@@ -51,17 +54,6 @@ TEST(Containers, BadNamesAreRefusedBeforeAnyEngineRuns)
 namespace {
 
 using Outcome = EngineAnswer::Outcome;
-
-// The process, gone or a zombie nobody needs to stop.
-bool gone(pid_t pid)
-{
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text;
-    if (!std::getline(stat, text))
-        return true;
-    const size_t close = text.rfind(')');
-    return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
-}
 
 } // namespace
 
