@@ -86,7 +86,15 @@ class Deadline(BaseException):
     """The test ran past TEST_DEADLINE_S."""
 
 
+# XDPCAP_STEP_TIMES=1 (the guest stage sets it): each line starts with the
+# seconds since the test began, to show where an emulated run spends its time.
+STEP_TIMES = os.environ.get("XDPCAP_STEP_TIMES") == "1"
+_STARTED = time.monotonic()
+
+
 def log(msg=""):
+    if STEP_TIMES and msg:
+        msg = f"{time.monotonic() - _STARTED:6.1f}s {msg}"
     print(msg, flush=True)
 
 

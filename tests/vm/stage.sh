@@ -24,7 +24,7 @@ mkdir -p "$build/meson-logs"
 rm -f "$build/meson-logs/vm.json"
 jobs=${XDPCAP_VM_JOBS:-1}
 tests/vm/guest.sh -t "${XDPCAP_VM_LIMIT:-1800}" -c 2 -m 3G -w "$build/meson-logs" -- \
-    "export CI=${CI:-} XDPCAP_TIME_SCALE=$scale; meson test -C $build --no-rebuild --logbase vm \
+    "export CI=${CI:-} XDPCAP_TIME_SCALE=$scale XDPCAP_STEP_TIMES=1; meson test -C $build --no-rebuild --logbase vm \
      --num-processes $jobs --timeout-multiplier $scale --print-errorlogs ${tests[*]} 2>&1 | cat"
 status=$?
 [ -s "$build/meson-logs/vm.json" ] || { echo "stage.sh: the guest wrote no test log (status $status)" >&2; exit 1; }
