@@ -134,6 +134,9 @@ StopReason CaptureLoop::run()
                 }
                 // Ring readiness needs no per-fd work: every ring is drained below.
             }
+            // A batch waits at most one tick for a quiet CPU's next frame.
+            if (timer_fired)
+                flush_staged();
             drain();
             output_.end_batch();
             if (timer_fired) {
@@ -216,6 +219,15 @@ void CaptureLoop::drain()
     merger_.drain(now_ns(CLOCK_MONOTONIC));
 }
 
+void CaptureLoop::flush_staged()
+{
+    for (const RingPlace& place : places_) {
+        CaptureProgram& program = *sources_[place.source].program;
+        if (program.staged(place.cpu))
+            program.flush(place.cpu);
+    }
+}
+
 void CaptureLoop::detach_and_drain()
 {
     for (const CaptureSource& source : sources_)
@@ -230,6 +242,8 @@ void CaptureLoop::detach_and_drain()
     constexpr auto kPause = 5ms;
     static_assert(std::chrono::nanoseconds(kPause).count() > static_cast<int64_t>(kHoldBackNs));
     while (quiet_rounds < 2 && std::chrono::steady_clock::now() < deadline) {
+        // Every CPU's partial batch first: its frames are counted once out.
+        flush_staged();
         guarded([this] { drain(); });
         const auto counters = kernel_counters();
         const auto& tallies = merger_.tallies();
