@@ -69,7 +69,8 @@ static __always_inline void output_tagged(void *ctx, const int from, __u64 frame
 					  struct xdpcap_meta *meta, const struct xdpcap_process *process, __u16 proto_be,
 					  __u16 tci)
 {
-	flush_pending(ctx);
+	if (stage_frame(ctx, from, c, meta, process, 1, proto_be, tci))
+		return;
 	__u32 key = bpf_get_smp_processor_id();
 	struct wire_frame *w = bpf_map_lookup_elem(&wire_scratch, &key);
 	if (!w || frame_len < ETH_ADDRS_LEN) {

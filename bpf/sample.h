@@ -9,6 +9,7 @@
 
 #include <linux/bpf.h>
 #include <linux/errno.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "xdpcap_abi.h"
@@ -315,8 +316,42 @@ static __always_inline __u32 stage_key(const struct xdpcap_meta *meta)
  * counters follow at the flush), false when it goes out on its own, after
  * whatever is staged.
  */
+static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
+				       struct xdpcap_meta *meta, const struct xdpcap_process *process, const int tagged,
+				       __u16 proto_be, __u16 tci);
+
 static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap_counters *c,
 					struct xdpcap_meta *meta, const struct xdpcap_process *process)
+{
+	return stage_frame(ctx, from, c, meta, process, 0, 0, 0);
+}
+
+#define XDPCAP_ETH_ADDRS_LEN 12
+#define XDPCAP_VLAN_TAG_LEN 4
+
+/* Copies the frame's `cap_len` wire bytes to `to`: with `tagged`, the tag
+ * the skb or the NIC holds put back after the MAC addresses. */
+static __always_inline long stage_bytes(void *ctx, const int from, __u8 *to, __u64 cap_len, const int tagged,
+					__u16 proto_be, __u16 tci)
+{
+	if (!tagged)
+		return load_frame_bytes(ctx, from, 0, 0, to, cap_len);
+	__u64 rest = cap_len - (XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN);
+	asm volatile("" : "+r"(rest));
+	if (rest < 1 || rest > XDPCAP_BATCH_FRAME_MAX)
+		return -EFAULT;
+	if (load_frame_bytes(ctx, from, 0, 0, to, XDPCAP_ETH_ADDRS_LEN))
+		return -EFAULT;
+	const __u16 tci_be = bpf_htons(tci);
+	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN, &proto_be, 2);
+	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN + 2, &tci_be, 2);
+	return load_frame_bytes(ctx, from, 0, XDPCAP_ETH_ADDRS_LEN, to + XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN,
+				rest);
+}
+
+static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
+				       struct xdpcap_meta *meta, const struct xdpcap_process *process, const int tagged,
+				       __u16 proto_be, __u16 tci)
 {
 	if (!batching)
 		return 0;
@@ -324,7 +359,7 @@ static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap
 	if (!s)
 		return 0;
 	__u64 cap_len = meta->cap_len;
-	if (cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < 1) {
+	if (cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < (tagged ? XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN + 1 : 1)) {
 		flush_stage(ctx, s);
 		release_stage(s);
 		return 0;
@@ -337,8 +372,10 @@ static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap
 		release_stage(s);
 		return 0;
 	}
-	if (s->batch.frames &&
-	    (s->batch.bytes + need > limit || meta->tstamp_ns - s->oldest_ns > XDPCAP_BATCH_WAIT_NS))
+	/* Age is the loop's to bound (a flush per tick where frames wait): a
+	 * batch cut short here by time could fit a full ring that refused a
+	 * whole one, and write frames after a loss out of turn. */
+	if (s->batch.frames && s->batch.bytes + need > limit)
 		flush_stage(ctx, s);
 	__u64 used = s->batch.bytes;
 	asm volatile("" : "+r"(used), "+r"(cap_len));
@@ -354,13 +391,13 @@ static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap
 		*m = *meta;
 		m->flags |= XDPCAP_FLAG_PROCESS;
 		*(struct xdpcap_process *)(at + sizeof(struct xdpcap_meta)) = *process;
-		if (load_frame_bytes(ctx, from, 0, 0, at + XDPCAP_HEAD_ROOM, cap_len)) {
+		if (stage_bytes(ctx, from, at + XDPCAP_HEAD_ROOM, cap_len, tagged, proto_be, tci)) {
 			release_stage(s);
 			return 0;
 		}
 	} else {
 		*(struct xdpcap_meta *)at = *meta;
-		if (load_frame_bytes(ctx, from, 0, 0, at + sizeof(struct xdpcap_meta), cap_len)) {
+		if (stage_bytes(ctx, from, at + sizeof(struct xdpcap_meta), cap_len, tagged, proto_be, tci)) {
 			release_stage(s);
 			return 0;
 		}

@@ -59,13 +59,12 @@
  * them as one record, an xdpcap_batch followed by `bytes` bytes: each frame
  * as its own first record would carry it (xdpcap_meta, xdpcap_process with
  * XDPCAP_FLAG_PROCESS, cap_len bytes), padded to 8 bytes. A batch goes out
- * when the next frame does not fit, when it is full, when its oldest frame
- * has waited XDPCAP_BATCH_WAIT_NS, before a frame that goes out on its own,
- * and when userspace runs the flush program on the CPU.
+ * when the next frame does not fit, when it is full, before a frame that
+ * goes out on its own, and when userspace runs the flush program on the CPU
+ * (at each drain tick where frames wait, and when the capture stops).
  */
 #define XDPCAP_BATCH_BYTES 16384u
 #define XDPCAP_BATCH_FRAME_MAX 2048u
-#define XDPCAP_BATCH_WAIT_NS 50000000ull
 /* Counter keys whose frames are staged: XDPCAP_COUNTERS_INGRESS and _EGRESS. */
 #define XDPCAP_BATCH_KEYS 2u
 
