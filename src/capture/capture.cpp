@@ -215,8 +215,13 @@ void CaptureLoop::guarded(Step&& step)
 void CaptureLoop::drain()
 {
     // Read before the rings: a ring found empty after this moment can only
-    // deliver samples stamped after it, less the in-flight time.
-    merger_.drain(now_ns(CLOCK_MONOTONIC));
+    // deliver samples stamped after it, less the in-flight time. A CPU with
+    // frames staged in a batch can still deliver them: nothing newer than
+    // its oldest is written before they are out.
+    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    for (const RingPlace& place : places_)
+        now = std::min(now, sources_[place.source].program->staged_since(place.cpu));
+    merger_.drain(now);
 }
 
 void CaptureLoop::flush_staged()

@@ -261,6 +261,15 @@ uint32_t CaptureProgram::staged(int cpu) const noexcept
                            __ATOMIC_RELAXED);
 }
 
+uint64_t CaptureProgram::staged_since(int cpu) const noexcept
+{
+    if (!staged(cpu))
+        return UINT64_MAX;
+    const auto* entry = static_cast<const uint8_t*>(stage_view_.get()) + static_cast<size_t>(cpu) * sizeof(xdpcap_stage);
+    return __atomic_load_n(reinterpret_cast<const uint64_t*>(entry + offsetof(xdpcap_stage, oldest_ns)),
+                           __ATOMIC_RELAXED);
+}
+
 bool CaptureProgram::flush(int cpu) const noexcept
 {
     LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<uint32_t>(cpu));

@@ -141,6 +141,9 @@ public:
     // Frames staged on `cpu` and not yet emitted: a hint read from the
     // mapped staging entries, no system call.
     uint32_t staged(int cpu) const noexcept;
+    // The timestamp of the oldest frame staged on `cpu`, or UINT64_MAX
+    // when none is: the CPU's ring may still deliver frames that old.
+    uint64_t staged_since(int cpu) const noexcept;
     // Runs the flush program on `cpu`; false when the kernel would not.
     bool flush(int cpu) const noexcept;
     int stage_map_fd() const;
