@@ -69,6 +69,8 @@ static __always_inline void output_tagged(void *ctx, const int from, __u64 frame
 					  struct xdpcap_meta *meta, const struct xdpcap_process *process, __u16 proto_be,
 					  __u16 tci)
 {
+	if (stage_frame(ctx, from, c, meta, process, 1, proto_be, tci))
+		return;
 	__u32 key = bpf_get_smp_processor_id();
 	struct wire_frame *w = bpf_map_lookup_elem(&wire_scratch, &key);
 	if (!w || frame_len < ETH_ADDRS_LEN) {
@@ -491,6 +493,19 @@ int xdpcap_ingress(struct __sk_buff *skb)
 	/* A recorded RX queue is kept as its index plus one. */
 	const __u32 queue = skb->queue_mapping ? skb->queue_mapping - 1 : 0;
 	return sample_skb(skb, XDPCAP_COUNTERS_INGRESS, queue, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS);
+}
+
+/*
+ * Emits this CPU's staged frames. Never attached: userspace runs it on a CPU
+ * (BPF_PROG_TEST_RUN, BPF_F_TEST_RUN_ON_CPU) whose batch has waited, and on
+ * every CPU when the capture stops. On another CPU than the caller's it runs
+ * in an interrupt, and leaves the batch to a hook it interrupted.
+ */
+SEC("raw_tp")
+int xdpcap_flush(void *ctx)
+{
+	flush_pending(ctx);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -196,6 +196,8 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	asm volatile("" : "+r"(size));
 	if (size > head_len + XDPCAP_MAX_SAMPLE_SIZE || size > head_len + snaplen)
 		return account_output(c, -EFAULT);
+	/* A frame this CPU staged before it was dropped goes first. */
+	flush_pending(ctx);
 	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, record, size);
 	/* The parts read cap_len back from the map: 6.1's verifier bounds the
 	 * last part's length only for a value it did not compute itself. */

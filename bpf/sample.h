@@ -9,6 +9,7 @@
 
 #include <linux/bpf.h>
 #include <linux/errno.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "xdpcap_abi.h"
@@ -158,6 +159,95 @@ static __always_inline void account_output(struct xdpcap_counters *c, long err)
 	}
 }
 
+/*
+ * Several frames per record (xdpcap_abi.h, docs/BATCHING.md): set by
+ * userspace once loaded, where the kernel runs the flush program on a
+ * chosen CPU; not for --immediate-mode, -c or the text view to a terminal.
+ * A variable, not a constant: the flush program must load before the
+ * kernel's support for it can be tried.
+ */
+__u8 batching = 0;
+/* The most frame bytes one batch carries: XDPCAP_BATCH_BYTES, less where a
+ * ring is small (a batch must fit one several times over). */
+__u32 batch_bytes = XDPCAP_BATCH_BYTES;
+
+/* Indexed by CPU id; userspace sizes it and maps it to see what is pending. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct xdpcap_stage);
+} stage SEC(".maps");
+
+/* The staging entry of this CPU, marked busy; null when there is none or a
+ * context this one interrupted is writing it (the caller then outputs its
+ * frame on its own). Every hook runs with preemption off, so contexts on a
+ * CPU nest strictly: an interrupting one finds `busy` set and leaves it
+ * alone, and the one it interrupted sees nothing change. */
+static __always_inline struct xdpcap_stage *claim_stage(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct xdpcap_stage *s = bpf_map_lookup_elem(&stage, &cpu);
+	if (!s || s->busy)
+		return 0;
+	s->busy = 1;
+	asm volatile("" ::: "memory");
+	return s;
+}
+
+static __always_inline void release_stage(struct xdpcap_stage *s)
+{
+	asm volatile("" ::: "memory");
+	s->busy = 0;
+}
+
+/* Emits the staged frames as one record, and accounts for each of them on
+ * its hook's counters as a frame of its own would be. */
+static __always_inline void flush_stage(void *ctx, struct xdpcap_stage *s)
+{
+	if (!s->batch.frames)
+		return;
+	__u64 size = sizeof(struct xdpcap_batch) + s->batch.bytes;
+	asm volatile("" : "+r"(size));
+	long err = -E2BIG;
+	if (size <= sizeof(struct xdpcap_batch) + XDPCAP_BATCH_BYTES)
+		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, &s->batch, size);
+#pragma unroll
+	for (__u32 key = 0; key < XDPCAP_BATCH_KEYS; key++) {
+		const __u32 frames = s->by_key[key];
+		if (!frames)
+			continue;
+		__u32 k = key;
+		struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &k);
+		if (c) {
+			if (err) {
+				c->output_failed += frames;
+				/* The lost frames' own drops_before is lost with them. */
+				c->pending_drops += frames + s->carried[key];
+				if (err == -ENOSPC)
+					c->ring_full += frames;
+			} else {
+				c->sampled += frames;
+			}
+		}
+		s->by_key[key] = 0;
+		s->carried[key] = 0;
+	}
+	s->batch.frames = 0;
+	s->batch.bytes = 0;
+}
+
+/* Before a record of its own: the staged frames are older, and go first. */
+static __always_inline void flush_pending(void *ctx)
+{
+	struct xdpcap_stage *s = claim_stage();
+	if (!s)
+		return;
+	flush_stage(ctx, s);
+	release_stage(s);
+}
+
 /* Where a hook's frame bytes are read from. */
 #define XDPCAP_FROM_XDP 0    /* ctx is an xdp_md: bpf_xdp_load_bytes */
 #define XDPCAP_FROM_SKB 1    /* ctx is a __sk_buff: bpf_skb_load_bytes */
@@ -215,6 +305,122 @@ static __always_inline long output_parts(void *ctx, const int from, __u64 kernel
 	return 0;
 }
 
+/* The batch counters key of a capture hook's frame. */
+static __always_inline __u32 stage_key(const struct xdpcap_meta *meta)
+{
+	return meta->hook == XDPCAP_HOOK_TC_EGRESS ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
+}
+
+/*
+ * Stages a small frame in the CPU's batch: true when it is there (its
+ * counters follow at the flush), false when it goes out on its own, after
+ * whatever is staged.
+ */
+static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
+				       struct xdpcap_meta *meta, const struct xdpcap_process *process, const int tagged,
+				       __u16 proto_be, __u16 tci);
+
+static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap_counters *c,
+					struct xdpcap_meta *meta, const struct xdpcap_process *process)
+{
+	return stage_frame(ctx, from, c, meta, process, 0, 0, 0);
+}
+
+#define XDPCAP_ETH_ADDRS_LEN 12
+#define XDPCAP_VLAN_TAG_LEN 4
+
+/* Copies the frame's `cap_len` wire bytes to `to`: with `tagged`, the tag
+ * the skb or the NIC holds put back after the MAC addresses. */
+static __always_inline long stage_bytes(void *ctx, const int from, __u8 *to, __u64 cap_len, const int tagged,
+					__u16 proto_be, __u16 tci)
+{
+	if (!tagged)
+		return load_frame_bytes(ctx, from, 0, 0, to, cap_len);
+	__u64 rest = cap_len - (XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN);
+	asm volatile("" : "+r"(rest));
+	if (rest < 1 || rest > XDPCAP_BATCH_FRAME_MAX)
+		return -EFAULT;
+	if (load_frame_bytes(ctx, from, 0, 0, to, XDPCAP_ETH_ADDRS_LEN))
+		return -EFAULT;
+	const __u16 tci_be = bpf_htons(tci);
+	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN, &proto_be, 2);
+	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN + 2, &tci_be, 2);
+	return load_frame_bytes(ctx, from, 0, XDPCAP_ETH_ADDRS_LEN, to + XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN,
+				rest);
+}
+
+static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
+				       struct xdpcap_meta *meta, const struct xdpcap_process *process, const int tagged,
+				       __u16 proto_be, __u16 tci)
+{
+	if (!batching)
+		return 0;
+	struct xdpcap_stage *s = claim_stage();
+	if (!s)
+		return 0;
+	__u64 cap_len = meta->cap_len;
+	if (cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < (tagged ? XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN + 1 : 1)) {
+		flush_stage(ctx, s);
+		release_stage(s);
+		return 0;
+	}
+	const __u64 head_len = attribute ? XDPCAP_HEAD_ROOM : sizeof(struct xdpcap_meta);
+	const __u64 need = (head_len + cap_len + 7) & ~7ull;
+	const __u32 limit = batch_bytes;
+	if (need > limit) {
+		flush_stage(ctx, s);
+		release_stage(s);
+		return 0;
+	}
+	/* Age is the loop's to bound (a flush per tick where frames wait): a
+	 * batch cut short here by time could fit a full ring that refused a
+	 * whole one, and write frames after a loss out of turn. */
+	if (s->batch.frames && s->batch.bytes + need > limit)
+		flush_stage(ctx, s);
+	__u64 used = s->batch.bytes;
+	asm volatile("" : "+r"(used), "+r"(cap_len));
+	if (used >= XDPCAP_BATCH_BYTES || cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < 1) {
+		release_stage(s);
+		return 0;
+	}
+	__u8 *at = s->data + used;
+	const __u32 key = stage_key(meta);
+	const __u32 handed = meta->drops_before;
+	if (attribute) {
+		struct xdpcap_meta *m = (struct xdpcap_meta *)at;
+		*m = *meta;
+		m->flags |= XDPCAP_FLAG_PROCESS;
+		*(struct xdpcap_process *)(at + sizeof(struct xdpcap_meta)) = *process;
+		if (stage_bytes(ctx, from, at + XDPCAP_HEAD_ROOM, cap_len, tagged, proto_be, tci)) {
+			release_stage(s);
+			return 0;
+		}
+	} else {
+		*(struct xdpcap_meta *)at = *meta;
+		if (stage_bytes(ctx, from, at + sizeof(struct xdpcap_meta), cap_len, tagged, proto_be, tci)) {
+			release_stage(s);
+			return 0;
+		}
+	}
+	if (!s->batch.frames) {
+		s->batch.tag = XDPCAP_BATCH_TAG;
+		s->oldest_ns = meta->tstamp_ns;
+	}
+	s->batch.frames++;
+	s->batch.bytes = (__u32)(used + need);
+	if (key < XDPCAP_BATCH_KEYS) {
+		s->by_key[key]++;
+		s->carried[key] += handed;
+	}
+	/* The drops before this frame travel with it now. */
+	c->pending_drops = 0;
+	/* Full: no frame of the smallest kind fits any more. */
+	if (s->batch.bytes + sizeof(struct xdpcap_meta) + 64 > limit)
+		flush_stage(ctx, s);
+	release_stage(s);
+	return 1;
+}
+
 /*
  * `ctx` is the hook's context (xdp_md or __sk_buff); the kernel's variant of
  * the helper for that program type appends the first record's packet bytes,
@@ -223,6 +429,8 @@ static __always_inline long output_parts(void *ctx, const int from, __u64 kernel
 static __always_inline void output_sample(void *ctx, const int from, struct xdpcap_counters *c,
 					  struct xdpcap_meta *meta, const struct xdpcap_process *process)
 {
+	if (stage_sample(ctx, from, c, meta, process))
+		return;
 	__u64 flags = BPF_F_CURRENT_CPU | ((__u64)first_record_length(meta->cap_len) << 32);
 	long err;
 	if (attribute) {

@@ -82,6 +82,7 @@ static __always_inline void sample_trace(void *ctx, struct xdp_buff *xdp, __u32 
 	meta.program = program_index;
 	meta.verdict = verdict;
 	__u64 flags = BPF_F_CURRENT_CPU | ((__u64)first_record_length(meta.cap_len) << 32);
+	flush_pending(ctx);
 	long err = bpf_xdp_output(xdp, &events, flags, &meta, sizeof(meta));
 	if (!err && meta.cap_len > XDPCAP_MAX_SAMPLE_SIZE)
 		err = output_trace_parts(ctx, xdp, &meta);

@@ -14,7 +14,7 @@
 
 /* 'XDPC' in the high 24 bits, ABI version in the low byte. */
 #define XDPCAP_META_MAGIC 0x58445000u
-#define XDPCAP_ABI_VERSION 8u
+#define XDPCAP_ABI_VERSION 9u
 #define XDPCAP_META_TAG (XDPCAP_META_MAGIC | XDPCAP_ABI_VERSION)
 
 /*
@@ -48,6 +48,48 @@
  * Only generic XDP sees frames this long (GRO and GSO super-frames).
  */
 #define XDPCAP_XDP_MAX_CAPTURE (2u * XDPCAP_MAX_SAMPLE_SIZE)
+
+/* 'XDP' and 'b' (a batch of frames), ABI version in the low byte. */
+#define XDPCAP_BATCH_MAGIC 0x58446200u
+#define XDPCAP_BATCH_TAG (XDPCAP_BATCH_MAGIC | XDPCAP_ABI_VERSION)
+
+/*
+ * Several small frames per perf record: each CPU stages frames of at most
+ * XDPCAP_BATCH_FRAME_MAX captured bytes in its xdpcap_stage entry and emits
+ * them as one record, an xdpcap_batch followed by `bytes` bytes: each frame
+ * as its own first record would carry it (xdpcap_meta, xdpcap_process with
+ * XDPCAP_FLAG_PROCESS, cap_len bytes), padded to 8 bytes. A batch goes out
+ * when the next frame does not fit, when it is full, before a frame that
+ * goes out on its own, and when userspace runs the flush program on the CPU
+ * (at each drain tick where frames wait, and when the capture stops).
+ */
+#define XDPCAP_BATCH_BYTES 16384u
+#define XDPCAP_BATCH_FRAME_MAX 2048u
+/* Counter keys whose frames are staged: XDPCAP_COUNTERS_INGRESS and _EGRESS. */
+#define XDPCAP_BATCH_KEYS 2u
+
+struct xdpcap_batch {
+	__u32 tag;      /* XDPCAP_BATCH_TAG */
+	__u32 frames;   /* frames that follow */
+	__u32 bytes;    /* their bytes, each frame padded to 8 */
+	__u32 reserved;
+};
+
+/*
+ * One CPU's staging entry (an mmap'able array indexed by CPU id): userspace
+ * reads `batch.frames` and `oldest_ns` to know whether to run the flush
+ * program on that CPU. The room behind `data`'s XDPCAP_BATCH_BYTES lets the
+ * verifier prove a copy of up to one frame at any offset below them.
+ */
+struct xdpcap_stage {
+	__u64 oldest_ns;                        /* tstamp_ns of the first frame staged */
+	__u32 busy;                             /* a program on this CPU is writing the entry */
+	__u32 by_key[XDPCAP_BATCH_KEYS];        /* frames staged per counters key */
+	__u32 carried[XDPCAP_BATCH_KEYS];       /* drops_before handed to the staged frames, per key */
+	__u32 reserved;
+	struct xdpcap_batch batch;              /* the record starts here */
+	__u8 data[XDPCAP_BATCH_BYTES + XDPCAP_BATCH_FRAME_MAX + 144u];
+};
 
 /* 'XDP' and 'r' (the rest of a frame), ABI version in the low byte. */
 #define XDPCAP_PART_MAGIC 0x58447200u
@@ -198,6 +240,10 @@ static_assert(offsetof(struct xdpcap_process, comm) == 16, "xdpcap_process ABI l
 static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 56u + 32u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
 static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
+static_assert(sizeof(struct xdpcap_batch) == 16, "xdpcap_batch ABI size");
+static_assert(offsetof(struct xdpcap_stage, batch) == 32, "xdpcap_stage ABI layout");
+static_assert(sizeof(struct xdpcap_stage) % 64 == 0, "CPUs' staging entries share no cache line");
+static_assert(XDPCAP_BATCH_BYTES + sizeof(struct xdpcap_batch) + 12u + 8u < 0xffffu, "a batch fits one perf record");
 static_assert(offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
 static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");
 static_assert(XDPCAP_MAX_SAMPLE_SIZE % 8u == 0, "parts start 8-byte aligned in the frame");
@@ -222,6 +268,9 @@ _Static_assert(__builtin_offsetof(struct xdpcap_counters, sample_skipped) == 48,
 _Static_assert(sizeof(struct xdpcap_process) == 32, "xdpcap_process ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_process, comm) == 16, "xdpcap_process ABI layout");
 _Static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
+_Static_assert(sizeof(struct xdpcap_batch) == 16, "xdpcap_batch ABI size");
+_Static_assert(__builtin_offsetof(struct xdpcap_stage, batch) == 32, "xdpcap_stage ABI layout");
+_Static_assert(sizeof(struct xdpcap_stage) % 64 == 0, "CPUs' staging entries share no cache line");
 _Static_assert(__builtin_offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
 _Static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");
 #endif

@@ -333,6 +333,17 @@ void print_start_lines(const Config& config, const Loaded& loaded)
         if (const auto limitation = loaded.process->owners.limitation())
             std::fprintf(stderr, "xdpcap: warning: %s\n", limitation->c_str());
     }
+    // How frames travel, and so how long one can wait before it is written.
+    if (config.verbose) {
+        const std::string& single = loaded.sessions.front().program.batching()
+            ? std::string()
+            : loaded.sessions.front().single_frames;
+        if (single.empty())
+            std::fprintf(stderr, "xdpcap: several frames per perf record, each written within %llu ms\n",
+                         static_cast<unsigned long long>(kBatchDelayBoundMs));
+        else
+            std::fprintf(stderr, "xdpcap: one frame per perf record (%s)\n", single.c_str());
+    }
     // -q quiets the warnings above, not these: as tcpdump -q, scripts wait
     // for "listening on".
     if (!config.start_lines)

@@ -1,5 +1,7 @@
 #include "app/sessions.hpp"
 
+#include <unistd.h>
+
 #include "filter/translate.hpp"
 #include "base/error.hpp"
 #include "programs/rx_meta.hpp"
@@ -164,6 +166,20 @@ void install_filters(CaptureProgram& program, const ClassicProgram& filter)
                                translate_filter(classic, FilterTarget{hook_info(Hook::TcEgress).filter}));
 }
 
+// Several frames per perf record, unless each frame must reach the output
+// at once: --immediate-mode, -c (the count is met as the frames come) and
+// text lines on a terminal. Returns why not, or empty.
+std::string batch_frames(CaptureProgram& program, const Config& config, size_t ring_bytes)
+{
+    if (config.immediate)
+        return "--immediate-mode";
+    if (config.count)
+        return "-c";
+    if ((!config.writes_pcapng() || config.print) && ::isatty(STDOUT_FILENO))
+        return "text lines on a terminal";
+    return program.enable_batching(ring_bytes);
+}
+
 } // namespace
 
 std::vector<ChosenInterface> lookup_interfaces(const Config& config)
@@ -257,7 +273,8 @@ Session load_session(const ChosenInterface& chosen, const Config& config, bool f
                 chosen.classic->instructions(), FilterTarget{hook_info(Hook::Drop).filter, false, -1, program.drop_view_map_fd()}));
     }
     PerfRings rings = create_rings(program.events_map_fd(), config, interfaces);
-    return Session{chosen, std::move(program), std::move(rings)};
+    std::string single_frames = batch_frames(program, config, rings.bytes_per_ring());
+    return Session{chosen, std::move(program), std::move(rings), std::move(single_frames)};
 }
 
 } // namespace xdpcap::live

@@ -59,6 +59,9 @@ struct Session {
     const ChosenInterface& chosen;
     CaptureProgram program;
     PerfRings rings;
+    // Why each frame goes out in a perf record of its own; empty when the
+    // hooks stage several per record.
+    std::string single_frames;
 };
 
 // `interfaces`: how many share the default rings' memory budget.

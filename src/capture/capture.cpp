@@ -134,6 +134,9 @@ StopReason CaptureLoop::run()
                 }
                 // Ring readiness needs no per-fd work: every ring is drained below.
             }
+            // A batch waits at most one tick for a quiet CPU's next frame.
+            if (timer_fired)
+                flush_staged();
             drain();
             output_.end_batch();
             if (timer_fired) {
@@ -212,8 +215,22 @@ void CaptureLoop::guarded(Step&& step)
 void CaptureLoop::drain()
 {
     // Read before the rings: a ring found empty after this moment can only
-    // deliver samples stamped after it, less the in-flight time.
-    merger_.drain(now_ns(CLOCK_MONOTONIC));
+    // deliver samples stamped after it, less the in-flight time. A CPU with
+    // frames staged in a batch can still deliver them: nothing newer than
+    // its oldest is written before they are out.
+    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    for (const RingPlace& place : places_)
+        now = std::min(now, sources_[place.source].program->staged_since(place.cpu));
+    merger_.drain(now);
+}
+
+void CaptureLoop::flush_staged()
+{
+    for (const RingPlace& place : places_) {
+        CaptureProgram& program = *sources_[place.source].program;
+        if (program.staged(place.cpu))
+            program.flush(place.cpu);
+    }
 }
 
 void CaptureLoop::detach_and_drain()
@@ -230,6 +247,8 @@ void CaptureLoop::detach_and_drain()
     constexpr auto kPause = 5ms;
     static_assert(std::chrono::nanoseconds(kPause).count() > static_cast<int64_t>(kHoldBackNs));
     while (quiet_rounds < 2 && std::chrono::steady_clock::now() < deadline) {
+        // Every CPU's partial batch first: its frames are counted once out.
+        flush_staged();
         guarded([this] { drain(); });
         const auto counters = kernel_counters();
         const auto& tallies = merger_.tallies();

@@ -24,6 +24,11 @@
 
 namespace xdpcap {
 
+// The longest a frame waits before it is written, in every mode that
+// batches: a batch waits up to one 50 ms drain tick for its flush, and its
+// newest frames up to one more in the merge's hold-back.
+inline constexpr uint64_t kBatchDelayBoundMs = 100;
+
 enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed, CommandExited };
 
 // One interface's capture: its programs and its per-CPU rings. The loop's
@@ -90,6 +95,8 @@ public:
 
 private:
     void drain();
+    // Runs the flush program on every CPU with frames staged in a batch.
+    void flush_staged();
     // A source whose interface went away, by the kernel's hooks (the fallback
     // to link events) or, with `exists`, by its ifindex too.
     std::optional<size_t> find_gone_source(bool exists) const;

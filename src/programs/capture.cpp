@@ -5,6 +5,8 @@
 #include <linux/if_link.h>
 #include <linux/pkt_cls.h>
 #include <net/if.h>
+#include <sched.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -90,6 +92,7 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     const bool rebuilds = egress || tc_ingress || (xdp && kernel_rx_metadata().vlan);
     size_first_record_scratch(attempt.skel->maps.wire_scratch, snaplen, rebuilds);
     size_part_scratch(attempt.skel->maps.part_scratch, snaplen);
+    size_stage(attempt.skel->maps.stage);
     // Trace mode: an entry and an exit pair per traced program.
     if (trace_programs > 1)
         bpf_map__set_max_entries(attempt.skel->maps.counters, XDPCAP_COUNTERS_TRACE(trace_programs, 0));
@@ -144,7 +147,7 @@ void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool
     trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
                                        skel_->rodata->sample_every, bpf_map__fd(skel_->maps.events),
                                        bpf_map__fd(skel_->maps.counters), bpf_map__fd(skel_->maps.sample_ticks),
-                                       filter));
+                                       stage_map_fd(), filter));
     traced_ = true;
     trace_programs_ = static_cast<uint32_t>(targets.size());
     trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);
@@ -154,7 +157,7 @@ void CaptureProgram::load_drops(Direction direction, bool with_filter)
 {
     drops_.emplace(DropProgram::load(skel_->rodata->snaplen, ifindex_, direction, skel_->rodata->sample_every,
                                      bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters),
-                                     bpf_map__fd(skel_->maps.sample_ticks), with_filter, attribution_));
+                                     bpf_map__fd(skel_->maps.sample_ticks), stage_map_fd(), with_filter, attribution_));
     drops_loaded_ = true;
 }
 
@@ -213,6 +216,69 @@ int CaptureProgram::rx_meta_map_fd() const
 int CaptureProgram::rx_vlan_view_map_fd() const
 {
     return kernel_rx_metadata().vlan ? rx_meta_map_fd() : -1;
+}
+
+void StageUnmapper::operator()(void* base) const noexcept
+{
+    ::munmap(base, bytes);
+}
+
+std::string CaptureProgram::enable_batching(size_t ring_bytes)
+{
+    // A batch takes at most an eighth of a ring: one that cannot fit while
+    // the reader is behind would lose all its frames at once.
+    const size_t limit = std::min<size_t>(XDPCAP_BATCH_BYTES, ring_bytes / 8) & ~size_t{7};
+    if (limit < 2 * (sizeof(xdpcap_meta) + 64))
+        return "rings too small";
+    const int cpus = libbpf_num_possible_cpus();
+    const int cpu = ::sched_getcpu();
+    if (cpus <= 0 || cpu < 0)
+        return "the CPUs cannot be counted";
+    const size_t bytes = sizeof(xdpcap_stage) * static_cast<size_t>(cpus);
+    void* base = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, stage_map_fd(), 0);
+    if (base == MAP_FAILED)
+        return "the staging map cannot be mapped: " + errno_text(errno);
+    stage_view_ = std::unique_ptr<void, StageUnmapper>(base, StageUnmapper{bytes});
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<uint32_t>(cpu));
+    if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.xdpcap_flush), &opts) != 0) {
+        const int err = errno;
+        stage_view_.reset();
+        return "the kernel does not run a flush program on a chosen CPU: " + errno_text(err);
+    }
+    skel_->data->batch_bytes = static_cast<uint32_t>(limit);
+    skel_->bss->batching = 1;
+    batching_ = true;
+    return {};
+}
+
+uint32_t CaptureProgram::staged(int cpu) const noexcept
+{
+    if (!stage_view_ || cpu < 0 || static_cast<size_t>(cpu + 1) * sizeof(xdpcap_stage) > stage_view_.get_deleter().bytes)
+        return 0;
+    const auto* entry = static_cast<const uint8_t*>(stage_view_.get()) + static_cast<size_t>(cpu) * sizeof(xdpcap_stage);
+    return __atomic_load_n(reinterpret_cast<const uint32_t*>(entry + offsetof(xdpcap_stage, batch) +
+                                                            offsetof(xdpcap_batch, frames)),
+                           __ATOMIC_RELAXED);
+}
+
+uint64_t CaptureProgram::staged_since(int cpu) const noexcept
+{
+    if (!staged(cpu))
+        return UINT64_MAX;
+    const auto* entry = static_cast<const uint8_t*>(stage_view_.get()) + static_cast<size_t>(cpu) * sizeof(xdpcap_stage);
+    return __atomic_load_n(reinterpret_cast<const uint64_t*>(entry + offsetof(xdpcap_stage, oldest_ns)),
+                           __ATOMIC_RELAXED);
+}
+
+bool CaptureProgram::flush(int cpu) const noexcept
+{
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<uint32_t>(cpu));
+    return bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.xdpcap_flush), &opts) == 0;
+}
+
+int CaptureProgram::stage_map_fd() const
+{
+    return bpf_map__fd(skel_->maps.stage);
 }
 
 int CaptureProgram::events_map_fd() const

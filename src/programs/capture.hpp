@@ -30,6 +30,12 @@ struct SkeletonDeleter {
     void operator()(xdpcap_capture* skel) const noexcept;
 };
 
+// Unmaps the staging entries' view.
+struct StageUnmapper {
+    size_t bytes = 0;
+    void operator()(void* base) const noexcept;
+};
+
 class CaptureProgram {
 public:
     // Loads the programs of the hooks `direction` needs. Prefers the
@@ -126,6 +132,22 @@ public:
     // The interface went away and the kernel released the hooks.
     bool link_defunct() const;
 
+    // Several small frames per perf record (bpf/sample.h): tried once
+    // loaded, by running the flush program on this CPU. Batches fit rings
+    // of `ring_bytes` several times over. Empty when the hooks now stage
+    // frames; else why each frame goes out on its own.
+    std::string enable_batching(size_t ring_bytes);
+    bool batching() const noexcept { return batching_; }
+    // Frames staged on `cpu` and not yet emitted: a hint read from the
+    // mapped staging entries, no system call.
+    uint32_t staged(int cpu) const noexcept;
+    // The timestamp of the oldest frame staged on `cpu`, or UINT64_MAX
+    // when none is: the CPU's ring may still deliver frames that old.
+    uint64_t staged_since(int cpu) const noexcept;
+    // Runs the flush program on `cpu`; false when the kernel would not.
+    bool flush(int cpu) const noexcept;
+    int stage_map_fd() const;
+
     int events_map_fd() const;
     // The hook's capture program (behind any filter), to run it directly.
     int program_fd(Hook hook) const;
@@ -154,6 +176,8 @@ private:
     int entry_fd(Hook hook) const; // what attach() attaches
 
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
+    std::unique_ptr<void, StageUnmapper> stage_view_; // the staging entries, read-only
+    bool batching_ = false;
     UniqueFd filter_prog_[kHookCount]; // by the hook's ABI value
     UniqueFd link_;
     std::optional<RxMetadataFront> rx_front_; // attached instead of entry_fd(Hook::Xdp)

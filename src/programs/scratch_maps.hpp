@@ -44,4 +44,11 @@ inline void size_part_scratch(bpf_map* map, uint32_t snaplen)
     bpf_map__set_max_entries(map, snaplen > XDPCAP_MAX_SAMPLE_SIZE && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
 }
 
+// The staging entries of bpf/sample.h: one per possible CPU, by CPU id.
+inline void size_stage(bpf_map* map)
+{
+    const int cpus = libbpf_num_possible_cpus();
+    bpf_map__set_max_entries(map, cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
+}
+
 } // namespace xdpcap

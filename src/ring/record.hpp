@@ -3,6 +3,7 @@
 // or something we refuse to trust.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +18,7 @@ namespace xdpcap {
 enum class RecordKind {
     Sample,  // a frame's first record: first_record_length(cap_len) bytes at data
     Part,    // one of the records that carry the rest of a longer frame
+    Batch,   // several small frames, each as its own first record would carry it
     Lost,    // PERF_RECORD_LOST: `lost` samples the ring could not take
     Other,   // a record type we do not use; harmless
     Invalid, // malformed or foreign; `invalid_reason` says why
@@ -31,12 +33,22 @@ struct FramePart {
     const uint8_t* data;
 };
 
+// RecordKind::Batch: `frames` frames in `bytes` bytes at `data`, checked
+// whole: decode_batch_frame() reads each in turn. A refused batch
+// (RecordKind::Invalid) keeps in `frames` the frames it claimed, at least 1.
+struct FrameBatch {
+    const uint8_t* data;
+    uint32_t bytes;
+    uint32_t frames;
+};
+
 struct DecodedRecord {
     RecordKind kind;
     Sample sample;
     uint64_t lost;
     const char* invalid_reason;
     FramePart part = {};
+    FrameBatch batch = {};
 };
 
 // Bytes of a capture of cap_len bytes that its first record carries, and
@@ -112,7 +124,103 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
                          raw + sizeof(xdpcap_part)};
 }
 
+
+// The metadata (and -k's process) at `raw` and the frame bytes behind them,
+// `raw_size` bytes in all; returns the bytes the frame's record takes.
+[[gnu::always_inline]] inline size_t decode_meta(const uint8_t* raw, size_t raw_size, DecodedRecord& out) noexcept
+{
+    if (raw_size < sizeof(xdpcap_meta))
+        return invalid(out, "raw sample too short for metadata"), size_t{0};
+    // Field by field from the ring, not the struct copied whole: that
+    // copy went through the stack in 16-byte stores, and the narrower
+    // loads of its fields then stalled on store forwarding.
+#define XDPCAP_META_FIELD(name) load<decltype(xdpcap_meta::name)>(raw + offsetof(xdpcap_meta, name))
+    if (XDPCAP_META_FIELD(tag) != XDPCAP_META_TAG)
+        return invalid(out, "foreign or mangled metadata tag"), size_t{0};
+    const uint16_t flags = XDPCAP_META_FIELD(flags);
+    const uint32_t cap_len = XDPCAP_META_FIELD(cap_len);
+    const uint32_t orig_len = XDPCAP_META_FIELD(orig_len);
+    const uint8_t direction = XDPCAP_META_FIELD(direction);
+    const size_t head = sizeof(xdpcap_meta) + (flags & XDPCAP_FLAG_PROCESS ? sizeof(xdpcap_process) : 0);
+    if (head > raw_size || first_record_length(cap_len) > raw_size - head)
+        return invalid(out, "captured length overruns the sample"), size_t{0};
+    if (cap_len > orig_len || cap_len > XDPCAP_MAX_SNAPLEN)
+        return invalid(out, "captured length exceeds the frame length"), size_t{0};
+    if (direction != XDPCAP_DIR_INGRESS && direction != XDPCAP_DIR_EGRESS)
+        return invalid(out, "unknown direction"), size_t{0};
+    out.kind = RecordKind::Sample;
+    Sample& sample = out.sample;
+    sample.ifindex = XDPCAP_META_FIELD(ifindex);
+    sample.rx_queue = XDPCAP_META_FIELD(rx_queue);
+    sample.orig_len = orig_len;
+    sample.cap_len = cap_len;
+    sample.drops_before = XDPCAP_META_FIELD(drops_before);
+    sample.tstamp_ns = XDPCAP_META_FIELD(tstamp_ns);
+    sample.direction = direction;
+    sample.hook = XDPCAP_META_FIELD(hook);
+    sample.program = XDPCAP_META_FIELD(program);
+    sample.verdict = XDPCAP_META_FIELD(verdict);
+    sample.data = raw + head;
+    sample.hash = XDPCAP_META_FIELD(hash);
+    sample.hash_type = XDPCAP_META_FIELD(hash_type);
+    sample.flags = flags;
+    sample.location = XDPCAP_META_FIELD(location);
+#undef XDPCAP_META_FIELD
+    if (flags & XDPCAP_FLAG_PROCESS) [[unlikely]]
+        sample.process = load_process(raw + sizeof(xdpcap_meta));
+    else
+        sample.process = {};
+    return head + first_record_length(cap_len);
+}
+
+// A batch is checked whole before any of its frames is taken: a frame that
+// overruns it, or a count that disagrees with its bytes, refuses all of them.
+inline void decode_batch(const uint8_t* raw, size_t raw_size, DecodedRecord& out) noexcept
+{
+    if (raw_size < sizeof(xdpcap_batch)) {
+        out.batch = FrameBatch{nullptr, 0, 1};
+        return invalid(out, "batch too short for its header");
+    }
+    const auto header = load<xdpcap_batch>(raw);
+    const uint8_t* data = raw + sizeof(xdpcap_batch);
+    const size_t available = raw_size - sizeof(xdpcap_batch);
+    // What a broken batch claimed, within what its bytes could hold.
+    const uint32_t claimed = std::max<uint32_t>(
+        1, std::min<uint32_t>(header.frames, static_cast<uint32_t>(XDPCAP_BATCH_BYTES / sizeof(xdpcap_meta))));
+    out.batch = FrameBatch{data, header.bytes, claimed};
+    if (header.bytes > available || header.bytes > XDPCAP_BATCH_BYTES)
+        return invalid(out, "batch overruns its record");
+    size_t at = 0;
+    uint32_t frames = 0;
+    while (at < header.bytes) {
+        const size_t used = decode_meta(data + at, header.bytes - at, out);
+        if (out.kind == RecordKind::Invalid) {
+            out.batch.frames = claimed;
+            return;
+        }
+        if (out.sample.cap_len > XDPCAP_BATCH_FRAME_MAX) {
+            out.batch.frames = claimed;
+            return invalid(out, "batched frame too long");
+        }
+        at += (used + 7) & ~size_t{7};
+        ++frames;
+    }
+    if (at != header.bytes || frames != header.frames) {
+        out.batch.frames = claimed;
+        return invalid(out, "batch frame count disagrees with its bytes");
+    }
+    out.kind = RecordKind::Batch;
+    out.batch = FrameBatch{data, header.bytes, header.frames};
+}
+
 } // namespace record_detail
+
+// The frame of a checked batch at `at` (bytes left to the batch's end in
+// `left`) into out.sample; returns the bytes to the next frame.
+[[gnu::always_inline]] inline size_t decode_batch_frame(const uint8_t* at, size_t left, DecodedRecord& out) noexcept
+{
+    return (record_detail::decode_meta(at, left, out) + 7) & ~size_t{7};
+}
 
 // `record` points at a perf_event_header; `size` is the bytes available there.
 // Writes `out.kind` and what that kind defines, field by field, into `out`:
@@ -122,6 +230,7 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
 // Inline: once per packet, in the merge's loop.
 [[gnu::always_inline]] inline void decode_record_into(const uint8_t* record, size_t size, DecodedRecord& out) noexcept
 {
+    out.batch.frames = 0; // set by a batch, refused or not
     if (size < sizeof(perf_event_header))
         return record_detail::invalid(out, "record shorter than its header");
     const auto header = record_detail::load<perf_event_header>(record);
@@ -138,47 +247,9 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
         const uint8_t* raw = record + kRecordPrefixSize;
         if (record_detail::load<uint32_t>(raw) == XDPCAP_PART_TAG)
             return record_detail::decode_part(raw, raw_size, out);
-        if (raw_size < sizeof(xdpcap_meta))
-            return record_detail::invalid(out, "raw sample too short for metadata");
-        // Field by field from the ring, not the struct copied whole: that
-        // copy went through the stack in 16-byte stores, and the narrower
-        // loads of its fields then stalled on store forwarding.
-#define XDPCAP_META_FIELD(name) record_detail::load<decltype(xdpcap_meta::name)>(raw + offsetof(xdpcap_meta, name))
-        if (XDPCAP_META_FIELD(tag) != XDPCAP_META_TAG)
-            return record_detail::invalid(out, "foreign or mangled metadata tag");
-        const uint16_t flags = XDPCAP_META_FIELD(flags);
-        const uint32_t cap_len = XDPCAP_META_FIELD(cap_len);
-        const uint32_t orig_len = XDPCAP_META_FIELD(orig_len);
-        const uint8_t direction = XDPCAP_META_FIELD(direction);
-        const size_t head = sizeof(xdpcap_meta) + (flags & XDPCAP_FLAG_PROCESS ? sizeof(xdpcap_process) : 0);
-        if (head > raw_size || first_record_length(cap_len) > raw_size - head)
-            return record_detail::invalid(out, "captured length overruns the sample");
-        if (cap_len > orig_len || cap_len > XDPCAP_MAX_SNAPLEN)
-            return record_detail::invalid(out, "captured length exceeds the frame length");
-        if (direction != XDPCAP_DIR_INGRESS && direction != XDPCAP_DIR_EGRESS)
-            return record_detail::invalid(out, "unknown direction");
-        out.kind = RecordKind::Sample;
-        Sample& sample = out.sample;
-        sample.ifindex = XDPCAP_META_FIELD(ifindex);
-        sample.rx_queue = XDPCAP_META_FIELD(rx_queue);
-        sample.orig_len = orig_len;
-        sample.cap_len = cap_len;
-        sample.drops_before = XDPCAP_META_FIELD(drops_before);
-        sample.tstamp_ns = XDPCAP_META_FIELD(tstamp_ns);
-        sample.direction = direction;
-        sample.hook = XDPCAP_META_FIELD(hook);
-        sample.program = XDPCAP_META_FIELD(program);
-        sample.verdict = XDPCAP_META_FIELD(verdict);
-        sample.data = raw + head;
-        sample.hash = XDPCAP_META_FIELD(hash);
-        sample.hash_type = XDPCAP_META_FIELD(hash_type);
-        sample.flags = flags;
-        sample.location = XDPCAP_META_FIELD(location);
-#undef XDPCAP_META_FIELD
-        if (flags & XDPCAP_FLAG_PROCESS) [[unlikely]]
-            sample.process = record_detail::load_process(raw + sizeof(xdpcap_meta));
-        else
-            sample.process = {};
+        if (record_detail::load<uint32_t>(raw) == XDPCAP_BATCH_TAG) [[likely]]
+            return record_detail::decode_batch(raw, raw_size, out);
+        record_detail::decode_meta(raw, raw_size, out);
         return;
     }
     case PERF_RECORD_LOST:

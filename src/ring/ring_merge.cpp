@@ -10,7 +10,7 @@ RingMerger::RingMerger(std::span<PerfRingReader> rings, PacketOutput& output, Cl
     : rings_(rings), output_(output), clock_(clock), options_(options), heads_(rings.size()),
       queued_(rings.size(), 0), scratch_(std::make_unique_for_overwrite<uint8_t[]>(rings.size() * kMaxRecordSize)),
       frames_(std::make_unique_for_overwrite<uint8_t[]>(rings.size() * XDPCAP_MAX_SNAPLEN)),
-      assemblies_(rings.size()), tallies_(rings.size()), written_by_interface_(options_.interfaces.count(static_cast<uint32_t>(rings.size())), 0)
+      assemblies_(rings.size()), batches_(rings.size()), tallies_(rings.size()), written_by_interface_(options_.interfaces.count(static_cast<uint32_t>(rings.size())), 0)
 {
     heap_.reserve(rings.size()); // never grows on the hot path
 }
@@ -110,6 +110,10 @@ void RingMerger::drain_everything()
 [[gnu::always_inline]] inline bool RingMerger::read_head(uint32_t ring)
 {
     PerfRingReader& reader = rings_[ring];
+    if (batches_[ring].left) {
+        next_of_batch(ring);
+        return true;
+    }
     for (;;) {
         const PerfRingReader::Record record = reader.peek(scratch(ring), corrupt_);
         if (!record.data)
@@ -121,6 +125,18 @@ void RingMerger::drain_everything()
             if (assemblies_[ring].active) [[unlikely]]
                 abandon(ring);
             head.record = record;
+            head.consumes = true;
+            return true;
+        }
+        if (decoded.kind == RecordKind::Batch && decoded.batch.frames) [[likely]] {
+            if (assemblies_[ring].active) [[unlikely]]
+                abandon(ring);
+            BatchCursor& batch = batches_[ring];
+            batch.record = record;
+            batch.next = decoded.batch.data;
+            batch.end = decoded.batch.data + decoded.batch.bytes;
+            batch.left = decoded.batch.frames;
+            next_of_batch(ring);
             return true;
         }
         // Not a packet of one record: consumed here, its bytes copied.
@@ -133,19 +149,39 @@ void RingMerger::drain_everything()
                 head.decoded.kind = RecordKind::Sample;
                 head.decoded.sample = done.sample;
                 head.record = {};
+                head.consumes = true;
                 return true;
             }
+            break;
+        case RecordKind::Batch: // of no frames
             break;
         case RecordKind::Lost:
             tallies_[ring].lost_records += decoded.lost;
             break;
         case RecordKind::Invalid:
-            ++tallies_[ring].invalid;
+            // A refused batch: every frame it claimed, which the kernel
+            // counted as sampled, counts as taken and refused.
+            if (decoded.batch.frames) {
+                tallies_[ring].invalid += decoded.batch.frames;
+                tallies_[ring].samples += decoded.batch.frames;
+            } else {
+                ++tallies_[ring].invalid;
+            }
             break;
         case RecordKind::Other:
             break;
         }
     }
+}
+
+[[gnu::always_inline]] inline void RingMerger::next_of_batch(uint32_t ring)
+{
+    BatchCursor& batch = batches_[ring];
+    Head& head = heads_[ring];
+    // Checked whole when the batch was read: every frame decodes.
+    batch.next += decode_batch_frame(batch.next, static_cast<size_t>(batch.end - batch.next), head.decoded);
+    head.record = batch.record;
+    head.consumes = --batch.left == 0;
 }
 
 bool RingMerger::assemble(uint32_t ring, const DecodedRecord& decoded)
@@ -195,7 +231,8 @@ void RingMerger::abandon(uint32_t ring) noexcept
 [[gnu::always_inline]] inline void RingMerger::take(uint32_t ring)
 {
     const Head& head = heads_[ring];
-    rings_[ring].advance(head.record);
+    if (head.consumes)
+        rings_[ring].advance(head.record);
     RingTally& tally = tallies_[ring];
     ++tally.samples;
     if (count_reached_) {

@@ -74,8 +74,18 @@ private:
         DecodedRecord decoded;
         // The first record, while it is still to be consumed; empty for a
         // frame put together from several (their records are consumed, the
-        // frame is in frame_buffer()).
+        // frame is in frame_buffer()). A batched frame's is its batch's.
         PerfRingReader::Record record;
+        // Taking the frame consumes `record`: false for a batch's frames
+        // but its last, whose record must stay until all are written.
+        bool consumes = true;
+    };
+    // A batch record whose frames are being taken, one head at a time.
+    struct BatchCursor {
+        PerfRingReader::Record record{};
+        const uint8_t* next = nullptr;
+        const uint8_t* end = nullptr;
+        uint32_t left = 0;
     };
     // A frame longer than one record whose first records have been read.
     struct Assembly {
@@ -93,6 +103,8 @@ private:
     // Reads the ring's next sample into heads_[ring], accounting for the
     // other records before it. False when the ring has no sample.
     bool read_head(uint32_t ring);
+    // The batch's next frame becomes the ring's head.
+    void next_of_batch(uint32_t ring);
     // Consumes the ring's head and writes or counts it.
     void take(uint32_t ring);
     // A record of a frame longer than one record; true when it completes it.
@@ -120,6 +132,7 @@ private:
     // pages stay unallocated here too.
     std::unique_ptr<uint8_t[]> frames_;
     std::vector<Assembly> assemblies_;
+    std::vector<BatchCursor> batches_;
     std::vector<RingTally> tallies_;
     std::vector<uint64_t> written_by_interface_;
     uint64_t newest_written_ns_ = 0;

@@ -7,7 +7,8 @@ A mixed corpus (~200 frames: IPv4 UDP/TCP/ICMP, IPv6 UDP/ICMPv6, ARP, 802.1Q;
 60..1514 bytes) is sent from the generator namespace, pinned to CPU 0, while
 `xdpcap -i cap0 -w FILE` runs; SIGINT stops it.  Checks: exit 0; the multiset
 of captured frames equals the multiset sent; tshark, capinfos and tcpdump agree
-on the count; the MIME-reader structural check is clean; all IDBs are EN10MB
+on the count; the MIME-reader structural check is clean; -v names how frames
+travel (several per perf record, or one and why); all IDBs are EN10MB
 with one snaplen; stderr has the listening line and "N packets captured";
 no packet has an epb_dropcount (written only after a loss); cap0, a veth
 with one queue, gives no packet an epb_queue, and once `ethtool -L` gives it
@@ -35,8 +36,15 @@ def test(binary):
               f"{max(map(len, frames))} bytes")
         out = os.path.join(tmp, "capture.pcapng")
 
-        x = lab.xdpcap(binary, ["-w", out])
+        x = lab.xdpcap(binary, ["-v", "-w", out])
         x.wait_listening()
+        # Batched where the kernel runs the flush program on a chosen CPU,
+        # else one frame per record: either way chosen and named.
+        travel = [l for l in x.err_lines if "per perf record" in l]
+        N.log("  info  " + (travel[0] if travel else "no line on how frames travel"))
+        N.expect(len(travel) == 1 and (travel[0].startswith("xdpcap: several frames per perf record")
+                                       or travel[0].startswith("xdpcap: one frame per perf record (")),
+                 "-v names how frames travel (several per record, or one and why)", x.err_lines)
         N.log("  info  " + lab.send(corpus, CPU, gap_us=200))
         time.sleep(0.5)
         rc = x.stop(signal.SIGINT)

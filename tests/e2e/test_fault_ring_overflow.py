@@ -82,6 +82,12 @@ def test(binary):
                      and r["caplen"] == min(SNAP, r["origlen"]) for r in recs["epbs"]),
                  f"every packet is the first {SNAP} bytes of a frame sent, with its length")
         N.check_isbs_match_stats(recs, st)
+        # Batches lost whole or written whole: within the CPU, no frame twice
+        # and none out of its order (the corpus's frames are unique).
+        order = {f[:SNAP]: i for i, f in enumerate(frames)}
+        mine_order = [order[r["data"]] for r in recs["epbs"] if r["data"] in order]
+        N.expect(len(set(mine_order)) == len(mine_order) and mine_order == sorted(mine_order),
+                 "no frame duplicated or reordered", mine_order[:20])
 
         ids = [i for i, idb in enumerate(recs["idbs"]) if N.idb_cpu(idb) == CPU]
         N.check(len(ids) == 1, f"one interface for cpu{CPU}", [i["name"] for i in recs["idbs"]])

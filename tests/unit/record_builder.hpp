@@ -59,6 +59,42 @@ inline std::vector<std::vector<uint8_t>> frame_records(const std::vector<uint8_t
     return records;
 }
 
+// One frame of a batch: its metadata and bytes, padded to 8 as the capture
+// programs stage it.
+struct BatchFrame {
+    std::vector<uint8_t> frame;
+    uint32_t orig_len;
+    uint64_t tstamp_ns;
+    uint32_t drops_before = 0;
+};
+
+inline std::vector<uint8_t> batch_bytes(const std::vector<BatchFrame>& frames)
+{
+    std::vector<uint8_t> bytes;
+    for (const BatchFrame& f : frames) {
+        const xdpcap_meta meta{XDPCAP_META_TAG, 7, 2, f.orig_len, static_cast<uint32_t>(f.frame.size()),
+                               f.drops_before, f.tstamp_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS,
+                               0, 0, 0, 0, 0, 0};
+        const size_t at = bytes.size();
+        bytes.resize(at + ((sizeof meta + f.frame.size() + 7) & ~size_t{7}), 0);
+        std::memcpy(bytes.data() + at, &meta, sizeof meta);
+        if (!f.frame.empty())
+            std::memcpy(bytes.data() + at + sizeof meta, f.frame.data(), f.frame.size());
+    }
+    return bytes;
+}
+
+// A batch record of `frames`; `claimed` frames in its header (default: as
+// many as there are).
+inline std::vector<uint8_t> batch_record(const std::vector<BatchFrame>& frames, int64_t claimed = -1)
+{
+    const std::vector<uint8_t> bytes = batch_bytes(frames);
+    const xdpcap_batch header{XDPCAP_BATCH_TAG,
+                              static_cast<uint32_t>(claimed < 0 ? static_cast<int64_t>(frames.size()) : claimed),
+                              static_cast<uint32_t>(bytes.size()), 0};
+    return raw_sample_record(header, bytes.data(), bytes.size());
+}
+
 inline std::vector<uint8_t> lost_record(uint64_t lost)
 {
     perf_event_header header{PERF_RECORD_LOST, 0, sizeof(perf_event_header) + 16};

@@ -313,3 +313,146 @@ TEST(DecodeRecord, DecodingIntoAUsedRecordKeepsNothingOfTheLastSample)
     EXPECT_EQ(decoded.kind, RecordKind::Lost);
     EXPECT_EQ(decoded.lost, 9u);
 }
+
+namespace {
+
+using test::batch_record;
+using test::BatchFrame;
+
+// Every frame of a checked batch, as the merge reads them.
+std::vector<Sample> unpack(const DecodedRecord& batch)
+{
+    std::vector<Sample> samples;
+    const uint8_t* at = batch.batch.data;
+    const uint8_t* end = at + batch.batch.bytes;
+    for (uint32_t i = 0; i < batch.batch.frames; ++i) {
+        DecodedRecord frame{RecordKind::Other, {}, 0, nullptr};
+        at += decode_batch_frame(at, static_cast<size_t>(end - at), frame);
+        EXPECT_EQ(frame.kind, RecordKind::Sample);
+        samples.push_back(frame.sample);
+    }
+    EXPECT_EQ(at, end);
+    return samples;
+}
+
+} // namespace
+
+TEST(DecodeBatch, NoFrames)
+{
+    const auto record = batch_record({});
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Batch) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.batch.frames, 0u);
+    EXPECT_EQ(decoded.batch.bytes, 0u);
+}
+
+TEST(DecodeBatch, OneFrameAsItsOwnRecordWouldCarryIt)
+{
+    const std::vector<uint8_t> frame = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const auto record = batch_record({BatchFrame{frame, 60, 42, 3}});
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Batch) << decoded.invalid_reason;
+    const auto samples = unpack(decoded);
+    ASSERT_EQ(samples.size(), 1u);
+    const auto single = sample_record(frame, 60, XDPCAP_META_TAG, 3, 42);
+    const auto alone = decode_record(single.data(), single.size());
+    EXPECT_EQ(samples[0].orig_len, alone.sample.orig_len);
+    EXPECT_EQ(samples[0].cap_len, 9u);
+    EXPECT_EQ(samples[0].drops_before, 3u);
+    EXPECT_EQ(samples[0].tstamp_ns, 42u);
+    EXPECT_EQ(samples[0].ifindex, 7u);
+    EXPECT_EQ(samples[0].rx_queue, 2u);
+    EXPECT_EQ(samples[0].hook, XDPCAP_HOOK_TC_INGRESS);
+    EXPECT_EQ(std::memcmp(samples[0].data, frame.data(), frame.size()), 0);
+}
+
+TEST(DecodeBatch, ManyFramesInOrderWithTheirOwnBytes)
+{
+    std::vector<BatchFrame> frames;
+    for (uint32_t i = 0; i < 100; ++i)
+        frames.push_back(BatchFrame{std::vector<uint8_t>(1 + i % 70, static_cast<uint8_t>(i)), 1500, 1000 + i});
+    const auto record = batch_record(frames);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Batch) << decoded.invalid_reason;
+    const auto samples = unpack(decoded);
+    ASSERT_EQ(samples.size(), frames.size());
+    for (size_t i = 0; i < frames.size(); ++i) {
+        EXPECT_EQ(samples[i].tstamp_ns, frames[i].tstamp_ns);
+        ASSERT_EQ(samples[i].cap_len, frames[i].frame.size());
+        EXPECT_EQ(std::memcmp(samples[i].data, frames[i].frame.data(), frames[i].frame.size()), 0);
+    }
+}
+
+TEST(DecodeBatch, FrameEndingExactlyAtTheBatchEnd)
+{
+    // 56 bytes of metadata and 8 of frame: no padding after the last frame.
+    const auto record = batch_record({BatchFrame{{1, 2, 3, 4, 5, 6, 7, 8}, 8, 1}, BatchFrame{{9, 9, 9, 9, 9, 9, 9, 9}, 8, 2}});
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Batch) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.batch.bytes, 2u * 64u);
+    const auto samples = unpack(decoded);
+    ASSERT_EQ(samples.size(), 2u);
+    EXPECT_EQ(samples[1].data[7], 9);
+}
+
+TEST(DecodeBatch, GoldenBytesOfTheUnpackedSample)
+{
+    const auto record = batch_record({BatchFrame{{0xde, 0xad, 0xbe, 0xef}, 4, 0x0102030405060708ull}});
+    // perf header, raw size, batch header, then the frame's metadata.
+    const std::vector<uint8_t> golden = {
+        0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x60, 0x00, // PERF_RECORD_SAMPLE, 96 bytes
+        0x54, 0x00, 0x00, 0x00,                         // 84 raw bytes
+        0x09, 0x62, 0x44, 0x58, 0x01, 0x00, 0x00, 0x00, // 'XDb' v9, 1 frame
+        0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // 64 bytes
+    };
+    ASSERT_EQ(record.size(), 96u);
+    EXPECT_TRUE(std::equal(golden.begin(), golden.end(), record.begin()));
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Batch) << decoded.invalid_reason;
+    const auto samples = unpack(decoded);
+    ASSERT_EQ(samples.size(), 1u);
+    EXPECT_EQ(samples[0].tstamp_ns, 0x0102030405060708ull);
+    EXPECT_EQ(samples[0].data, record.data() + 12 + 16 + 56);
+    EXPECT_EQ(std::vector<uint8_t>(samples[0].data, samples[0].data + 4), (std::vector<uint8_t>{0xde, 0xad, 0xbe, 0xef}));
+}
+
+TEST(DecodeBatch, TruncatedBatchIsRefusedAndCountsItsFrames)
+{
+    auto record = batch_record({BatchFrame{{1, 2, 3}, 3, 1}, BatchFrame{{4, 5, 6}, 3, 2}, BatchFrame{{7}, 1, 3}});
+    // The last frame's bytes claimed, not there.
+    const uint32_t bytes = 3 * 64 + 8;
+    std::memcpy(record.data() + 12 + offsetof(xdpcap_batch, bytes), &bytes, 4);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_EQ(decoded.batch.frames, 3u);
+}
+
+TEST(DecodeBatch, FrameOverrunningTheBatchIsRefused)
+{
+    auto record = batch_record({BatchFrame{{1, 2, 3}, 3, 1}, BatchFrame{{4, 5, 6}, 3, 2}});
+    const uint32_t cap_len = 20; // runs past the batch's bytes
+    std::memcpy(record.data() + 12 + 16 + 64 + offsetof(xdpcap_meta, cap_len), &cap_len, 4);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_EQ(decoded.batch.frames, 2u);
+}
+
+TEST(DecodeBatch, CountDisagreeingWithTheBytesIsRefused)
+{
+    const auto record = batch_record({BatchFrame{{1, 2, 3}, 3, 1}, BatchFrame{{4, 5, 6}, 3, 2}}, 5);
+    const auto decoded = decode_record(record.data(), record.size());
+    EXPECT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_EQ(decoded.batch.frames, 5u);
+}
+
+TEST(DecodeBatch, SingleInvalidRecordClaimsNoBatch)
+{
+    const auto batch = batch_record({BatchFrame{{1, 2, 3}, 3, 1}}, 4);
+    DecodedRecord decoded{RecordKind::Other, {}, 0, nullptr};
+    decode_record_into(batch.data(), batch.size(), decoded);
+    ASSERT_EQ(decoded.kind, RecordKind::Invalid);
+    const auto foreign = sample_record({1, 2, 3}, 3, 0xdeadbeef);
+    decode_record_into(foreign.data(), foreign.size(), decoded);
+    ASSERT_EQ(decoded.kind, RecordKind::Invalid);
+    EXPECT_EQ(decoded.batch.frames, 0u);
+}

@@ -135,6 +135,21 @@ public:
             fakes_[ring]->push(record);
         rest_.clear();
     }
+    // Publishes one batch record of frames stamped `stamps` on `ring`;
+    // returns the packets they must become.
+    std::vector<Packet> send_batch(uint32_t ring, const std::vector<uint64_t>& stamps, size_t len = 24)
+    {
+        std::vector<test::BatchFrame> frames;
+        std::vector<Packet> packets;
+        for (uint64_t tstamp_ns : stamps) {
+            const auto seq = static_cast<uint32_t>(sent_[ring]++);
+            Bytes frame = frame_for(ring, seq, len);
+            frames.push_back(test::BatchFrame{frame, static_cast<uint32_t>(len), tstamp_ns});
+            packets.push_back(Packet{ring, tstamp_ns, std::move(frame)});
+        }
+        fakes_[ring]->push(test::batch_record(frames));
+        return packets;
+    }
     RingMerger& merger() { return *merger_; }
     PacketOutput& output() { return *output_; }
     std::vector<Packet> written()
@@ -774,4 +789,48 @@ TEST(LongFrames, LongerThanTheSnapshotLengthAreCounted)
     ASSERT_EQ(written.size(), 3u);
     EXPECT_EQ(written[0].data.size(), XDPCAP_MAX_SNAPLEN);
     EXPECT_EQ(bench.merger().tallies()[0].cut, 1u);
+}
+
+TEST(RingMerger, BatchedFramesAreMergedAsFramesOfTheirOwn)
+{
+    MergeBench bench(2);
+    std::vector<Packet> sent = bench.send_batch(0, {10 * kMs, 30 * kMs, 50 * kMs});
+    sent.push_back(bench.send(1, 20 * kMs));
+    sent.push_back(bench.send(1, 40 * kMs));
+    const auto more = bench.send_batch(1, {45 * kMs, 60 * kMs});
+    sent.insert(sent.end(), more.begin(), more.end());
+    bench.merger().drain_everything();
+    EXPECT_EQ(bench.written(), sorted_by_time(sent));
+    const RingTally total = sum(bench.merger().tallies());
+    EXPECT_EQ(total.written, sent.size());
+    EXPECT_EQ(total.samples, sent.size());
+    EXPECT_EQ(total.out_of_order, 0u);
+    expect_every_sample_accounted(bench.merger().tallies());
+}
+
+TEST(RingMerger, BatchHeldPartlyStaysInTheRingUntilItsLastFrame)
+{
+    MergeBench bench(2);
+    const auto batch = bench.send_batch(0, {10 * kMs, 30 * kMs});
+    const Packet between = bench.send(1, 20 * kMs);
+    // Ring 1 then runs dry: the batch's second frame waits for the hold-back.
+    bench.merger().drain(25 * kMs);
+    EXPECT_EQ(bench.written(), (std::vector<Packet>{batch[0], between}));
+    EXPECT_EQ(bench.merger().held(), 1u);
+    const Packet later = bench.send(1, 40 * kMs);
+    bench.merger().drain_everything();
+    EXPECT_EQ(bench.written(), (std::vector<Packet>{batch[0], between, batch[1], later}));
+    expect_every_sample_accounted(bench.merger().tallies());
+}
+
+TEST(RingMerger, RefusedBatchCountsEveryFrameItClaimed)
+{
+    MergeBench bench(1);
+    auto record = test::batch_record({test::BatchFrame{frame_for(0, 0, 24), 24, 10}}, 3);
+    bench.ring(0).push(record);
+    const Packet after = bench.send(0, 20 * kMs);
+    bench.merger().drain_everything();
+    EXPECT_EQ(bench.written(), std::vector<Packet>{after});
+    EXPECT_EQ(bench.merger().tallies()[0].invalid, 3u);
+    EXPECT_EQ(bench.merger().tallies()[0].samples, 4u);
 }

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""End-to-end: several frames per perf record, and when they reach the file.
+
+Usage (root): /usr/bin/python3 tests/e2e/test_batching.py PATH/TO/xdpcap
+
+1. Slow traffic: 20 frames, one every 50 ms from one CPU, while `xdpcap -v -w
+   FILE` runs; the test reads FILE as it grows and checks that every frame is
+   in it within the bound -v states (100 ms), plus scheduling slack, after
+   its timestamp; -v names the way frames travel (batched, or the fallback
+   and why).
+2. Stop during a pending batch: frames sent at once and SIGINT right after,
+   before the loop's next tick can flush them: every frame is written, none
+   dropped.
+3. -c: one frame per record, said by -v, and the count met.
+"""
+
+import os
+import signal
+import struct
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netlab as N  # noqa: E402
+
+CPU = N.cpus()[0]
+SLOW = 20
+GAP_US = 50_000
+BOUND_S = 0.100          # kBatchDelayBoundMs, as -v says
+SLACK_S = 0.060          # the poll's own period, the sender's and the loop's scheduling
+
+
+def batching_line(x):
+    lines = [l for l in x.err_lines if "frame" in l and "per perf record" in l]
+    return lines[0] if lines else None
+
+
+def epb_times(path):
+    """(timestamp in seconds, data) of every complete EPB written so far."""
+    e, blocks, _tail, _problems = N.pcapng_walk(path)
+    resolution = []
+    out = []
+    for _off, btype, body in blocks:
+        if btype == N.PCAPNG_IDB:
+            units = 1e-6
+            for code, val in N.parse_options(e, body[8:]):
+                if code == 9 and len(val) >= 1:
+                    units = 10.0 ** -val[0] if not val[0] & 0x80 else 2.0 ** -(val[0] & 0x7f)
+            resolution.append(units)
+        elif btype == N.PCAPNG_EPB:
+            if_id, high, low, caplen = struct.unpack(e + "IIII", body[:16])
+            out.append(((high << 32 | low) * resolution[if_id], body[20:20 + caplen]))
+    return out
+
+
+def check_slow_rate(binary, lab, tmp):
+    corpus = os.path.join(tmp, "slow.pcap")
+    frames = N.build_corpus(corpus, SLOW, sizes=[60, 90, 128] * SLOW, seed=43)
+    out = os.path.join(tmp, "slow.pcapng")
+    x = lab.xdpcap(binary, ["-v", "-w", out])
+    x.wait_listening()
+    line = batching_line(x)
+    N.log(f"  info  -v: {line}")
+    N.expect(line is not None and (line.startswith("xdpcap: several frames per perf record, each written within 100 ms")
+                                   or line.startswith("xdpcap: one frame per perf record (")),
+             "-v names how frames travel: batched with the bound, or one per record and why", x.err_lines)
+    sender = lab.popen(lab.gen_ns, [N.PYTHON, N.SENDER, "--iface", lab.gen_if, "--cpu", str(CPU),
+                                    "--pcap", corpus, "--gap-us", str(GAP_US)])
+    seen = {}
+    deadline = time.monotonic() + N.scaled(SLOW * GAP_US / 1e6 + 5)
+    try:
+        while len(seen) < SLOW and time.monotonic() < deadline:
+            now = time.time()
+            for stamp, data in epb_times(out):
+                seen.setdefault(data, (stamp, now))
+            time.sleep(0.005)
+    finally:
+        N.wait_exit(sender, 10)
+        lab.forget(sender)
+    N.expect(x.stop(signal.SIGINT) == 0, "slow rate: xdpcap exits 0")
+    N.check_exact(frames, list(seen), "slow rate: every frame in the file as it grows")
+    delays = sorted(found - stamp for stamp, found in seen.values())
+    N.log(f"  info  delays from timestamp to file: median {delays[len(delays) // 2] * 1000:.1f} ms, "
+          f"worst {delays[-1] * 1000:.1f} ms")
+    N.expect(delays[-1] <= N.scaled(BOUND_S + SLACK_S),
+             f"slow rate: every frame in the file within {BOUND_S * 1000:.0f} ms (+{SLACK_S * 1000:.0f} ms "
+             f"slack) of its timestamp", f"worst {delays[-1] * 1000:.1f} ms")
+
+
+def check_stop_pending(binary, lab, tmp):
+    corpus = os.path.join(tmp, "pending.pcap")
+    frames = N.build_corpus(corpus, 30, sizes=[60, 64, 100], seed=44)
+    out = os.path.join(tmp, "pending.pcapng")
+    x = lab.xdpcap(binary, ["-v", "-w", out])
+    x.wait_listening()
+    N.log("  info  " + lab.send(corpus, CPU))
+    rc = x.stop(signal.SIGINT)
+    N.expect(rc == 0, "stop during a pending batch: xdpcap exits 0")
+    st = N.final_stats(x.err_lines)
+    N.check(st is not None, "statistics printed", x.err_lines)
+    N.check_stats_identity(st)
+    N.expect(st["captured"] == len(frames) and st["dropped"] == 0,
+             f"stop during a pending batch: every staged frame written ({st['captured']} of {len(frames)})",
+             st["lines"])
+    rows = N.pcapng_records(out)
+    N.expect(not rows["problems"], "stop during a pending batch: the file is valid", rows["problems"])
+    N.check_exact(frames, [r["data"] for r in rows["epbs"]], "stop during a pending batch: every frame once")
+
+
+def check_count(binary, lab, tmp):
+    corpus = os.path.join(tmp, "count.pcap")
+    N.build_corpus(corpus, 8, seed=45)
+    out = os.path.join(tmp, "count.pcapng")
+    x = lab.xdpcap(binary, ["-v", "-c", "5", "-w", out])
+    x.wait_listening()
+    N.expect(batching_line(x) == "xdpcap: one frame per perf record (-c)",
+             "-c: one frame per perf record, said by -v", batching_line(x))
+    lab.send(corpus, CPU, gap_us=1000)
+    N.expect(x.wait(10) == 0, "-c 5: xdpcap exits 0 once 5 are written")
+    N.expect(len(N.pcapng_records(out)["epbs"]) == 5, "-c 5: five packets written")
+
+
+def test(binary):
+    with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        check_slow_rate(binary, lab, tmp)
+        check_stop_pending(binary, lab, tmp)
+        check_count(binary, lab, tmp)
+        lab.assert_clean()
+
+
+if __name__ == "__main__":
+    N.main(test)
