@@ -389,11 +389,11 @@ static __always_inline const struct socket_owner *neighbour_owner(const struct f
 			return 0;
 		key.family = 4;
 		__builtin_memcpy(key.addr, arp + 24, 4);
-		const struct socket_owner *owner = bpf_map_lookup_elem(&neighbour_owners, &key);
+		const struct socket_owner *owner = bpf_map_lookup_elem(&neigh_owners, &key);
 		if (owner)
 			return owner;
 		__builtin_memcpy(key.addr, arp + 14, 4);
-		return bpf_map_lookup_elem(&neighbour_owners, &key);
+		return bpf_map_lookup_elem(&neigh_owners, &key);
 	}
 	if (f->family != 6 || f->protocol != IPPROTO_ICMPV6 ||
 	    (f->icmp_type != NDP_NEIGHBOUR_SOLICIT && f->icmp_type != NDP_NEIGHBOUR_ADVERT))
@@ -403,7 +403,7 @@ static __always_inline const struct socket_owner *neighbour_owner(const struct f
 		return 0;
 	key.family = 6;
 	__builtin_memcpy(key.addr, icmp + 8, 16);
-	return bpf_map_lookup_elem(&neighbour_owners, &key);
+	return bpf_map_lookup_elem(&neigh_owners, &key);
 }
 
 /* The owner of the socket the stack will deliver a received frame to, found

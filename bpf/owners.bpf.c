@@ -359,7 +359,7 @@ int xdpcap_neighbour_wait(struct bpf_raw_tracepoint_args *ctx)
 	} else {
 		return 0;
 	}
-	bpf_map_update_elem(&neighbour_owners, &key, &owner, BPF_ANY);
+	bpf_map_update_elem(&neigh_owners, &key, &owner, BPF_ANY);
 	return 0;
 }
 

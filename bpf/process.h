@@ -127,7 +127,7 @@ struct {
 	__uint(max_entries, 1024);
 	__type(key, struct local_address);
 	__type(value, struct socket_owner);
-} neighbour_owners SEC(".maps");
+} neigh_owners SEC(".maps");
 
 static __always_inline const struct socket_owner *owner_of(__u64 sock)
 {

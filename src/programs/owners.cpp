@@ -388,7 +388,7 @@ Attribution SocketOwners::attribution(bool filter) const
 {
     return Attribution{bpf_map__fd(skel_->maps.socket_owners), bpf_map__fd(skel_->maps.echo_owners),
                        bpf_map__fd(skel_->maps.closing_owners), bpf_map__fd(skel_->maps.local_addresses), bpf_map__fd(skel_->maps.existing_owners),
-                       bpf_map__fd(skel_->maps.neighbour_owners), filter};
+                       bpf_map__fd(skel_->maps.neigh_owners), filter};
 }
 
 } // namespace xdpcap

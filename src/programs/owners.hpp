@@ -47,7 +47,7 @@ bool apply_attribution(Skeleton& skel, const Attribution& attribution)
     }
     bpf_map* const maps[] = {skel.maps.socket_owners, skel.maps.echo_owners, skel.maps.closing_owners,
                              skel.maps.local_addresses, skel.maps.existing_owners,
-                             skel.maps.neighbour_owners};
+                             skel.maps.neigh_owners};
     const int fds[] = {attribution.owners_fd, attribution.echo_fd, attribution.closing_fd, attribution.local_fd,
                        attribution.existing_fd, attribution.neighbour_fd};
     for (size_t i = 0; i < std::size(maps); ++i) {

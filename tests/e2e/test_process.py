@@ -789,7 +789,7 @@ def command_neighbours(lab, tmp, binary):
 
 
 OWNER_MAPS = ("socket_owners", "echo_owners", "closing_owners", "local_addresses", "existing_owners",
-              "neighbour_owners")
+              "neigh_owners")
 
 
 def without_attribution(lab, tmp, binary):
