@@ -9,7 +9,8 @@ and holds them: a third bound UDP sockets, the rest TCP connections over lo
 helper's sockets, it starts `xdpcap -i lo -k -w /dev/null` in that
 namespace and times it from exec to its "listening on" line (the owners of
 every existing socket are learned before it), then stops it with SIGINT.
-Prints the median start-up of each and their difference. With
+Prints the median start-up of each and their difference, and the CPU
+time (user + sys) of each run. With
 --max-seconds, exits 1 when the start-up with the sockets took longer.
 """
 
@@ -47,6 +48,8 @@ sys.stdin.readline()
 
 
 def start_up(binary, ns):
+    """(seconds to "listening on", CPU seconds of the whole run)"""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
     x = subprocess.Popen(["ip", "netns", "exec", ns, binary, "-i", "lo", "-k", "-w", "/dev/null"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -59,7 +62,8 @@ def start_up(binary, ns):
     rest = x.communicate(timeout=30)[1]
     if took is None or x.returncode != 0:
         sys.exit(f"xdpcap did not start: {rest.strip()}")
-    return took
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return took, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def main():
@@ -88,9 +92,11 @@ def main():
             helper.stdin.close()
             helper.wait(timeout=30)
         subprocess.run(["ip", "netns", "del", ns], check=False)
-    a, b = statistics.median(without), statistics.median(with_sockets)
+    a, b = (statistics.median(t for t, _ in runs) for runs in (without, with_sockets))
+    ca, cb = (statistics.median(c for _, c in runs) for runs in (without, with_sockets))
     print(f"start-up, median of {args.rounds}: {a:.3f} s without, {b:.3f} s with {opened} sockets open "
-          f"(+{b - a:.3f} s); slowest with them {max(with_sockets):.3f} s")
+          f"(+{b - a:.3f} s); slowest with them {max(t for t, _ in with_sockets):.3f} s")
+    print(f"CPU (user + sys) of a start and stop: {ca:.3f} s without, {cb:.3f} s with them (+{cb - ca:.3f} s)")
     if args.max_seconds is not None and b > args.max_seconds:
         print(f"over the bound of {args.max_seconds} s", file=sys.stderr)
         return 1
