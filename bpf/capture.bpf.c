@@ -142,6 +142,9 @@ struct flow {
 	__u8 icmp_type;
 	__u8 tcp_flags;
 	__be16 echo_id;
+	__be16 eth_proto; /* after any VLAN tags */
+	__u16 l3_offset;  /* from the frame's start */
+	__u16 l4_offset;
 };
 
 #define TCP_FLAG_FIN 0x01
@@ -150,6 +153,60 @@ struct vlan_header {
 	__be16 tci;
 	__be16 proto;
 };
+
+#define ICMP_DEST_UNREACH 3
+#define ICMP_SOURCE_QUENCH 4
+#define ICMP_REDIRECT 5
+#define ICMP_TIME_EXCEEDED 11
+#define ICMP_PARAMETERPROB 12
+
+/* An ICMP or ICMPv6 error, which quotes the packet it is about. */
+static __always_inline int icmp_error(const struct flow *f)
+{
+	const __u8 t = f->icmp_type;
+	if (f->family == 4)
+		return f->protocol == IPPROTO_ICMP &&
+		       (t == ICMP_DEST_UNREACH || t == ICMP_SOURCE_QUENCH || t == ICMP_REDIRECT ||
+			t == ICMP_TIME_EXCEEDED || t == ICMP_PARAMETERPROB);
+	return f->protocol == IPPROTO_ICMPV6 && t >= 1 && t <= 4;
+}
+
+/* An ICMP error about a TCP or UDP packet belongs to that packet's socket:
+ * the quoted packet's ends, turned round, become the flow's, as if the
+ * error were a packet of that connection coming in. Unchanged otherwise. */
+static __always_inline void parse_quoted(struct flow *f, void *quoted, void *data_end)
+{
+	if (f->family == 4) {
+		struct iphdr *ip = quoted;
+		if ((void *)(ip + 1) > data_end || ip->ihl < 5 || (ip->frag_off & bpf_htons(0x1fff)))
+			return;
+		if (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP)
+			return;
+		__be16 *ports = quoted + ip->ihl * 4;
+		if ((void *)(ports + 2) > data_end)
+			return;
+		f->tuple.ipv4.saddr = ip->daddr;
+		f->tuple.ipv4.daddr = ip->saddr;
+		f->tuple.ipv4.sport = ports[1];
+		f->tuple.ipv4.dport = ports[0];
+		f->protocol = ip->protocol;
+	} else {
+		struct ipv6hdr *ip6 = quoted;
+		if ((void *)(ip6 + 1) > data_end)
+			return;
+		if (ip6->nexthdr != IPPROTO_TCP && ip6->nexthdr != IPPROTO_UDP)
+			return;
+		__be16 *ports = (void *)(ip6 + 1);
+		if ((void *)(ports + 2) > data_end)
+			return;
+		__builtin_memcpy(f->tuple.ipv6.saddr, &ip6->daddr, 16);
+		__builtin_memcpy(f->tuple.ipv6.daddr, &ip6->saddr, 16);
+		f->tuple.ipv6.sport = ports[1];
+		f->tuple.ipv6.dport = ports[0];
+		f->protocol = ip6->nexthdr;
+	}
+	f->tcp_flags = 0;
+}
 
 /* Reads the frame's addresses and ports (or echo identifier) from the
  * linear bytes; family 0 when they are not there. IPv6 extension headers
@@ -172,6 +229,8 @@ static __always_inline void parse_flow(void *data, void *data_end, struct flow *
 		proto = vlan->proto;
 		l3 = vlan + 1;
 	}
+	f->eth_proto = proto;
+	f->l3_offset = l3 - data;
 	void *l4;
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = l3;
@@ -201,10 +260,13 @@ static __always_inline void parse_flow(void *data, void *data_end, struct flow *
 		f->family = 0;
 		return;
 	}
+	f->l4_offset = l4 - data;
 	if (f->protocol == IPPROTO_ICMP || f->protocol == IPPROTO_ICMPV6) {
 		/* type, code, checksum, identifier */
 		f->icmp_type = *(__u8 *)words;
 		f->echo_id = words[2];
+		if (icmp_error(f))
+			parse_quoted(f, l4 + 8, data_end);
 		return;
 	}
 	if (f->family == 4) {
@@ -313,6 +375,39 @@ static __always_inline int to_this_host(const struct flow *f)
 	return bpf_map_lookup_elem(&local_addresses, &key) != 0;
 }
 
+#define ETH_P_ARP_ 0x0806
+#define NDP_NEIGHBOUR_SOLICIT 135
+#define NDP_NEIGHBOUR_ADVERT 136
+
+/* -- COMMAND: an ARP or NDP packet about a next hop the command's packets
+ * waited on is the command's. ARP for IPv4 over Ethernet: the sender's and
+ * the target's protocol address; NDP: the target address. */
+static __always_inline const struct socket_owner *neighbour_owner(const struct flow *f, void *data, void *data_end)
+{
+	struct local_address key = {};
+	if (f->eth_proto == bpf_htons(ETH_P_ARP_)) {
+		__u8 *arp = data + (f->l3_offset & 0xff);
+		if ((void *)(arp + 28) > data_end || arp[4] != 6 || arp[5] != 4)
+			return 0;
+		key.family = 4;
+		__builtin_memcpy(key.addr, arp + 24, 4);
+		const struct socket_owner *owner = bpf_map_lookup_elem(&neigh_owners, &key);
+		if (owner)
+			return owner;
+		__builtin_memcpy(key.addr, arp + 14, 4);
+		return bpf_map_lookup_elem(&neigh_owners, &key);
+	}
+	if (f->family != 6 || f->protocol != IPPROTO_ICMPV6 ||
+	    (f->icmp_type != NDP_NEIGHBOUR_SOLICIT && f->icmp_type != NDP_NEIGHBOUR_ADVERT))
+		return 0;
+	__u8 *icmp = data + (f->l4_offset & 0x1ff);
+	if ((void *)(icmp + 24) > data_end)
+		return 0;
+	key.family = 6;
+	__builtin_memcpy(key.addr, icmp + 8, 16);
+	return bpf_map_lookup_elem(&neigh_owners, &key);
+}
+
 /* The owner of the socket the stack will deliver a received frame to, found
  * as the stack finds it; an echo reply's from its request. */
 static __always_inline const struct socket_owner *received_owner(void *ctx, void *data, void *data_end)
@@ -320,7 +415,7 @@ static __always_inline const struct socket_owner *received_owner(void *ctx, void
 	struct flow f = {};
 	parse_flow(data, data_end, &f);
 	if (!f.family)
-		return 0;
+		return neighbour_owner(&f, data, data_end);
 	struct bpf_sock *sk = 0;
 	if (f.protocol == IPPROTO_TCP)
 		sk = bpf_sk_lookup_tcp(ctx, &f.tuple, f.tuple_len, BPF_F_CURRENT_NETNS, 0);
@@ -328,7 +423,7 @@ static __always_inline const struct socket_owner *received_owner(void *ctx, void
 		sk = bpf_sk_lookup_udp(ctx, &f.tuple, f.tuple_len, BPF_F_CURRENT_NETNS, 0);
 	if (sk) {
 		const int wildcard = wildcard_bound(sk);
-		const struct socket_owner *owner = owner_of((__u64)sk);
+		const struct socket_owner *owner = sock_owner(sk);
 		bpf_sk_release(sk);
 		/* A wildcard socket has the port, not the address: the packet
 		 * may be on its way through. */
@@ -341,7 +436,7 @@ static __always_inline const struct socket_owner *received_owner(void *ctx, void
 	struct echo_key key;
 	echo_key_of(&f, 0, &key);
 	if (!key.family)
-		return 0;
+		return neighbour_owner(&f, data, data_end);
 	return bpf_map_lookup_elem(&echo_owners, &key);
 }
 
@@ -351,7 +446,9 @@ static __always_inline const struct socket_owner *received_owner(void *ctx, void
 static __always_inline const struct socket_owner *sent_owner(struct __sk_buff *skb)
 {
 	struct flow f = {};
-	parse_flow((void *)(long)skb->data, (void *)(long)skb->data_end, &f);
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	parse_flow(data, data_end, &f);
 	const struct socket_owner *owner = 0;
 	struct bpf_sock *sk = skb->sk;
 	if (sk) {
@@ -359,7 +456,7 @@ static __always_inline const struct socket_owner *sent_owner(struct __sk_buff *s
 		if (!full)
 			full = bpf_get_listener_sock(sk);
 		if (full)
-			owner = owner_of((__u64)full);
+			owner = sock_owner(full);
 	}
 	if (owner && (f.protocol == IPPROTO_ICMP || f.protocol == IPPROTO_ICMPV6)) {
 		struct echo_key key;
@@ -367,6 +464,8 @@ static __always_inline const struct socket_owner *sent_owner(struct __sk_buff *s
 		if (key.family)
 			bpf_map_update_elem(&echo_owners, &key, owner, BPF_ANY);
 	}
+	if (!owner && f.protocol != IPPROTO_TCP)
+		return neighbour_owner(&f, data, data_end);
 	return connection_owner(&f, 1, owner);
 }
 

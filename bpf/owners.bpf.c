@@ -313,4 +313,54 @@ int xdpcap_tcp_state(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+/* -- COMMAND, set by userspace: note the next hops its packets wait on. */
+const volatile __u8 note_neighbours = 0;
+
+struct neigh_table {
+	int family;
+} __attribute__((preserve_access_index));
+
+struct neighbour {
+	struct neigh_table *tbl;
+	unsigned char primary_key[0];
+} __attribute__((preserve_access_index));
+
+#define AF_INET_ 2
+#define AF_INET6_ 10
+
+/* A packet waits for its next hop's link-layer address, in the context of
+ * the process that sends it (its first packet to that hop): if that process
+ * is wanted, the hop's ARP or NDP is its too. */
+SEC("raw_tp/neigh_event_send_done")
+int xdpcap_neighbour_wait(struct bpf_raw_tracepoint_args *ctx)
+{
+	if (!note_neighbours)
+		return 0;
+	const struct neighbour *n = (const struct neighbour *)ctx->args[0];
+	const __u64 id = bpf_get_current_pid_tgid();
+	struct socket_owner owner = {};
+	owner.process.pid = (__u32)(id >> 32);
+	owner.process.tid = (__u32)id;
+	owner.process.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(owner.process.comm, sizeof(owner.process.comm));
+	if (!wanted(&owner.process))
+		return 0;
+	owner.wanted = 1;
+	struct local_address key = {};
+	const int family = BPF_CORE_READ(n, tbl, family);
+	if (family == AF_INET_) {
+		key.family = 4;
+		if (bpf_core_read(key.addr, 4, &n->primary_key))
+			return 0;
+	} else if (family == AF_INET6_) {
+		key.family = 6;
+		if (bpf_core_read(key.addr, 16, &n->primary_key))
+			return 0;
+	} else {
+		return 0;
+	}
+	bpf_map_update_elem(&neigh_owners, &key, &owner, BPF_ANY);
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";

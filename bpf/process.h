@@ -11,6 +11,7 @@
 #define XDPCAP_PROCESS_H
 
 #include <linux/bpf.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "xdpcap_abi.h"
@@ -91,11 +92,96 @@ struct {
 	__type(value, __u8);
 } local_addresses SEC(".maps");
 
+/*
+ * Sockets that existed before the capture started, as userspace learned
+ * them from sock_diag and /proc: it cannot see a socket's address, so they
+ * are keyed by what the socket itself reports. A connection by both ends;
+ * a listener or an unconnected UDP socket by its local end with the remote
+ * one zero (and its address zero when bound to the wildcard).
+ */
+struct existing_key {
+	__u8 family; /* 4 or 6, as the socket's own: an IPv6 socket's IPv4 peers are v4-mapped */
+	__u8 protocol;
+	__be16 local_port;
+	__be16 remote_port;
+	__u16 reserved;
+	__u8 local[16];
+	__u8 remote[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct existing_key);
+	__type(value, struct socket_owner);
+} existing_owners SEC(".maps");
+
+/*
+ * -- COMMAND: the next hops its packets waited on while their link-layer
+ * address was resolved, by address (struct local_address's layout), with
+ * the command's owner. Their ARP and NDP explain its traffic and are kept.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct local_address);
+	__type(value, struct socket_owner);
+} neigh_owners SEC(".maps");
+
 static __always_inline const struct socket_owner *owner_of(__u64 sock)
 {
 	if (!sock)
 		return 0;
 	return bpf_map_lookup_elem(&socket_owners, &sock);
+}
+
+/*
+ * A socket's owner: recorded by the hooks since the start, else the one
+ * userspace learned at start. A connection of a listener that existed then,
+ * until a process accepts it, is the listener's: its local end with no
+ * remote one, bound to that address or the wildcard.
+ */
+static __always_inline const struct socket_owner *sock_owner(struct bpf_sock *sk)
+{
+	const struct socket_owner *owner = owner_of((__u64)sk);
+	if (owner)
+		return owner;
+	struct existing_key key = {};
+	key.protocol = (__u8)sk->protocol;
+	key.local_port = bpf_htons((__u16)sk->src_port);
+	key.remote_port = (__be16)sk->dst_port;
+	if (sk->family == 2 /* AF_INET */) {
+		key.family = 4;
+		__u32 local = sk->src_ip4;
+		__u32 remote = sk->dst_ip4;
+		__builtin_memcpy(key.local, &local, 4);
+		__builtin_memcpy(key.remote, &remote, 4);
+	} else {
+		key.family = 6;
+		__u32 *local = (__u32 *)key.local;
+		__u32 *remote = (__u32 *)key.remote;
+		local[0] = sk->src_ip6[0];
+		local[1] = sk->src_ip6[1];
+		local[2] = sk->src_ip6[2];
+		local[3] = sk->src_ip6[3];
+		remote[0] = sk->dst_ip6[0];
+		remote[1] = sk->dst_ip6[1];
+		remote[2] = sk->dst_ip6[2];
+		remote[3] = sk->dst_ip6[3];
+	}
+	owner = bpf_map_lookup_elem(&existing_owners, &key);
+	if (owner)
+		return owner;
+	if (key.remote_port) {
+		key.remote_port = 0;
+		__builtin_memset(key.remote, 0, sizeof(key.remote));
+		owner = bpf_map_lookup_elem(&existing_owners, &key);
+		if (owner)
+			return owner;
+	}
+	__builtin_memset(key.local, 0, sizeof(key.local));
+	return bpf_map_lookup_elem(&existing_owners, &key);
 }
 
 /* The record's process part: the owner, or all zero (unknown). */

@@ -26,6 +26,8 @@ packages=(
     qemu-system-x86 linux-image-amd64 busybox-static
     # --container: a podman container from a local busybox image
     podman runc
+    # process attribution of a server already running, and of -- curl
+    lighttpd curl
 )
 missing=()
 for p in "${packages[@]}"; do

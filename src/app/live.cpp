@@ -168,8 +168,11 @@ Attached attach(const Config& config, const Chosen& chosen, Loaded& loaded)
     // which detaches every interface attached before it.
     bool clsact = false;
     // First, so that sockets in use when the first packet comes are known.
-    if (loaded.process)
+    if (loaded.process) {
         loaded.process->owners.attach();
+        // Once the hooks record new sockets: none falls between the two.
+        loaded.process->owners.learn_existing_sockets();
+    }
     for (Session& session : loaded.sessions) {
         if (config.promiscuous)
             promiscuous.push_back(PromiscuousMode::enable(session.chosen.iface.ifindex, session.chosen.iface.name));

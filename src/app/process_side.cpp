@@ -63,6 +63,7 @@ std::optional<ProcessSide> start_process_side(const Config& config, const std::o
         command.emplace(CommandChild::spawn(asked.command, run_as, config.writes_to_stdout()));
         selection.pid = static_cast<uint32_t>(command->pid());
         selection.follow_forks = true;
+        selection.neighbours = true;
     }
     SocketOwners owners = SocketOwners::load(selection);
     owners.learn_local_addresses();

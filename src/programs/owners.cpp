@@ -18,12 +18,15 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "base/unique_fd.hpp"
 #include "host/cgroups.hpp"
+#include "host/existing_sockets.hpp"
 
 #include "owners.skel.h"
+#include "xdpcap_abi.h"
 #include "base/error.hpp"
 
 namespace xdpcap {
@@ -65,6 +68,8 @@ SocketOwners SocketOwners::load(const OwnerSelection& selection)
                                skel->progs.xdpcap_sock_sent, skel->progs.xdpcap_sock_received,
                                skel->progs.xdpcap_tcp_state})
         bpf_program__set_autoload(other, !kprobes);
+    bpf_program__set_autoload(skel->progs.xdpcap_neighbour_wait, selection.neighbours);
+    skel->rodata->note_neighbours = selection.neighbours;
     if (selection.pid) {
         skel->rodata->want_pid = *selection.pid;
         skel->rodata->want_descendants = selection.follow_forks;
@@ -88,7 +93,7 @@ SocketOwners SocketOwners::load(const OwnerSelection& selection)
                              : "cgroup socket hooks and tracepoints") +
                     ": " + errno_text(err));
     }
-    return SocketOwners(std::move(skel), kprobes);
+    return SocketOwners(std::move(skel), kprobes, selection);
 }
 
 namespace {
@@ -107,6 +112,10 @@ void SocketOwners::attach()
 {
     // Each kept in the skeleton, which detaches it when destroyed.
     using Probe = std::pair<bpf_program*, bpf_link**>;
+    // Without it -- COMMAND just keeps no ARP or NDP.
+    if (selection_.neighbours)
+        skel_->links.xdpcap_neighbour_wait =
+            bpf_program__attach_raw_tracepoint(skel_->progs.xdpcap_neighbour_wait, "neigh_event_send_done");
     if (kprobes_) {
         const Probe probes[] = {
             {skel_->progs.xdpcap_socket_created, &skel_->links.xdpcap_socket_created},
@@ -204,10 +213,182 @@ void SocketOwners::learn_local_addresses()
     }
 }
 
+namespace {
+
+// bpf/process.h's existing_key and socket_owner.
+struct ExistingKey {
+    uint8_t family;
+    uint8_t protocol;
+    uint16_t local_port; // network order
+    uint16_t remote_port;
+    uint16_t reserved;
+    uint8_t local[16];
+    uint8_t remote[16];
+};
+static_assert(sizeof(ExistingKey) == 40);
+
+struct OwnerValue {
+    xdpcap_process process;
+    uint32_t wanted;
+    uint32_t reserved;
+};
+static_assert(sizeof(OwnerValue) == 40);
+
+// The processes of the sockets found, each read once: what the hooks would
+// have recorded had it used its socket since the start, and whether the
+// selection wants it.
+class ProcessBook {
+public:
+    explicit ProcessBook(const OwnerSelection& selection) : selection_(selection)
+    {
+        if (selection.cgroup)
+            want_cgroup_ = resolve_cgroup(*selection.cgroup);
+        try {
+            cgroup_root_ = open_cgroup2_root("process attribution");
+        } catch (const Error&) {
+            // Without cgroup v2 the owners just name no cgroup.
+            if (selection.cgroup)
+                throw;
+        }
+    }
+
+    struct Entry {
+        bool known = false;
+        OwnerValue owner{};
+    };
+
+    const Entry& of(pid_t pid)
+    {
+        auto [it, added] = entries_.try_emplace(pid);
+        if (!added)
+            return it->second;
+        ProcessFacts facts;
+        if (!read_process_facts(pid, facts))
+            return it->second;
+        Entry entry;
+        entry.known = true;
+        entry.owner.process.pid = static_cast<uint32_t>(pid);
+        entry.owner.process.tid = static_cast<uint32_t>(pid);
+        std::memcpy(entry.owner.process.comm, facts.comm.data(),
+                    std::min(facts.comm.size(), sizeof(entry.owner.process.comm) - 1));
+        entry.owner.process.cgroup_id = cgroup_id(facts.cgroup, UINT32_MAX);
+        entry.owner.wanted = wanted(facts);
+        it->second = entry;
+        return it->second;
+    }
+
+private:
+    // The cgroup's id, or that of its ancestor `level` directories below the
+    // root; 0 when it cannot be read.
+    uint64_t cgroup_id(const std::string& path, uint32_t level) const
+    {
+        if (!cgroup_root_)
+            return 0;
+        std::string prefix;
+        uint32_t depth = 0;
+        for (size_t start = 0; start < path.size() && depth < level;) {
+            size_t end = path.find('/', start);
+            if (end == std::string::npos)
+                end = path.size();
+            if (end > start) {
+                prefix.append(prefix.empty() ? "" : "/").append(path, start, end - start);
+                ++depth;
+            }
+            start = end + 1;
+        }
+        if (level != UINT32_MAX && depth < level)
+            return 0; // above the wanted cgroup's depth
+        struct stat st {};
+        if (::fstatat(cgroup_root_.get(), prefix.empty() ? "." : prefix.c_str(), &st, 0) != 0)
+            return 0;
+        return st.st_ino;
+    }
+
+    bool descends_from(pid_t pid, uint32_t ancestor)
+    {
+        // Bounded as the hooks' walk is.
+        for (int i = 0; i < 32 && pid > 1; ++i) {
+            if (static_cast<uint32_t>(pid) == ancestor)
+                return true;
+            ProcessFacts facts;
+            if (!read_process_facts(pid, facts))
+                return false;
+            pid = facts.parent;
+        }
+        return false;
+    }
+
+    bool wanted(const ProcessFacts& facts)
+    {
+        if (selection_.pid && static_cast<uint32_t>(facts.pid) != *selection_.pid &&
+            !(selection_.follow_forks && descends_from(facts.parent, *selection_.pid)))
+            return false;
+        if (selection_.comm && facts.comm != selection_.comm->substr(0, 15))
+            return false;
+        if (selection_.cgroup && cgroup_id(facts.cgroup, want_cgroup_.level) != want_cgroup_.id)
+            return false;
+        return true;
+    }
+
+    const OwnerSelection& selection_;
+    CgroupId want_cgroup_;
+    UniqueFd cgroup_root_;
+    std::unordered_map<pid_t, Entry> entries_;
+};
+
+} // namespace
+
+size_t SocketOwners::learn_existing_sockets()
+{
+    const std::vector<DiagSocket> sockets = list_namespace_sockets();
+    std::unordered_map<uint64_t, size_t> by_inode;
+    by_inode.reserve(sockets.size());
+    for (size_t i = 0; i < sockets.size(); ++i)
+        by_inode.emplace(sockets[i].inode, i);
+    const auto holders = socket_holders(by_inode);
+    ProcessBook book(selection_);
+    const int map = bpf_map__fd(skel_->maps.existing_owners);
+    size_t named = 0;
+    for (const auto& [inode, pids] : holders) {
+        // Shared (a pre-fork server's listener): the one the selection
+        // wants, else the lowest pid, most often the parent that made it.
+        const ProcessBook::Entry* chosen = nullptr;
+        for (const pid_t pid : pids) {
+            const ProcessBook::Entry& entry = book.of(pid);
+            if (!entry.known)
+                continue;
+            if (!chosen)
+                chosen = &entry;
+            if (entry.owner.wanted) {
+                chosen = &entry;
+                break;
+            }
+        }
+        if (!chosen)
+            continue;
+        const DiagSocket& s = sockets[by_inode.at(inode)];
+        ExistingKey key{};
+        key.family = s.family;
+        key.protocol = s.protocol;
+        key.local_port = htons(s.local_port);
+        key.remote_port = htons(s.remote_port);
+        std::memcpy(key.local, s.local.data(), sizeof key.local);
+        std::memcpy(key.remote, s.remote.data(), sizeof key.remote);
+        if (bpf_map_update_elem(map, &key, &chosen->owner, BPF_ANY) != 0) {
+            if (errno == E2BIG || errno == ENOMEM)
+                break; // the map is full: the rest stay unnamed until used
+            throw Error("process attribution: cannot note an existing socket's owner: " + errno_text(errno));
+        }
+        ++named;
+    }
+    return named;
+}
+
 Attribution SocketOwners::attribution(bool filter) const
 {
     return Attribution{bpf_map__fd(skel_->maps.socket_owners), bpf_map__fd(skel_->maps.echo_owners),
-                       bpf_map__fd(skel_->maps.closing_owners), bpf_map__fd(skel_->maps.local_addresses), filter};
+                       bpf_map__fd(skel_->maps.closing_owners), bpf_map__fd(skel_->maps.local_addresses), bpf_map__fd(skel_->maps.existing_owners),
+                       bpf_map__fd(skel_->maps.neigh_owners), filter};
 }
 
 } // namespace xdpcap

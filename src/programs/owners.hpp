@@ -26,6 +26,8 @@ struct Attribution {
     int echo_fd = -1;
     int closing_fd = -1;
     int local_fd = -1;
+    int existing_fd = -1;
+    int neighbour_fd = -1;
     bool filter = false; // only the packets of wanted owners
 
     bool on() const noexcept { return owners_fd >= 0; }
@@ -44,8 +46,10 @@ bool apply_attribution(Skeleton& skel, const Attribution& attribution)
         skel.rodata->process_filter = attribution.filter;
     }
     bpf_map* const maps[] = {skel.maps.socket_owners, skel.maps.echo_owners, skel.maps.closing_owners,
-                             skel.maps.local_addresses};
-    const int fds[] = {attribution.owners_fd, attribution.echo_fd, attribution.closing_fd, attribution.local_fd};
+                             skel.maps.local_addresses, skel.maps.existing_owners,
+                             skel.maps.neigh_owners};
+    const int fds[] = {attribution.owners_fd, attribution.echo_fd, attribution.closing_fd, attribution.local_fd,
+                       attribution.existing_fd, attribution.neighbour_fd};
     for (size_t i = 0; i < std::size(maps); ++i) {
         if ((attribution.on() ? bpf_map__reuse_fd(maps[i], fds[i]) : bpf_map__set_max_entries(maps[i], 1)) != 0)
             return false;
@@ -60,6 +64,7 @@ struct OwnerSelection {
     bool follow_forks = false;         // and the processes it starts
     std::optional<std::string> comm;   // a command name, as the kernel keeps it (15 bytes)
     std::optional<std::string> cgroup; // a cgroup v2 directory, and those below it
+    bool neighbours = false;           // -- COMMAND: and its next hops' ARP and NDP
 };
 
 class SocketOwners {
@@ -74,6 +79,12 @@ public:
     // This network namespace's addresses, for the hooks to tell a packet to
     // this host from one passing through. Raises Error in one line.
     void learn_local_addresses();
+    // Once attached: the owners of the TCP and UDP sockets this network
+    // namespace already has, from sock_diag and /proc/PID/fd, so that their
+    // packets are named from the first. A socket several processes hold
+    // names the one the selection wants, else the lowest pid. Returns how
+    // many sockets were named; raises Error in one line.
+    size_t learn_existing_sockets();
     // From now on every socket a process uses gets its owner recorded.
     void attach();
     // Once attached: what this kernel cannot tell, for one warning line.
@@ -82,12 +93,13 @@ public:
     Attribution attribution(bool filter) const;
 
 private:
-    SocketOwners(std::unique_ptr<xdpcap_owners, Deleter> skel, bool kprobes)
-        : skel_(std::move(skel)), kprobes_(kprobes)
+    SocketOwners(std::unique_ptr<xdpcap_owners, Deleter> skel, bool kprobes, OwnerSelection selection)
+        : skel_(std::move(skel)), kprobes_(kprobes), selection_(std::move(selection))
     {
     }
     std::unique_ptr<xdpcap_owners, Deleter> skel_;
     bool kprobes_;
+    OwnerSelection selection_;
     std::vector<const char*> missing_; // tracepoints this kernel lacks
 };
 

@@ -19,7 +19,12 @@ socket inode among /proc/PID/fd. Checked from the file
   * 50 short-lived clients, each gone before the capture ends: each one's
     packets name it;
   * a connection accepted before xdpcap started and idle since: its packets
-    are unknown (pid 0), never another process;
+    name the process holding it (sock_diag and /proc/PID/fd at the start);
+  * servers running before xdpcap (Python, lighttpd), with a connection
+    accepted and idle: --pid keeps every packet of it and of the connections
+    after, from the first SYN, as tcpdump on the far end sees them, each
+    named; -- curl keeps the ARP and NDP that explain a silent address, and
+    a command's ICMP error;
   * a connection the namespace forwards is unknown too, although a local
     listener bound to the wildcard address has its port; that listener's own
     connection names it;
@@ -260,10 +265,10 @@ def scenario(lab, peers, tmp, binary):
     hold.stdin.close()
     hold.wait(timeout=N.scaled(10))
     lab.forget(hold)
-    return path, short, hold_port
+    return path, short, (hold_port, hold.pid)
 
 
-def check_file(path, peers, short, hold_port):
+def check_file(path, peers, short, hold):
     recs = N.pcapng_records(path)
     N.check(not recs["problems"], "the file is well formed", recs["problems"])
     frames = frames_of(recs)
@@ -297,14 +302,17 @@ def check_file(path, peers, short, hold_port):
     # Short-lived.
     for s in short:
         check_named(frames, f"short-lived {s['name']}", s, 6)
-    # From before the start, idle: unknown, never another process.
+    # From before the start, idle, nobody reading: named as the process
+    # holding it, which ss names too.
+    hold_port, hold_pid = hold
     pkts = packets_of_port(frames, hold_port, 6, 7409)
     N.check(len(pkts) >= 2, "the idle connection's late data and its ACK are in the file", len(pkts))
-    N.check(all(f[0]["process"] == (0, 0) and not f[0]["comments"] for f in pkts),
-            "a connection from before the start, idle since: unknown (pid 0), no comment",
+    N.check(all(f[0]["process"] == (hold_pid, hold_pid) and f"proc xdpc-hold:{hold_pid}" in " ".join(f[0]["comments"])
+                for f in pkts),
+            "a connection from before the start, idle since: named as its holder from its first packet",
             [(f[0]["process"], f[0]["comments"]) for f in pkts])
     # Every record carries the option; nothing names a process that is not ours.
-    ours = {v["pid"] for v in r.values()} | {v["main"] for v in r.values()} | {s["pid"] for s in short}
+    ours = {v["pid"] for v in r.values()} | {v["main"] for v in r.values()} | {s["pid"] for s in short} | {hold_pid}
     strangers = {f[0]["process"] for f in frames if f[0]["process"] and f[0]["process"][0] not in ours | {0}}
     N.check(not strangers, "no packet names a process other than the test's", strangers)
     N.check(all(e["process"] is not None for e in recs["epbs"]), "every record carries epb_processid_threadid")
@@ -631,7 +639,157 @@ def text_lines(lab, peers, tmp, binary):
         N.check(got == want, f"text: -r {' '.join(args)} keeps its {len(want)} lines", got[:3])
 
 
-OWNER_MAPS = ("socket_owners", "echo_owners", "closing_owners", "local_addresses")
+PY_SERVER = (
+    "import socket,sys,threading\n"
+    "open('/proc/self/comm','w').write('xdpc-pysrv')\n"
+    "l=socket.socket(socket.AF_INET6);l.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
+    "l.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_V6ONLY,0);l.bind(('::',7470));l.listen(16)\n"
+    "print('ready',flush=True)\n"
+    "def serve(c):\n"
+    "  while True:\n"
+    "    d=c.recv(4096)\n"
+    "    if not d: break\n"
+    "    c.sendall(b'ok:'+d)\n"
+    "  c.close()\n"
+    "while True:\n"
+    "  c,_=l.accept();threading.Thread(target=serve,args=(c,),daemon=True).start()\n")
+
+# Connects, says its port, stays idle until told, then one request.
+IDLE_CLIENT = (
+    "import socket,sys\n"
+    "s=socket.create_connection((sys.argv[1],int(sys.argv[2])))\n"
+    "print(s.getsockname()[1],flush=True)\n"
+    "sys.stdin.readline()\n"
+    "s.sendall(sys.argv[3].encode().replace(b'|',b'\\r\\n'))\n"
+    "s.shutdown(socket.SHUT_WR)\n"
+    "while s.recv(4096): pass\n")
+
+
+def lighttpd_server(lab, tmp):
+    """lighttpd from Debian, in the foreground; None where it is not installed."""
+    if not os.path.exists("/usr/sbin/lighttpd"):
+        return None
+    root = os.path.join(tmp, "www")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "index.html"), "w") as f:
+        f.write("xdpc\n")
+    conf = os.path.join(tmp, "lighttpd.conf")
+    with open(conf, "w") as f:
+        f.write(f'server.document-root = "{root}"\nserver.port = 7471\nserver.bind = "{CAP4}"\n'
+                f'server.errorlog = "{tmp}/lighttpd.err"\n$SERVER["socket"] == "[{CAP6}]:7471" {{ }}\n')
+    p = lab.popen(lab.cap_ns, ["/usr/sbin/lighttpd", "-D", "-f", conf], stdout=subprocess.DEVNULL,
+                  stderr=subprocess.DEVNULL)
+    end = time.monotonic() + N.scaled(5)
+    while time.monotonic() < end:
+        ss = N.run(["ip", "netns", "exec", lab.cap_ns, "ss", "-tlnpH", "sport = :7471"]).stdout
+        if ss.count(f"pid={p.pid},") >= 2:
+            return p
+        time.sleep(0.05)
+    N.check(False, "lighttpd listens", ss)
+
+
+def running_servers(lab, tmp, binary):
+    """A server already running when xdpcap starts, with a connection
+    accepted and idle since: --pid SERVER keeps every packet of it and of
+    the connections after, from the first SYN, each named; judged against
+    tcpdump on the far end and ss -tnpie. A Python server (its listener
+    dual-stack: IPv4 peers v4-mapped), and lighttpd where it is installed
+    (not under emulation: the guest's time is short)."""
+    cap, gen = lab.cap_ns, lab.gen_ns
+    servers = [("xdpc-pysrv", 7470, lab.popen(cap, ["/usr/bin/python3", "-S", "-c", PY_SERVER],
+                                             stdout=subprocess.PIPE, text=True), "data one", "data two")]
+    N.check(servers[0][2].stdout.readline().strip() == "ready", "the Python server listens")
+    light = lighttpd_server(lab, tmp) if N.scaled(1) <= 1 else None
+    if light:
+        get = "GET /index.html HTTP/1.1|Host: x|Connection: close||"
+        servers.append(("lighttpd", 7471, light, get, get))
+    else:
+        N.log("lighttpd: not run (not installed, or under emulation)")
+    try:
+        for name, port, server, first, later in servers:
+            idle = lab.popen(gen, ["/usr/bin/python3", "-S", "-c", IDLE_CLIENT, CAP4, str(port), first],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            idle_port = int(idle.stdout.readline())
+            ss = N.run(["ip", "netns", "exec", cap, "ss", "-tnpieH", "state", "established", f"( sport = :{port} )"])
+            N.check(f"pid={server.pid}," in ss.stdout and f":{idle_port} " in ss.stdout,
+                    f"{name}: ss names the server as the idle connection's holder (the oracle)", ss.stdout)
+            oracle_path = os.path.join(tmp, f"{name}-far.pcap")
+            oracle = lab.popen(gen, ["tcpdump", "-Z", "root", "-i", lab.gen_if, "--immediate-mode", "-U", "-n", "-w", oracle_path, "tcp", "port", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            N.check("listening on" in oracle.stderr.readline(), f"{name}: tcpdump listens on the far end")
+            path = os.path.join(tmp, f"{name}.pcapng")
+            x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "--pid", str(server.pid), "-w", path])
+            x.wait_listening()
+            idle.stdin.write("go\n")
+            idle.stdin.close()
+            idle.wait(timeout=N.scaled(10))
+            lab.forget(idle)
+            for addr in (CAP4, CAP6):
+                cli = lab.popen(gen, ["/usr/bin/python3", "-S", "-c", IDLE_CLIENT, addr, str(port), later],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                cli.stdout.readline()
+                cli.stdin.write("go\n")
+                cli.stdin.close()
+                cli.wait(timeout=N.scaled(10))
+                lab.forget(cli)
+            time.sleep(N.scaled(0.3))
+            N.check(x.stop() == 0, f"{name}: xdpcap stopped cleanly", x.stderr)
+            oracle.send_signal(signal.SIGINT)
+            oracle.communicate(timeout=N.scaled(10))
+            lab.forget(oracle)
+            seen = sorted(data[14:] for _caplen, _origlen, data in N.read_pcap(oracle_path))
+            recs = N.pcapng_records(path)
+            kept = sorted(e["data"][14:] for e in recs["epbs"])
+            N.check(len(seen) >= 24 and kept == seen,
+                    f"{name}: --pid keeps every packet of its three connections that crossed the link, no other",
+                    (len(kept), len(seen)))
+            frames = frames_of(recs)
+            syns = [f for f in frames if f[5] == 0x02]
+            N.check(len(syns) == 2 and all(f[0]["flags"] & 3 == 1 for f in syns),
+                    f"{name}: the new connections are there from their first SYN", len(syns))
+            wrong = [(f[0]["process"], f[0]["comments"]) for f in frames
+                     if f[0]["process"][0] != server.pid or f"proc {name}:{server.pid}" not in " ".join(f[0]["comments"])]
+            N.check(len(frames) == len(kept) and not wrong, f"{name}: every packet names {name}:{server.pid}",
+                    wrong[:5])
+            lab.assert_clean()
+    finally:
+        for _, _, server, _, _ in servers:
+            N.kill_process(server)
+            lab.forget(server)
+
+
+def command_neighbours(lab, tmp, binary):
+    """-- COMMAND keeps what explains its traffic: ARP and NDP for an address
+    in the subnet that nothing answers, and the ICMP error about its
+    datagram to a closed port, each named; nothing else."""
+    path = os.path.join(tmp, "explain.pcapng")
+    script = ("curl -s -m 1 http://198.18.41.77:7/; curl -s -m 1 'http://[2001:db8:41::77]:7/'; "
+              "/usr/bin/python3 -S -c \"import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+              f"s.connect(('{GEN4}', 7497)); s.send(b'x'); time.sleep(0.3)\"; true")
+    x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-w", path, "--", "/bin/sh", "-c", script])
+    rc = x.wait(timeout=30)
+    N.check(rc == 0, "-- curl: ran, and the capture ended with it", (rc, x.err_lines))
+    recs = N.pcapng_records(path)
+    arp = [e for e in recs["epbs"] if e["data"][12:14] == b"\x08\x06" and e["data"][38:42] == bytes([198, 18, 41, 77])]
+    ns = [e for e in recs["epbs"] if e["data"][12:14] == b"\x86\xdd" and e["data"][20] == 58 and e["data"][54] == 135
+          and e["data"][62:78] == bytes.fromhex("20010db8004100000000000000000077")]
+    icmp = [e for e in recs["epbs"] if e["data"][12:14] == b"\x08\x00" and e["data"][23] == 1 and e["data"][34] == 3]
+    N.check(arp and all(e["flags"] & 3 == 2 for e in arp), "-- curl: the ARP requests for the silent address are kept",
+            len(arp))
+    N.check(ns, "-- curl: the neighbour solicitations for the silent IPv6 address are kept", len(ns))
+    N.check(len(icmp) == 1, "-- COMMAND: the ICMP port unreachable about its datagram is kept", len(icmp))
+    named = [e for e in arp + ns if "proc curl:" not in " ".join(e["comments"])]
+    N.check(not named, "-- curl: its ARP and NDP name curl", [e["comments"] for e in named][:3])
+    N.check("proc python3:" in " ".join(icmp[0]["comments"]), "-- COMMAND: the ICMP error names the sender",
+            icmp[0]["comments"])
+    # Only these and the datagram: nothing of the namespace's other talk.
+    others = len(recs["epbs"]) - len(arp) - len(ns) - len(icmp)
+    N.check(others == 1, "-- COMMAND: nothing else is kept but its datagram", others)
+    lab.assert_clean()
+
+
+OWNER_MAPS = ("socket_owners", "echo_owners", "closing_owners", "local_addresses", "existing_owners",
+              "neigh_owners")
 
 
 def without_attribution(lab, tmp, binary):
@@ -651,15 +809,17 @@ def test(binary):
         address(lab)
         peers = Peers(lab)
         without_attribution(lab, tmp, binary)
-        path, short, hold_port = scenario(lab, peers, tmp, binary)
+        path, short, hold = scenario(lab, peers, tmp, binary)
         lab.assert_clean()
-        check_file(path, peers, short, hold_port)
+        check_file(path, peers, short, hold)
         filters(lab, peers, tmp, binary)
         command(lab, peers, tmp, binary)
         command_identity(lab, tmp, binary)
         command_end(lab, tmp, binary)
         forwarded(lab, peers, tmp, binary)
         text_lines(lab, peers, tmp, binary)
+        running_servers(lab, tmp, binary)
+        command_neighbours(lab, tmp, binary)
 
 
 if __name__ == "__main__":
