@@ -26,6 +26,7 @@ struct Attribution {
     int echo_fd = -1;
     int closing_fd = -1;
     int local_fd = -1;
+    int peer_netns_fd = -1;
     bool filter = false; // only the packets of wanted owners
 
     bool on() const noexcept { return owners_fd >= 0; }
@@ -44,8 +45,9 @@ bool apply_attribution(Skeleton& skel, const Attribution& attribution)
         skel.rodata->process_filter = attribution.filter;
     }
     bpf_map* const maps[] = {skel.maps.socket_owners, skel.maps.echo_owners, skel.maps.closing_owners,
-                             skel.maps.local_addresses};
-    const int fds[] = {attribution.owners_fd, attribution.echo_fd, attribution.closing_fd, attribution.local_fd};
+                             skel.maps.local_addresses, skel.maps.peer_netns};
+    const int fds[] = {attribution.owners_fd, attribution.echo_fd, attribution.closing_fd, attribution.local_fd,
+                       attribution.peer_netns_fd};
     for (size_t i = 0; i < std::size(maps); ++i) {
         if ((attribution.on() ? bpf_map__reuse_fd(maps[i], fds[i]) : bpf_map__set_max_entries(maps[i], 1)) != 0)
             return false;
@@ -72,7 +74,9 @@ public:
     // Error in one line where the kernel can run neither.
     static SocketOwners load(const OwnerSelection& selection);
     // This network namespace's addresses, for the hooks to tell a packet to
-    // this host from one passing through. Raises Error in one line.
+    // this host from one passing through; and the other namespaces it has an
+    // id for with theirs, where a packet's ends may be sockets too. Raises
+    // Error in one line.
     void learn_local_addresses();
     // From now on every socket a process uses gets its owner recorded.
     void attach();
