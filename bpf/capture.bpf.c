@@ -66,7 +66,7 @@ struct {
  * CPU's scratch entry and output from there. `frame_len` is without the tag.
  */
 static __always_inline void output_tagged(void *ctx, const int from, __u64 frame_len, struct xdpcap_counters *c,
-					  struct xdpcap_meta *meta, const struct xdpcap_process *process, __u16 proto_be,
+					  struct xdpcap_meta *meta, const struct xdpcap_process process[2], __u16 proto_be,
 					  __u16 tci)
 {
 	if (stage_frame(ctx, from, c, meta, process, 1, proto_be, tci))
@@ -356,23 +356,33 @@ static __always_inline int wildcard_bound(struct bpf_sock *sk)
 	return (sk->src_ip6[0] | sk->src_ip6[1] | sk->src_ip6[2] | sk->src_ip6[3]) == 0;
 }
 
-/* The destination is this namespace's: one of its addresses or broadcast
- * addresses, or multicast (IPv4 224/4 and 255.255.255.255, IPv6 ff00::/8). */
-static __always_inline int to_this_host(const struct flow *f)
+/* `addr` (of `family`) is one of the addresses of the namespace tagged
+ * `netns` in local_addresses (0: the capture namespace). */
+static __always_inline int address_of(__u8 family, const void *addr, __u8 netns)
 {
 	struct local_address key = {};
-	key.family = f->family;
+	key.family = family;
+	key.netns = netns;
+	if (family == 4)
+		__builtin_memcpy(key.addr, addr, 4);
+	else
+		__builtin_memcpy(key.addr, addr, 16);
+	return bpf_map_lookup_elem(&local_addresses, &key) != 0;
+}
+
+/* The destination is that namespace's: one of its addresses or broadcast
+ * addresses, or multicast (IPv4 224/4 and 255.255.255.255, IPv6 ff00::/8). */
+static __always_inline int to_namespace(const struct flow *f, __u8 netns)
+{
 	if (f->family == 4) {
 		const __u32 dst = bpf_ntohl(f->tuple.ipv4.daddr);
 		if ((dst >> 28) == 0xe || dst == 0xffffffffu)
 			return 1;
-		__builtin_memcpy(key.addr, &f->tuple.ipv4.daddr, 4);
-	} else {
-		if (((const __u8 *)f->tuple.ipv6.daddr)[0] == 0xff)
-			return 1;
-		__builtin_memcpy(key.addr, f->tuple.ipv6.daddr, 16);
+		return address_of(4, &f->tuple.ipv4.daddr, netns);
 	}
-	return bpf_map_lookup_elem(&local_addresses, &key) != 0;
+	if (((const __u8 *)f->tuple.ipv6.daddr)[0] == 0xff)
+		return 1;
+	return address_of(6, f->tuple.ipv6.daddr, netns);
 }
 
 #define ETH_P_ARP_ 0x0806
@@ -408,77 +418,163 @@ static __always_inline const struct socket_owner *neighbour_owner(const struct f
 	return bpf_map_lookup_elem(&neigh_owners, &key);
 }
 
-/* The owner of the socket the stack will deliver a received frame to, found
- * as the stack finds it; an echo reply's from its request. */
-static __always_inline const struct socket_owner *received_owner(void *ctx, void *data, void *data_end)
+static __always_inline int from_namespace(const struct flow *f, __u8 netns)
 {
-	struct flow f = {};
-	parse_flow(data, data_end, &f);
-	if (!f.family)
-		return neighbour_owner(&f, data, data_end);
-	struct bpf_sock *sk = 0;
-	if (f.protocol == IPPROTO_TCP)
-		sk = bpf_sk_lookup_tcp(ctx, &f.tuple, f.tuple_len, BPF_F_CURRENT_NETNS, 0);
-	else if (f.protocol == IPPROTO_UDP)
-		sk = bpf_sk_lookup_udp(ctx, &f.tuple, f.tuple_len, BPF_F_CURRENT_NETNS, 0);
-	if (sk) {
-		const int wildcard = wildcard_bound(sk);
-		const struct socket_owner *owner = sock_owner(sk);
-		bpf_sk_release(sk);
-		/* A wildcard socket has the port, not the address: the packet
-		 * may be on its way through. */
-		if (wildcard && !to_this_host(&f))
-			return 0;
-		return connection_owner(&f, 0, owner);
-	}
-	if (f.protocol == IPPROTO_TCP)
-		return connection_owner(&f, 0, 0);
-	struct echo_key key;
-	echo_key_of(&f, 0, &key);
-	if (!key.family)
-		return neighbour_owner(&f, data, data_end);
-	return bpf_map_lookup_elem(&echo_owners, &key);
+	if (f->family == 4)
+		return address_of(4, &f->tuple.ipv4.saddr, netns);
+	return address_of(6, f->tuple.ipv6.saddr, netns);
 }
 
-/* The owner of a sent skb's socket: a request socket (a SYN-ACK) is its
- * listener's, a time-wait socket nobody's. An echo request's owner is kept
- * for its reply. */
-static __always_inline const struct socket_owner *sent_owner(struct __sk_buff *skb)
+/*
+ * The TCP or UDP socket at one end of the flow in one namespace
+ * (BPF_F_CURRENT_NETNS or an id; `tag` its local_addresses tag): the
+ * receiving end found as the stack finds it for the packet, the sending end
+ * (`sending`) with `tuple` reversed. 1 when there is one, its owner in
+ * *owner (null: unknown).
+ */
+static __always_inline int end_in(void *ctx, const struct flow *f, struct bpf_sock_tuple *tuple, int sending,
+				  __u64 netns, __u8 tag, const struct socket_owner **owner)
 {
-	struct flow f = {};
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	parse_flow(data, data_end, &f);
+	struct bpf_sock *sk;
+	if (f->protocol == IPPROTO_TCP)
+		sk = bpf_sk_lookup_tcp(ctx, tuple, f->tuple_len, netns, 0);
+	else
+		sk = bpf_sk_lookup_udp(ctx, tuple, f->tuple_len, netns, 0);
+	if (!sk)
+		return 0;
+	const int wildcard = wildcard_bound(sk);
+	const struct socket_owner *found = sock_owner(sk);
+	bpf_sk_release(sk);
+	/* A wildcard socket has the port, not the address: the packet may be
+	 * on its way through, or from elsewhere with that port. */
+	if (wildcard && !(sending ? from_namespace(f, tag) : to_namespace(f, tag)))
+		return 0;
+	*owner = found;
+	return 1;
+}
+
+/* The owner of the socket at one end of a TCP or UDP flow, in the capture
+ * namespace or another of this host's: the sender's (`sending`) or the
+ * receiver's; null when that end is elsewhere or its owner unknown. */
+static __always_inline const struct socket_owner *end_owner(void *ctx, const struct flow *f, int sending)
+{
+	struct bpf_sock_tuple tuple = f->tuple;
+	if (sending && f->family == 4) {
+		tuple.ipv4.saddr = f->tuple.ipv4.daddr;
+		tuple.ipv4.daddr = f->tuple.ipv4.saddr;
+		tuple.ipv4.sport = f->tuple.ipv4.dport;
+		tuple.ipv4.dport = f->tuple.ipv4.sport;
+	} else if (sending) {
+		__builtin_memcpy(tuple.ipv6.saddr, f->tuple.ipv6.daddr, 16);
+		__builtin_memcpy(tuple.ipv6.daddr, f->tuple.ipv6.saddr, 16);
+		tuple.ipv6.sport = f->tuple.ipv6.dport;
+		tuple.ipv6.dport = f->tuple.ipv6.sport;
+	}
 	const struct socket_owner *owner = 0;
-	struct bpf_sock *sk = skb->sk;
-	if (sk) {
-		struct bpf_sock *full = bpf_sk_fullsock(sk);
+	if (end_in(ctx, f, &tuple, sending, BPF_F_CURRENT_NETNS, 0, &owner))
+		return owner;
+	/* Unrolled: the key is on the stack, where the verifier cannot
+	 * follow a loop counter. */
+#pragma unroll
+	for (__u32 i = 0; i < XDPCAP_PEER_NETNS; i++) {
+		const __u32 key = i;
+		const __u32 *id = bpf_map_lookup_elem(&peer_netns, &key);
+		if (!id || !*id)
+			break;
+		if (end_in(ctx, f, &tuple, sending, (__u64)(*id - 1), (__u8)(i + 1), &owner))
+			return owner;
+	}
+	return 0;
+}
+
+/* A packet's ends on this host: the owners of the sending and the receiving
+ * socket, each null when that end is elsewhere or unknown. */
+struct ends {
+	const struct socket_owner *sender;
+	const struct socket_owner *receiver;
+};
+
+/* An ARP or NDP packet has no socket at either end: the command it explains
+ * is its sender's when sent, its receiver's when received. */
+static __always_inline void neighbour_ends(const struct flow *f, void *data, void *data_end, int sent,
+					   struct ends *e)
+{
+	const struct socket_owner *owner = neighbour_owner(f, data, data_end);
+	if (!owner)
+		return;
+	if (sent && !e->sender)
+		e->sender = owner;
+	else if (!sent)
+		e->receiver = owner;
+}
+
+/*
+ * Both ends of a frame, found as the stack finds them. `skb_sk`: a sent
+ * skb's own socket, the sender's (a request socket, a SYN-ACK, is its
+ * listener's; a time-wait socket nobody's). An echo request a known process
+ * sends names its reply's receiver.
+ */
+static __always_inline void packet_ends(void *ctx, void *data, void *data_end, struct bpf_sock *skb_sk, int sent,
+					struct ends *e)
+{
+	e->sender = 0;
+	e->receiver = 0;
+	struct flow f = {};
+	parse_flow(data, data_end, &f);
+	if (skb_sk) {
+		struct bpf_sock *full = bpf_sk_fullsock(skb_sk);
 		if (!full)
-			full = bpf_get_listener_sock(sk);
+			full = bpf_get_listener_sock(skb_sk);
 		if (full)
-			owner = sock_owner(full);
+			e->sender = sock_owner(full);
 	}
-	if (owner && (f.protocol == IPPROTO_ICMP || f.protocol == IPPROTO_ICMPV6)) {
-		struct echo_key key;
-		echo_key_of(&f, 1, &key);
-		if (key.family)
-			bpf_map_update_elem(&echo_owners, &key, owner, BPF_ANY);
+	if (!f.family) {
+		neighbour_ends(&f, data, data_end, sent, e);
+		return;
 	}
-	if (!owner && f.protocol != IPPROTO_TCP)
-		return neighbour_owner(&f, data, data_end);
-	return connection_owner(&f, 1, owner);
+	if (f.protocol == IPPROTO_TCP || f.protocol == IPPROTO_UDP) {
+		/* A forwarded or bridged skb has lost its socket. */
+		if (!e->sender)
+			e->sender = end_owner(ctx, &f, 1);
+		e->receiver = end_owner(ctx, &f, 0);
+		e->sender = connection_owner(&f, 1, e->sender);
+		e->receiver = connection_owner(&f, 0, e->receiver);
+		return;
+	}
+	struct echo_key key;
+	echo_key_of(&f, sent, &key);
+	if (!key.family) {
+		neighbour_ends(&f, data, data_end, sent, e);
+		return;
+	}
+	if (sent && e->sender)
+		bpf_map_update_elem(&echo_owners, &key, e->sender, BPF_ANY);
+	else if (!sent)
+		e->receiver = bpf_map_lookup_elem(&echo_owners, &key);
+}
+
+/* The record's two processes (XDPCAP_FLAG_PEER): the sender's when known,
+ * else the receiver's, then the receiver's when both are. 1 when the
+ * process filters keep either. */
+static __always_inline int describe_ends(struct xdpcap_process process[2], const struct ends *e)
+{
+	const struct socket_owner *first = e->sender ? e->sender : e->receiver;
+	const struct socket_owner *second = e->sender ? e->receiver : 0;
+	describe_owner(&process[0], first);
+	describe_owner(&process[1], second);
+	return owner_wanted(first) || owner_wanted(second);
 }
 
 static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 {
-	const struct socket_owner *owner = 0;
+	struct ends ends = {};
 	if (attribute || process_filter)
-		owner = received_owner(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end);
-	struct xdpcap_counters *c = count_packet_of(XDPCAP_COUNTERS_INGRESS, owner_wanted(owner));
+		packet_ends(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end, 0, 0, &ends);
+	struct xdpcap_process process[2];
+	const int wanted = describe_ends(process, &ends);
+	struct xdpcap_counters *c = count_packet_of(XDPCAP_COUNTERS_INGRESS, wanted);
 	if (!c)
 		return XDP_PASS;
-	struct xdpcap_process process;
-	describe_owner(&process, owner);
 	__u32 key = 0;
 	const struct xdpcap_rx_meta *rx = bpf_map_lookup_elem(&rx_meta, &key);
 	const __u16 rx_flags = rx ? rx->flags : 0;
@@ -495,9 +591,9 @@ static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 	}
 	meta.flags = rx_flags;
 	if (rx && tagged)
-		output_tagged(ctx, XDPCAP_FROM_XDP, frame_len, c, &meta, &process, rx->vlan_proto, rx->vlan_tci);
+		output_tagged(ctx, XDPCAP_FROM_XDP, frame_len, c, &meta, process, rx->vlan_proto, rx->vlan_tci);
 	else
-		output_sample(ctx, XDPCAP_FROM_XDP, c, &meta, &process);
+		output_sample(ctx, XDPCAP_FROM_XDP, c, &meta, process);
 	return XDP_PASS;
 }
 
@@ -541,16 +637,16 @@ static __always_inline int checksum_partial(struct __sk_buff *skb)
 static __always_inline int sample_skb(struct __sk_buff *skb, __u32 counters_key, __u32 queue, __u8 direction,
 				      __u8 hook)
 {
-	const struct socket_owner *owner = 0;
-	if (attribute || process_filter)
-		owner = direction == XDPCAP_DIR_EGRESS
-				? sent_owner(skb)
-				: received_owner(skb, (void *)(long)skb->data, (void *)(long)skb->data_end);
-	struct xdpcap_counters *c = count_packet_of(counters_key, owner_wanted(owner));
+	struct ends ends = {};
+	if (attribute || process_filter) {
+		const int sent = direction == XDPCAP_DIR_EGRESS;
+		packet_ends(skb, (void *)(long)skb->data, (void *)(long)skb->data_end, sent ? skb->sk : 0, sent, &ends);
+	}
+	struct xdpcap_process process[2];
+	const int wanted = describe_ends(process, &ends);
+	struct xdpcap_counters *c = count_packet_of(counters_key, wanted);
 	if (!c)
 		return TC_ACT_UNSPEC;
-	struct xdpcap_process process;
-	describe_owner(&process, owner);
 	struct xdpcap_meta meta;
 	const __u64 wire_len = (__u64)skb->len + (skb->vlan_present ? VLAN_TAG_LEN : 0);
 	fill_meta(&meta, c, queue, wire_len, sample_length(wire_len), direction, hook);
@@ -565,10 +661,10 @@ static __always_inline int sample_skb(struct __sk_buff *skb, __u32 counters_key,
 		meta.flags |= XDPCAP_FLAG_CSUM_PARTIAL;
 	if (skb->vlan_present) {
 		meta.flags |= XDPCAP_FLAG_VLAN_RESTORED;
-		output_tagged(skb, XDPCAP_FROM_SKB, skb->len, c, &meta, &process, (__u16)skb->vlan_proto,
+		output_tagged(skb, XDPCAP_FROM_SKB, skb->len, c, &meta, process, (__u16)skb->vlan_proto,
 			      (__u16)skb->vlan_tci);
 	} else {
-		output_sample(skb, XDPCAP_FROM_SKB, c, &meta, &process);
+		output_sample(skb, XDPCAP_FROM_SKB, c, &meta, process);
 	}
 	/* Same value as TCX_NEXT: the next program, or the default, decides. */
 	return TC_ACT_UNSPEC;

@@ -149,8 +149,10 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	struct xdpcap_counters *c = count_packet_of(XDPCAP_COUNTERS_DROPS, owner_wanted(owner));
 	if (!c)
 		return;
-	struct xdpcap_process process;
-	describe_owner(&process, owner);
+	/* A drop names its socket's owner alone. */
+	struct xdpcap_process process[2];
+	describe_owner(&process[0], owner);
+	describe_owner(&process[1], 0);
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct gather_frame *w = bpf_map_lookup_elem(&gather_scratch, &cpu);
 	if (!w)
@@ -191,7 +193,7 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	}
 	meta.cap_len = (__u32)want;
 	__u64 head_len;
-	__u8 *record = place_head(w->head, &meta, &process, &head_len);
+	__u8 *record = place_head(w->head, &meta, process, &head_len);
 	__u64 size = head_len + first;
 	asm volatile("" : "+r"(size));
 	if (size > head_len + XDPCAP_MAX_SAMPLE_SIZE || size > head_len + snaplen)

@@ -74,14 +74,31 @@ struct {
 } closing_owners SEC(".maps");
 
 /*
- * The capture namespace's own addresses (and broadcast addresses), filled
- * by userspace at start: a socket bound to the wildcard address owns only
- * packets to one of them. A packet the host forwards names nobody, even when
- * a local listener has its port.
+ * The other network namespaces of this host that the capture namespace has
+ * an id for (a veth's peer's, a container's), by that id plus one (0 ends
+ * the list), filled by userspace at start: a packet's ends may be sockets
+ * there, as when a host-side veth or bridge carries containers' packets.
+ */
+#define XDPCAP_PEER_NETNS 8
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XDPCAP_PEER_NETNS);
+	__type(key, __u32);
+	__type(value, __u32);
+} peer_netns SEC(".maps");
+
+/*
+ * The addresses (and broadcast addresses) of the capture namespace (netns
+ * 0) and of each peer_netns entry (netns: its index plus one), filled by
+ * userspace at start: a socket bound to the wildcard address owns only
+ * packets to (or, sent, from) one of its namespace's. A packet the host
+ * forwards names nobody, even when a local listener has its port.
  */
 struct local_address {
 	__u8 family; /* 4 or 6 */
-	__u8 reserved[3];
+	__u8 netns;
+	__u8 reserved[2];
 	__u8 addr[16];
 };
 

@@ -30,8 +30,9 @@ const volatile __u8 attribute = 0;
  * are sampled; the rest count as seen, not as matched. */
 const volatile __u8 process_filter = 0;
 
-/* The most a record carries in front of its frame bytes. */
-#define XDPCAP_HEAD_ROOM (sizeof(struct xdpcap_meta) + sizeof(struct xdpcap_process))
+/* The most a record carries in front of its frame bytes: with -k both
+ * ends' processes. */
+#define XDPCAP_HEAD_ROOM (sizeof(struct xdpcap_meta) + 2 * sizeof(struct xdpcap_process))
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -317,11 +318,11 @@ static __always_inline __u32 stage_key(const struct xdpcap_meta *meta)
  * whatever is staged.
  */
 static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
-				       struct xdpcap_meta *meta, const struct xdpcap_process *process, const int tagged,
+				       struct xdpcap_meta *meta, const struct xdpcap_process process[2], const int tagged,
 				       __u16 proto_be, __u16 tci);
 
 static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap_counters *c,
-					struct xdpcap_meta *meta, const struct xdpcap_process *process)
+					struct xdpcap_meta *meta, const struct xdpcap_process process[2])
 {
 	return stage_frame(ctx, from, c, meta, process, 0, 0, 0);
 }
@@ -350,7 +351,7 @@ static __always_inline long stage_bytes(void *ctx, const int from, __u8 *to, __u
 }
 
 static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
-				       struct xdpcap_meta *meta, const struct xdpcap_process *process, const int tagged,
+				       struct xdpcap_meta *meta, const struct xdpcap_process process[2], const int tagged,
 				       __u16 proto_be, __u16 tci)
 {
 	if (!batching)
@@ -389,8 +390,10 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 	if (attribute) {
 		struct xdpcap_meta *m = (struct xdpcap_meta *)at;
 		*m = *meta;
-		m->flags |= XDPCAP_FLAG_PROCESS;
-		*(struct xdpcap_process *)(at + sizeof(struct xdpcap_meta)) = *process;
+		m->flags |= XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER;
+		struct xdpcap_process *ends = (struct xdpcap_process *)(at + sizeof(struct xdpcap_meta));
+		ends[0] = process[0];
+		ends[1] = process[1];
 		if (stage_bytes(ctx, from, at + XDPCAP_HEAD_ROOM, cap_len, tagged, proto_be, tci)) {
 			release_stage(s);
 			return 0;
@@ -424,10 +427,10 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 /*
  * `ctx` is the hook's context (xdp_md or __sk_buff); the kernel's variant of
  * the helper for that program type appends the first record's packet bytes,
- * from every fragment, after `meta` (and with -k `process`); the parts follow.
+ * from every fragment, after `meta` (and with -k both ends' `process`); the parts follow.
  */
 static __always_inline void output_sample(void *ctx, const int from, struct xdpcap_counters *c,
-					  struct xdpcap_meta *meta, const struct xdpcap_process *process)
+					  struct xdpcap_meta *meta, const struct xdpcap_process process[2])
 {
 	if (stage_sample(ctx, from, c, meta, process))
 		return;
@@ -436,11 +439,12 @@ static __always_inline void output_sample(void *ctx, const int from, struct xdpc
 	if (attribute) {
 		struct {
 			struct xdpcap_meta meta;
-			struct xdpcap_process process;
+			struct xdpcap_process process[2];
 		} head;
 		head.meta = *meta;
-		head.meta.flags |= XDPCAP_FLAG_PROCESS;
-		head.process = *process;
+		head.meta.flags |= XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER;
+		head.process[0] = process[0];
+		head.process[1] = process[1];
 		err = bpf_perf_event_output(ctx, &events, flags, &head, sizeof(head));
 	} else {
 		err = bpf_perf_event_output(ctx, &events, flags, meta, sizeof(*meta));
@@ -457,19 +461,22 @@ static __always_inline void output_sample(void *ctx, const int from, struct xdpc
  * the bytes in front of the frame.
  */
 static __always_inline __u8 *place_head(__u8 *room, const struct xdpcap_meta *meta,
-					const struct xdpcap_process *process, __u64 *head_len)
+					const struct xdpcap_process process[2], __u64 *head_len)
 {
 	if (attribute) {
 		struct xdpcap_meta *m = (struct xdpcap_meta *)room;
 		*m = *meta;
-		m->flags |= XDPCAP_FLAG_PROCESS;
-		*(struct xdpcap_process *)(room + sizeof(struct xdpcap_meta)) = *process;
+		m->flags |= XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER;
+		struct xdpcap_process *ends = (struct xdpcap_process *)(room + sizeof(struct xdpcap_meta));
+		ends[0] = process[0];
+		ends[1] = process[1];
 		*head_len = XDPCAP_HEAD_ROOM;
 		return room;
 	}
-	*(struct xdpcap_meta *)(room + sizeof(struct xdpcap_process)) = *meta;
+	const __u64 unused = 2 * sizeof(struct xdpcap_process);
+	*(struct xdpcap_meta *)(room + unused) = *meta;
 	*head_len = sizeof(struct xdpcap_meta);
-	return room + sizeof(struct xdpcap_process);
+	return room + unused;
 }
 
 #endif /* XDPCAP_SAMPLE_H */

@@ -127,11 +127,14 @@ struct xdpcap_meta {
 #define XDPCAP_FLAG_GSO 0x4u           /* sent: a segmentation-offload super-frame */
 #define XDPCAP_FLAG_CSUM_PARTIAL 0x8u  /* sent: the NIC fills the checksum in (CHECKSUM_PARTIAL) */
 #define XDPCAP_FLAG_PROCESS 0x10u      /* an xdpcap_process follows the metadata, before the frame */
+#define XDPCAP_FLAG_PEER 0x20u         /* with XDPCAP_FLAG_PROCESS: a second xdpcap_process follows the first */
 
 /*
  * Process attribution (-k and the process filters): the process that owns the
  * packet's local socket, as it was when that process created or last used the
  * socket. pid 0: no local socket, or none known to xdpcap (unknown).
+ * With XDPCAP_FLAG_PEER two follow: the sender's when its socket is on this
+ * host (else the receiver's), then the receiver's when both ends are.
  */
 struct xdpcap_process {
 	__u32 pid;       /* thread group id, in the initial pid namespace */
@@ -237,7 +240,7 @@ static_assert(offsetof(struct xdpcap_counters, seen) == 0, "the filter program i
 static_assert(offsetof(struct xdpcap_counters, sample_skipped) == 48, "xdpcap_counters ABI layout");
 static_assert(sizeof(struct xdpcap_process) == 32, "xdpcap_process ABI size");
 static_assert(offsetof(struct xdpcap_process, comm) == 16, "xdpcap_process ABI layout");
-static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 56u + 32u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
+static_assert(XDPCAP_PERF_HEADER_SIZE + ((XDPCAP_RAW_SIZE_FIELD + 56u + 2u * 32u + XDPCAP_MAX_SAMPLE_SIZE + 7u) & ~7u) <= 0xffffu,
               "largest perf record must fit the u16 size field");
 static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
 static_assert(sizeof(struct xdpcap_batch) == 16, "xdpcap_batch ABI size");

@@ -82,6 +82,16 @@ const std::vector<ConfigArg>& config_args()
         {"--drops", "Kernel drops", "boolflag", "{default=false}",
          "Also capture the packets the kernel drops on the interface, each with the drop reason in its comment",
          {}},
+        // The process selection: an empty field selects nothing (every process).
+        {"-k", "Process names", "boolflag", "{default=false}",
+         "Name the process that owns each packet's local socket (command, pid, thread, container) in its comment",
+         {}},
+        {"--pid", "Process ID", "string", "{default=}{validation=^[0-9]*$}",
+         "Only the packets of this process's sockets; empty for every process", {}},
+        {"--pname", "Process name", "string", "{default=}",
+         "Only the packets of processes with this command name (the kernel keeps 15 bytes); empty for any", {}},
+        {"--container", "Container", "string", "{default=}",
+         "Only the packets of this podman or docker container's processes (name or ID); empty for any", {}},
     };
     return args;
 }

@@ -207,15 +207,26 @@ public:
         }
         if (!pid_ && !comm_ && !container_)
             return true;
-        if (!p.pid || (pid_ && *p.pid != *pid_))
+        if (!p.pid)
             return false;
-        if (!comm_ && !container_)
+        // Either end: option 8's, and the other one the comment names after
+        // it when both were on the capturing host.
+        if (selects(*p.pid, ProcessLabels::parse(p.process_comment, *p.pid)))
             return true;
-        const auto named = ProcessLabels::parse(p.process_comment, *p.pid);
-        return named && (!comm_ || named->comm == *comm_) && (!container_ || named->container == *container_);
+        const auto peer = ProcessLabels::parse_peer(p.process_comment, *p.pid);
+        return peer && selects(peer->pid, peer);
     }
 
 private:
+    bool selects(uint32_t pid, const std::optional<ProcessLabels::Named>& named) const
+    {
+        if (pid_ && pid != *pid_)
+            return false;
+        if (!comm_ && !container_)
+            return true;
+        return named && (!comm_ || named->comm == *comm_) && (!container_ || named->container == *container_);
+    }
+
     std::string option() const { return direction_ == Direction::In ? "-Q in" : "-Q out"; }
 
     const Direction direction_;

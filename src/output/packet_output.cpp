@@ -234,7 +234,7 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
         packet.pid = sample.process.pid;
         packet.tid = sample.process.tid;
         if (process_labels_)
-            packet.process_comment = process_labels_->label(sample.process);
+            packet.process_comment = process_labels_->label(sample.process, sample.peer);
     }
     if (packet_ids_) [[unlikely]]
         packet.packet_id = hook.dropped ? packet_ids_->dropped(sample.data, sample.cap_len)
@@ -305,7 +305,7 @@ void PacketOutput::put_packet_text(text::Writer& out, uint32_t interface_id, con
     }
     if (sample.flags & XDPCAP_FLAG_PROCESS) [[unlikely]] {
         const std::string_view label = !sample.process_label.empty() ? sample.process_label
-            : process_labels_                                         ? process_labels_->label(sample.process)
+            : process_labels_ ? process_labels_->label(sample.process, sample.peer)
                                                                       : std::string_view{};
         if (!label.empty()) {
             out.put('(');

@@ -25,8 +25,12 @@ struct Sample {
     uint16_t hash_type = 0; // received: enum xdp_rss_hash_type bits
     uint16_t flags = 0;     // XDPCAP_FLAG_*
     uint64_t location = 0;  // drops: the kernel code address that dropped it
-    // With XDPCAP_FLAG_PROCESS (-k): the packet's socket owner; pid 0 unknown.
+    // With XDPCAP_FLAG_PROCESS (-k): the packet's socket owner, the sender's
+    // when its socket is on this host; pid 0 unknown.
     xdpcap_process process = {};
+    // With XDPCAP_FLAG_PEER too: the receiver's, when `process` is the
+    // sender's and both ends are on this host; pid 0 otherwise.
+    xdpcap_process peer = {};
     // Read back from a file: the process comment it holds, shown as written
     // instead of a label made from `process`.
     std::string_view process_label = {};

@@ -24,6 +24,7 @@
 #include "base/unique_fd.hpp"
 #include "host/cgroups.hpp"
 #include "host/existing_sockets.hpp"
+#include "host/peer_namespaces.hpp"
 
 #include "owners.skel.h"
 #include "xdpcap_abi.h"
@@ -185,12 +186,21 @@ void SocketOwners::learn_local_addresses()
         throw Error("process attribution: cannot list this namespace's addresses: " + errno_text(errno));
     const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owned(list, ::freeifaddrs);
     const int map = bpf_map__fd(skel_->maps.local_addresses);
-    const auto add = [map](const sockaddr* address) {
-        struct {
-            uint8_t family;
-            uint8_t reserved[3];
-            uint8_t addr[16];
-        } key{};
+    // bpf/process.h's local_address: `netns` 0 for this namespace, a
+    // peer_netns entry's index plus one for another.
+    struct Key {
+        uint8_t family;
+        uint8_t netns;
+        uint8_t reserved[2];
+        uint8_t addr[16];
+    };
+    const auto note = [map](const Key& key) {
+        const uint8_t present = 1;
+        if (bpf_map_update_elem(map, &key, &present, BPF_ANY) != 0)
+            throw Error("process attribution: cannot note a local address: " + errno_text(errno));
+    };
+    const auto add = [&note](const sockaddr* address) {
+        Key key{};
         if (!address)
             return;
         if (address->sa_family == AF_INET) {
@@ -202,14 +212,32 @@ void SocketOwners::learn_local_addresses()
         } else {
             return;
         }
-        const uint8_t present = 1;
-        if (bpf_map_update_elem(map, &key, &present, BPF_ANY) != 0)
-            throw Error("process attribution: cannot note a local address: " + errno_text(errno));
+        note(key);
     };
     for (const ifaddrs* a = list; a; a = a->ifa_next) {
         add(a->ifa_addr);
         if (a->ifa_flags & IFF_BROADCAST)
             add(a->ifa_broadaddr);
+    }
+    // The first XDPCAP_PEER_NETNS other namespaces: each is one more socket
+    // lookup per packet end that is in none before it.
+    const int peers_map = bpf_map__fd(skel_->maps.peer_netns);
+    const uint32_t slots = bpf_map__max_entries(skel_->maps.peer_netns);
+    uint32_t slot = 0;
+    for (const PeerNamespace& peer : peer_namespaces()) {
+        if (slot == slots)
+            break;
+        const uint32_t id = static_cast<uint32_t>(peer.nsid) + 1;
+        if (bpf_map_update_elem(peers_map, &slot, &id, BPF_ANY) != 0)
+            throw Error("process attribution: cannot note another network namespace: " + errno_text(errno));
+        ++slot;
+        for (const NamespaceAddress& address : peer.addresses) {
+            Key key{};
+            key.family = address.family;
+            key.netns = static_cast<uint8_t>(slot);
+            std::memcpy(key.addr, address.bytes.data(), address.family == 4 ? 4 : 16);
+            note(key);
+        }
     }
 }
 
@@ -387,8 +415,9 @@ size_t SocketOwners::learn_existing_sockets()
 Attribution SocketOwners::attribution(bool filter) const
 {
     return Attribution{bpf_map__fd(skel_->maps.socket_owners), bpf_map__fd(skel_->maps.echo_owners),
-                       bpf_map__fd(skel_->maps.closing_owners), bpf_map__fd(skel_->maps.local_addresses), bpf_map__fd(skel_->maps.existing_owners),
-                       bpf_map__fd(skel_->maps.neigh_owners), filter};
+                       bpf_map__fd(skel_->maps.closing_owners), bpf_map__fd(skel_->maps.local_addresses),
+                       bpf_map__fd(skel_->maps.existing_owners), bpf_map__fd(skel_->maps.neigh_owners),
+                       bpf_map__fd(skel_->maps.peer_netns), filter};
 }
 
 } // namespace xdpcap

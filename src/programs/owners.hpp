@@ -28,6 +28,7 @@ struct Attribution {
     int local_fd = -1;
     int existing_fd = -1;
     int neighbour_fd = -1;
+    int peer_netns_fd = -1;
     bool filter = false; // only the packets of wanted owners
 
     bool on() const noexcept { return owners_fd >= 0; }
@@ -47,9 +48,9 @@ bool apply_attribution(Skeleton& skel, const Attribution& attribution)
     }
     bpf_map* const maps[] = {skel.maps.socket_owners, skel.maps.echo_owners, skel.maps.closing_owners,
                              skel.maps.local_addresses, skel.maps.existing_owners,
-                             skel.maps.neigh_owners};
+                             skel.maps.neigh_owners, skel.maps.peer_netns};
     const int fds[] = {attribution.owners_fd, attribution.echo_fd, attribution.closing_fd, attribution.local_fd,
-                       attribution.existing_fd, attribution.neighbour_fd};
+                       attribution.existing_fd, attribution.neighbour_fd, attribution.peer_netns_fd};
     for (size_t i = 0; i < std::size(maps); ++i) {
         if ((attribution.on() ? bpf_map__reuse_fd(maps[i], fds[i]) : bpf_map__set_max_entries(maps[i], 1)) != 0)
             return false;
@@ -77,7 +78,9 @@ public:
     // Error in one line where the kernel can run neither.
     static SocketOwners load(const OwnerSelection& selection);
     // This network namespace's addresses, for the hooks to tell a packet to
-    // this host from one passing through. Raises Error in one line.
+    // this host from one passing through; and the other namespaces it has an
+    // id for with theirs, where a packet's ends may be sockets too. Raises
+    // Error in one line.
     void learn_local_addresses();
     // Once attached: the owners of the TCP and UDP sockets this network
     // namespace already has, from sock_diag and /proc/PID/fd, so that their

@@ -21,7 +21,7 @@ inline void size_first_record_scratch(bpf_map* map, uint32_t snaplen, bool used)
     bpf_map__set_max_entries(map, used && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
     const uint32_t frame_bytes = std::clamp(snaplen, 16u, XDPCAP_MAX_SAMPLE_SIZE);
     bpf_map__set_value_size(
-        map, static_cast<uint32_t>(sizeof(xdpcap_meta) + sizeof(xdpcap_process) + ((frame_bytes + 7) & ~7u)));
+        map, static_cast<uint32_t>(sizeof(xdpcap_meta) + 2 * sizeof(xdpcap_process) + ((frame_bytes + 7) & ~7u)));
 }
 
 // The entries of frame_pieces.h's gather_scratch (--drops, trace mode):
@@ -32,7 +32,7 @@ inline void size_gather_scratch(bpf_map* map, uint32_t snaplen, bool used)
     const int cpus = libbpf_num_possible_cpus();
     bpf_map__set_max_entries(map, used && cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
     const uint32_t frame_bytes = std::clamp(snaplen, 16u, XDPCAP_MAX_SAMPLE_SIZE);
-    bpf_map__set_value_size(map, static_cast<uint32_t>(sizeof(xdpcap_meta) + sizeof(xdpcap_process) +
+    bpf_map__set_value_size(map, static_cast<uint32_t>(sizeof(xdpcap_meta) + 2 * sizeof(xdpcap_process) +
                                                        ((2 * frame_bytes + XDPCAP_GATHER_FRAME_SLACK + 7) & ~7u)));
 }
 

@@ -65,15 +65,15 @@ constexpr uint32_t part_length(uint32_t cap_len, uint32_t offset)
 inline constexpr size_t kRecordPrefixSize = XDPCAP_PERF_HEADER_SIZE + XDPCAP_RAW_SIZE_FIELD;
 // Largest record the capture program can produce.
 inline constexpr size_t kMaxRecordSize = XDPCAP_PERF_HEADER_SIZE +
-    ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_meta) + sizeof(xdpcap_process) + XDPCAP_MAX_SAMPLE_SIZE + 7) &
+    ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_meta) + 2 * sizeof(xdpcap_process) + XDPCAP_MAX_SAMPLE_SIZE + 7) &
      ~size_t{7});
 
 // Size of the first record of a capture of cap_len bytes; `process`: it
-// carries an xdpcap_process (-k).
+// carries the xdpcap_process of both ends (-k).
 constexpr size_t record_size_for(size_t cap_len, bool process = false)
 {
     return XDPCAP_PERF_HEADER_SIZE +
-        ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_meta) + (process ? sizeof(xdpcap_process) : 0) +
+        ((XDPCAP_RAW_SIZE_FIELD + sizeof(xdpcap_meta) + (process ? 2 * sizeof(xdpcap_process) : 0) +
           first_record_length(static_cast<uint32_t>(cap_len)) + 7) &
          ~size_t{7});
 }
@@ -141,7 +141,8 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
     const uint32_t cap_len = XDPCAP_META_FIELD(cap_len);
     const uint32_t orig_len = XDPCAP_META_FIELD(orig_len);
     const uint8_t direction = XDPCAP_META_FIELD(direction);
-    const size_t head = sizeof(xdpcap_meta) + (flags & XDPCAP_FLAG_PROCESS ? sizeof(xdpcap_process) : 0);
+    const size_t processes = flags & XDPCAP_FLAG_PROCESS ? (flags & XDPCAP_FLAG_PEER ? 2 : 1) : 0;
+    const size_t head = sizeof(xdpcap_meta) + processes * sizeof(xdpcap_process);
     if (head > raw_size || first_record_length(cap_len) > raw_size - head)
         return invalid(out, "captured length overruns the sample"), size_t{0};
     if (cap_len > orig_len || cap_len > XDPCAP_MAX_SNAPLEN)
@@ -166,10 +167,14 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
     sample.flags = flags;
     sample.location = XDPCAP_META_FIELD(location);
 #undef XDPCAP_META_FIELD
-    if (flags & XDPCAP_FLAG_PROCESS) [[unlikely]]
+    if (flags & XDPCAP_FLAG_PROCESS) [[unlikely]] {
         sample.process = load_process(raw + sizeof(xdpcap_meta));
-    else
+        sample.peer = processes == 2 ? load_process(raw + sizeof(xdpcap_meta) + sizeof(xdpcap_process))
+                                     : xdpcap_process{};
+    } else {
         sample.process = {};
+        sample.peer = {};
+    }
     return head + first_record_length(cap_len);
 }
 

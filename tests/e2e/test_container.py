@@ -15,6 +15,10 @@ open, and /proc/PID/cgroup holds the container's ID.
     the other process's packets are not in the file;
   * -k alone: the container's packets say ", container ID12" (its ID's first
     12 characters), the other process's none;
+  * two containers behind one bridge, captured on A's host-side veth (no
+    socket in the capture's namespace): --container A keeps both directions
+    of A's conversation with B and nothing else, each packet naming its
+    sender in option 8 and both containers' nc, sender first, in its comment;
   * run from the other namespace, --container NAME --container-netns finds
     cap0 inside the container's network namespace, where without it there is
     no such interface;
@@ -40,6 +44,9 @@ import test_process as P  # noqa: E402
 
 CAP4, GEN4 = "198.18.42.1", "198.18.42.2"
 PORT = 7470
+# Two containers on one bridge of the capture namespace (the host's stand-in).
+A4, B4 = "198.18.44.2", "198.18.44.3"
+PAIR_PORT = 7471
 
 
 class Podman:
@@ -154,6 +161,95 @@ def container_round(lab, pod, tmp, binary, name, args, ns=None):
     return frames, nc_pid, nc_port, other_port, cid
 
 
+def container_process(pod, name, comm):
+    """The host pid of the container's process `comm` (the oracle: in the
+    container's cgroup), and the container's ID."""
+    cid = pod.run("inspect", "-f", "{{.Id}}", name).stdout.strip()
+    end = time.monotonic() + N.scaled(10)
+    while time.monotonic() < end:
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/comm") as f, open(f"/proc/{d}/cgroup") as g:
+                    if f.read().strip() == comm and cid in g.read():
+                        return int(d), cid
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise N.TestFailure(f"no {comm} in container {name}")
+
+
+def two_containers(lab, pod, tmp, binary):
+    """Containers A and B behind one bridge, captured on A's host-side veth,
+    where neither's socket is in the capture's namespace: --container A keeps
+    both directions of their conversation and nothing else; each packet names
+    its sender in option 8, and both ends in its comment, sender first."""
+    cap = lab.cap_ns
+    namespaces = {"a": f"{cap}-a", "b": f"{cap}-b"}
+    made = []
+    try:
+        N.run(["ip", "-n", cap, "link", "add", "xbr0", "type", "bridge"])
+        for side, addr in (("a", A4), ("b", B4)):
+            ns = namespaces[side]
+            N.run(["ip", "netns", "add", ns])
+            made.append(ns)
+            N.run(["ip", "-n", cap, "link", "add", f"xv{side}0", "type", "veth", "peer", "name", "eth0", "netns", ns])
+            N.run(["ip", "-n", cap, "link", "set", f"xv{side}0", "master", "xbr0", "up"])
+            N.run(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0"])
+            for dev in ("eth0", "lo"):
+                N.run(["ip", "-n", ns, "link", "set", dev, "up"])
+        N.run(["ip", "-n", cap, "link", "set", "xbr0", "up"])
+        shared = os.path.join(tmp, "pair")
+        os.makedirs(shared)
+        # Both wait for the capture: A's listener and B's connection are
+        # made while xdpcap runs.
+        wait = "while [ ! -e /x/go ]; do sleep 0.05; done"
+        commands = {"a": f"{wait}; (echo pong; sleep 2) | nc -l -p {PAIR_PORT}",
+                    "b": f"{wait}; sleep 1; (echo ping; sleep 1) | nc {A4} {PAIR_PORT}"}
+        for side in ("a", "b"):
+            name = f"xdpcapt-{side}"
+            pod.names.append(name)
+            pod.run("run", "-d", "--name", name, "-v", f"{shared}:/x", "--network", f"ns:/run/netns/{namespaces[side]}",
+                    pod.image, "sh", "-c", commands[side])
+        path = os.path.join(tmp, "pair.pcapng")
+        x = N.Xdpcap(lab, binary, ["-i", "xva0", "--container", "xdpcapt-a", "-w", path])
+        x.wait_listening()
+        open(os.path.join(shared, "go"), "w").close()
+        a_pid, _ = container_process(pod, "xdpcapt-a", "nc")
+        b_pid, b_id = container_process(pod, "xdpcapt-b", "nc")
+        for side in ("a", "b"):
+            pod.run("wait", f"xdpcapt-{side}", timeout=30)
+        time.sleep(N.scaled(0.3))
+        N.check(x.stop() == 0, "two containers: xdpcap stopped cleanly", x.stderr)
+        frames = P.frames_of(N.pcapng_records(path))
+        mine = [f for f in frames if f[3] == 6 and PAIR_PORT in (f[1], f[2])]
+        N.check(len(mine) >= 6 and len(mine) == len(frames) and mine[0][5] == 0x02,
+                "--container A on A's host-side veth: the conversation with B from its SYN, nothing else",
+                (len(mine), len(frames), [(f[1], f[2], hex(f[5]), f[0]["process"], f[0]["comments"])
+                                          for f in frames[:4]]))
+        a_words, b_words = f"nc:{a_pid}, container xdpcapt-a", f"nc:{b_pid}, container {b_id[:12]}"
+        from_b = [f for f in mine if f[2] == PAIR_PORT]
+        N.check(from_b and len(from_b) < len(mine), "--container A: both directions",
+                (len(from_b), len(mine)))
+        wrong = [(f[1], f[2], hex(f[5]), f[0]["process"], f[0]["comments"]) for f in mine
+                 if (f[0]["process"] or (0,))[0] != (b_pid if f in from_b else a_pid) or
+                 (f"proc {b_words} > {a_words}" if f in from_b else f"proc {a_words} > {b_words}")
+                 not in f[0]["comments"]]
+        N.check(not wrong, f"two containers: each of the {len(mine)} packets names its sender, then its receiver",
+                wrong[:4])
+        lab.assert_clean(dev="xva0")
+    finally:
+        for side in ("a", "b"):
+            name = f"xdpcapt-{side}"
+            if name in pod.names:
+                pod.run("rm", "-f", "-t", "0", name, check_rc=False)
+                pod.names.remove(name)
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "-n", cap, "link", "del", "xbr0"], capture_output=True)
+
+
 FAKE_ENGINES = {
     # Hangs, with a child of its own.
     "hang": "/bin/sleep 60 &\necho $$ $! > {pids}\nwait\n",
@@ -251,9 +347,10 @@ def test(binary):
             frames, nc_pid, nc_port, other_port, cid = container_round(
                 lab, pod, caps, binary, "xdpcapt-nc", ["-i", lab.cap_if, "-k"])
             mine = P.packets_of_port(frames, nc_port, 6, PORT)
-            N.check(len(mine) >= 6 and all(f[0]["process"][0] == nc_pid for f in mine),
+            ends = [P.local_end(f, nc_port) for f in mine]
+            N.check(len(mine) >= 6 and all(e and e[1] == nc_pid for e in ends),
                     "-k: the container's connection names ss's nc pid", (len(mine), nc_pid))
-            N.check(all(f"proc nc:{nc_pid}, container {cid[:12]}" in " ".join(f[0]["comments"]) for f in mine),
+            N.check(all(e[0] == f"nc:{nc_pid}, container {cid[:12]}" for e in ends),
                     "-k: each of its packets says the container's short ID", mine[0][0]["comments"])
             others = P.packets_of_port(frames, other_port, 6, PORT)
             N.check(others and all("container" not in " ".join(f[0]["comments"]) for f in others),
@@ -280,8 +377,8 @@ def test(binary):
             mine = P.packets_of_port(frames, nc_port, 6, PORT)
             N.check(len(mine) >= 6 and len(mine) == len(frames),
                     "--container: exactly the container's connection is kept", (len(mine), len(frames)))
-            N.check(all(f[0]["process"][0] == nc_pid and
-                        f"proc nc:{nc_pid}, container xdpcapt-held" in " ".join(f[0]["comments"]) for f in mine),
+            N.check(all((P.local_end(f, nc_port) or ("",))[0] == f"nc:{nc_pid}, container xdpcapt-held"
+                        for f in mine),
                     "--container: each packet names nc and the container by name",
                     [(f[0]["process"], f[0]["comments"]) for f in mine[:3]])
             lab.assert_clean()
@@ -297,6 +394,8 @@ def test(binary):
             N.check(x.stop() == 0, "--container-netns: cap0 is found and captured inside the container's "
                     "network namespace", x.stderr)
             lab.assert_clean()
+
+            two_containers(lab, pod, caps, binary)
 
             for who, words in (("unknown", "no running podman or docker container"), ("stopped", "is not running")):
                 target = "xdpcapt-nosuch" if who == "unknown" else "xdpcapt-web"

@@ -13,8 +13,9 @@ escapes the '}' Wireshark's parser would end it at; `tshark -i xdpcap:cap0
 -c 10 -w F` captures ten frames sent on the veth, byte-exact, with xdpcap's
 per-CPU interfaces, and no extcap error; a capture filter given to tshark
 (-f) reaches xdpcap (the interfaces record it) and only matching frames
-arrive; after each capture no xdpcap process is left and nothing stays
-attached; the filter check Wireshark runs while one types a filter answers
+arrive; -k and --pid set as tshark sets the options dialog's fields keep
+only that process's packets on lo, each naming it; after each capture no
+xdpcap process is left and nothing stays attached; the filter check Wireshark runs while one types a filter answers
 on stdout; as an unprivileged user, and with another xdpcap's XDP program on
 the interface (both in XDP generic mode, tshark's through its extcap option:
 by default a veth's received frames come from tc ingress; on a kernel
@@ -74,13 +75,14 @@ class Tshark:
                                                text=True))
 
 
-def ingress_attached(lab):
-    """Whether an xdpcap program is on cap0's tc ingress: a tcx link, or a clsact filter without tcx.
+def ingress_attached(lab, dev=None):
+    """Whether an xdpcap program is on cap0's (or dev's) tc ingress: a tcx link, or a clsact filter without tcx.
 
     xdpcap_ingress, or with a capture filter xdpcap_filter_in (the kernel keeps 15 characters)."""
-    out = N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_INGRESS_QUERY, lab.cap_if]).stdout.split()
+    out = N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-c", TCX_INGRESS_QUERY,
+                 dev or lab.cap_if]).stdout.split()
     if out and out[0].startswith("-"):
-        return any(f.startswith("ingress:") for f in lab.tc_filters())
+        return any(f.startswith("ingress:") for f in lab.tc_filters(dev))
     for prog_id in out:
         cp = N.run(["bpftool", "-j", "prog", "show", "id", prog_id], check_rc=False)
         if cp.returncode == 0 and json.loads(cp.stdout).get("name", "").startswith("xdpcap_"):
@@ -88,10 +90,10 @@ def ingress_attached(lab):
     return False
 
 
-def wait_attached(lab, proc, timeout=10.0):
+def wait_attached(lab, proc, timeout=10.0, dev=None):
     """Wait until xdpcap takes received frames: at tc ingress, the default on a veth."""
     end = time.monotonic() + timeout
-    while not ingress_attached(lab):
+    while not ingress_attached(lab, dev):
         if proc.poll() is not None:
             raise N.TestFailure(f"tshark exited ({proc.returncode}) before xdpcap attached: "
                                 f"{proc.stderr.read()}")
@@ -128,6 +130,43 @@ def check_gone(lab, what):
         time.sleep(0.05)
     N.expect(not left, f"{what}: no xdpcap process left", left)
     lab.assert_clean(f"{what}: nothing stays attached to cap0")
+
+
+# A server on lo that listens once told to, answers one connection and says
+# its port.
+LO_SERVER = ("import socket,sys\n"
+             "sys.stdin.readline()\n"
+             "l=socket.socket();l.bind(('127.0.0.1',0));l.listen(1)\n"
+             "print(l.getsockname()[1],flush=True)\n"
+             "c,_=l.accept();c.recv(10);c.sendall(b'ok');c.close()\n")
+
+
+def check_process_options(lab, tshark, tmp):
+    """The options dialog's -k and --pid, as tshark passes its extcap
+    preferences: only the selected process's packets, each naming it."""
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "lo", "up"])
+    srv = lab.popen(lab.cap_ns, [N.PYTHON, "-S", "-c", LO_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    text=True)
+    out = os.path.join(tmp, "process.pcapng")
+    proc = tshark.start(["-i", "xdpcap:lo", "-o", "extcap.xdpcap_lo.k:true", "-o", f"extcap.xdpcap_lo.pid:{srv.pid}",
+                         "-c", "6", "-w", out])
+    wait_attached(lab, proc, dev="lo")
+    # Another process's datagram on lo first: not the selected process's.
+    N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-S", "-c",
+           "import socket;socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('127.0.0.1',9))"])
+    srv.stdin.write("go\n")
+    srv.stdin.flush()
+    port = int(srv.stdout.readline())
+    N.run(["ip", "netns", "exec", lab.cap_ns, N.PYTHON, "-S", "-c",
+           f"import socket;s=socket.create_connection(('127.0.0.1',{port}));s.sendall(b'hi');s.recv(10)"])
+    srv.wait(timeout=N.scaled(10))
+    lab.forget(srv)
+    finish(lab, proc, "-k --pid")
+    epbs = N.pcapng_records(out)["epbs"]
+    N.check(len(epbs) == 6 and all(f":{srv.pid}" in " ".join(e["comments"]) for e in epbs),
+            "-k and --pid from the options: the first 6 packets of the process's connection, each naming it",
+            [(e["process"], e["comments"]) for e in epbs])
+    check_gone(lab, "-k --pid")
 
 
 def check_brace_names(lab, tshark, tmp):
@@ -223,6 +262,8 @@ def test(binary):
         filters = set(re.findall(r"^\s*Filter string = (.*)$", info, re.M))
         N.expect(filters == {"udp"}, "xdpcap's interfaces record the kernel filter 'udp'", filters)
         check_gone(lab, "-f udp")
+
+        check_process_options(lab, tshark, tmp)
 
         # The filter check Wireshark runs as one types.
         cp = N.run([binary, "--extcap-interface", "xdpcap:cap0", "--extcap-capture-filter", "tcp portx"],

@@ -11,7 +11,9 @@ test's own knowledge of who sent it: the pid and thread each process reports,
 socket inode among /proc/PID/fd. Checked from the file
 (epb_processid_threadid read from the blocks, and the packet comment):
   * TCP client and server in the captured namespace, IPv4 and IPv6: every
-    packet of the connection, both directions, names that process;
+    packet of the connection, both directions, names that process: in option
+    8 when it sent the packet, after " > " when the test's process at the
+    other end (in the other namespace of this host) did;
   * UDP, and an ICMP ping socket (the echo reply too);
   * a socket passed to a forked child: the handshake names the parent, the
     child's data and everything after it the child;
@@ -43,6 +45,11 @@ socket inode among /proc/PID/fd. Checked from the file
   * text lines say "(proc NAME:PID)" right after the time, and -r of the
     file written at the same time prints the same lines; -r --pid, --pname,
     -Q and inbound/outbound select the file's packets by what they record;
+  * lo, IPv4 and IPv6, a web server and curl: --pid SERVER and -- curl each
+    keep the whole conversation from the SYN, both ways; each packet names
+    the sender in option 8 and "proc SENDER:PID > RECEIVER:PID" in its
+    comment and text line, and -r prints the same lines and selects by
+    either end;
   * tshark reads the file without complaint and `frame.comment contains`
     finds a process by name; capinfos and tcpdump -r read it.
 Both ways of recording owners are covered: kprobes on the socket security
@@ -53,6 +60,7 @@ events (this host), hooks on the cgroup v2 root and raw tracepoints.
 import collections
 import os
 import pwd
+import re
 import signal
 import subprocess
 import sys
@@ -156,18 +164,54 @@ def packets_of(frames, report, proto):
     return packets_of_port(frames, report["port"], proto, report["peer"])
 
 
+def named_ends(epb):
+    """The ends a packet's comment names, as (words, pid, tid): the sender's
+    (option 8's; or the receiver's alone when the sender is not on this
+    host), then the receiver's after " > " when both are."""
+    comment = next((c for c in epb["comments"] if c.startswith("proc ")), None)
+    if comment is None:
+        return []
+    ends = []
+    for words in comment[len("proc "):].split(" > "):
+        m = re.match(r"(.*?):(\d+)(?:, tid (\d+))?(?:, container .*)?$", words)
+        if not m:
+            return []
+        ends.append((words, int(m.group(2)), int(m.group(3) or m.group(2))))
+    if not ends or (epb["process"] or (0, 0))[0] != ends[0][1]:
+        return []  # option 8 names the first end
+    return ends
+
+
+def local_end(f, port):
+    """(words, pid, tid) of the end of frame `f` whose socket has local port
+    `port` (an echo: its identifier), None when it names no process. A packet
+    that names one end is taken to name that one."""
+    ends = named_ends(f[0])
+    if len(ends) == 2:
+        return ends[0] if f[1] == port else ends[1]
+    return ends[0] if ends else None
+
+
 def check_named(frames, label, report, proto, name=None, pid=None, tid=None):
+    """Every packet of the report's flow names its process at the flow's
+    local end: in option 8 when that process sent it, after " > " when another
+    process of this host did."""
     pkts = packets_of(frames, report, proto)
     N.check(len(pkts) >= 2, f"{label}: its packets are in the file, both directions",
             f"{len(pkts)} packets on port {report['port']}")
     want_pid = pid if pid is not None else report["pid"]
     want_name = name if name is not None else report["name"]
-    wrong = [(f[0]["process"], f[0]["comments"], hex(f[5]), f[0]["flags"], pkts.index(f)) for f in pkts
-             if f[0]["process"] is None or f[0]["process"][0] != want_pid or
-             (tid is not None and f[0]["process"][1] != tid) or
-             f"proc {want_name[:15]}:{want_pid}" not in " ".join(f[0]["comments"])]
+    wrong = []
+    for f in pkts:
+        end = local_end(f, report["port"])
+        if end is None or end[1] != want_pid or (tid is not None and end[2] != tid) or \
+                not end[0].startswith(f"{want_name[:15]}:{want_pid}"):
+            wrong.append((f[0]["process"], f[0]["comments"], hex(f[5]), f[0]["flags"], pkts.index(f)))
     N.check(not wrong, f"{label}: all {len(pkts)} packets name {want_name}:{want_pid}"
             + (f" tid {tid}" if tid is not None else ""), wrong[:5])
+    sent = [f for f in pkts if f[1] == report["port"] and proto in (6, 17)]
+    N.check(all(f[0]["process"][0] == want_pid for f in sent),
+            f"{label}: option 8 of each packet it sent names it", [f[0]["process"] for f in sent][:5])
 
 
 def scenario(lab, peers, tmp, binary):
@@ -243,6 +287,8 @@ def scenario(lab, peers, tmp, binary):
             short.append(peers.finish(f"short{i + k}", p, f"xdpc-short{i + k}"))
     srv.wait(timeout=N.scaled(30))
     lab.forget(srv)
+    # The test's processes besides the peers, named where they send.
+    helpers = {"short server": srv.pid, "holder": holder.pid}
 
     # The connection from before the start: data in, the kernel's ACK out,
     # nobody reading. ss names the holder meanwhile (a second oracle).
@@ -265,10 +311,10 @@ def scenario(lab, peers, tmp, binary):
     hold.stdin.close()
     hold.wait(timeout=N.scaled(10))
     lab.forget(hold)
-    return path, short, (hold_port, hold.pid)
+    return path, short, (hold_port, hold.pid), helpers
 
 
-def check_file(path, peers, short, hold):
+def check_file(path, peers, short, hold, helpers):
     recs = N.pcapng_records(path)
     N.check(not recs["problems"], "the file is well formed", recs["problems"])
     frames = frames_of(recs)
@@ -283,8 +329,9 @@ def check_file(path, peers, short, hold):
     pkts = packets_of(frames, fork, 6)
     first_child = next((i for i, f in enumerate(pkts) if b"from the child" in f[4]), None)
     N.check(first_child is not None and first_child >= 3, "fork: the child's data is in the file", len(pkts))
-    before = {f[0]["process"] for f in pkts[:first_child]}
-    after = {f[0]["process"][0] if f[0]["process"] else None for f in pkts[first_child:]}
+    ends = [local_end(f, fork["port"]) for f in pkts]
+    before = {(e[1], e[2]) if e else None for e in ends[:first_child]}
+    after = {e[1] if e else None for e in ends[first_child:]}
     N.check(all(p and p[0] == fork["main"] for p in before), "fork: the handshake names the parent",
             (before, fork["main"]))
     N.check(after == {fork["pid"]} and fork["pid"] != fork["main"],
@@ -294,7 +341,7 @@ def check_file(path, peers, short, hold):
     pkts = packets_of(frames, thread, 6)
     first = next((i for i, f in enumerate(pkts) if b"from a thread" in f[4]), None)
     N.check(first is not None, "thread: its data is in the file")
-    tids = {f[0]["process"] for f in pkts[first:]}
+    tids = {(e[1], e[2]) if e else None for e in (local_end(f, thread["port"]) for f in pkts[first:])}
     N.check(tids == {(thread["pid"], thread["tid"])} and thread["tid"] != thread["pid"],
             "thread: its data and everything after name pid and the thread's tid", (tids, thread))
     N.check(all(f"tid {thread['tid']}" in " ".join(f[0]["comments"]) for f in pkts[first:]),
@@ -307,13 +354,18 @@ def check_file(path, peers, short, hold):
     hold_port, hold_pid = hold
     pkts = packets_of_port(frames, hold_port, 6, 7409)
     N.check(len(pkts) >= 2, "the idle connection's late data and its ACK are in the file", len(pkts))
-    N.check(all(f[0]["process"] == (hold_pid, hold_pid) and f"proc xdpc-hold:{hold_pid}" in " ".join(f[0]["comments"])
-                for f in pkts),
+    # Its end here is named from its first packet (the holder learned at
+    # the start); its other end, in the other namespace, once it sends.
+    N.check(all(hold_pid in {e[1] for e in named_ends(f[0])} and
+                {e[1] for e in named_ends(f[0])} <= {hold_pid, helpers["holder"]} and
+                f"xdpc-hold:{hold_pid}" in " ".join(f[0]["comments"]) for f in pkts),
             "a connection from before the start, idle since: named as its holder from its first packet",
             [(f[0]["process"], f[0]["comments"]) for f in pkts])
     # Every record carries the option; nothing names a process that is not ours.
-    ours = {v["pid"] for v in r.values()} | {v["main"] for v in r.values()} | {s["pid"] for s in short} | {hold_pid}
-    strangers = {f[0]["process"] for f in frames if f[0]["process"] and f[0]["process"][0] not in ours | {0}}
+    ours = {v["pid"] for v in r.values()} | {v["main"] for v in r.values()} | {s["pid"] for s in short} | \
+        set(helpers.values()) | {hold_pid}
+    strangers = {f[0]["process"] for f in frames if f[0]["process"] and f[0]["process"][0] not in ours | {0}} | \
+        {e[0] for f in frames for e in named_ends(f[0]) if e[1] not in ours}
     N.check(not strangers, "no packet names a process other than the test's", strangers)
     N.check(all(e["process"] is not None for e in recs["epbs"]), "every record carries epb_processid_threadid")
     # Readers.
@@ -368,7 +420,8 @@ def filters(lab, peers, tmp, binary):
         wanted_port, wanted_peer = int(out.split()[5]), int(out.split()[7])
         frames = frames_of(N.pcapng_records(path))
         mine = packets_of_port(frames, wanted_port, 6, wanted_peer)
-        N.check(len(mine) >= 6 and mine[0][5] == 0x02 and all(f[0]["process"][0] == wanted.pid for f in mine),
+        N.check(len(mine) >= 6 and mine[0][5] == 0x02 and
+                all((local_end(f, wanted_port) or (0, 0))[1] == wanted.pid for f in mine),
                 f"{option}: the wanted process's connection is there from its SYN, named", len(mine))
         N.check(len(frames) == len(mine), f"{option}: nothing else is kept (not the other client's "
                 f"{len(packets_of_port(frames, other_report['port'], 6))} packets)", len(frames))
@@ -414,7 +467,8 @@ def command(lab, peers, tmp, binary):
         pid, port, peer = int(words[1]), int(words[5]), int(words[7])
         mine = packets_of_port(frames, port, 6, peer)
         kept += len(mine)
-        N.check(len(mine) >= 6 and mine[0][5] == 0x02 and all(f[0]["process"][0] == pid for f in mine),
+        N.check(len(mine) >= 6 and mine[0][5] == 0x02 and
+                all((local_end(f, port) or (0, 0))[1] == pid for f in mine),
                 f"-- COMMAND: its child {run}'s connection, from its SYN, each packet naming it", len(mine))
     N.check(kept == len(frames), "-- COMMAND: nothing else (not the other process's "
             f"{len(packets_of_port(frames, other_report['port'], 6))} packets)", (kept, len(frames)))
@@ -590,11 +644,14 @@ def forwarded(lab, peers, tmp, binary):
         frames = frames_of(N.pcapng_records(path))
         passing = packets_of(frames, through_report, 6)
         N.check(len(passing) >= 6, "the forwarded connection crossed cap0", len(passing))
-        N.check(all(f[0]["process"] == (0, 0) for f in passing),
-                "forwarded traffic names nobody, not the wildcard listener on its port",
-                {f[0]["process"] for f in passing})
+        # Its ends are sockets of this host in the other namespaces: named,
+        # but never the captured namespace's listener.
+        named = {e[1] for f in passing for e in named_ends(f[0])}
+        N.check(named <= {through_report["pid"], far.pid} and wild_report["pid"] not in named,
+                "forwarded traffic names no socket of the captured namespace, not the wildcard listener on its port",
+                (named, wild_report["pid"]))
         mine = packets_of(frames, local_report, 6)
-        N.check(len(mine) >= 6 and all(f[0]["process"][0] == wild_report["pid"] for f in mine),
+        N.check(len(mine) >= 6 and all((local_end(f, 7495) or (0, 0))[1] == wild_report["pid"] for f in mine),
                 "the same listener's own connection names it", {f[0]["process"] for f in mine})
     finally:
         N.run(["ip", "netns", "del", fwd], check_rc=False)
@@ -605,19 +662,23 @@ def text_lines(lab, peers, tmp, binary):
     -r of the file written at the same time prints the same lines, and
     selects its packets by what they record."""
     cap, gen = lab.cap_ns, lab.gen_ns
-    srv = peers.start(gen, "remote-srv", "tcp-server", GEN4, 7480)
-    peers.ready(srv)
     path = os.path.join(tmp, "text.pcapng")
     x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-l", "-w", path, "--print", "tcp port 7480"])
     x.wait_listening()
+    # Its listener made once xdpcap runs: both ends known from the SYN.
+    srv = peers.start(gen, "remote-srv", "tcp-server", GEN4, 7480)
+    peers.ready(srv)
     cli = peers.start(cap, "xdpc-text", "tcp-client", GEN4, 7480)
     report = peers.finish("text client", cli, "xdpc-text")
     peers.finish("text server", srv, "remote-srv")
     time.sleep(N.scaled(0.3))
     N.check(x.stop() == 0, "text: xdpcap stopped cleanly", x.stderr)
     lines = bytes(x.out).decode().splitlines()
-    N.check(len(lines) >= 6 and all(f" (proc xdpc-text:{report['pid']}) IP " in l for l in lines),
-            "text: every line of the connection names the process after the time", lines[:3])
+    server = f"remote-srv:{peers.reports['text server']['pid']}"
+    client = f"xdpc-text:{report['pid']}"
+    N.check(len(lines) >= 6 and all(f" (proc {client} > {server}) IP {CAP4}." in l or
+                                    f" (proc {server} > {client}) IP {GEN4}." in l for l in lines),
+            "text: every line of the connection names its sender, then its receiver, after the time", lines[:3])
     N.check(all(l.split(" ", 1)[1].startswith("(proc ") for l in lines),
             "text: with one interface, nothing comes between the time and the process", lines[:2])
 
@@ -788,6 +849,110 @@ def command_neighbours(lab, tmp, binary):
     lab.assert_clean()
 
 
+# A web server that answers one GET on each address in turn, each time
+# making its listener only once told to (so that xdpcap, started before,
+# knows the listener's owner).
+HTTPD = ("import http.server,sys,socket\n"
+         "open('/proc/self/comm','w').write('xdpc-httpd')\n"
+         "class V6(http.server.HTTPServer): address_family=socket.AF_INET6\n"
+         "print('pid',flush=True)\n"
+         "for a in sys.argv[2:]:\n"
+         "  sys.stdin.readline()\n"
+         "  s=(V6 if ':' in a else http.server.HTTPServer)((a,int(sys.argv[1])),http.server.SimpleHTTPRequestHandler)\n"
+         "  print('ready',flush=True); s.handle_request(); s.server_close()\n")
+
+
+def listen_next(srv, addr):
+    srv.stdin.write("go\n")
+    srv.stdin.flush()
+    N.check(srv.stdout.readline().strip() == "ready", f"lo: the web server listens on {addr}")
+
+
+def both_named(frames, label, server_port, client, server):
+    """Every packet of the connection to `server_port` in the file, SYN first,
+    both ways, each naming its sender in option 8 and its comment, then its
+    receiver: "proc SENDER:PID > RECEIVER:PID". `client`, `server`: (name, pid)."""
+    pkts = [f for f in frames if f[3] == 6 and server_port in (f[1], f[2])]
+    N.check(len(pkts) >= 8 and pkts[0][5] == 0x02 and pkts[1][5] == 0x12,
+            f"{label}: the whole conversation from the SYN and SYN-ACK", [(f[1], f[2], hex(f[5])) for f in pkts[:3]])
+    sent_by_client = [f for f in pkts if f[2] == server_port]
+    N.check(sent_by_client and len(sent_by_client) < len(pkts) and
+            sum(1 for f in pkts if f[5] & 0x01) == 2, f"{label}: both directions, a FIN each way",
+            (len(sent_by_client), len(pkts)))
+    wrong = []
+    for f in pkts:
+        (s_name, s_pid), (r_name, r_pid) = (client, server) if f[2] == server_port else (server, client)
+        if f[0]["process"] is None or f[0]["process"][0] != s_pid or \
+                f"proc {s_name}:{s_pid} > {r_name}:{r_pid}" not in f[0]["comments"]:
+            wrong.append((f[1], f[2], hex(f[5]), f[0]["process"], f[0]["comments"]))
+    N.check(not wrong, f"{label}: each of the {len(pkts)} packets names its sender, then its receiver", wrong[:4])
+
+
+def loopback(lab, tmp, binary):
+    """lo: both ends of every packet are local. -- curl keeps the whole
+    conversation (not only what the server sends), --pid SERVER too, IPv4
+    and IPv6; each packet names the sender in option 8 and both ends in its
+    comment and text line, and -r prints the same lines."""
+    cap = lab.cap_ns
+    lab.sysctl(cap, "net.ipv6.conf.lo.disable_ipv6", "0")
+    port = 7490
+    srv = lab.popen(cap, ["/usr/bin/python3", "-S", "-c", HTTPD, str(port), "127.0.0.1", "::1", "127.0.0.1", "::1"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    N.check(srv.stdout.readline().strip() == "pid", "lo: the web server runs")
+    server = ("xdpc-httpd", srv.pid)
+    path = os.path.join(tmp, "lo-pid.pcapng")
+    x = N.Xdpcap(lab, binary, ["-i", "lo", "--pid", str(srv.pid), "-l", "--print", "-w", path])
+    x.wait_listening()
+    curls = {}
+    for addr in ("127.0.0.1", "[::1]"):
+        listen_next(srv, addr)
+        cp = N.run(["ip", "netns", "exec", cap, "sh", "-c",
+                    f"echo $$; exec curl -s -o /dev/null http://{addr}:{port}/"], timeout=N.scaled(30))
+        curls[addr] = int(cp.stdout.split()[0])
+    time.sleep(N.scaled(0.3))
+    N.check(x.stop() == 0, "lo --pid: xdpcap stopped cleanly", x.stderr)
+    frames = frames_of(N.pcapng_records(path))
+    for addr, family in (("127.0.0.1", 4), ("[::1]", 6)):
+        mine = [f for f in frames if (f[0]["data"][12:14] == b"\x08\x00") == (family == 4)]
+        both_named(mine, f"lo --pid SERVER, IPv{family}", port, ("curl", curls[addr]), server)
+    N.check(len(frames) == len([f for f in frames if port in (f[1], f[2])]),
+            "lo --pid SERVER: nothing but the server's conversations", len(frames))
+    lines = bytes(x.out).decode().splitlines()
+    N.check(len(lines) == len(frames) and
+            all(f"(proc curl:{curls['127.0.0.1']} > xdpc-httpd:{srv.pid}) IP 127.0.0.1." in l or
+                f"(proc xdpc-httpd:{srv.pid} > curl:{curls['127.0.0.1']}) IP 127.0.0.1.{port} >" in l or
+                " IP6 " in l for l in lines),
+            "lo --pid SERVER: each text line names the sender, then the receiver", lines[:4])
+    read = N.run([binary, "-r", path]).stdout.splitlines()
+    N.check(read == lines, "lo: -r of the file prints the live lines, both ends included",
+            "\n".join(f" live: {a}\n   -r: {b}" for a, b in zip(lines, read) if a != b)[:2000])
+    by_client = N.run([binary, "-r", path, "--pid", str(curls["[::1]"])]).stdout.splitlines()
+    N.check(by_client and by_client == [l for l in lines if " IP6 " in l],
+            "lo: -r --pid of one end keeps its conversation, both directions", by_client[:3])
+
+    # -- curl: the command's end of each packet is enough.
+    path = os.path.join(tmp, "lo-command.pcapng")
+    for addr, family in (("127.0.0.1", 4), ("[::1]", 6)):
+        pid_file, go = os.path.join(tmp, f"curl-{family}"), os.path.join(tmp, f"go-{family}")
+        os.mkfifo(go)
+        # curl waits for the listener.
+        x = N.Xdpcap(lab, binary, ["-i", "lo", "-w", path, "--", "/bin/sh", "-c",
+                                   f"echo $$ > {pid_file}; read w < {go}; "
+                                   f"exec curl -s -o /dev/null http://{addr}:{port}/"])
+        x.wait_listening()
+        listen_next(srv, addr)
+        with open(go, "w") as f:
+            f.write("go\n")
+        N.check(x.wait(timeout=30) == 0, f"lo -- curl, IPv{family}: the capture ends with curl", x.err_lines)
+        with open(pid_file) as f:
+            curl_pid = int(f.read())
+        frames = frames_of(N.pcapng_records(path))
+        both_named(frames, f"lo -- curl, IPv{family}", port, ("curl", curl_pid), server)
+    srv.wait(timeout=N.scaled(10))
+    lab.forget(srv)
+    lab.assert_clean()
+
+
 OWNER_MAPS = ("socket_owners", "echo_owners", "closing_owners", "local_addresses", "existing_owners",
               "neigh_owners")
 
@@ -809,9 +974,9 @@ def test(binary):
         address(lab)
         peers = Peers(lab)
         without_attribution(lab, tmp, binary)
-        path, short, hold = scenario(lab, peers, tmp, binary)
+        path, short, hold, helpers = scenario(lab, peers, tmp, binary)
         lab.assert_clean()
-        check_file(path, peers, short, hold)
+        check_file(path, peers, short, hold, helpers)
         filters(lab, peers, tmp, binary)
         command(lab, peers, tmp, binary)
         command_identity(lab, tmp, binary)
@@ -820,6 +985,7 @@ def test(binary):
         text_lines(lab, peers, tmp, binary)
         running_servers(lab, tmp, binary)
         command_neighbours(lab, tmp, binary)
+        loopback(lab, tmp, binary)
 
 
 if __name__ == "__main__":

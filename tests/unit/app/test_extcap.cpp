@@ -112,6 +112,26 @@ TEST(Extcap, CaptureRequestBecomesTheNormalCommandLine)
     EXPECT_TRUE(c.quiet);
 }
 
+// The dialog's process fields: -k and a selection reach the capture; a field
+// left empty selects nothing.
+TEST(Extcap, ProcessSelectionBecomesTheNormalCommandLine)
+{
+    const auto r = parse({"--capture", "--extcap-interface", "xdpcap:lo", "--fifo", "/f", "-k", "--pid", "1234",
+                          "--pname", "", "--container=web"});
+    const std::vector<std::string> expected = {"xdpcap", "-i", "lo", "-w", "/f", "-q", "-k", "--pid", "1234",
+                                               "--container", "web"};
+    const auto command = extcap::capture_command(r);
+    EXPECT_EQ(command, expected);
+    std::vector<const char*> argv;
+    for (const auto& word : command)
+        argv.push_back(word.c_str());
+    const Config c = std::get<Config>(parse_cli(static_cast<int>(argv.size()), argv.data()));
+    EXPECT_TRUE(c.process.attribute);
+    EXPECT_EQ(c.process.pid, 1234u);
+    EXPECT_EQ(c.process.container, "web");
+    EXPECT_FALSE(c.process.comm.has_value());
+}
+
 TEST(Extcap, CaptureWithoutFilterOrOptions)
 {
     const auto r = parse({"--capture", "--extcap-interface", "xdpcap:lo", "--fifo", "/f", "--extcap-capture-filter", ""});
@@ -150,7 +170,7 @@ TEST(Extcap, DltsText)
 TEST(Extcap, ConfigText)
 {
     const auto lines = lines_of(extcap::config_text());
-    const std::regex arg_re(R"(arg \{number=(\d+)\}\{call=(--[a-z-]+)\}\{display=[^}]+\}\{type=(\w+)\}(\{[a-z]+=[^}]*\})*)");
+    const std::regex arg_re(R"(arg \{number=(\d+)\}\{call=(-k|--[a-z-]+)\}\{display=[^}]+\}\{type=(\w+)\}(\{[a-z]+=[^}]*\})*)");
     const std::regex value_re(R"(value \{arg=(\d+)\}\{value=([\w,]+)\}\{display=[^}]+\}(\{default=true\})?)");
     std::vector<std::string> calls;
     std::vector<std::vector<std::string>> values;
@@ -172,7 +192,9 @@ TEST(Extcap, ConfigText)
         }
     }
     const std::vector<std::string> expected_calls = {"--snapshot-length", "--direction", "--xdp-mode", "--at",
-                                                     "--ring-pages", "--no-promiscuous-mode", "--drops"};
+                                                     "--ring-pages", "--no-promiscuous-mode", "--drops",
+                                                     "-k",           "--pid",        "--pname",
+                                                     "--container"};
     EXPECT_EQ(calls, expected_calls);
     EXPECT_EQ(values[1], (std::vector<std::string>{"inout", "in", "out"}));
     EXPECT_EQ(values[2], (std::vector<std::string>{"auto", "native", "generic"}));

@@ -81,3 +81,41 @@ TEST(ProcessLabels, ReadBackFromAFile)
     EXPECT_EQ(named("drop reason NO_SOCKET", 1), "none");
     EXPECT_EQ(named("proc abcdefghijklmnop:7", 7), "none");
 }
+
+// Both ends on this host: the sender, " > ", the receiver, each with its own
+// thread and container; told apart from the same sender with another peer.
+TEST(ProcessLabels, NamesBothEndsSenderFirst)
+{
+    ProcessLabels labels([](uint64_t cgroup) { return cgroup == 77 ? std::string("web") : std::string(); });
+    xdpcap_process server = process(987, 990, "http.server");
+    server.cgroup_id = 77;
+    EXPECT_EQ(labels.label(process(1234, 1234, "curl"), server), "proc curl:1234 > http.server:987, tid 990, container web");
+    EXPECT_EQ(labels.label(server, process(1234, 1234, "curl")), "proc http.server:987, tid 990, container web > curl:1234");
+    EXPECT_EQ(labels.label(process(1234, 1234, "curl"), process(5, 5, "nc")), "proc curl:1234 > nc:5");
+    EXPECT_EQ(labels.label(process(1234, 1234, "curl")), "proc curl:1234");
+}
+
+TEST(ProcessLabels, BothEndsReadBackFromAFile)
+{
+    const auto first = [](std::string_view label, uint32_t pid) {
+        const auto n = ProcessLabels::parse(label, pid);
+        return n ? std::string(n->comm) + "|" + std::string(n->container) : std::string("none");
+    };
+    const auto peer = [](std::string_view label, uint32_t pid) {
+        const auto n = ProcessLabels::parse_peer(label, pid);
+        return n ? std::string(n->comm) + ":" + std::to_string(n->pid) + "|" + std::string(n->container)
+                 : std::string("none");
+    };
+    EXPECT_EQ(first("proc curl:1234 > http.server:987", 1234), "curl|");
+    EXPECT_EQ(peer("proc curl:1234 > http.server:987", 1234), "http.server:987|");
+    EXPECT_EQ(first("proc wget:10, container b > httpd:20, tid 21, container a", 10), "wget|b");
+    EXPECT_EQ(peer("proc wget:10, container b > httpd:20, tid 21, container a", 10), "httpd:20|a");
+    EXPECT_EQ(peer("proc wget:10 > httpd:20, container a", 10), "httpd:20|a");
+    // Names holding ':', " > " and digits.
+    EXPECT_EQ(first("proc a > b:1:7 > c:2:9", 7), "a > b:1|");
+    EXPECT_EQ(peer("proc a > b:1:7 > c:2:9", 7), "c:2:9|");
+    // One end only.
+    EXPECT_EQ(peer("proc curl:1234", 1234), "none");
+    EXPECT_EQ(peer("proc curl:1234, container web", 1234), "none");
+    EXPECT_EQ(peer("proc curl:1234 > x", 1234), "none");
+}

@@ -259,8 +259,47 @@ TEST(DecodeRecord, ProcessBetweenMetadataAndFrame)
     EXPECT_EQ(decoded.sample.process.tid, 1240u);
     EXPECT_EQ(decoded.sample.process.cgroup_id, 77u);
     EXPECT_STREQ(decoded.sample.process.comm, "curl");
+    EXPECT_EQ(decoded.sample.peer.pid, 0u);
+    EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
+}
+
+// Both ends on this host: the sender's process, the receiver's, the frame;
+// the size the rings are planned with.
+TEST(DecodeRecord, BothEndsBetweenMetadataAndFrame)
+{
+    const std::vector<uint8_t> frame = {0xaa, 0xbb, 0xcc};
+    struct {
+        xdpcap_meta meta;
+        xdpcap_process process[2];
+    } head{};
+    head.meta = xdpcap_meta{XDPCAP_META_TAG, 1, 0, 60, 3, 0, 42, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS,
+                            0, 0, 0, 0, XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER, 0};
+    head.process[0].pid = 1234;
+    std::memcpy(head.process[0].comm, "curl", 4);
+    head.process[1].pid = 987;
+    head.process[1].tid = 988;
+    std::memcpy(head.process[1].comm, "python3", 7);
+    const auto record = test::raw_sample_record(head, frame.data(), frame.size());
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Sample) << decoded.invalid_reason;
+    EXPECT_EQ(decoded.sample.process.pid, 1234u);
+    EXPECT_STREQ(decoded.sample.process.comm, "curl");
+    EXPECT_EQ(decoded.sample.peer.pid, 987u);
+    EXPECT_EQ(decoded.sample.peer.tid, 988u);
+    EXPECT_STREQ(decoded.sample.peer.comm, "python3");
     EXPECT_EQ(std::memcmp(decoded.sample.data, frame.data(), frame.size()), 0);
     EXPECT_EQ(record.size(), record_size_for(frame.size(), true));
+
+    // Flagged so, but with room for one process only.
+    struct {
+        xdpcap_meta meta;
+        xdpcap_process process;
+    } one{};
+    one.meta = head.meta;
+    one.meta.cap_len = 0;
+    one.meta.orig_len = 0;
+    const auto short_record = test::raw_sample_record(one, nullptr, 0);
+    EXPECT_EQ(decode_record(short_record.data(), short_record.size()).kind, RecordKind::Invalid);
 }
 
 TEST(DecodeRecord, ProcessFlagWithoutRoomIsRefused)
@@ -280,7 +319,7 @@ TEST(DecodeRecord, NoProcessWithoutTheFlag)
     const auto decoded = decode_record(record.data(), record.size());
     ASSERT_EQ(decoded.kind, RecordKind::Sample);
     EXPECT_EQ(decoded.sample.process.pid, 0u);
-    EXPECT_EQ(record_size_for(3, true) - record_size_for(3), sizeof(xdpcap_process));
+    EXPECT_EQ(record_size_for(3, true) - record_size_for(3), 2 * sizeof(xdpcap_process));
 }
 
 // The merge decodes each ring's records into the same place: nothing of a
