@@ -141,7 +141,7 @@ int run_capture(const Config& config)
     if (config.list_link_types) {
         for (const std::string& argument : config.interfaces)
             std::fprintf(stderr, "Data link types for %s (use option -y to set):\n  EN10MB (Ethernet)\n",
-                         lookup_interface(argument).name.c_str());
+                         names_any_device(argument) ? "any" : lookup_interface(argument).name.c_str());
         return kExitOk;
     }
     std::string filter = config.filter_file ? read_filter_file(*config.filter_file) : config.filter;

@@ -68,6 +68,7 @@ struct CaptureFilter {
 // sessions, the sink and the loop point into it.
 struct Chosen {
     std::optional<Container> container; // --container
+    bool any = false;                   // -i any
     std::vector<ChosenInterface> interfaces;
     StopSignals signals;
     std::optional<RunAsUser> run_as;       // -Z
@@ -96,6 +97,9 @@ Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
 {
     // First: with --container-netns, -i's names are the container's.
     std::optional<Container> container = enter_container(config);
+    const bool any = captures_any(config);
+    if (any)
+        raise_open_file_limit();
     std::vector<ChosenInterface> interfaces = lookup_interfaces(config);
     // Compiled first: a syntax error is reported before anything is touched.
     if (filter.filtering)
@@ -110,7 +114,7 @@ Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
     check_ring_fits_records(config);
     std::optional<DropLabels> drop_labels = load_drop_labels(config);
     choose_trace(interfaces, config);
-    return Chosen{std::move(container), std::move(interfaces), std::move(signals), std::move(run_as),
+    return Chosen{std::move(container), any, std::move(interfaces), std::move(signals), std::move(run_as),
                   std::move(drop_labels)};
 }
 
@@ -174,7 +178,9 @@ Attached attach(const Config& config, const Chosen& chosen, Loaded& loaded)
         loaded.process->owners.learn_existing_sockets();
     }
     for (Session& session : loaded.sessions) {
-        if (config.promiscuous)
+        // As tcpdump: -i any leaves every interface's promiscuity alone (a
+        // promiscuous bridge would pass up every frame it forwards).
+        if (config.promiscuous && !chosen.any)
             promiscuous.push_back(PromiscuousMode::enable(session.chosen.iface.ifindex, session.chosen.iface.name));
         session.program.attach(session.chosen.iface.ifindex, config.xdp_mode, session.chosen.iface.name);
         clsact = clsact || std::string_view(session.program.egress_mechanism()) == "clsact" ||
@@ -240,7 +246,8 @@ CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& fil
                                 config.direction == Direction::InOut, drain_interval_ms(config),
                                 loaded.interfaces, config.sample_every,
                                 chosen.drop_labels ? &*chosen.drop_labels : nullptr, config.snaplen,
-                                loaded.command() ? loaded.command()->exit_fd() : -1};
+                                loaded.command() ? loaded.command()->exit_fd() : -1,
+                                chosen.any, chosen.any && config.warnings && !config.quiet};
 }
 
 // The packet output, the loop that writes to it and each file's
@@ -290,9 +297,10 @@ Running open_output(const Config& config, const CaptureFilter& filter, Chosen& c
 // --- run: the header blocks, the start-up lines and the loop until it
 // stops.
 
-void print_session_warnings(const Config& config, const Session& session, bool first)
+void print_session_warnings(const Config& config, const Session& session, bool first, bool any)
 {
-    if (!session.chosen.iface.up)
+    // -i any takes every interface as it is, up or down.
+    if (!session.chosen.iface.up && !any)
         std::fprintf(stderr, "xdpcap: warning: %s is down; capture starts when it comes up\n",
                      session.chosen.iface.name.c_str());
     // Every interface's rings are the same size: said once.
@@ -320,12 +328,12 @@ void print_session_warnings(const Config& config, const Session& session, bool f
     }
 }
 
-void print_start_lines(const Config& config, const Loaded& loaded)
+void print_start_lines(const Config& config, const Chosen& chosen, const Loaded& loaded)
 {
     for (const Session& session : loaded.sessions) {
         if (!config.warnings)
             break;
-        print_session_warnings(config, session, &session == &loaded.sessions.front());
+        print_session_warnings(config, session, &session == &loaded.sessions.front(), chosen.any);
     }
     // Once: every interface's tracing programs read the kernel alike.
     if (!config.quiet) {
@@ -357,20 +365,27 @@ void print_start_lines(const Config& config, const Loaded& loaded)
                      traced.trace_entry && traced.trace_exit ? "entry and exit"
                          : traced.trace_entry                ? "entry"
                                                              : "exit");
-    // tcpdump's line, once per interface.
+    // tcpdump's line, once per interface; -i any's once, as tcpdump's.
+    if (chosen.any) {
+        std::fprintf(stderr, "listening on any, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
+                     config.snaplen);
+        return;
+    }
     for (const Session& session : loaded.sessions)
         std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
                      session.chosen.iface.name.c_str(), config.snaplen);
 }
 
 // Nothing when the reader went away before the first block.
-std::optional<StopReason> run(const Config& config, const CaptureFilter& filter, Loaded& loaded, Running& running)
+std::optional<StopReason> run(const Config& config, const CaptureFilter& filter, const Chosen& chosen, Loaded& loaded,
+                              Running& running)
 {
     try {
         running.output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
                              describe_interfaces(loaded.sessions, config, filter.filtering ? filter.expression : "",
-                                                 loaded.interfaces));
-        print_start_lines(config, loaded);
+                                                 loaded.interfaces),
+                             chosen.any);
+        print_start_lines(config, chosen, loaded);
         // Listening: the command's first packet is captured.
         if (loaded.command())
             loaded.command()->start();
@@ -483,7 +498,7 @@ int run_live_capture(const Config& config, std::string expression)
     Loaded loaded = load(config, filter, chosen);
     Attached attached = attach(config, chosen, loaded);
     Running running = open_output(config, filter, chosen, claimed, loaded, attached);
-    const std::optional<StopReason> reason = run(config, filter, loaded, running);
+    const std::optional<StopReason> reason = run(config, filter, chosen, loaded, running);
     if (!reason)
         return kExitOk; // the reader went away before the first block
     return report(config, filter, chosen, loaded, running, *reason);

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "filter/translate.hpp"
 #include "base/error.hpp"
 #include "programs/rx_meta.hpp"
@@ -180,10 +183,54 @@ std::string batch_frames(CaptureProgram& program, const Config& config, size_t r
     return program.enable_batching(ring_bytes);
 }
 
+// -i any: never XDP, which can make a driver reset its queues; tc ingress
+// and egress take every interface's frames as the stack hands them over.
+// An interface without Ethernet frames is left out in one line: its
+// packets would need a link type of their own.
+std::vector<ChosenInterface> any_interfaces(const Config& config)
+{
+    if (config.interfaces.size() > 1)
+        throw Error("-i any captures every interface: give it alone, without other -i");
+    if (config.xdp_mode != XdpMode::Auto)
+        throw Error("-i any takes every interface's frames at tc ingress, never with XDP: --xdp-mode does not "
+                    "apply");
+    if (config.at_given || config.trace_program)
+        throw Error("-i any takes every interface's frames at tc ingress, never with XDP: --at and --program "
+                    "(trace mode) do not apply");
+    std::vector<ChosenInterface> sessions;
+    for (InterfaceInfo& iface : namespace_interfaces()) {
+        if (!iface.ethernet) {
+            if (config.warnings && !config.quiet)
+                std::fprintf(stderr, "xdpcap: -i any: %s left out: its packets carry no Ethernet header\n",
+                             iface.name.c_str());
+            continue;
+        }
+        // lo's packets are taken once, as received: nothing to take with -Q out.
+        if (iface.loopback && config.direction == Direction::Out)
+            continue;
+        ChosenInterface session{};
+        session.iface = std::move(iface);
+        session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
+        session.receive = ReceiveAt::Tc;
+        session.direction = capture_direction(session.iface, config);
+        sessions.push_back(std::move(session));
+    }
+    if (sessions.empty())
+        throw Error("-i any: this network namespace has no interface to capture");
+    return sessions;
+}
+
 } // namespace
+
+bool captures_any(const Config& config)
+{
+    return std::any_of(config.interfaces.begin(), config.interfaces.end(), names_any_device);
+}
 
 std::vector<ChosenInterface> lookup_interfaces(const Config& config)
 {
+    if (captures_any(config))
+        return any_interfaces(config);
     std::vector<ChosenInterface> sessions;
     for (const std::string& argument : config.interfaces) {
         ChosenInterface session{};

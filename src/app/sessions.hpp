@@ -41,8 +41,12 @@ struct ChosenInterface {
     Direction direction = Direction::InOut; // the hooks -Q leaves on this interface
 };
 
-// Each -i resolved; two arguments naming one interface are refused.
+// Each -i resolved; two arguments naming one interface are refused. -i any
+// (the only -i then): every interface of the namespace with Ethernet frames,
+// each at tc ingress and egress.
 std::vector<ChosenInterface> lookup_interfaces(const Config& config);
+// Whether the capture is -i any's.
+bool captures_any(const Config& config);
 // Each interface's filter, with its own netmask ("ip broadcast").
 void compile_filters(std::vector<ChosenInterface>& interfaces, const std::string& filter);
 // Own hooks or trace mode, per interface; refuses what trace mode cannot do.

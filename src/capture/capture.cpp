@@ -113,7 +113,20 @@ StopReason CaptureLoop::run()
                     stop = signals_.poll() || stop;
                 } else if (events[i].data.u64 == kLinkToken) {
                     const LinkEvents::Result links = links_.read(ifindexes_);
-                    if (links.lost) {
+                    for (const NamedLink& named : links.named) {
+                        const auto at = std::find(ifindexes_.begin(), ifindexes_.end(), named.ifindex);
+                        if (at != ifindexes_.end())
+                            rename(static_cast<size_t>(at - ifindexes_.begin()), named.name);
+                    }
+                    if (options_.interfaces_may_leave) {
+                        for (const LostLink& lost : links.all_lost) {
+                            const auto at = std::find(ifindexes_.begin(), ifindexes_.end(), lost.ifindex);
+                            if (at != ifindexes_.end())
+                                leave(static_cast<size_t>(at - ifindexes_.begin()), lost.moved);
+                        }
+                        if (links.missed)
+                            gone = find_gone_source(true);
+                    } else if (links.lost) {
                         const auto at = std::find(ifindexes_.begin(), ifindexes_.end(), links.lost->ifindex);
                         gone = static_cast<size_t>(at - ifindexes_.begin());
                         gone_moved_ = links.lost->moved;
@@ -152,6 +165,10 @@ StopReason CaptureLoop::run()
                     }
                 }
             }
+            if (gone && options_.interfaces_may_leave) {
+                leave(*gone, gone_moved_);
+                gone.reset();
+            }
             if (gone) {
                 gone_ = sources_[*gone].interface;
                 return StopReason::InterfaceGone;
@@ -184,9 +201,36 @@ StopReason CaptureLoop::run()
     }
 }
 
+void CaptureLoop::leave(size_t source, bool moved)
+{
+    if (ifindexes_[source] == 0)
+        return;
+    sources_[source].program->detach();
+    ifindexes_[source] = 0;
+    if (options_.note_leaving)
+        std::fprintf(stderr, "xdpcap: %s went away%s; capture goes on\n", sources_[source].interface.c_str(),
+                     moved ? " (moved to another network namespace)" : "");
+}
+
+void CaptureLoop::rename(size_t source, const std::string& name)
+{
+    if (sources_[source].interface == name)
+        return;
+    sources_[source].interface = name;
+    const uint32_t per_ring = options_.interfaces.per_ring();
+    for (uint32_t ring = 0; ring < places_.size(); ++ring) {
+        if (places_[ring].source != source)
+            continue;
+        for (uint32_t slot = 0; slot < per_ring; ++slot)
+            output_.rename_device(ring * per_ring + slot, name);
+    }
+}
+
 std::optional<size_t> CaptureLoop::find_gone_source(bool exists) const
 {
     for (size_t s = 0; s < sources_.size(); ++s) {
+        if (ifindexes_[s] == 0)
+            continue; // left already
         if (sources_[s].program->link_defunct() || (exists && !interface_exists(sources_[s].ifindex)))
             return s;
     }

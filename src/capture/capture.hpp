@@ -56,6 +56,11 @@ public:
         // -- COMMAND: readable once the command exited (a pidfd); the capture
         // then stops, kCommandGraceMs later for its last packets.
         int command_exit_fd = -1;
+        // -i any: an interface deleted or moved away leaves the capture
+        // (detached, its counts kept) and the others go on; with
+        // `note_leaving` one line on stderr says so.
+        bool interfaces_may_leave = false;
+        bool note_leaving = false;
     };
     static constexpr int kCommandGraceMs = 200;
 
@@ -97,6 +102,11 @@ private:
     void drain();
     // Runs the flush program on every CPU with frames staged in a batch.
     void flush_staged();
+    // -i any: the source's interface went away; it is detached and no
+    // longer watched.
+    void leave(size_t source, bool moved);
+    // The source's interface has a new name: its lines and statistics follow.
+    void rename(size_t source, const std::string& name);
     // A source whose interface went away, by the kernel's hooks (the fallback
     // to link events) or, with `exists`, by its ifindex too.
     std::optional<size_t> find_gone_source(bool exists) const;
@@ -121,7 +131,7 @@ private:
     };
     std::vector<CaptureSource> sources_;
     std::optional<std::chrono::steady_clock::time_point> command_exited_;
-    std::vector<uint32_t> ifindexes_; // by source
+    std::vector<uint32_t> ifindexes_; // by source; 0 once it left
     LinkEvents links_;
     std::vector<RingPlace> places_; // by loop ring
     std::vector<PerfRingReader> readers_; // by loop ring; the merge reads these

@@ -543,9 +543,6 @@ void parse_sources(const cxxopts::ParseResult& result, Config& config)
         if (argument.key() != "interface")
             continue;
         const std::string& name = argument.value();
-        if (name == "any")
-            throw Error("-i any is not supported: attaching XDP to every interface can reset NIC queues and "
-                        "disrupt traffic; name each interface with its own -i (-i eth0 -i eth1)");
         check_interface_name(name);
         for (const std::string& earlier : config.interfaces) {
             if (earlier == name)
@@ -553,6 +550,9 @@ void parse_sources(const cxxopts::ParseResult& result, Config& config)
         }
         config.interfaces.push_back(name);
     }
+    if (config.interfaces.size() > 1 &&
+        std::find(config.interfaces.begin(), config.interfaces.end(), "any") != config.interfaces.end())
+        throw Error("-i any captures every interface: give it alone, without other -i");
     if (result.count("read")) {
         config.read_file = result["read"].as<std::string>();
         if (config.read_file->empty())

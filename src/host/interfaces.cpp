@@ -3,6 +3,7 @@
 #include <linux/capability.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
+#include <net/if_arp.h>
 #include <net/if.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -54,6 +56,8 @@ void query_flags(InterfaceInfo& info)
         info.up = (ifr.ifr_flags & IFF_UP) != 0;
         info.loopback = (ifr.ifr_flags & IFF_LOOPBACK) != 0;
     }
+    if (::ioctl(sock.get(), SIOCGIFHWADDR, &ifr) == 0)
+        info.ethernet = ifr.ifr_hwaddr.sa_family == ARPHRD_ETHER || ifr.ifr_hwaddr.sa_family == ARPHRD_LOOPBACK;
 }
 
 bool has_capability(const __user_cap_data_struct (&data)[2], int cap)
@@ -141,6 +145,36 @@ InterfaceInfo lookup_interface(const std::string& argument)
     query_driver(info);
     query_flags(info);
     return info;
+}
+
+bool names_any_device(const std::string& argument)
+{
+    if (argument == "any")
+        return true;
+    const std::optional<uint32_t> number = interface_index_argument(argument);
+    if (!number || *number == 0 || ::if_nametoindex(argument.c_str()) != 0)
+        return false;
+    const std::vector<ListedDevice> devices = tcpdump_devices();
+    return *number <= devices.size() && devices[*number - 1].name == "any";
+}
+
+std::vector<InterfaceInfo> namespace_interfaces()
+{
+    std::unique_ptr<struct if_nameindex, void (*)(struct if_nameindex*)> all(::if_nameindex(), ::if_freenameindex);
+    if (!all)
+        throw Error("cannot list the interfaces: " + errno_text(errno));
+    std::vector<InterfaceInfo> interfaces;
+    for (const struct if_nameindex* i = all.get(); i->if_index != 0; ++i) {
+        InterfaceInfo info;
+        info.name = i->if_name;
+        info.ifindex = i->if_index;
+        query_driver(info);
+        query_flags(info);
+        interfaces.push_back(std::move(info));
+    }
+    std::sort(interfaces.begin(), interfaces.end(),
+              [](const InterfaceInfo& a, const InterfaceInfo& b) { return a.ifindex < b.ifindex; });
+    return interfaces;
 }
 
 bool interface_exists(uint32_t ifindex)

@@ -15,6 +15,9 @@ struct InterfaceInfo {
     std::string bus;    // ethtool bus_info; empty when none
     bool up = true;     // administratively up (IFF_UP)
     bool loopback = false; // IFF_LOOPBACK: every packet sent comes back in
+    // Its frames begin with an Ethernet header (ARPHRD_ETHER; lo's too):
+    // a tun, a WireGuard or an IP tunnel device carries bare IP packets.
+    bool ethernet = true;
 };
 
 // tcpdump -D's list, in its order (libpcap's pcap_findalldevs): the
@@ -31,6 +34,12 @@ std::vector<ListedDevice> tcpdump_devices();
 // no interface, then taken as the Nth of tcpdump -D's list (xdpcap -D
 // numbers it alike). Raises Error when there is no such interface.
 InterfaceInfo lookup_interface(const std::string& argument);
+// Whether -i's argument is tcpdump's pseudo-device "any": by its name, or
+// by its number in tcpdump -D's list when no interface is named so.
+bool names_any_device(const std::string& argument);
+// Every interface of this network namespace, by ifindex (-i any).
+std::vector<InterfaceInfo> namespace_interfaces();
+
 // The ifindex an all-digit argument stands for (0 included, refused later);
 // nothing for anything else, or a number beyond 32 bits.
 std::optional<uint32_t> interface_index_argument(const std::string& argument);

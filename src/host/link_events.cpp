@@ -37,9 +37,62 @@ bool names_new_namespace(std::span<const uint8_t> attributes)
     return false;
 }
 
+// The interface name among the attributes; empty when there is none.
+std::string interface_name(std::span<const uint8_t> attributes)
+{
+    size_t offset = 0;
+    while (offset + sizeof(rtattr) <= attributes.size()) {
+        rtattr attr;
+        std::memcpy(&attr, attributes.data() + offset, sizeof attr);
+        if (attr.rta_len < sizeof attr || attr.rta_len > attributes.size() - offset)
+            return {};
+        if ((attr.rta_type & NLA_TYPE_MASK) == IFLA_IFNAME) {
+            const auto* text = reinterpret_cast<const char*>(attributes.data() + offset + RTA_LENGTH(0));
+            return std::string(text, strnlen(text, attr.rta_len - RTA_LENGTH(0)));
+        }
+        offset += RTA_ALIGN(attr.rta_len);
+    }
+    return {};
+}
+
 } // namespace
 
+void find_link_names(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
+                     std::vector<NamedLink>& named)
+{
+    size_t offset = 0;
+    while (offset + sizeof(nlmsghdr) <= messages.size()) {
+        nlmsghdr header;
+        std::memcpy(&header, messages.data() + offset, sizeof header);
+        if (header.nlmsg_len < sizeof header || header.nlmsg_len > messages.size() - offset)
+            return;
+        const auto message = messages.subspan(offset, header.nlmsg_len);
+        offset += NLMSG_ALIGN(header.nlmsg_len);
+        constexpr size_t kAttributes = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg));
+        if (header.nlmsg_type != RTM_NEWLINK || message.size() <= kAttributes)
+            continue;
+        ifinfomsg info;
+        std::memcpy(&info, message.data() + NLMSG_HDRLEN, sizeof info);
+        const auto ifindex = static_cast<uint32_t>(info.ifi_index);
+        if (info.ifi_family != AF_UNSPEC || std::find(watched.begin(), watched.end(), ifindex) == watched.end())
+            continue;
+        std::string name = interface_name(message.subspan(kAttributes));
+        if (!name.empty())
+            named.push_back(NamedLink{ifindex, std::move(name)});
+    }
+}
+
 std::optional<LostLink> find_lost_link(std::span<const uint8_t> messages, std::span<const uint32_t> watched)
+{
+    std::vector<LostLink> lost;
+    find_lost_links(messages, watched, lost);
+    if (lost.empty())
+        return std::nullopt;
+    return lost.front();
+}
+
+void find_lost_links(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
+                     std::vector<LostLink>& lost)
 {
     // Copied out field by field: the buffer need not be aligned.
     size_t offset = 0;
@@ -47,7 +100,7 @@ std::optional<LostLink> find_lost_link(std::span<const uint8_t> messages, std::s
         nlmsghdr header;
         std::memcpy(&header, messages.data() + offset, sizeof header);
         if (header.nlmsg_len < sizeof header || header.nlmsg_len > messages.size() - offset)
-            return std::nullopt;
+            return;
         const auto message = messages.subspan(offset, header.nlmsg_len);
         offset += NLMSG_ALIGN(header.nlmsg_len);
         constexpr size_t kAttributes = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg));
@@ -59,9 +112,8 @@ std::optional<LostLink> find_lost_link(std::span<const uint8_t> messages, std::s
         if (info.ifi_family != AF_UNSPEC || std::find(watched.begin(), watched.end(), ifindex) == watched.end())
             continue;
         const auto attributes = message.size() > kAttributes ? message.subspan(kAttributes) : std::span<const uint8_t>{};
-        return LostLink{ifindex, names_new_namespace(attributes)};
+        lost.push_back(LostLink{ifindex, names_new_namespace(attributes)});
     }
-    return std::nullopt;
 }
 
 LinkEvents::LinkEvents(UniqueFd fd) : fd_(std::move(fd)), buffer_(kBufferBytes) {}
@@ -103,9 +155,13 @@ LinkEvents::Result LinkEvents::read(std::span<const uint32_t> watched)
             result.missed = true;
             continue;
         }
-        if (sender.nl_pid != 0 || result.lost)
-            continue; // only the kernel's word counts; the first loss is kept
-        result.lost = find_lost_link(std::span<const uint8_t>(buffer_.data(), static_cast<size_t>(n)), watched);
+        if (sender.nl_pid != 0)
+            continue; // only the kernel's word counts
+        const std::span<const uint8_t> messages(buffer_.data(), static_cast<size_t>(n));
+        find_lost_links(messages, watched, result.all_lost);
+        find_link_names(messages, watched, result.named);
+        if (!result.lost && !result.all_lost.empty())
+            result.lost = result.all_lost.front();
     }
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/unique_fd.hpp"
@@ -24,6 +25,20 @@ struct LostLink {
 // with IFLA_NEW_NETNSID, when it is moved. A bridge's RTM_DELLINK (a port
 // leaving it) is not one. A truncated or malformed tail is ignored.
 std::optional<LostLink> find_lost_link(std::span<const uint8_t> messages, std::span<const uint32_t> watched);
+// Every such loss in `messages`, in order, appended to `lost` (-i any: several
+// interfaces may go at once).
+void find_lost_links(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
+                     std::vector<LostLink>& lost);
+
+// A watched interface's name as an RTM_NEWLINK (of the generic family) gives
+// it: a rename shows as a new name.
+struct NamedLink {
+    uint32_t ifindex = 0;
+    std::string name;
+};
+// Every such name in `messages`, in order, appended to `named`.
+void find_link_names(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
+                     std::vector<NamedLink>& named);
 
 class LinkEvents {
 public:
@@ -34,7 +49,9 @@ public:
     int fd() const noexcept { return fd_.get(); }
 
     struct Result {
-        std::optional<LostLink> lost;
+        std::optional<LostLink> lost; // the first
+        std::vector<LostLink> all_lost; // every one, the first included
+        std::vector<NamedLink> named;   // the watched interfaces' names, as announced
         // The kernel dropped notifications (a full socket buffer) or one did
         // not fit: whether a watched interface went away is unknown.
         bool missed = false;

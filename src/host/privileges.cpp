@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -266,6 +267,15 @@ ScopedCapability::~ScopedCapability()
         caps.set_effective(capability_, false);
         caps.set();
     } catch (const Error&) {
+    }
+}
+
+void raise_open_file_limit() noexcept
+{
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
     }
 }
 

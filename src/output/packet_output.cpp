@@ -68,6 +68,21 @@ void PacketOutput::update_line_prefixes()
         line_prefixes_.push_back(line_prefix(name));
 }
 
+void PacketOutput::rename_device(uint32_t interface_id, const std::string& device)
+{
+    if (interface_id >= interface_names_.size())
+        return;
+    std::string& name = interface_names_[interface_id];
+    const size_t at = name.find('@');
+    name = at == std::string::npos ? device : std::string(device).append(name, at, std::string::npos);
+    if (!several_devices_ && another_device(name))
+        update_line_prefixes();
+    else
+        line_prefixes_[interface_id] = line_prefix(name);
+    if (interface_id < file_ids_.size() && file_ids_[interface_id] == kNotWritten)
+        idbs_[interface_id].name = name;
+}
+
 void PacketOutput::add_interface(std::string name, text::LinkType link_type)
 {
     interface_names_.push_back(std::move(name));
@@ -84,17 +99,60 @@ void PacketOutput::add_interface(std::string name, text::LinkType link_type)
     }
 }
 
-void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs)
+void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs,
+                         bool on_first_use)
 {
     sink_.start();
     if (format_ != Format::Pcapng)
         return;
     header_.clear();
     pcapng::append_section_header(header_, shb);
-    for (const auto& idb : idbs)
-        pcapng::append_interface_description(header_, idb);
+    if (on_first_use && !idbs.empty()) {
+        idbs_ = idbs;
+        file_ids_.assign(idbs_.size(), kNotWritten);
+        described_.reserve(idbs_.size());
+    } else {
+        for (const auto& idb : idbs)
+            pcapng::append_interface_description(header_, idb);
+    }
     sink_.append(header_);
     sink_.flush();
+}
+
+uint32_t PacketOutput::describe(uint32_t interface_id, std::vector<uint8_t>& blocks)
+{
+    if (interface_id >= idbs_.size()) {
+        // Not described by the caller: as an interface of its own, blank.
+        idbs_.resize(interface_id + 1);
+        file_ids_.resize(interface_id + 1, kNotWritten);
+    }
+    pcapng::append_interface_description(blocks, idbs_[interface_id]);
+    file_ids_[interface_id] = static_cast<uint32_t>(described_.size());
+    described_.push_back(interface_id);
+    return file_ids_[interface_id];
+}
+
+uint32_t PacketOutput::describe_now(uint32_t interface_id)
+{
+    std::vector<uint8_t> block;
+    const uint32_t id = describe(interface_id, block);
+    sink_.append(block);
+    return id;
+}
+
+std::vector<uint8_t> PacketOutput::statistics_blocks(const std::vector<pcapng::InterfaceStatistics>& isbs)
+{
+    std::vector<uint8_t> blocks;
+    for (auto isb : isbs) {
+        if (!file_ids_.empty()) {
+            const bool described = isb.interface_id < file_ids_.size() && file_ids_[isb.interface_id] != kNotWritten;
+            if (!described && isb.if_received == 0 && isb.dropped == 0 && isb.user_delivered == 0)
+                continue;
+            isb.interface_id = described ? file_ids_[isb.interface_id] : describe(isb.interface_id, blocks);
+        }
+        pcapng::append_interface_statistics(blocks, isb);
+    }
+    return blocks;
 }
 
 void PacketOutput::rotate(RotationPlan plan, std::optional<FileCommand> command)
@@ -113,12 +171,8 @@ void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
         close_file(isbs);
         return;
     }
-    if (format_ == Format::Pcapng) {
-        std::vector<uint8_t> blocks;
-        for (const auto& isb : isbs)
-            pcapng::append_interface_statistics(blocks, isb);
-        sink_.append(blocks);
-    }
+    if (format_ == Format::Pcapng)
+        sink_.append(statistics_blocks(isbs));
     sink_.flush();
     flush_print();
 }
@@ -162,10 +216,7 @@ void PacketOutput::flush_print()
 
 void PacketOutput::close_file(const std::vector<pcapng::InterfaceStatistics>& isbs)
 {
-    std::vector<uint8_t> blocks;
-    for (const auto& isb : isbs)
-        pcapng::append_interface_statistics(blocks, isb);
-    sink_.append(blocks);
+    sink_.append(statistics_blocks(isbs));
     // Whatever happens from here, nothing more goes into this file.
     file_open_ = false;
     size_limit_ = rotate_at_ns_ = 0;
@@ -189,6 +240,9 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     }
     sink_.reopen(plan_->current());
     sink_.append(header_);
+    // Each file describes its interfaces as they first carry a packet.
+    std::fill(file_ids_.begin(), file_ids_.end(), kNotWritten);
+    described_.clear();
     file_open_ = true;
     size_limit_ = plan_->size_limit();
     rotate_at_ns_ = plan_->rotate_at_ns();
@@ -200,7 +254,7 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
                                                      uint64_t realtime_ns)
 {
     pcapng::EnhancedPacket packet; // not {}: every member without a default is set below
-    packet.interface_id = interface_id;
+    packet.interface_id = file_interface(interface_id);
     packet.timestamp_ns = realtime_ns;
     packet.cap_len = sample.cap_len;
     packet.orig_len = sample.orig_len;

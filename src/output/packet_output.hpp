@@ -69,12 +69,22 @@ public:
     {
         process_labels_ = std::make_unique<ProcessLabels>(std::move(container_of));
     }
+    // A live interface's device renamed: its lines, and its IDB if not yet
+    // written (on first use), carry the new name ("eth0@cpu3" becomes
+    // "lan0@cpu3").
+    void rename_device(uint32_t interface_id, const std::string& device);
     // -r: the next interface of the file, as its description blocks come,
     // and the link-level header of its packets.
     void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
 
-    // pcapng: SHB and every IDB, flushed before any packet.
-    void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs);
+    // pcapng: SHB and every IDB, flushed before any packet. With
+    // `on_first_use` only the SHB: each interface's IDB is written just
+    // before its first packet (pcapng allows IDBs anywhere in a section),
+    // and the file numbers the interfaces in that order, in every file of a
+    // rotation anew. -i any: a 64-CPU host with 200 interfaces does not
+    // start its file with 12 800 blocks.
+    void begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs,
+               bool on_first_use = false);
     // Samples at least this long whose bytes stay put until
     // release_references() are written from where they are (writev), not
     // copied into the buffer first. Shorter ones are cheaper to copy than to
@@ -169,6 +179,36 @@ private:
     void flush_print();
     void stop_printing(const Error* failure);
 
+    // The file's number of interface `interface_id` (the caller's), its
+    // IDB written first if it was not yet.
+    uint32_t file_interface(uint32_t interface_id)
+    {
+        if (file_ids_.empty())
+            return interface_id;
+        if (interface_id >= file_ids_.size() || file_ids_[interface_id] == kNotWritten) [[unlikely]]
+            return describe_now(interface_id);
+        return file_ids_[interface_id];
+    }
+    // Appends the interface's IDB to `blocks`; its file id.
+    uint32_t describe(uint32_t interface_id, std::vector<uint8_t>& blocks);
+    uint32_t describe_now(uint32_t interface_id);
+    // ISBs of the caller's numbering in the file's: those of interfaces the
+    // file describes, and of those it does not yet but whose counts are not
+    // all zero (their IDB written first), so that nothing counted is lost.
+    std::vector<uint8_t> statistics_blocks(const std::vector<pcapng::InterfaceStatistics>& isbs);
+    // The caller's interface of a file's interface id, for the lost-packet walk.
+    uint32_t caller_interface(uint32_t file_id) const noexcept
+    {
+        return file_id < described_.size() ? described_[file_id] : file_id;
+    }
+
+    static constexpr uint32_t kNotWritten = ~uint32_t{0};
+    // On first use: every interface's IDB, its file id (kNotWritten until
+    // written) and, by file id, the caller's interface. All empty otherwise.
+    std::vector<pcapng::InterfaceDescription> idbs_;
+    std::vector<uint32_t> file_ids_;
+    std::vector<uint32_t> described_;
+
     Sink sink_;
     // Without rotation neither is ever reached.
     uint64_t size_limit_ = RotationPlan::kNever;
@@ -249,7 +289,7 @@ void PacketOutput::for_each_unwritten_packet(OnLost&& on_lost) const
         if (length < 12 || offset + length > chunk.size)
             break;
         if (type == pcapng::kEpbType && offset + length > chunk.written)
-            on_lost(interface_id);
+            on_lost(caller_interface(interface_id));
         offset += length;
         for (size_t skip = length; skip > 0 && segment < chunk.segments.size();) {
             const size_t here = chunk.segments[segment].iov_len - in_segment;

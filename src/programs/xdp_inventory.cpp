@@ -391,6 +391,11 @@ std::string list_interfaces()
         text += std::to_string(number) + "." + name;
         if (!device.description.empty())
             text += " (" + device.description + ")";
+        if (index == 0 && name == "any") {
+            text += ", every interface of this network namespace that carries Ethernet frames, "
+                    "received at: tc ingress, sent at: tc egress (never XDP)\n";
+            continue;
+        }
         if (index == 0) {
             text += ", not a network interface: not captured by xdpcap\n";
             continue;

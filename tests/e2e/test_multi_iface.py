@@ -29,15 +29,31 @@ cap1 <-> gen1).  Checks:
     first) ends up with nothing attached;
   * text mode with a filter (arp) on both: lines named as tcpdump -i any's, only the
     ARP frames, three per interface, and so the per-interface lines;
-  * `-i any` exits 1 with one line, nothing attached; one interface given by
-    name and by number is refused in one line;
+  * `-i any` with a third pair (cap2 in bridge capbr1, which has its
+    address) and lo, and a filter (not arp), frames sent to each receiver's
+    address (tcpdump -i any leaves out other hosts' frames): each veth,
+    the bridge and lo are taken at tc ingress with no XDP and left
+    unpromiscuous; every frame sent (and one sent out of cap1) is on its own
+    interface, once, byte for byte, with its direction; lo's pings once, as
+    received; `tcpdump -i any` with the same filter counts the same per
+    interface and direction; nothing stays attached; `-i any` beside another
+    -i is refused in one line; one interface given by name and by number is
+    refused in one line;
+  * during `-i any`, cap0 deleted, cap1 moved to another namespace and cap2
+    renamed: the capture goes on (a line for each that left), frames still
+    captured on the others, exit 0, the file reads in tshark, capinfos and
+    tcpdump -r, an ISB for every interface, nothing stays attached to the
+    moved one;
   * cap1 deleted during a two-interface capture: exit 2 with one line naming
     it, statistics printed, cap0 left clean.
 """
 
 import os
+import collections
 import re
 import signal
+import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -288,7 +304,7 @@ def by_index(binary, lab, tmp):
         ours, text = link_types_for([binary, "-L", "-i", str(n)], lab)
         theirs, ttext = link_types_for(["tcpdump", "-L", "-i", str(n)], lab)
         if name in ("lo", "any") or name.startswith("cap"):
-            want = theirs if name != "any" else None
+            want = theirs
             N.expect(theirs == name and ours == want,
                      f"-i {n}: xdpcap takes what tcpdump -i {n} takes ({name})", (ours, text, theirs, ttext))
         else:
@@ -382,18 +398,193 @@ def text_with_filter(binary, lab, tmp):
              "each interface's line: 3 captured, 3 received by filter", lines)
 
 
-def any_refused(binary, lab, tmp):
-    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap0", "-i", "any", "-w", os.path.join(tmp, "any.pcapng")],
-                                 )
-    N.expect(rc == 1, "-i any: exit 1", rc)
-    N.expect(len(err) == 1 and err[0].startswith("xdpcap: -i any is not supported")
-             and "-i eth0 -i eth1" in err[0], "-i any: one line saying why and what to do instead", err)
-    check_clean(lab, lab.cap_ifs, "after -i any")
+ANY_COUNT = 40  # frames per corpus under -i any
+ANY_FILTER = ["not", "arp"]
+LISTENING_ANY = "listening on any, link-type EN10MB (Ethernet), snapshot length 262144 bytes"
+
+
+def add_bridged_pair(lab):
+    """A third pair, cap2 <-> gen2, with cap2 a port of bridge capbr1, which
+    has cap2's address: frames from gen2 to it reach the bridge too."""
+    ns, gns = lab.cap_ns, lab.gen_ns
+    N.run(["ip", "-n", ns, "link", "add", "cap2", "address", "02:00:00:00:ca:03", "type", "veth", "peer",
+           "name", "gen2", "address", "02:00:00:00:9e:03", "netns", gns])
+    N.run(["ip", "-n", ns, "link", "add", "capbr1", "address", "02:00:00:00:ca:03", "type", "bridge"])
+    for n, dev in ((ns, "cap2"), (gns, "gen2"), (ns, "capbr1")):
+        lab.sysctl(n, f"net.ipv6.conf.{dev}.disable_ipv6", "1")
+    N.run(["ip", "-n", ns, "link", "set", "cap2", "master", "capbr1"])
+    for n, dev in ((ns, "cap2"), (gns, "gen2"), (ns, "capbr1"), (ns, "lo")):
+        N.run(["ip", "-n", n, "link", "set", dev, "up"])
+    for n, dev in ((ns, "cap2"), (gns, "gen2")):
+        lab._wait_up(n, dev)
+
+
+def send_from_capture_side(lab, path, dev):
+    """Every frame of path out of dev, sent from inside the capture namespace."""
+    p = lab.popen(lab.cap_ns, [N.PYTHON, N.SENDER, "--iface", dev, "--cpu", str(N.cpus()[0]), "--pcap", path,
+                               "--gap-us", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _out, err = p.communicate(timeout=N.scaled(30))
+    lab.forget(p)
+    N.check(p.returncode == 0, f"frames sent out of {dev}", err)
+
+
+def epb_direction(flags):
+    return {1: "In", 2: "Out"}.get((flags or 0) & 3, "?")
+
+
+def any_frames(out):
+    """The file's packets: [(interface name, direction, bytes)]."""
+    recs = N.pcapng_records(out)
+    names = [i["name"].partition("@")[0] for i in recs["idbs"]]
+    return [(names[e["if_id"]], epb_direction(e["flags"]), e["data"]) for e in recs["epbs"]], recs
+
+
+def tcpdump_any_counts(text):
+    """tcpdump -i any's lines (IFACE In|Out ...), counted by interface and direction."""
+    counts = collections.Counter()
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] in ("In", "Out"):
+            counts[(fields[1], fields[2])] += 1
+    return counts
+
+
+def check_any_clean(lab, devs, when):
+    """check_clean, but a bridge port is promiscuous by the bridge's doing: its hooks alone."""
+    check_clean(lab, [d for d in devs if d != "cap2"], when)
+    N.expect(hooks(lab, "cap2") == [], f"{when}: nothing stays attached to cap2 (XDP, tc ingress and egress)",
+             hooks(lab, "cap2"))
+
+
+def any_interfaces(binary, lab, tmp):
+    add_bridged_pair(lab)
+    devs = ["cap0", "cap1", "cap2", "capbr1", "lo"]
+    kinds = tuple(k for k in N.KINDS if not k.startswith("vlan"))
+    corpora = {}
+    # Each to its receiver's address: tcpdump -i any leaves out frames for
+    # other hosts (xdpcap captures them).
+    for name, seed, dst in (("gen0", 60, 1), ("gen1", 61, 2), ("gen2", 62, 3), ("out1", 63, 9)):
+        path = os.path.join(tmp, f"any-{name}.pcap")
+        frames = [f if f[:6] == b"\xff" * 6 else bytes([2, 0, 0, 0, 0xca, dst]) + f[6:]
+                  for f in N.build_corpus(path, ANY_COUNT, kinds=kinds, seed=seed)]
+        N.write_frames(path, frames)
+        corpora[name] = (path, frames)
+    kept = {name: [f for f in frames if f[12:14] != b"\x08\x06"] for name, (_p, frames) in corpora.items()}
+
+    dump = lab.popen(lab.cap_ns, ["tcpdump", "-i", "any", "-nn", "-l"] + ANY_FILTER, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
+    out = os.path.join(tmp, "any.pcapng")
+    x = N.Xdpcap(lab, binary, ["-i", "any", "-w", out] + ANY_FILTER)
+    x.wait_listening()
+    N.expect(LISTENING_ANY in x.err_lines, "-i any: one 'listening on any' line, as tcpdump's", x.err_lines)
+    tcx = has_tcx(lab)
+    states = {dev: hooks(lab, dev) for dev in devs}
+    N.expect(all(tc_ingress_only(lab, dev, tcx) for dev in devs),
+             "-i any: every veth, the bridge and lo taken at tc ingress, none with XDP", states)
+    promiscuity = {dev: int(lab.link_info(lab.cap_ns, dev).get("promiscuity", -1)) for dev in ("cap0", "cap1")}
+    N.expect(promiscuity == {"cap0": 0, "cap1": 0}, "-i any leaves the interfaces unpromiscuous, as tcpdump",
+             promiscuity)
+    time.sleep(0.3)  # tcpdump's socket is open by now
+    for gen_if in ("gen0", "gen1", "gen2"):
+        N.log("  info  " + lab.send(corpora[gen_if][0], N.cpus()[0], gap_us=300, gen_if=gen_if))
+    send_from_capture_side(lab, corpora["out1"][0], "cap1")
+    N.run(["ip", "netns", "exec", lab.cap_ns, "ping", "-c", "3", "-i", "0.2", "-q", "127.0.0.1"])
+    time.sleep(0.5)
+    rc = x.stop(signal.SIGINT)
+    dump.send_signal(signal.SIGINT)
+    dump_out, dump_err = dump.communicate(timeout=N.scaled(10))
+    lab.forget(dump)
+    N.log("  info  stderr: " + " | ".join(x.err_lines))
+    N.expect(rc == 0, "-i any: exit 0 after SIGINT", rc)
+
+    frames, recs = any_frames(out)
+    ours = collections.Counter((dev, direction) for dev, direction, _d in frames)
+    theirs = tcpdump_any_counts(dump_out)
+    N.log(f"  info  xdpcap {sorted(ours.items())}; tcpdump {sorted(theirs.items())}")
+    N.expect(ours == theirs, "-i any: tcpdump -i any counts the same packets per interface and direction",
+             (sorted(ours.items()), sorted(theirs.items()), dump_err[-300:]))
+    for (dev, direction), sent in ((("cap0", "In"), "gen0"), (("cap1", "In"), "gen1"), (("cap2", "In"), "gen2"),
+                                   (("capbr1", "In"), "gen2"), (("cap1", "Out"), "out1")):
+        N.check_exact(kept[sent], [d for n, dr, d in frames if (n, dr) == (dev, direction)],
+                      f"-i any: every frame the filter keeps is on {dev} {direction} once, byte for byte")
+    N.expect(ours[("lo", "In")] == 6 and ours[("lo", "Out")] == 0,
+             "-i any: lo's six ping packets once each, as received", sorted(ours.items()))
+    N.expect(all(i["linktype"] == 1 for i in recs["idbs"]), "every IDB is EN10MB", recs["idbs"])
+    # Each interface and CPU described where it first carries a packet.
+    N.check_readers_agree(out, len(frames))
+    blocks = N.pcapng_walk(out)[1]
+    first_epb = {}
+    for at, (_o, btype, body) in enumerate(blocks):
+        if btype == 6:
+            first_epb.setdefault(struct.unpack("<I", body[:4])[0], at)
+    idb_at = [at for at, (_o, btype, _b) in enumerate(blocks) if btype == 1]
+    last_epb = max(first_epb.values())
+    # One that carried none (its packets all filtered out) is described only
+    # for its statistics, at the end.
+    N.expect(all(idb_at[i] == first_epb[i] - 1 if i in first_epb else idb_at[i] > last_epb
+                 for i in range(len(idb_at))),
+             "-i any: each IDB comes just before its interface's first packet", (idb_at, first_epb))
+    replay = N.run([binary, "-r", out, "-nn"])
+    lines = [l for l in replay.stdout.splitlines() if l and not l[0].isspace()]
+    N.expect(len(lines) == len(frames) and sum(" lo    In  " in l for l in lines) == 6,
+             "xdpcap -r reads the file: a line per packet, with the interface column", replay.stdout[-500:])
+    check_any_clean(lab, devs, "after -i any")
+
+    rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap0", "-i", "any", "-w", os.path.join(tmp, "no.pcapng")])
+    N.expect(rc == 1 and err == ["xdpcap: -i any captures every interface: give it alone, without other -i"],
+             "-i any beside another -i: refused in one line", (rc, err))
+    check_any_clean(lab, devs, "after -i any was refused")
     ifindex = lab.link_info(lab.cap_ns, "cap1")["ifindex"]
     number = next(n for n, name in tcpdump_list(lab) if name == "cap1")
     rc, _out, err = N.run_xdpcap(lab, binary, ["-i", "cap1", "-i", str(number)])
     N.expect(rc == 1 and err == [f"xdpcap: interface cap1 (ifindex {ifindex}) is given twice with -i"],
              "one interface by name and by number: refused in one line", (rc, err))
+
+
+def any_comes_and_goes(binary, lab, tmp):
+    """Last: cap0 deleted, capmv moved, cap2 renamed during -i any."""
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", "capmv", "type", "veth", "peer", "name", "genmv", "netns",
+           lab.gen_ns])
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "capmv", "up"])
+    out = os.path.join(tmp, "any-goes.pcapng")
+    path, frames = os.path.join(tmp, "any-goes.pcap"), None
+    frames = N.build_corpus(path, 20, kinds=("ipv4-udp",), seed=70)
+    x = N.Xdpcap(lab, binary, ["-i", "any", "-w", out])
+    x.wait_listening()
+    N.run(["ip", "-n", lab.gen_ns, "link", "del", "gen0"])
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "capmv", "netns", lab.gen_ns])
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "cap2", "down"])
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "cap2", "name", "ren2"])
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "ren2", "up"])
+    lab._wait_up(lab.cap_ns, "ren2")
+    time.sleep(0.3)
+    N.log("  info  " + lab.send(path, N.cpus()[0], gap_us=300, gen_if="gen2"))
+    time.sleep(0.5)
+    N.expect(x.returncode is None, "-i any: the capture goes on after interfaces went away", x.err_lines)
+    rc = x.stop(signal.SIGINT)
+    msgs = N.messages(x.err_lines)
+    N.log("  info  stderr: " + " | ".join(x.err_lines))
+    N.expect(rc == 0, "-i any: exit 0 after interfaces went away", rc)
+    N.expect("xdpcap: cap0 went away; capture goes on" in msgs
+             and "xdpcap: capmv went away (moved to another network namespace); capture goes on" in msgs,
+             "a line for the deleted one and one for the moved one", msgs)
+    got, recs = any_frames(out)
+    on_port = [d for n, dr, d in got if dr == "In" and n == "ren2"]
+    N.check_exact(frames, on_port, "frames sent after the others left are captured on the renamed port, "
+                                   "under its new name")
+    N.expect(any(re.match(r"^ren2: 20 packets captured", l) for l in x.err_lines),
+             "the statistics name the renamed port by its new name", x.err_lines)
+    N.check_readers_agree(out, len(got))
+    N.expect(len(recs["isbs"]) == len(recs["idbs"]), "an ISB for every interface, those that left included",
+             (len(recs["isbs"]), len(recs["idbs"])))
+    moved = N.run(["ip", "netns", "exec", lab.gen_ns, "tc", "filter", "show", "dev", "capmv", "ingress"],
+                  check_rc=False).stdout.strip()
+    tcx_moved = [int(N.run(["ip", "netns", "exec", lab.gen_ns, N.PYTHON, "-c", TCX_QUERY, "capmv", str(t)]).stdout)
+                 for t in (TCX_INGRESS, TCX_EGRESS)]
+    N.expect(moved == "" and all(n <= 0 for n in tcx_moved),
+             "nothing of xdpcap stays on the moved interface (tc filters, tcx)", (moved, tcx_moved))
+    check_clean(lab, ["capbr1", "lo"], "after -i any with interfaces gone")
+    N.expect(hooks(lab, "ren2") == [], "nothing stays attached to the renamed port", hooks(lab, "ren2"))
 
 
 def test(binary):
@@ -402,9 +593,10 @@ def test(binary):
         sigkill_both(binary, lab, tmp)
         by_index(binary, lab, tmp)
         text_with_filter(binary, lab, tmp)
-        any_refused(binary, lab, tmp)
+        any_interfaces(binary, lab, tmp)
         second_attach_fails(binary, lab, tmp)
         one_goes_away(binary, lab, tmp)
+        any_comes_and_goes(binary, lab, tmp)
 
 
 if __name__ == "__main__":

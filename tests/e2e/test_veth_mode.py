@@ -35,6 +35,10 @@ between its CPUs' rings): gen0 keeps TSO while xdpcap runs, tcpdump
 (the oracle, dropping none) sees super-frames (longer than 1514 bytes), and
 xdpcap, losing none, captures as many of them, and the same frames byte for
 byte.
+
+`-i any` (cap0 and lo): both taken at tc ingress, with clsact filters
+before 6.6 (no tcx there), no XDP; gen0's frames on cap0, once; nothing stays
+attached to either.
 """
 
 import json
@@ -284,6 +288,33 @@ def test(binary):
                  f"before {base_features}\nnative {native}")
         N.expect(features(lab) == base_features, "and gets it back when xdpcap exits", features(lab))
         lab.assert_clean()
+        any_interface(lab, binary, tmp)
+
+
+def any_interface(lab, binary, tmp):
+    """-i any: cap0 and lo at tc ingress (clsact before 6.6), never XDP; gen0's frames on cap0; nothing left."""
+    corpus = os.path.join(tmp, "any.pcap")
+    frames = N.build_corpus(corpus, 20, kinds=("ipv4-udp",), seed=90)
+    N.run(["ip", "-n", lab.cap_ns, "link", "set", "lo", "up"])
+    path = os.path.join(tmp, "any.pcapng")
+    x = N.Xdpcap(lab, binary, ["-i", "any", "-w", path])
+    x.wait_listening(timeout=30)
+    mechanism = "tcx" if kernel_at_least(6, 6) else "clsact"
+    filters = {dev: lab.tc_filters(dev) for dev in (lab.cap_if, "lo")}
+    N.expect(lab.xdp_state() == "" and (mechanism == "tcx" or all(f for f in filters.values())),
+             f"-i any: no XDP on cap0, a {mechanism} ingress program on cap0 and lo", (lab.xdp_state(), filters))
+    N.log("  info  " + lab.send(corpus, N.cpus()[0], gap_us=300))
+    time.sleep(0.5)
+    N.check(x.stop(signal.SIGINT) == 0, "xdpcap -i any exits 0", x.stderr)
+    idbs = N.pcapng_idbs(path)
+    got = [d for d, idb in ((e["data"], idbs[e["if_id"]]) for e in N.pcapng_records(path)["epbs"])
+           if idb["name"].startswith(lab.cap_if + "@")]
+    N.check_exact(frames, got, "-i any: every frame from gen0 on cap0, once")
+    N.expect(all(f", {mechanism} ingress and {mechanism} egress" in (i["description"] or "") for i in idbs
+                 if i["name"].startswith(lab.cap_if + "@")),
+             f"-i any: cap0's interface descriptions name {mechanism} ingress and egress", idbs)
+    lab.assert_clean(what="nothing of xdpcap -i any remains attached to cap0 (XDP, tc)")
+    lab.assert_clean(what="nor to lo", dev="lo")
 
 
 if __name__ == "__main__":

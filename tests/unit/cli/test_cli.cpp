@@ -186,12 +186,12 @@ TEST(Cli, SeveralInterfacesInTheOrderGiven)
     EXPECT_EQ(parse_config({"-i", "2", "-i", "eth0"}).interfaces, (std::vector<std::string>{"2", "eth0"}));
 }
 
-TEST(Cli, AnyIsRefusedWithTheAlternative)
+// -i any: every interface; it is given alone.
+TEST(Cli, AnyIsTakenAlone)
 {
-    for (const std::string& message : {error_of({"-i", "any"}), error_of({"-i", "eth0", "-i", "any"})}) {
-        EXPECT_EQ(message.rfind("-i any is not supported: attaching XDP to every interface", 0), 0u) << message;
-        EXPECT_NE(message.find("-i eth0 -i eth1"), std::string::npos) << message;
-    }
+    EXPECT_EQ(parse_config({"-i", "any"}).interfaces, std::vector<std::string>{"any"});
+    for (const std::string& message : {error_of({"-i", "eth0", "-i", "any"}), error_of({"-i", "any", "-i", "eth0"})})
+        EXPECT_EQ(message, "-i any captures every interface: give it alone, without other -i");
 }
 
 TEST(Cli, AnInterfaceGivenTwiceIsRefused)

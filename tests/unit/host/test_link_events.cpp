@@ -117,6 +117,36 @@ TEST(LinkEvents, FindsTheLossAmongSeveralMessages)
     EXPECT_TRUE(lost->moved);
 }
 
+TEST(LinkEvents, EveryLossAmongSeveralMessagesInOrder)
+{
+    Messages m;
+    m.link(RTM_DELLINK, 5).name("cap1");
+    m.link(RTM_DELLINK, 4).name("other");
+    m.moved(3);
+    std::vector<LostLink> lost;
+    find_lost_links(m.span(), kWatched, lost);
+    ASSERT_EQ(lost.size(), 2u);
+    EXPECT_EQ(lost[0].ifindex, 5u);
+    EXPECT_FALSE(lost[0].moved);
+    EXPECT_EQ(lost[1].ifindex, 3u);
+    EXPECT_TRUE(lost[1].moved);
+}
+
+TEST(LinkEvents, NamesOfWatchedInterfacesAsAnnounced)
+{
+    Messages m;
+    m.link(RTM_NEWLINK, 3).attr_u32(IFLA_MTU, 1500).name("lan0"); // renamed
+    m.link(RTM_NEWLINK, 4).name("other");                        // not watched
+    m.link(RTM_NEWLINK, 5, AF_BRIDGE).name("cap1");              // a bridge's view
+    m.link(RTM_DELLINK, 5).name("cap1");                         // a loss, not a name
+    m.link(RTM_NEWLINK, 5);                                      // no name
+    std::vector<NamedLink> named;
+    find_link_names(m.span(), kWatched, named);
+    ASSERT_EQ(named.size(), 1u);
+    EXPECT_EQ(named[0].ifindex, 3u);
+    EXPECT_EQ(named[0].name, "lan0");
+}
+
 TEST(LinkEvents, UnalignedBufferIsRead)
 {
     Messages m;

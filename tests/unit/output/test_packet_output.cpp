@@ -246,3 +246,146 @@ TEST(PacketText, InterfacesAddedOneByOne)
     EXPECT_NE(several[2999].find(" eth0  In  "), std::string::npos) << several[2999];
     EXPECT_NE(several.back().find(" veth1 In  "), std::string::npos) << several.back();
 }
+
+namespace {
+
+// A pcapng file's blocks in order: the type and, for IDBs, the name (its
+// first option); for EPBs and ISBs, the interface id.
+struct Block {
+    Block(uint32_t block_type, uint32_t id = 0, std::string idb_name = {})
+        : type(block_type), interface_id(id), name(std::move(idb_name))
+    {
+    }
+    uint32_t type;
+    uint32_t interface_id;
+    std::string name;
+    bool operator==(const Block&) const = default;
+};
+
+[[maybe_unused]] void PrintTo(const Block& b, std::ostream* os)
+{
+    *os << "{type " << b.type << ", interface " << b.interface_id << ", '" << b.name << "'}";
+}
+
+std::vector<Block> blocks_of(const Bytes& all)
+{
+    std::vector<Block> blocks;
+    for (size_t at = 0; at + 12 <= all.size();) {
+        uint32_t type, length;
+        std::memcpy(&type, &all[at], 4);
+        std::memcpy(&length, &all[at + 4], 4);
+        Block block{type};
+        if (type == pcapng::kEpbType || type == pcapng::kIsbType) {
+            std::memcpy(&block.interface_id, &all[at + 8], 4);
+        } else if (type == pcapng::kIdbType) {
+            uint16_t code, size;
+            std::memcpy(&code, &all[at + 16], 2);
+            std::memcpy(&size, &all[at + 18], 2);
+            if (code == 2)
+                block.name.assign(reinterpret_cast<const char*>(&all[at + 20]), size);
+        }
+        blocks.push_back(block);
+        at += length;
+    }
+    return blocks;
+}
+
+pcapng::InterfaceDescription named(const std::string& name)
+{
+    pcapng::InterfaceDescription idb;
+    idb.name = name;
+    return idb;
+}
+
+pcapng::InterfaceStatistics counted(uint32_t id, uint64_t received)
+{
+    pcapng::InterfaceStatistics isb;
+    isb.interface_id = id;
+    isb.if_received = received;
+    return isb;
+}
+
+} // namespace
+
+// -i any: an interface's IDB comes just before its first packet, and the
+// file's ids follow the order they were written in; the statistics name
+// those ids, and an interface that carried no packet but counted some gets
+// its IDB before its ISB; one that counted nothing gets neither.
+TEST(PacketLayout, InterfacesDescribedOnFirstUse)
+{
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false,
+                            {"a@cpu0", "a@cpu1", "b@cpu0", "b@cpu1"});
+        output.begin({}, {named("a@cpu0"), named("a@cpu1"), named("b@cpu0"), named("b@cpu1")}, true);
+        const Bytes record = sample_record(frame64(), 64);
+        const Sample sample = decode_record(record.data(), record.size()).sample;
+        output.write(3, sample, kRealtime);
+        output.write(1, sample, kRealtime);
+        output.write(3, sample, kRealtime);
+        output.finish({counted(0, 0), counted(1, 1), counted(2, 5), counted(3, 2)});
+    }
+    const std::vector<Block> want = {
+        {pcapng::kShbType},         {pcapng::kIdbType, 0, "b@cpu1"}, {pcapng::kEpbType, 0},
+        {pcapng::kIdbType, 0, "a@cpu1"}, {pcapng::kEpbType, 1},      {pcapng::kEpbType, 0},
+        {pcapng::kIsbType, 1},      {pcapng::kIdbType, 0, "b@cpu0"}, {pcapng::kIsbType, 2},
+        {pcapng::kIsbType, 0},
+    };
+    EXPECT_EQ(blocks_of(file.contents()), want);
+}
+
+// Without it every IDB comes first, in the caller's order, as before.
+TEST(PacketLayout, InterfacesDescribedUpFront)
+{
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"a@cpu0", "b@cpu0"});
+        output.begin({}, {named("a@cpu0"), named("b@cpu0")});
+        const Bytes record = sample_record(frame64(), 64);
+        output.write(1, decode_record(record.data(), record.size()).sample, kRealtime);
+        output.finish({counted(0, 0), counted(1, 1)});
+    }
+    const std::vector<Block> want = {
+        {pcapng::kShbType},     {pcapng::kIdbType, 0, "a@cpu0"}, {pcapng::kIdbType, 0, "b@cpu0"},
+        {pcapng::kEpbType, 1}, {pcapng::kIsbType, 0},           {pcapng::kIsbType, 1},
+    };
+    EXPECT_EQ(blocks_of(file.contents()), want);
+}
+
+// A device renamed during the capture: later lines carry its new name, and
+// so does its IDB when it is written after the rename (on first use).
+TEST(PacketLayout, RenamedDeviceFollowed)
+{
+    MemFile text_file;
+    {
+        PacketOutput output(Sink::open_file(text_file.path()), PacketOutput::Format::Text, false,
+                            {"eth0@cpu0", "veth1@cpu0"});
+        const Bytes frame = frame64();
+        Sample s{};
+        s.cap_len = s.orig_len = static_cast<uint32_t>(frame.size());
+        s.data = frame.data();
+        s.direction = XDPCAP_DIR_INGRESS;
+        output.write(1, s, kRealtime);
+        output.rename_device(1, "lan9");
+        output.write(1, s, kRealtime);
+        output.flush();
+    }
+    const Bytes text = text_file.contents();
+    const std::string lines(text.begin(), text.end());
+    const size_t second = lines.find('\n') + 1;
+    EXPECT_NE(lines.substr(0, second).find(" veth1 In  "), std::string::npos) << lines;
+    EXPECT_NE(lines.substr(second).find(" lan9  In  "), std::string::npos) << lines;
+
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false,
+                            {"eth0@cpu0", "veth1@cpu0"});
+        output.begin({}, {named("eth0@cpu0"), named("veth1@cpu0")}, true);
+        output.rename_device(1, "lan9");
+        const Bytes record = sample_record(frame64(), 64);
+        output.write(1, decode_record(record.data(), record.size()).sample, kRealtime);
+        output.flush();
+    }
+    const std::vector<Block> want = {{pcapng::kShbType}, {pcapng::kIdbType, 0, "lan9@cpu0"}, {pcapng::kEpbType, 0}};
+    EXPECT_EQ(blocks_of(file.contents()), want);
+}
