@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,9 @@ public:
         // -- COMMAND: readable once the command exited (a pidfd); the capture
         // then stops, kCommandGraceMs later for its last packets.
         int command_exit_fd = -1;
+        // --tls-keys: reads new key log lines; called on the drain timer
+        // and once more before the last drain.
+        std::function<void()> poll_keys = {};
     };
     static constexpr int kCommandGraceMs = 200;
 
