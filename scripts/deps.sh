@@ -26,6 +26,8 @@ packages=(
     qemu-system-x86 linux-image-amd64 busybox-static
     # --container: a podman container from a local busybox image
     podman runc
+    # --tls-keys: an HTTP/2 server over TLS (nghttpd) beside openssl s_server and curl
+    nghttp2-server curl openssl
 )
 missing=()
 for p in "${packages[@]}"; do
