@@ -68,7 +68,7 @@ std::optional<ProcessSide> start_process_side(const Config& config, const std::o
             // Removed at the end by whom xdpcap is by then: -Z's user, or root.
             key_log = std::make_unique<CommandKeyLog>(user.uid, user.gid, run_as ? run_as->uid : ::geteuid(),
                                                       run_as ? run_as->gid : ::getegid());
-            environment.push_back("SSLKEYLOGFILE=" + key_log->path());
+            environment.push_back(std::string("SSLKEYLOGFILE=").append(key_log->path()));
         }
         command.emplace(CommandChild::spawn(asked.command, run_as, config.writes_to_stdout(), environment));
         selection.pid = static_cast<uint32_t>(command->pid());

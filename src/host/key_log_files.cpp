@@ -54,8 +54,10 @@ bool KeyLogReader::read_new(int fd, const KeyLogLineSink& sink, int& error)
 
 FollowedKeyLog::FollowedKeyLog(std::string path, bool from_start) : path_(std::move(path))
 {
-    if (!open_path(!from_start))
-        warn_once("cannot open TLS key log " + path_ + " yet", errno);
+    if (!open_path(!from_start)) {
+        const int err = errno;
+        warn_once("cannot open TLS key log", " yet", err);
+    }
 }
 
 bool FollowedKeyLog::open_path(bool at_end)
@@ -67,8 +69,8 @@ bool FollowedKeyLog::open_path(bool at_end)
     if (::fstat(fd.get(), &st) != 0)
         return false;
     if (!S_ISREG(st.st_mode)) {
+        warn_once("TLS key log", " is not a regular file", 0);
         errno = EINVAL;
-        warn_once("TLS key log " + path_ + " is not a regular file", 0);
         return false;
     }
     fd_ = std::move(fd);
@@ -78,12 +80,12 @@ bool FollowedKeyLog::open_path(bool at_end)
     return true;
 }
 
-void FollowedKeyLog::warn_once(const std::string& what, int err)
+void FollowedKeyLog::warn_once(const char* what, const char* after, int err)
 {
     if (warned_)
         return;
     warned_ = true;
-    std::string line = std::string("xdpcap: ").append(what);
+    std::string line = std::string("xdpcap: ").append(what).append(" ").append(path_).append(after);
     if (err)
         line.append(": ").append(errno_text(err));
     line.push_back('\n');
@@ -95,7 +97,7 @@ void FollowedKeyLog::poll(const KeyLogLineSink& sink)
     if (fd_) {
         int err = 0;
         if (!reader_.read_new(fd_.get(), sink, err))
-            warn_once("cannot read TLS key log " + path_, err);
+            warn_once("cannot read TLS key log", "", err);
     }
     // tail -F: the name may lead to a new file now (a log rotated, a
     // program that writes a new file and renames it over the old one). The
@@ -109,9 +111,9 @@ void FollowedKeyLog::poll(const KeyLogLineSink& sink)
         warned_ = false;
         int err = 0;
         if (!reader_.read_new(fd_.get(), sink, err))
-            warn_once("cannot read TLS key log " + path_, err);
-    } else if (errno != ENOENT) {
-        warn_once("cannot open TLS key log " + path_, errno);
+            warn_once("cannot read TLS key log", "", err);
+    } else if (const int err = errno; err != ENOENT) {
+        warn_once("cannot open TLS key log", "", err);
     }
 }
 
@@ -124,7 +126,8 @@ std::string make_private_dir()
         if (::mkdtemp(pattern.data()))
             return pattern;
     }
-    throw Error("cannot create a private directory for the TLS key log: " + errno_text(errno));
+    const int err = errno;
+    throw Error(std::string("cannot create a private directory for the TLS key log: ").append(errno_text(err)));
 }
 
 } // namespace
@@ -140,7 +143,8 @@ CommandKeyLog::CommandKeyLog(uid_t command_uid, gid_t command_gid, uid_t dir_own
             (dir_owner != command_uid && ::chmod(dir_.c_str(), 0711) != 0)) {
             const int err = errno;
             ::rmdir(dir_.c_str());
-            throw Error("cannot prepare " + dir_ + " for the TLS key log: " + errno_text(err));
+            throw Error(
+                std::string("cannot prepare ").append(dir_).append(" for the TLS key log: ").append(errno_text(err)));
         }
     }
     fd_.reset(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -150,7 +154,7 @@ CommandKeyLog::CommandKeyLog(uid_t command_uid, gid_t command_gid, uid_t dir_own
         fd_.reset();
         ::unlink(path_.c_str());
         ::rmdir(dir_.c_str());
-        throw Error("cannot create the TLS key log " + path_ + ": " + errno_text(err));
+        throw Error(std::string("cannot create the TLS key log ").append(path_).append(": ").append(errno_text(err)));
     }
 }
 
@@ -165,8 +169,9 @@ void CommandKeyLog::poll(const KeyLogLineSink& sink)
     int err = 0;
     if (!reader_.read_new(fd_.get(), sink, err) && !warned_) {
         warned_ = true;
-        std::fputs(std::string("xdpcap: cannot read the command's TLS key log: ").append(errno_text(err)).append("\n").c_str(),
-                   stderr);
+        const std::string line =
+            std::string("xdpcap: cannot read the command's TLS key log: ").append(errno_text(err)).append("\n");
+        std::fputs(line.c_str(), stderr);
     }
 }
 

@@ -52,7 +52,8 @@ public:
 
 private:
     bool open_path(bool at_end);
-    void warn_once(const std::string& what, int err);
+    // "xdpcap: WHAT PATH AFTER[: error]", once until the file reads again.
+    void warn_once(const char* what, const char* after, int err);
 
     std::string path_;
     UniqueFd fd_;

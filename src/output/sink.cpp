@@ -202,8 +202,13 @@ void Sink::keep_private()
     private_ = true;
     struct stat st{};
     if (owned_ && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0600 &&
-        ::fchmod(fd_, 0600) != 0)
-        throw Error("cannot make " + name_ + " private (mode 0600) for its TLS secrets: " + errno_text(errno));
+        ::fchmod(fd_, 0600) != 0) {
+        const int err = errno;
+        throw Error(std::string("cannot make ")
+                        .append(name_)
+                        .append(" private (mode 0600) for its TLS secrets: ")
+                        .append(errno_text(err)));
+    }
 }
 
 void Sink::reopen(const std::string& path)
@@ -215,7 +220,10 @@ void Sink::reopen(const std::string& path)
     if (private_ && ::fchmod(fd, 0600) != 0) {
         const int err = errno;
         ::close(fd);
-        throw Error("cannot make " + path + " private (mode 0600) for its TLS secrets: " + errno_text(err),
+        throw Error(std::string("cannot make ")
+                        .append(path)
+                        .append(" private (mode 0600) for its TLS secrets: ")
+                        .append(errno_text(err)),
                     kExitRuntime);
     }
     preallocation_.release();
