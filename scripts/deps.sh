@@ -26,8 +26,9 @@ packages=(
     qemu-system-x86 linux-image-amd64 busybox-static
     # --container: a podman container from a local busybox image
     podman runc
-    # process attribution of a server already running, and of -- curl
-    lighttpd curl
+    # process attribution of a server already running, and of -- curl;
+    # --tls-keys: an HTTP/2 server over TLS (nghttpd) beside openssl s_server
+    lighttpd curl nghttp2-server openssl
 )
 missing=()
 for p in "${packages[@]}"; do

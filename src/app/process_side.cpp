@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <string>
@@ -58,9 +59,18 @@ std::optional<ProcessSide> start_process_side(const Config& config, const std::o
     require_process(asked);
     OwnerSelection selection{.pid = asked.pid, .follow_forks = asked.follow_forks, .comm = asked.comm,
                              .cgroup = container ? std::optional(container->cgroup_path) : asked.cgroup};
+    std::unique_ptr<CommandKeyLog> key_log;
     std::optional<CommandChild> command;
     if (!asked.command.empty()) {
-        command.emplace(CommandChild::spawn(asked.command, run_as, config.writes_to_stdout()));
+        std::vector<std::string> environment;
+        if (config.tls_keys.command) {
+            const CommandUser user = command_user(run_as);
+            // Removed at the end by whom xdpcap is by then: -Z's user, or root.
+            key_log = std::make_unique<CommandKeyLog>(user.uid, user.gid, run_as ? run_as->uid : ::geteuid(),
+                                                      run_as ? run_as->gid : ::getegid());
+            environment.push_back(std::string("SSLKEYLOGFILE=").append(key_log->path()));
+        }
+        command.emplace(CommandChild::spawn(asked.command, run_as, config.writes_to_stdout(), environment));
         selection.pid = static_cast<uint32_t>(command->pid());
         selection.follow_forks = true;
         selection.neighbours = true;
@@ -68,7 +78,7 @@ std::optional<ProcessSide> start_process_side(const Config& config, const std::o
     SocketOwners owners = SocketOwners::load(selection);
     owners.learn_local_addresses();
     ContainerNames container_names(container);
-    return ProcessSide{std::move(command), std::move(container_names), std::move(owners)};
+    return ProcessSide{std::move(key_log), std::move(command), std::move(container_names), std::move(owners)};
 }
 
 } // namespace xdpcap::live

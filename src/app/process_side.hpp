@@ -3,11 +3,13 @@
 // need.
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include "cli/config.hpp"
 #include "host/command.hpp"
 #include "host/containers.hpp"
+#include "host/key_log_files.hpp"
 #include "host/privileges.hpp"
 #include "programs/owners.hpp"
 
@@ -20,6 +22,8 @@ std::optional<Container> enter_container(const Config& config);
 // --pid, --pname, --cgroup, --container, -- COMMAND: one set of socket
 // owners for every interface, and the child whose pid they are filtered by.
 struct ProcessSide {
+    // --tls-keys: the command's key log; removed after the command ended.
+    std::unique_ptr<CommandKeyLog> key_log;
     std::optional<CommandChild> command; // -- COMMAND
     ContainerNames container_names;      // -k: the containers of the owners' cgroups
     SocketOwners owners;

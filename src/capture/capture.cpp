@@ -150,7 +150,12 @@ StopReason CaptureLoop::run()
             // A batch waits at most one tick for a quiet CPU's next frame.
             if (timer_fired)
                 flush_staged();
+            // New key lines first: the held connections they complete are
+            // released right after this batch.
+            if (timer_fired && options_.poll_keys)
+                options_.poll_keys();
             drain();
+            output_.place_held_tls(now_ns(CLOCK_MONOTONIC));
             output_.end_batch();
             if (timer_fired) {
                 output_.flush();
@@ -306,8 +311,12 @@ void CaptureLoop::detach_and_drain()
         if (quiet_rounds < 2)
             std::this_thread::sleep_for(kPause);
     }
+    // The command's last key lines, before the last packets.
+    if (options_.poll_keys)
+        options_.poll_keys();
     // Whatever is still held, also if the deadline passed first.
     guarded([this] { merger_.drain_everything(); });
+    guarded([this] { output_.place_held_tls(now_ns(CLOCK_MONOTONIC)); });
     if (output_usable_)
         guarded([this] { output_.flush(); });
 }

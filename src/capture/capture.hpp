@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,9 @@ public:
         // `note_leaving` one line on stderr says so.
         bool interfaces_may_leave = false;
         bool note_leaving = false;
+        // --tls-keys: reads new key log lines; called on the drain timer
+        // and once more before the last drain.
+        std::function<void()> poll_keys = {};
     };
     static constexpr int kCommandGraceMs = 200;
 

@@ -32,6 +32,16 @@ struct ProcessSelection {
     bool wanted() const { return attribute || filters(); }
 };
 
+// TLS session secrets written into the file as Decryption Secrets Blocks.
+// Without any of these nothing about keys is collected or written.
+struct TlsKeys {
+    bool command = false;             // --tls-keys: -- COMMAND's SSLKEYLOGFILE
+    std::optional<std::string> file;  // --tls-keys-file: a key log another program writes
+    bool from_start = false;          // --tls-keys-from-start: the lines already in it too
+
+    bool wanted() const { return command || file.has_value(); }
+};
+
 struct Config {
     // -i, in the order given: names, or ifindexes (a number that is no
     // interface's name), resolved when the capture starts. Never empty for
@@ -49,6 +59,8 @@ struct Config {
     bool print = false; // --print: text lines on stdout while -w writes a file
     bool drops = false; // --drops: also the kernel's drops on the interface (skb:kfree_skb)
     ProcessSelection process;
+    TlsKeys tls_keys;
+    bool discard_secrets = false; // --discard-secrets: -r -w copies no Decryption Secrets Block
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
     bool warnings = true; // start-up warnings on stderr (for Wireshark the interface descriptions carry them)
