@@ -427,7 +427,8 @@ void PacketOutput::place_tls(uint64_t monotonic_ns, bool everything)
     }
     const bool news = tls.secrets.changes() != tls.seen_changes;
     tls.seen_changes = tls.secrets.changes();
-    for (auto& [key, connection] : tls.connections) {
+    for (auto& entry : tls.connections) {
+        TlsPlacement::Connection& connection = entry.second;
         if (connection.has_random && !connection.secrets && news)
             connection.secrets = tls.secrets.find(connection.random);
         if (connection.held) {

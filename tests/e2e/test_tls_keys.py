@@ -333,7 +333,7 @@ def rotation(lab, servers, tmp, binary):
     N.check(rc == 0, "-C --tls-keys: the capture ended with the command", (rc, x.err_lines))
     files = sorted(glob.glob(base + "*"))
     N.check(len(files) >= 3, "-C 6k: several files", files)
-    decrypted = 0
+    decrypted = split = 0
     for path in files:
         name = os.path.basename(path)
         N.check(stat.S_IMODE(os.stat(path).st_mode) == 0o600, f"{name} is mode 0600")
@@ -350,6 +350,7 @@ def rotation(lab, servers, tmp, binary):
                 f"{name}: one pass decrypts each connection whose ClientHello and ServerHello it holds "
                 f"({len(both)})", types)
         decrypted += len(both)
+        split += len(hellos) - len(both)
         own = subprocess.run([binary, "-r", path, "-v"], capture_output=True, text=True, timeout=N.scaled(20))
         said = [l for l in own.stderr.splitlines() if l.startswith("TLS ")]
         N.check(len(said) == len(hellos) and all(l.endswith(": keys in the file") for l in said),
@@ -357,8 +358,11 @@ def rotation(lab, servers, tmp, binary):
         secrets_in = [l for l in own.stderr.splitlines() if "connections' secrets in the file" in l]
         N.check(not hellos or (secrets_in and secrets_in[0].startswith(f"{len(hellos)} ")),
                 f"{name}: no other connection's secrets", secrets_in)
-    N.check(decrypted >= len(names) - 1, "-C: nearly every connection decrypts in the file of its handshake",
-            (decrypted, len(names)))
+    # A connection whose ServerHello went into the next file cannot be
+    # decrypted in either; every other one is, and most are.
+    N.check(decrypted + split == len(names) and decrypted >= len(names) // 2,
+            "-C: every connection decrypts in the file of its handshake, but one the rotation split there",
+            (decrypted, split, len(names)))
 
 
 def without_option(lab, servers, tmp, binary):
