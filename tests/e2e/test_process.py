@@ -68,7 +68,7 @@ CAP6, GEN6 = "2001:db8:41::1", "2001:db8:41::2"
 SHORT_LIVED = 50
 
 
-OWNER_PROGRAMS = ("xdpcap_socket_", "xdpcap_cgroup_", "xdpcap_tcp_", "xdpcap_sock_")
+OWNER_PROGRAMS = ("xdpcap_socket_", "xdpcap_cgroup_", "xdpcap_tcp_", "xdpcap_sock_", "xdpcap_neighbou")
 
 
 def owner_programs(x):
