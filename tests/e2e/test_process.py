@@ -21,9 +21,9 @@ socket inode among /proc/PID/fd. Checked from the file
   * a connection accepted before xdpcap started and idle since: its packets
     name the process holding it (sock_diag and /proc/PID/fd at the start);
   * servers running before xdpcap (Python, lighttpd), with a connection
-    accepted and idle: --pid keeps every packet of it and of the connections
-    after, from the first SYN, as tcpdump on the far end sees them, each
-    named; -- curl keeps the ARP and NDP that explain a silent address, and
+    accepted and idle: --pid (Python) and --pname (lighttpd) keep every
+    packet of it and of the connections after, from the first SYN, as
+    tcpdump on the far end sees them, each named; -- curl keeps the ARP and NDP that explain a silent address, and
     a command's ICMP error;
   * a connection the namespace forwards is unknown too, although a local
     listener bound to the wildcard address has its port; that listener's own
@@ -690,14 +690,14 @@ def lighttpd_server(lab, tmp):
 
 def running_servers(lab, tmp, binary):
     """A server already running when xdpcap starts, with a connection
-    accepted and idle since: --pid SERVER keeps every packet of it and of
+    accepted and idle since: its selection keeps every packet of it and of
     the connections after, from the first SYN, each named; judged against
-    tcpdump on the far end and ss -tnpie. A Python server (its listener
-    dual-stack: IPv4 peers v4-mapped), and lighttpd where it is installed
-    (not under emulation, where the guest's time is short)."""
+    tcpdump on the far end and ss -tnpie. A Python server by --pid (its
+    listener dual-stack: IPv4 peers v4-mapped), and lighttpd by --pname where
+    it is installed (not under emulation, where the guest's time is short)."""
     cap, gen = lab.cap_ns, lab.gen_ns
     servers = [("xdpc-pysrv", 7470, lab.popen(cap, ["/usr/bin/python3", "-S", "-c", PY_SERVER],
-                                             stdout=subprocess.PIPE, text=True), "data one", "data two")]
+                                             stdout=subprocess.PIPE, text=True), "data one", "data two", "--pid")]
     N.check(servers[0][2].stdout.readline().strip() == "ready", "the Python server listens")
     emulated = N.scaled(1) > 1
     # Connections after the start, IPv4 and IPv6; under emulation IPv6 alone
@@ -706,11 +706,11 @@ def running_servers(lab, tmp, binary):
     light = None if emulated else lighttpd_server(lab, tmp)
     if light:
         get = "GET /index.html HTTP/1.1|Host: x|Connection: close||"
-        servers.append(("lighttpd", 7471, light, get, get))
+        servers.append(("lighttpd", 7471, light, get, get, "--pname"))
     else:
         N.log("lighttpd: not run (not installed, or under emulation)")
     try:
-        for name, port, server, first, later in servers:
+        for name, port, server, first, later, option in servers:
             idle = lab.popen(gen, ["/usr/bin/python3", "-S", "-c", IDLE_CLIENT, CAP4, str(port), first],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             idle_port = int(idle.stdout.readline())
@@ -722,7 +722,8 @@ def running_servers(lab, tmp, binary):
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             N.check("listening on" in oracle.stderr.readline(), f"{name}: tcpdump listens on the far end")
             path = os.path.join(tmp, f"{name}.pcapng")
-            x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "--pid", str(server.pid), "-w", path])
+            selection = [option, str(server.pid) if option == "--pid" else name]
+            x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-w", path] + selection)
             x.wait_listening()
             idle.stdin.write("go\n")
             idle.stdin.close()
@@ -745,7 +746,7 @@ def running_servers(lab, tmp, binary):
             recs = N.pcapng_records(path)
             kept = sorted(e["data"][14:] for e in recs["epbs"])
             N.check(len(seen) >= 8 * len(new_peers) + 4 and kept == seen,
-                    f"{name}: --pid keeps every packet of its {1 + len(new_peers)} connections that crossed the "
+                    f"{name}: {option} keeps every packet of its {1 + len(new_peers)} connections that crossed the "
                     "link, no other",
                     (len(kept), len(seen)))
             frames = frames_of(recs)
@@ -758,7 +759,7 @@ def running_servers(lab, tmp, binary):
                     wrong[:5])
             lab.assert_clean()
     finally:
-        for _, _, server, _, _ in servers:
+        for _, _, server, _, _, _ in servers:
             N.kill_process(server)
             lab.forget(server)
 
