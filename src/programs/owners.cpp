@@ -352,21 +352,11 @@ size_t SocketOwners::learn_existing_sockets()
     keys.reserve(holders.size());
     values.reserve(holders.size());
     for (const auto& [inode, pids] : holders) {
-        // Shared (a pre-fork server's listener): the one the selection
-        // wants, else the lowest pid, most often the parent that made it.
-        const ProcessBook::Entry* chosen = nullptr;
-        for (const pid_t pid : pids) {
-            const ProcessBook::Entry& entry = book.of(pid);
-            if (!entry.known)
-                continue;
-            if (!chosen)
-                chosen = &entry;
-            if (entry.owner.wanted) {
-                chosen = &entry;
-                break;
-            }
-        }
-        if (!chosen)
+        // Shared (a pre-fork server's listener): one of them.
+        const pid_t chosen = choose_holder(
+            pids, [&](pid_t pid) { return book.of(pid).known; },
+            [&](pid_t pid) { return book.of(pid).owner.wanted != 0; });
+        if (chosen == 0)
             continue;
         const DiagSocket& s = sockets[by_inode.at(inode)];
         ExistingKey key{};
@@ -377,7 +367,7 @@ size_t SocketOwners::learn_existing_sockets()
         std::memcpy(key.local, s.local.data(), sizeof key.local);
         std::memcpy(key.remote, s.remote.data(), sizeof key.remote);
         keys.push_back(key);
-        values.push_back(chosen->owner);
+        values.push_back(book.of(chosen).owner);
     }
     const size_t room = bpf_map__max_entries(skel_->maps.existing_owners);
     if (keys.size() > room) {
