@@ -45,6 +45,25 @@ struct ProcessFacts {
 std::unordered_map<uint64_t, std::vector<pid_t>>
 socket_holders(const std::unordered_map<uint64_t, size_t>& wanted, const char* proc = "/proc");
 
+// Of the processes holding one socket (ascending pids), the one it is
+// named after: the first `wanted` (the process selection keeps it), else
+// the first `known` (it could be read), most often the parent that made a
+// socket it shares with its children. 0 when none is known.
+template <class Known, class Wanted>
+pid_t choose_holder(const std::vector<pid_t>& pids, Known known, Wanted wanted)
+{
+    pid_t chosen = 0;
+    for (const pid_t pid : pids) {
+        if (!known(pid))
+            continue;
+        if (wanted(pid))
+            return pid;
+        if (chosen == 0)
+            chosen = pid;
+    }
+    return chosen;
+}
+
 // What /proc says of `pid`; false when it is gone.
 bool read_process_facts(pid_t pid, ProcessFacts& facts, const char* proc = "/proc");
 

@@ -375,24 +375,16 @@ size_t SocketOwners::learn_existing_sockets()
         by_inode.emplace(sockets[i].inode, i);
     const auto holders = socket_holders(by_inode);
     ProcessBook book(selection_);
-    const int map = bpf_map__fd(skel_->maps.existing_owners);
-    size_t named = 0;
+    std::vector<ExistingKey> keys;
+    std::vector<OwnerValue> values;
+    keys.reserve(holders.size());
+    values.reserve(holders.size());
     for (const auto& [inode, pids] : holders) {
-        // Shared (a pre-fork server's listener): the one the selection
-        // wants, else the lowest pid, most often the parent that made it.
-        const ProcessBook::Entry* chosen = nullptr;
-        for (const pid_t pid : pids) {
-            const ProcessBook::Entry& entry = book.of(pid);
-            if (!entry.known)
-                continue;
-            if (!chosen)
-                chosen = &entry;
-            if (entry.owner.wanted) {
-                chosen = &entry;
-                break;
-            }
-        }
-        if (!chosen)
+        // Shared (a pre-fork server's listener): one of them.
+        const pid_t chosen = choose_holder(
+            pids, [&](pid_t pid) { return book.of(pid).known; },
+            [&](pid_t pid) { return book.of(pid).owner.wanted != 0; });
+        if (chosen == 0)
             continue;
         const DiagSocket& s = sockets[by_inode.at(inode)];
         ExistingKey key{};
@@ -402,14 +394,24 @@ size_t SocketOwners::learn_existing_sockets()
         key.remote_port = htons(s.remote_port);
         std::memcpy(key.local, s.local.data(), sizeof key.local);
         std::memcpy(key.remote, s.remote.data(), sizeof key.remote);
-        if (bpf_map_update_elem(map, &key, &chosen->owner, BPF_ANY) != 0) {
-            if (errno == E2BIG || errno == ENOMEM)
-                break; // the map is full: the rest stay unnamed until used
-            throw Error("process attribution: cannot note an existing socket's owner: " + errno_text(errno));
-        }
-        ++named;
+        keys.push_back(key);
+        values.push_back(book.of(chosen).owner);
     }
-    return named;
+    const size_t room = bpf_map__max_entries(skel_->maps.existing_owners);
+    if (keys.size() > room) {
+        keys.resize(room); // the rest stay unnamed until used
+        values.resize(room);
+    }
+    const int map = bpf_map__fd(skel_->maps.existing_owners);
+    // One system call for them all (Linux 5.6); else one each.
+    uint32_t count = static_cast<uint32_t>(keys.size());
+    if (count == 0 || bpf_map_update_batch(map, keys.data(), values.data(), &count, nullptr) == 0)
+        return keys.size();
+    for (size_t i = 0; i < keys.size(); ++i) {
+        if (bpf_map_update_elem(map, &keys[i], &values[i], BPF_ANY) != 0)
+            throw Error("process attribution: cannot note an existing socket's owner: " + errno_text(errno));
+    }
+    return keys.size();
 }
 
 Attribution SocketOwners::attribution(bool filter) const

@@ -23,9 +23,9 @@ socket inode among /proc/PID/fd. Checked from the file
   * a connection accepted before xdpcap started and idle since: its packets
     name the process holding it (sock_diag and /proc/PID/fd at the start);
   * servers running before xdpcap (Python, lighttpd), with a connection
-    accepted and idle: --pid keeps every packet of it and of the connections
-    after, from the first SYN, as tcpdump on the far end sees them, each
-    named; -- curl keeps the ARP and NDP that explain a silent address, and
+    accepted and idle: --pid (Python) and --pname (lighttpd) keep every
+    packet of it and of the connections after, from the first SYN, as
+    tcpdump on the far end sees them, each named; -- curl keeps the ARP and NDP that explain a silent address, and
     a command's ICMP error;
   * a connection the namespace forwards is unknown too, although a local
     listener bound to the wildcard address has its port; that listener's own
@@ -76,7 +76,7 @@ CAP6, GEN6 = "2001:db8:41::1", "2001:db8:41::2"
 SHORT_LIVED = 50
 
 
-OWNER_PROGRAMS = ("xdpcap_socket_", "xdpcap_cgroup_", "xdpcap_tcp_", "xdpcap_sock_")
+OWNER_PROGRAMS = ("xdpcap_socket_", "xdpcap_cgroup_", "xdpcap_tcp_", "xdpcap_sock_", "xdpcap_neighbou")
 
 
 def owner_programs(x):
@@ -751,23 +751,27 @@ def lighttpd_server(lab, tmp):
 
 def running_servers(lab, tmp, binary):
     """A server already running when xdpcap starts, with a connection
-    accepted and idle since: --pid SERVER keeps every packet of it and of
+    accepted and idle since: its selection keeps every packet of it and of
     the connections after, from the first SYN, each named; judged against
-    tcpdump on the far end and ss -tnpie. A Python server (its listener
-    dual-stack: IPv4 peers v4-mapped), and lighttpd where it is installed
-    (not under emulation: the guest's time is short)."""
+    tcpdump on the far end and ss -tnpie. A Python server by --pid (its
+    listener dual-stack: IPv4 peers v4-mapped), and lighttpd by --pname where
+    it is installed (not under emulation, where the guest's time is short)."""
     cap, gen = lab.cap_ns, lab.gen_ns
     servers = [("xdpc-pysrv", 7470, lab.popen(cap, ["/usr/bin/python3", "-S", "-c", PY_SERVER],
-                                             stdout=subprocess.PIPE, text=True), "data one", "data two")]
+                                             stdout=subprocess.PIPE, text=True), "data one", "data two", "--pid")]
     N.check(servers[0][2].stdout.readline().strip() == "ready", "the Python server listens")
-    light = lighttpd_server(lab, tmp) if N.scaled(1) <= 1 else None
+    emulated = N.scaled(1) > 1
+    # Connections after the start, IPv4 and IPv6; under emulation IPv6 alone
+    # (the idle one is IPv4).
+    new_peers = (CAP6,) if emulated else (CAP4, CAP6)
+    light = None if emulated else lighttpd_server(lab, tmp)
     if light:
         get = "GET /index.html HTTP/1.1|Host: x|Connection: close||"
-        servers.append(("lighttpd", 7471, light, get, get))
+        servers.append(("lighttpd", 7471, light, get, get, "--pname"))
     else:
         N.log("lighttpd: not run (not installed, or under emulation)")
     try:
-        for name, port, server, first, later in servers:
+        for name, port, server, first, later, option in servers:
             idle = lab.popen(gen, ["/usr/bin/python3", "-S", "-c", IDLE_CLIENT, CAP4, str(port), first],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             idle_port = int(idle.stdout.readline())
@@ -779,13 +783,14 @@ def running_servers(lab, tmp, binary):
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             N.check("listening on" in oracle.stderr.readline(), f"{name}: tcpdump listens on the far end")
             path = os.path.join(tmp, f"{name}.pcapng")
-            x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "--pid", str(server.pid), "-w", path])
+            selection = [option, str(server.pid) if option == "--pid" else name]
+            x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-k", "-w", path] + selection)
             x.wait_listening()
             idle.stdin.write("go\n")
             idle.stdin.close()
             idle.wait(timeout=N.scaled(10))
             lab.forget(idle)
-            for addr in (CAP4, CAP6):
+            for addr in new_peers:
                 cli = lab.popen(gen, ["/usr/bin/python3", "-S", "-c", IDLE_CLIENT, addr, str(port), later],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                 cli.stdout.readline()
@@ -801,12 +806,13 @@ def running_servers(lab, tmp, binary):
             seen = sorted(data[14:] for _caplen, _origlen, data in N.read_pcap(oracle_path))
             recs = N.pcapng_records(path)
             kept = sorted(e["data"][14:] for e in recs["epbs"])
-            N.check(len(seen) >= 24 and kept == seen,
-                    f"{name}: --pid keeps every packet of its three connections that crossed the link, no other",
+            N.check(len(seen) >= 8 * len(new_peers) + 4 and kept == seen,
+                    f"{name}: {option} keeps every packet of its {1 + len(new_peers)} connections that crossed the "
+                    "link, no other",
                     (len(kept), len(seen)))
             frames = frames_of(recs)
             syns = [f for f in frames if f[5] == 0x02]
-            N.check(len(syns) == 2 and all(f[0]["flags"] & 3 == 1 for f in syns),
+            N.check(len(syns) == len(new_peers) and all(f[0]["flags"] & 3 == 1 for f in syns),
                     f"{name}: the new connections are there from their first SYN", len(syns))
             wrong = [(f[0]["process"], f[0]["comments"]) for f in frames
                      if f[0]["process"][0] != server.pid or f"proc {name}:{server.pid}" not in " ".join(f[0]["comments"])]
@@ -814,7 +820,7 @@ def running_servers(lab, tmp, binary):
                     wrong[:5])
             lab.assert_clean()
     finally:
-        for _, _, server, _, _ in servers:
+        for _, _, server, _, _, _ in servers:
             N.kill_process(server)
             lab.forget(server)
 

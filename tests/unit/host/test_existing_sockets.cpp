@@ -111,3 +111,16 @@ TEST(ExistingSockets, ProcessFactsAreWhatTheKernelRecords)
     EXPECT_EQ(facts.cgroup.substr(0, 1), "/");
     EXPECT_FALSE(read_process_facts(0, facts));
 }
+
+TEST(ExistingSockets, ASharedSocketNamesTheWantedHolderElseTheLowestKnownPid)
+{
+    const std::vector<pid_t> holders{10, 20, 30};
+    const auto known = [](pid_t pid) { return pid != 10; };
+    EXPECT_EQ(choose_holder(holders, known, [](pid_t pid) { return pid == 30; }), 30);
+    EXPECT_EQ(choose_holder(holders, known, [](pid_t) { return false; }), 20);
+    EXPECT_EQ(choose_holder(holders, known, [](pid_t) { return true; }), 20);
+    EXPECT_EQ(choose_holder(holders, [](pid_t) { return true; }, [](pid_t) { return false; }), 10);
+    // A wanted pid that cannot be read names nobody of its own.
+    EXPECT_EQ(choose_holder(holders, known, [](pid_t pid) { return pid == 10; }), 20);
+    EXPECT_EQ(choose_holder(holders, [](pid_t) { return false; }, [](pid_t) { return true; }), 0);
+}
