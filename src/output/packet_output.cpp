@@ -112,6 +112,9 @@ void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pca
         idbs_ = idbs;
         file_ids_.assign(idbs_.size(), kNotWritten);
         described_.reserve(idbs_.size());
+        // libpcap opens no file without an IDB: the first one comes up
+        // front, in every file.
+        describe(0, header_);
     } else {
         for (const auto& idb : idbs)
             pcapng::append_interface_description(header_, idb);
@@ -247,9 +250,13 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     }
     sink_.reopen(plan_->current());
     sink_.append(header_);
-    // Each file describes its interfaces as they first carry a packet.
-    std::fill(file_ids_.begin(), file_ids_.end(), kNotWritten);
-    described_.clear();
+    // Each file describes its interfaces as they first carry a packet, the
+    // first one in its header.
+    if (!file_ids_.empty()) {
+        std::fill(file_ids_.begin(), file_ids_.end(), kNotWritten);
+        file_ids_[0] = 0;
+        described_.assign(1, 0);
+    }
     file_open_ = true;
     if (tls_)
         ++tls_->file;

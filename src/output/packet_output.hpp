@@ -96,8 +96,9 @@ public:
     void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
 
     // pcapng: SHB and every IDB, flushed before any packet. With
-    // `on_first_use` only the SHB: each interface's IDB is written just
-    // before its first packet (pcapng allows IDBs anywhere in a section),
+    // `on_first_use` only the SHB and the first IDB: each other interface's
+    // IDB is written just before its first packet (pcapng allows IDBs
+    // anywhere in a section),
     // and the file numbers the interfaces in that order, in every file of a
     // rotation anew. -i any: a 64-CPU host with 200 interfaces does not
     // start its file with 12 800 blocks.

@@ -31,7 +31,7 @@ import netlab as N  # noqa: E402
 
 PAIRS = 200
 FEW_PAIRS = 20
-START_BOUND_S = 30.0  # the benchmark: 8 to 13 s on a busy 2-CPU host
+START_BOUND_S = 30.0  # the benchmark: 7 to 13 s on a busy 2-CPU host
 
 # One frame out of each pN: a broadcast frame that names its interface.
 SEND_ALL = r"""

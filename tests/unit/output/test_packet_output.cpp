@@ -307,10 +307,11 @@ pcapng::InterfaceStatistics counted(uint32_t id, uint64_t received)
 
 } // namespace
 
-// -i any: an interface's IDB comes just before its first packet, and the
-// file's ids follow the order they were written in; the statistics name
-// those ids, and an interface that carried no packet but counted some gets
-// its IDB before its ISB; one that counted nothing gets neither.
+// -i any: the first interface's IDB comes up front (libpcap wants one),
+// every other one just before its first packet, and the file's ids follow
+// the order they were written in; the statistics name those ids, and an
+// interface that carried no packet but counted some gets its IDB before its
+// ISB; one that counted nothing (and is not the first) gets neither.
 TEST(PacketLayout, InterfacesDescribedOnFirstUse)
 {
     MemFile file;
@@ -326,10 +327,10 @@ TEST(PacketLayout, InterfacesDescribedOnFirstUse)
         output.finish({counted(0, 0), counted(1, 1), counted(2, 5), counted(3, 2)});
     }
     const std::vector<Block> want = {
-        {pcapng::kShbType},         {pcapng::kIdbType, 0, "b@cpu1"}, {pcapng::kEpbType, 0},
-        {pcapng::kIdbType, 0, "a@cpu1"}, {pcapng::kEpbType, 1},      {pcapng::kEpbType, 0},
-        {pcapng::kIsbType, 1},      {pcapng::kIdbType, 0, "b@cpu0"}, {pcapng::kIsbType, 2},
-        {pcapng::kIsbType, 0},
+        {pcapng::kShbType},     {pcapng::kIdbType, 0, "a@cpu0"}, {pcapng::kIdbType, 0, "b@cpu1"},
+        {pcapng::kEpbType, 1}, {pcapng::kIdbType, 0, "a@cpu1"}, {pcapng::kEpbType, 2},
+        {pcapng::kEpbType, 1}, {pcapng::kIsbType, 0},           {pcapng::kIsbType, 2},
+        {pcapng::kIdbType, 0, "b@cpu0"}, {pcapng::kIsbType, 3}, {pcapng::kIsbType, 1},
     };
     EXPECT_EQ(blocks_of(file.contents()), want);
 }
@@ -386,6 +387,7 @@ TEST(PacketLayout, RenamedDeviceFollowed)
         output.write(1, decode_record(record.data(), record.size()).sample, kRealtime);
         output.flush();
     }
-    const std::vector<Block> want = {{pcapng::kShbType}, {pcapng::kIdbType, 0, "lan9@cpu0"}, {pcapng::kEpbType, 0}};
+    const std::vector<Block> want = {{pcapng::kShbType}, {pcapng::kIdbType, 0, "eth0@cpu0"},
+                                     {pcapng::kIdbType, 0, "lan9@cpu0"}, {pcapng::kEpbType, 1}};
     EXPECT_EQ(blocks_of(file.contents()), want);
 }
