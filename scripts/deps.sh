@@ -8,7 +8,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 packages=(
     # build
-    clang llvm bpftool libbpf-dev libpcap-dev libcxxopts-dev meson ninja-build pkg-config g++
+    clang llvm bpftool libbpf-dev libpcap-dev libssl-dev libcxxopts-dev meson ninja-build pkg-config g++
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
     groff-base man-db iputils-ping util-linux bash-completion zsh strace
@@ -26,6 +26,8 @@ packages=(
     qemu-system-x86 linux-image-amd64 busybox-static
     # --container: a podman container from a local busybox image
     podman runc
+    # --tls-keylog: openssl s_server/s_client (OpenSSL 3), a client of another TLS library
+    openssl gnutls-bin
 )
 missing=()
 for p in "${packages[@]}"; do
