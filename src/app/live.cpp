@@ -237,7 +237,8 @@ CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& fil
                                 config.direction == Direction::InOut, drain_interval_ms(config),
                                 loaded.interfaces, config.sample_every,
                                 chosen.drop_labels ? &*chosen.drop_labels : nullptr, config.snaplen,
-                                loaded.command() ? loaded.command()->exit_fd() : -1};
+                                loaded.command() ? loaded.command()->exit_fd() : -1,
+                                loaded.process && loaded.process->tls_keys ? &*loaded.process->tls_keys : nullptr};
 }
 
 // The packet output, the loop that writes to it and each file's
@@ -332,6 +333,11 @@ void print_start_lines(const Config& config, const Loaded& loaded)
     if (loaded.process && config.warnings) {
         if (const auto limitation = loaded.process->owners.limitation())
             std::fprintf(stderr, "xdpcap: warning: %s\n", limitation->c_str());
+    }
+    // Not only warnings: these say which keys the key log will lack.
+    if (loaded.process) {
+        for (const std::string& note : loaded.process->tls_key_notes)
+            std::fprintf(stderr, "xdpcap: %s\n", note.c_str());
     }
     // -q quiets the warnings above, not these: as tcpdump -q, scripts wait
     // for "listening on".

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/config.hpp"
 #include "host/command.hpp"
 #include "host/containers.hpp"
 #include "host/privileges.hpp"
 #include "programs/owners.hpp"
+#include "programs/uprobes.hpp"
 
 namespace xdpcap::live {
 
@@ -23,6 +26,8 @@ struct ProcessSide {
     std::optional<CommandChild> command; // -- COMMAND
     ContainerNames container_names;      // -k: the containers of the owners' cgroups
     SocketOwners owners;
+    std::optional<TlsKeyProbes> tls_keys; // --tls-keylog
+    std::vector<std::string> tls_key_notes; // processes and libraries whose keys are not read
 };
 
 // Nothing unless a process selection or -k asks for owners.

@@ -15,6 +15,7 @@
 #include "output/interface_map.hpp"
 #include "host/link_events.hpp"
 #include "programs/capture.hpp"
+#include "programs/uprobes.hpp"
 #include "output/packet_output.hpp"
 #include "ring/ring_merge.hpp"
 #include "ring/rings.hpp"
@@ -51,6 +52,8 @@ public:
         // -- COMMAND: readable once the command exited (a pidfd); the capture
         // then stops, kCommandGraceMs later for its last packets.
         int command_exit_fd = -1;
+        // --tls-keylog: read whenever its ring holds a handshake.
+        TlsKeyProbes* tls_keys = nullptr;
     };
     static constexpr int kCommandGraceMs = 200;
 

@@ -274,6 +274,7 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"linktype", "-y"},
         {"list-data-link-types", "-L"},
         {"rss-type-comments", "--rss-type-comments"},
+        {"tls-keylog", "--tls-keylog"},
     };
     for (const auto& [key, spelling] : live_only)
         if (result.count(key))
@@ -332,7 +333,7 @@ cxxopts::Options make_options()
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
                         "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE] [--drops]\n"
                         "         [-k] [--pid PID [--follow-forks]] [--pname NAME] [--cgroup PATH]\n"
-                        "         [--container NAME|ID [--container-netns]]\n"
+                        "         [--container NAME|ID [--container-netns]] [--tls-keylog FILE]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
                         "         [--time-stamp-precision micro|nano] [--nano] [--rss-type-comments]");
     options.positional_help("[expression] [-- COMMAND [ARGS]]");
@@ -403,6 +404,8 @@ cxxopts::Options make_options()
         ("container", "Capture only the packets of this podman or docker container's processes (implies -k)",
              cxxopts::value<std::string>(), "NAME|ID")
         ("container-netns", "With --container: the -i interfaces are inside the container's network namespace")
+        ("tls-keylog", "Write the TLS keys of the selected processes' OpenSSL 3 connections to FILE as an NSS "
+                       "key log, read from the library with uprobes", cxxopts::value<std::string>(), "FILE")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
         ("ring-pages", "Per-CPU ring size in pages, a power of two, or auto (the default: 32 MiB shared by "
                        "the CPUs of every interface, 1 to 16 MiB each)",
@@ -614,6 +617,15 @@ void parse_behaviour(const cxxopts::ParseResult& result, Config& config, std::ve
             throw Error("-- COMMAND applies to a live capture, not to -r");
         config.process.command = std::move(command);
         config.process.attribute = true;
+    }
+    if (result.count("tls-keylog")) {
+        config.tls_keylog = result["tls-keylog"].as<std::string>();
+        if (config.tls_keylog->empty())
+            throw Error("--tls-keylog needs a file name");
+        // Reading another program's memory is for the processes asked for.
+        if (!config.process.wanted())
+            throw Error("--tls-keylog reads the keys of the processes the capture selects: give --pid, --pname, "
+                        "--cgroup, --container, -- COMMAND, or -k for every process");
     }
     config.text = parse_text_options(result);
     if (config.print && config.writes_to_stdout())

@@ -49,6 +49,9 @@ struct Config {
     bool print = false; // --print: text lines on stdout while -w writes a file
     bool drops = false; // --drops: also the kernel's drops on the interface (skb:kfree_skb)
     ProcessSelection process;
+    // --tls-keylog: the selected processes' TLS keys, read from OpenSSL 3 by
+    // uprobes, written to this file as NSS key log lines.
+    std::optional<std::string> tls_keylog;
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
     bool warnings = true; // start-up warnings on stderr (for Wireshark the interface descriptions carry them)

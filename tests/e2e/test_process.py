@@ -38,6 +38,8 @@ socket inode among /proc/PID/fd. Checked from the file
   * text lines say "(proc NAME:PID)" right after the time, and -r of the
     file written at the same time prints the same lines; -r --pid, --pname,
     -Q and inbound/outbound select the file's packets by what they record;
+  * --tls-keylog reads the TLS 1.3 keys of an openssl s_server started
+    before xdpcap from its libssl, as s_client logs them;
   * tshark reads the file without complaint and `frame.comment contains`
     finds a process by name; capinfos and tcpdump -r read it.
 Both ways of recording owners are covered: kprobes on the socket security
@@ -646,6 +648,39 @@ def without_attribution(lab, tmp, binary):
             "without -k: each owner map the capture holds has one entry (one per CPU at most)", maps)
 
 
+def tls_keys(lab, tmp, binary):
+    """--tls-keylog: an openssl s_server started before xdpcap, which logs no
+    keys; the lines read from its libssl with uprobes are those s_client
+    logs for the same TLS 1.3 connection. (tests/e2e/test_tls_uprobes.py has
+    the rest; this case runs on 6.1 too.)"""
+    cert, key = os.path.join(tmp, "tls-cert.pem"), os.path.join(tmp, "tls-key.pem")
+    N.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+           "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=xdpcap-test"])
+    server = lab.popen(lab.cap_ns, ["openssl", "s_server", "-accept", "7470", "-cert", cert, "-key", key, "-www"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    N.check(server.stdout.readline().strip() == "ACCEPT", "s_server listens")
+    keys, truth = os.path.join(tmp, "server.keys"), os.path.join(tmp, "client.keys")
+    x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "tls.pcapng"), "--pid", str(server.pid),
+                               "--tls-keylog", keys])
+    x.wait_listening()
+    cp = N.run(["ip", "netns", "exec", lab.gen_ns, "openssl", "s_client", "-connect", f"{CAP4}:7470", "-tls1_3",
+                "-keylogfile", truth, "-ign_eof", "-quiet"], input="GET / HTTP/1.0\r\n\r\n", check_rc=False)
+    N.check(cp.returncode == 0, "s_client connected", cp.stderr)
+
+    def lines(path):
+        with open(path) as f:
+            return sorted(l.strip() for l in f if l.strip() and not l.startswith("#"))
+    deadline = time.monotonic() + N.scaled(5)
+    while lines(keys) != lines(truth) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    N.check(x.stop() == 0, "--tls-keylog: xdpcap stopped cleanly", x.stderr)
+    server.kill()
+    server.wait()
+    lab.forget(server)
+    N.check(len(lines(truth)) == 5 and lines(keys) == lines(truth),
+            "--tls-keylog: the server's TLS 1.3 keys as the client logged them", (lines(keys), lines(truth)))
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         address(lab)
@@ -660,6 +695,7 @@ def test(binary):
         command_end(lab, tmp, binary)
         forwarded(lab, peers, tmp, binary)
         text_lines(lab, peers, tmp, binary)
+        tls_keys(lab, tmp, binary)
 
 
 if __name__ == "__main__":
