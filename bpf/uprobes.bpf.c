@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * TLS keys of processes already running (-k and the process selections with
- * --tls-keylog): uprobes on OpenSSL 3's libssl.so.3. At the entry and the
- * return of the calls every TLS program makes (SSL_do_handshake,
- * SSL_connect, SSL_accept, SSL_read, SSL_write and their _ex forms) and at
- * SSL_free, the SSL object is read: once its handshake is done, its client
- * random and secrets go to userspace, once per handshake. Userspace
- * derives the key log lines and checks TLS 1.3's against each other.
+ * --tls-keylog): uprobes on OpenSSL 3's libssl.so.3. At the return of
+ * SSL_do_handshake, SSL_connect and SSL_accept, and at the entry of the
+ * calls every TLS program makes afterwards (SSL_read, SSL_write and their
+ * _ex forms, SSL_shutdown, SSL_free), the SSL object is read: once its
+ * handshake is done, its client random and secrets go to userspace, once
+ * per handshake. Userspace derives the key log lines and checks TLS 1.3's
+ * against each other.
  *
  * The offsets into struct ssl_st are rodata set by userspace for a library
  * build it knows (programs/uprobes.cpp); nothing is written to the process.
@@ -50,7 +51,7 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } handshakes SEC(".maps");
 
-/* The SSL object of each thread's call in progress, for its return. */
+/* The SSL object of each thread's handshake call in progress, for its return. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -154,18 +155,19 @@ static __always_inline void report(__u64 ssl)
 }
 
 /* libbpf 1.1 has no BPF_UPROBE: the kprobe macros read the same registers. */
+
+/* SSL_do_handshake, SSL_connect, SSL_accept: done at their return. */
 SEC("uprobe")
-int BPF_KPROBE(xdpcap_ssl_call, void *ssl)
+int BPF_KPROBE(xdpcap_ssl_handshake, void *ssl)
 {
 	const __u64 id = bpf_get_current_pid_tgid();
 	const __u64 value = (__u64)ssl;
 	bpf_map_update_elem(&calls, &id, &value, BPF_ANY);
-	report(value);
 	return 0;
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(xdpcap_ssl_return)
+int BPF_KRETPROBE(xdpcap_ssl_handshake_done)
 {
 	const __u64 id = bpf_get_current_pid_tgid();
 	const __u64 *ssl = bpf_map_lookup_elem(&calls, &id);
@@ -177,9 +179,14 @@ int BPF_KRETPROBE(xdpcap_ssl_return)
 	return 0;
 }
 
-/* SSL_free: a connection whose handshake no later call saw done. */
+/*
+ * SSL_read, SSL_write (and _ex), SSL_shutdown, SSL_free: at their entry
+ * only, as a uretprobe costs a second trap on every call. A handshake these
+ * make implicitly is reported at the connection's next call, at the latest
+ * at SSL_free.
+ */
 SEC("uprobe")
-int BPF_KPROBE(xdpcap_ssl_free, void *ssl)
+int BPF_KPROBE(xdpcap_ssl_call, void *ssl)
 {
 	report((__u64)ssl);
 	return 0;

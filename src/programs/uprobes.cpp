@@ -191,10 +191,12 @@ bool read_at(int fd, void* out, size_t size, uint64_t offset)
     return ::pread(fd, out, size, static_cast<off_t>(offset)) == static_cast<ssize_t>(size);
 }
 
-// The functions every program that speaks TLS through libssl calls: at their
-// entry and return a finished handshake is read.
-constexpr const char* kProbedCalls[] = {"SSL_do_handshake", "SSL_connect", "SSL_accept", "SSL_read",
-                                        "SSL_read_ex",      "SSL_write",   "SSL_write_ex", "SSL_shutdown"};
+// The calls that make a handshake: read at their return.
+constexpr const char* kHandshakeCalls[] = {"SSL_do_handshake", "SSL_connect", "SSL_accept"};
+// The calls every program that speaks TLS through libssl makes afterwards
+// (and that may make the handshake implicitly): read at their entry.
+constexpr const char* kLaterCalls[] = {"SSL_read", "SSL_read_ex", "SSL_write", "SSL_write_ex", "SSL_shutdown",
+                                       "SSL_free"};
 
 // The host's own libssl.so.3, for processes that start during the capture.
 constexpr const char* kHostLibraries[] = {"/usr/lib/x86_64-linux-gnu/libssl.so.3", "/lib/x86_64-linux-gnu/libssl.so.3",
@@ -403,20 +405,23 @@ TlsKeyProbes TlsKeyProbes::attach(const OwnerSelection& selection, LineSink sink
     }
     if (xdpcap_uprobes__load(probes.skel_.get()) != 0)
         throw Error(std::string("cannot load the TLS key probes: ").append(errno_text(errno)));
+    // One process: the library's other users never trap.
+    const pid_t only = selection.pid && !selection.follow_forks ? static_cast<pid_t>(*selection.pid) : -1;
     for (const std::string& path : probed) {
         const auto attach_one = [&](bpf_program* program, const char* call, bool at_return) {
             LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = at_return, .func_name = call);
-            bpf_link* link = bpf_program__attach_uprobe_opts(program, -1, path.c_str(), 0, &opts);
+            bpf_link* link = bpf_program__attach_uprobe_opts(program, only, path.c_str(), 0, &opts);
             if (!link)
                 throw Error(std::string("cannot attach a uprobe to ").append(call).append(" in ").append(path).append(
                     ": ").append(errno_text(errno)));
             probes.links_.emplace_back(link);
         };
-        for (const char* call : kProbedCalls) {
-            attach_one(probes.skel_->progs.xdpcap_ssl_call, call, false);
-            attach_one(probes.skel_->progs.xdpcap_ssl_return, call, true);
+        for (const char* call : kHandshakeCalls) {
+            attach_one(probes.skel_->progs.xdpcap_ssl_handshake, call, false);
+            attach_one(probes.skel_->progs.xdpcap_ssl_handshake_done, call, true);
         }
-        attach_one(probes.skel_->progs.xdpcap_ssl_free, "SSL_free", false);
+        for (const char* call : kLaterCalls)
+            attach_one(probes.skel_->progs.xdpcap_ssl_call, call, false);
     }
     probes.libraries_ = probed.size();
     probes.ring_.reset(ring_buffer__new(bpf_map__fd(probes.skel_->maps.handshakes), &on_handshake,
