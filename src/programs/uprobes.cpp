@@ -248,6 +248,8 @@ Found find_libraries(const OwnerSelection& selection)
     return found;
 }
 
+constexpr size_t kRememberedLines = 65536;
+
 // libbpf's ring callback: one handshake's lines to the sink.
 int on_handshake(void* context, void* data, size_t size)
 {
@@ -260,6 +262,10 @@ int on_handshake(void* context, void* data, size_t size)
     if (lines.empty())
         ++reader.unchecked;
     try {
+        // Repeats come close together (a connection's two ends): a bounded
+        // memory of lines does.
+        if (reader.written.size() > kRememberedLines)
+            reader.written.clear();
         for (const std::string& line : lines) {
             if (reader.written.insert(line).second)
                 reader.sink(line);

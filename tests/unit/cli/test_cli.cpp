@@ -471,6 +471,21 @@ TEST(Cli, ProcessSelectionBadInput)
               "--follow-forks applies to a live capture, not to -r");
 }
 
+TEST(Cli, TlsKeylog)
+{
+    EXPECT_FALSE(parse_config({"-i", "eth0", "-k"}).tls_keylog);
+    EXPECT_EQ(parse_config({"-i", "eth0", "--pid", "42", "--tls-keylog", "k.log"}).tls_keylog, "k.log");
+    EXPECT_EQ(parse_config({"-i", "eth0", "-k", "--tls-keylog", "k.log"}).tls_keylog, "k.log");
+    EXPECT_EQ(parse_config({"-i", "eth0", "--tls-keylog", "k.log", "--", "curl", "x"}).tls_keylog, "k.log");
+    // Another program's memory is read only for the processes asked for.
+    EXPECT_EQ(error_of({"-i", "eth0", "--tls-keylog", "k.log"}),
+              "--tls-keylog reads the keys of the processes the capture selects: give --pid, --pname, --cgroup, "
+              "--container, -- COMMAND, or -k for every process");
+    EXPECT_EQ(error_of({"-i", "eth0", "-k", "--tls-keylog", ""}), "--tls-keylog needs a file name");
+    EXPECT_EQ(error_of({"-r", "f.pcapng", "-k", "--tls-keylog", "k.log"}),
+              "--tls-keylog applies to a live capture, not to -r");
+}
+
 TEST(Cli, CommandAfterDashes)
 {
     const Config c = parse_config({"-i", "eth0", "-w", "f.pcapng", "tcp", "--", "curl", "-s", "--fail", "x"});
