@@ -26,8 +26,9 @@ packages=(
     qemu-system-x86 linux-image-amd64 busybox-static
     # --container: a podman container from a local busybox image
     podman runc
-    # --tls-keylog: openssl s_server/s_client (OpenSSL 3), a client of another TLS library
-    openssl gnutls-bin
+    # --tls-keys: an HTTP/2 server over TLS (nghttpd) beside openssl s_server and curl;
+    # --tls-keylog and --tls-keys' uprobes: a client of another TLS library
+    nghttp2-server curl openssl gnutls-bin
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +23,7 @@
 #include "programs/owners.hpp"
 #include "host/command.hpp"
 #include "host/containers.hpp"
+#include "host/key_log_files.hpp"
 #include "host/interfaces.hpp"
 #include "host/link_events.hpp"
 #include "host/privileges.hpp"
@@ -117,10 +120,43 @@ Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
 // --- load: the process side, then programs, filters and rings, per
 // interface.
 
+// --tls-keys, --tls-keys-file: the secrets and where they come from.
+struct KeySources {
+    TlsSecrets secrets;
+    std::optional<FollowedKeyLog> followed;
+    CommandKeyLog* command_log = nullptr;
+
+    void poll()
+    {
+        const KeyLogLineSink add = [this](std::string_view line) { secrets.add(line); };
+        if (command_log)
+            command_log->poll(add);
+        if (followed)
+            followed->poll(add);
+    }
+};
+
+// Nothing unless asked; the followed file is opened while privileged.
+std::unique_ptr<KeySources> key_sources(const Config& config, std::optional<ProcessSide>& process)
+{
+    if (!config.tls_keys.wanted())
+        return nullptr;
+    auto keys = std::make_unique<KeySources>();
+    if (config.tls_keys.file)
+        keys->followed.emplace(*config.tls_keys.file, config.tls_keys.from_start);
+    if (process && process->key_log)
+        keys->command_log = process->key_log.get();
+    // The library probes' lines come as their ring is read.
+    if (process && process->tls_keys)
+        process->tls_keys->add_sink([secrets = &keys->secrets](const std::string& line) { secrets->add(line); });
+    return keys;
+}
+
 // Declared in the order made, so undone in reverse: the programs are
 // detached before the owners go and the child command is handled.
 struct Loaded {
     std::optional<ProcessSide> process;
+    std::unique_ptr<KeySources> keys;
     std::vector<Session> sessions;
     InterfaceMap interfaces; // pcapng interfaces, by ring and hook
     CommandChild* command() { return process && process->command ? &*process->command : nullptr; }
@@ -139,6 +175,7 @@ InterfaceMap interface_map(const Session& first, const Config& config)
 Loaded load(const Config& config, const CaptureFilter& filter, const Chosen& chosen)
 {
     std::optional<ProcessSide> process = start_process_side(config, chosen.container, chosen.run_as);
+    std::unique_ptr<KeySources> keys = key_sources(config, process);
     std::vector<Session> sessions;
     sessions.reserve(chosen.interfaces.size());
     for (const ChosenInterface& interface : chosen.interfaces) {
@@ -147,7 +184,7 @@ Loaded load(const Config& config, const CaptureFilter& filter, const Chosen& cho
         sessions.push_back(load_session(interface, config, filter.filtering, attribution, chosen.interfaces.size()));
     }
     const InterfaceMap interfaces = interface_map(sessions.front(), config);
-    return Loaded{std::move(process), std::move(sessions), interfaces};
+    return Loaded{std::move(process), std::move(keys), std::move(sessions), interfaces};
 }
 
 // --- attach: promiscuous mode and the hooks, in the order given; then the
@@ -214,6 +251,8 @@ PacketOutput& described(PacketOutput& output, const Config& config, Chosen& chos
     output.set_interface_traits(interface_traits(loaded.sessions, loaded.interfaces));
     output.set_drop_labels(chosen.drop_labels ? &*chosen.drop_labels : nullptr);
     output.write_hash_types(config.rss_type_comments);
+    if (loaded.keys)
+        output.place_tls_secrets(loaded.keys->secrets);
     if (loaded.process) {
         ContainerNames& names = loaded.process->container_names;
         output.name_processes([&names](uint64_t cgroup) { return names.of(cgroup); });
@@ -238,6 +277,8 @@ CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& fil
                                 loaded.interfaces, config.sample_every,
                                 chosen.drop_labels ? &*chosen.drop_labels : nullptr, config.snaplen,
                                 loaded.command() ? loaded.command()->exit_fd() : -1,
+                                loaded.keys ? std::function<void()>([keys = loaded.keys.get()] { keys->poll(); })
+                                            : std::function<void()>(),
                                 loaded.process && loaded.process->tls_keys ? &*loaded.process->tls_keys : nullptr};
 }
 
@@ -415,6 +456,21 @@ void finish_output(const Config& config, const CaptureFilter& filter, const Load
     }
 }
 
+// -v with --tls-keys: what placing the secrets did, and what it cost.
+void print_tls_statistics(const KeySources& keys, const TlsPlacementStats& placed)
+{
+    std::fprintf(stderr,
+                 "%zu TLS connections' secrets logged, %llu written into the file\n"
+                 "%llu TLS connections held for their secrets (%llu packets), %llu released without them "
+                 "after %llu ms, the longest held %llu ms\n",
+                 keys.secrets.connections(), static_cast<unsigned long long>(placed.connections_with_secrets),
+                 static_cast<unsigned long long>(placed.held_connections),
+                 static_cast<unsigned long long>(placed.held_packets),
+                 static_cast<unsigned long long>(placed.timed_out),
+                 static_cast<unsigned long long>(TlsPlacement::kTimeoutNs / 1'000'000),
+                 static_cast<unsigned long long>(placed.longest_hold_ns / 1'000'000));
+}
+
 // Stops what is left of the command; its exit status when it failed by
 // itself, which becomes xdpcap's.
 std::optional<int> report_command(const Config& config, CommandChild& command)
@@ -454,6 +510,8 @@ int report(const Config& config, const CaptureFilter& filter, Chosen& chosen, Lo
         std::fprintf(stderr, "xdpcap: %s\n", failure.c_str());
     if (config.statistics)
         std::fputs(format_stats(stats, stats_format(config, filter, chosen, loaded, running)).c_str(), stderr);
+    if (config.statistics && config.verbose && loaded.keys)
+        print_tls_statistics(*loaded.keys, *running.output.tls_stats());
     if (!failure.empty())
         return kExitRuntime;
     return command_failed.value_or(kExitOk);

@@ -23,7 +23,8 @@ Sink open_sink(const Config& config, const std::optional<RotationPlan>& rotation
     std::optional<FileSystemIdentity> as_user;
     if (run_as)
         as_user.emplace(*run_as);
-    return Sink::open_file(rotation ? rotation->current() : *config.output, Sink::kDefaultBufferSize, &signals);
+    return Sink::open_file(rotation ? rotation->current() : *config.output, Sink::kDefaultBufferSize, &signals,
+                           config.tls_keys.wanted());
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -108,9 +109,18 @@ std::optional<ProcessSide> start_process_side(const Config& config, const std::o
     require_process(asked);
     OwnerSelection selection{.pid = asked.pid, .follow_forks = asked.follow_forks, .comm = asked.comm,
                              .cgroup = container ? std::optional(container->cgroup_path) : asked.cgroup};
+    std::unique_ptr<CommandKeyLog> key_log;
     std::optional<CommandChild> command;
     if (!asked.command.empty()) {
-        command.emplace(CommandChild::spawn(asked.command, run_as, config.writes_to_stdout()));
+        std::vector<std::string> environment;
+        if (config.tls_keys.command) {
+            const CommandUser user = command_user(run_as);
+            // Removed at the end by whom xdpcap is by then: -Z's user, or root.
+            key_log = std::make_unique<CommandKeyLog>(user.uid, user.gid, run_as ? run_as->uid : ::geteuid(),
+                                                      run_as ? run_as->gid : ::getegid());
+            environment.push_back(std::string("SSLKEYLOGFILE=").append(key_log->path()));
+        }
+        command.emplace(CommandChild::spawn(asked.command, run_as, config.writes_to_stdout(), environment));
         selection.pid = static_cast<uint32_t>(command->pid());
         selection.follow_forks = true;
     }
@@ -119,10 +129,13 @@ std::optional<ProcessSide> start_process_side(const Config& config, const std::o
     ContainerNames container_names(container);
     std::optional<TlsKeyProbes> tls_keys;
     std::vector<std::string> notes;
-    if (config.tls_keylog)
-        tls_keys.emplace(TlsKeyProbes::attach(
-            selection, KeyLogWriter(open_key_log(*config.tls_keylog), *config.tls_keylog), notes));
-    return ProcessSide{std::move(command), std::move(container_names), std::move(owners), std::move(tls_keys),
+    // --tls-keys also takes the probes' lines (app/live.cpp adds that sink).
+    if (config.tls_keylog || config.tls_keys.command) {
+        tls_keys.emplace(TlsKeyProbes::attach(selection, notes));
+        if (config.tls_keylog)
+            tls_keys->add_sink(KeyLogWriter(open_key_log(*config.tls_keylog), *config.tls_keylog));
+    }
+    return ProcessSide{std::move(key_log), std::move(command), std::move(container_names), std::move(owners), std::move(tls_keys),
                        std::move(notes)};
 }
 

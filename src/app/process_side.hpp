@@ -3,6 +3,7 @@
 // need.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "cli/config.hpp"
 #include "host/command.hpp"
 #include "host/containers.hpp"
+#include "host/key_log_files.hpp"
 #include "host/privileges.hpp"
 #include "programs/owners.hpp"
 #include "programs/uprobes.hpp"
@@ -23,6 +25,8 @@ std::optional<Container> enter_container(const Config& config);
 // --pid, --pname, --cgroup, --container, -- COMMAND: one set of socket
 // owners for every interface, and the child whose pid they are filtered by.
 struct ProcessSide {
+    // --tls-keys: the command's key log; removed after the command ended.
+    std::unique_ptr<CommandKeyLog> key_log;
     std::optional<CommandChild> command; // -- COMMAND
     ContainerNames container_names;      // -k: the containers of the owners' cgroups
     SocketOwners owners;

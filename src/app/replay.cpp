@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <set>
+#include <string>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -26,6 +28,8 @@
 #include "output/process_labels.hpp"
 #include "output/replaced_file.hpp"
 #include "output/sink.hpp"
+#include "output/tls_flows.hpp"
+#include "output/tls_secrets.hpp"
 #include "text/decode.hpp"
 #include "version.hpp"
 
@@ -272,6 +276,8 @@ public:
         }
     }
     bool started() const noexcept { return started_; }
+    // It holds TLS secrets: mode 0600, as a capture's own file.
+    void keep_private() { sink_.keep_private(); }
 
 private:
     Sink sink_;
@@ -384,6 +390,10 @@ private:
     void describe_classic_interface();
     void compile_filter_for(const CaptureFile::Interface& iface);
     void announce();
+    void take_secrets(const CaptureFile::Record& record);
+    // -v: the TLS connections a ClientHello starts, in order, once each.
+    void note_tls_connection(const CaptureFile::Packet& p);
+    void print_tls_connections() const;
 
     const Config& config_;
     std::optional<CaptureFile> input_;
@@ -397,6 +407,16 @@ private:
     bool classic_described_ = false;
     uint64_t read_ = 0; // packets, for messages
     uint64_t kept_ = 0;
+    // The file's TLS secrets (Decryption Secrets Blocks of NSS key log lines).
+    TlsSecrets secrets_;
+    uint64_t secrets_blocks_ = 0;
+    bool copy_private_ = false;
+    struct TlsConnectionSeen {
+        std::string ends;
+        ClientRandom random;
+    };
+    std::vector<TlsConnectionSeen> tls_connections_;
+    std::set<ClientRandom> tls_randoms_;
 };
 
 // -r x -w x would empty x before reading it: refused, whatever the names.
@@ -421,10 +441,16 @@ void FileReading::claim_output(const std::optional<RunAsUser>& user)
     std::optional<FileSystemIdentity> as_user;
     if (user)
         as_user.emplace(*user);
+    // An input only its owner may read (as a capture with TLS secrets is)
+    // gets a copy alike: the reading, with no privilege, cannot make a
+    // file it does not own private once it meets the secrets.
+    struct stat in {};
+    const bool private_copy = !config_.discard_secrets && input_->fd() >= 0 && ::fstat(input_->fd(), &in) == 0 &&
+        S_ISREG(in.st_mode) && (in.st_mode & 077) == 0;
     if (ReplacedFile::wanted_for(out))
-        replaced_.emplace(ReplacedFile::create(out));
+        replaced_.emplace(ReplacedFile::create(out, private_copy));
     else
-        claimed_.emplace(Sink::open_file(out));
+        claimed_.emplace(Sink::open_file(out, Sink::kDefaultBufferSize, nullptr, private_copy));
 }
 
 void FileReading::open_output()
@@ -495,6 +521,9 @@ void FileReading::take(const CaptureFile::Record& record)
     case CaptureFile::Record::Kind::Statistics:
         // The input's counts describe the whole capture, not this copy.
         return;
+    case CaptureFile::Record::Kind::Secrets:
+        take_secrets(record);
+        return;
     case CaptureFile::Record::Kind::Packet:
         take_packet(record);
         return;
@@ -514,6 +543,58 @@ void FileReading::take_packet(const CaptureFile::Record& record)
         copy_->write(record, input_->pcapng());
     if (lines_)
         lines_->write(p, iface);
+    if (lines_ && config_.verbose && iface.link_type == kLinkTypeEthernet)
+        note_tls_connection(p);
+}
+
+void FileReading::take_secrets(const CaptureFile::Record& record)
+{
+    ++secrets_blocks_;
+    if (record.secrets_type == pcapng::kSecretsTlsKeyLog) {
+        std::string_view lines(reinterpret_cast<const char*>(record.secrets.data()), record.secrets.size());
+        while (!lines.empty()) {
+            const size_t end = std::min(lines.find('\n'), lines.size());
+            secrets_.add(lines.substr(0, end));
+            lines.remove_prefix(std::min(end + 1, lines.size()));
+        }
+    }
+    // --discard-secrets: as editcap --discard-all-secrets, every kind.
+    if (!copy_ || config_.discard_secrets)
+        return;
+    if (!copy_private_) {
+        copy_private_ = true;
+        try {
+            copy_->keep_private();
+        } catch (const Error& e) {
+            throw Error(std::string(e.what()).append("; --discard-secrets copies it without them"));
+        }
+    }
+    copy_->keep_block(record.block);
+}
+
+void FileReading::note_tls_connection(const CaptureFile::Packet& p)
+{
+    const std::optional<TlsFrame> frame = read_tls_frame(p.data, p.cap_len);
+    if (!frame || frame->hello != TlsFrame::Hello::Client || !tls_randoms_.insert(frame->client_random).second)
+        return;
+    tls_connections_.push_back(TlsConnectionSeen{tls_frame_ends(*frame), frame->client_random});
+}
+
+// After the packet lines, on standard error as the reading's other words:
+// which connections a reader of this file can decrypt.
+void FileReading::print_tls_connections() const
+{
+    if (!config_.verbose || !lines_ || secrets_blocks_ == 0)
+        return;
+    for (const TlsConnectionSeen& seen : tls_connections_) {
+        const TlsSecrets::Connection* secrets = secrets_.find(seen.random);
+        std::fprintf(stderr, "TLS %s: %s\n", seen.ends.c_str(),
+                     !secrets                                   ? "no keys in the file"
+                         : TlsSecrets::complete(secrets->labels) ? "keys in the file"
+                                                                 : "some of its keys in the file");
+    }
+    std::fprintf(stderr, "%zu TLS connections' secrets in the file (%llu Decryption Secrets Blocks)\n",
+                 secrets_.connections(), static_cast<unsigned long long>(secrets_blocks_));
 }
 
 void FileReading::describe_interface(uint32_t interface_id)
@@ -577,6 +658,7 @@ void FileReading::finish()
     }
     if (lines_)
         lines_->flush();
+    print_tls_connections();
 }
 
 // Opened, the file is read and the copy finished; nothing is parsed before.

@@ -139,7 +139,12 @@ StopReason CaptureLoop::run()
                 }
                 // Ring readiness needs no per-fd work: every ring is drained below.
             }
+            // New key lines first: the held connections they complete are
+            // released right after this batch.
+            if (timer_fired && options_.poll_keys)
+                options_.poll_keys();
             drain();
+            output_.place_held_tls(now_ns(CLOCK_MONOTONIC));
             output_.end_batch();
             if (timer_fired) {
                 output_.flush();
@@ -248,10 +253,14 @@ void CaptureLoop::detach_and_drain()
         if (quiet_rounds < 2)
             std::this_thread::sleep_for(kPause);
     }
-    // Whatever is still held, also if the deadline passed first.
-    guarded([this] { merger_.drain_everything(); });
+    // The command's last key lines, and the probes', before the last packets.
+    if (options_.poll_keys)
+        options_.poll_keys();
     if (options_.tls_keys)
         options_.tls_keys->poll();
+    // Whatever is still held, also if the deadline passed first.
+    guarded([this] { merger_.drain_everything(); });
+    guarded([this] { output_.place_held_tls(now_ns(CLOCK_MONOTONIC)); });
     if (output_usable_)
         guarded([this] { output_.flush(); });
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,7 +53,11 @@ public:
         // -- COMMAND: readable once the command exited (a pidfd); the capture
         // then stops, kCommandGraceMs later for its last packets.
         int command_exit_fd = -1;
-        // --tls-keylog: read whenever its ring holds a handshake.
+        // --tls-keys: reads new key log lines; called on the drain timer
+        // and once more before the last drain.
+        std::function<void()> poll_keys = {};
+        // --tls-keylog, and --tls-keys with a process selection: the
+        // library probes, read whenever their ring holds a handshake.
         TlsKeyProbes* tls_keys = nullptr;
     };
     static constexpr int kCommandGraceMs = 200;

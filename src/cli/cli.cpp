@@ -275,6 +275,9 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"list-data-link-types", "-L"},
         {"rss-type-comments", "--rss-type-comments"},
         {"tls-keylog", "--tls-keylog"},
+        {"tls-keys", "--tls-keys"},
+        {"tls-keys-file", "--tls-keys-file"},
+        {"tls-keys-from-start", "--tls-keys-from-start"},
     };
     for (const auto& [key, spelling] : live_only)
         if (result.count(key))
@@ -335,7 +338,8 @@ cxxopts::Options make_options()
                         "         [-k] [--pid PID [--follow-forks]] [--pname NAME] [--cgroup PATH]\n"
                         "         [--container NAME|ID [--container-netns]] [--tls-keylog FILE]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
-                        "         [--time-stamp-precision micro|nano] [--nano] [--rss-type-comments]");
+                        "         [--time-stamp-precision micro|nano] [--nano] [--rss-type-comments]\n"
+                        "         [--tls-keys] [--tls-keys-file FILE [--tls-keys-from-start]] [--discard-secrets]");
     options.positional_help("[expression] [-- COMMAND [ARGS]]");
     // clang-format off
     options.add_options()
@@ -406,6 +410,13 @@ cxxopts::Options make_options()
         ("container-netns", "With --container: the -i interfaces are inside the container's network namespace")
         ("tls-keylog", "Write the TLS keys of the selected processes' OpenSSL 3 connections to FILE as an NSS "
                        "key log, read from the library with uprobes", cxxopts::value<std::string>(), "FILE")
+        ("tls-keys", "Write the TLS secrets of the selected processes into the -w file (Decryption Secrets "
+                     "Blocks): -- COMMAND's, logged to a private SSLKEYLOGFILE, and those read from OpenSSL 3 with "
+                     "uprobes; the file is made mode 0600")
+        ("tls-keys-file", "Follow the TLS key log FILE another program writes (as tail -F) and write its new "
+                          "lines into the -w file; the file is made mode 0600", cxxopts::value<std::string>(), "FILE")
+        ("tls-keys-from-start", "With --tls-keys-file: the lines already in FILE too, not only new ones")
+        ("discard-secrets", "With -r and -w: copy the file without its Decryption Secrets Blocks")
         ("xdp-mode", "XDP attach mode: native, generic or auto", cxxopts::value<std::string>()->default_value("auto"), "MODE")
         ("ring-pages", "Per-CPU ring size in pages, a power of two, or auto (the default: 32 MiB shared by "
                        "the CPUs of every interface, 1 to 16 MiB each)",
@@ -599,6 +610,30 @@ void parse_output(const cxxopts::ParseResult& result, Config& config)
     check_rotation(config, result);
 }
 
+// --tls-keys, --tls-keys-file, --discard-secrets: after -- COMMAND.
+void parse_tls_keys(const cxxopts::ParseResult& result, Config& config)
+{
+    TlsKeys& keys = config.tls_keys;
+    keys.command = result.count("tls-keys") > 0;
+    if (result.count("tls-keys-file")) {
+        keys.file = result["tls-keys-file"].as<std::string>();
+        if (keys.file->empty())
+            throw Error("--tls-keys-file needs the key log file's name");
+    }
+    keys.from_start = result.count("tls-keys-from-start") > 0;
+    if (keys.from_start && !keys.file)
+        throw Error("--tls-keys-from-start reads --tls-keys-file's lines from its start: give --tls-keys-file");
+    if (keys.command && !config.process.wanted())
+        throw Error("--tls-keys reads the TLS keys of the processes the capture selects: give -- COMMAND, --pid, "
+                    "--pname, --cgroup, --container or -k, or --tls-keys-file for a key log another program "
+                    "writes");
+    if (keys.wanted() && !config.writes_pcapng())
+        throw Error("--tls-keys and --tls-keys-file write TLS secrets into a pcapng file: give -w FILE or -w -");
+    config.discard_secrets = result.count("discard-secrets") > 0;
+    if (config.discard_secrets && (!config.read_file || !config.writes_pcapng()))
+        throw Error("--discard-secrets copies a file without its secrets: give -r FILE and -w FILE");
+}
+
 // The switches, the processes, the text view, the mode and the direction.
 void parse_behaviour(const cxxopts::ParseResult& result, Config& config, std::vector<std::string> command)
 {
@@ -627,6 +662,7 @@ void parse_behaviour(const cxxopts::ParseResult& result, Config& config, std::ve
             throw Error("--tls-keylog reads the keys of the processes the capture selects: give --pid, --pname, "
                         "--cgroup, --container, -- COMMAND, or -k for every process");
     }
+    parse_tls_keys(result, config);
     config.text = parse_text_options(result);
     if (config.print && config.writes_to_stdout())
         throw Error("--print cannot be used with -w -: standard output carries the pcapng stream");

@@ -32,6 +32,18 @@ struct ProcessSelection {
     bool wanted() const { return attribute || filters(); }
 };
 
+// TLS session secrets written into the file as Decryption Secrets Blocks.
+// Without any of these nothing about keys is collected or written.
+struct TlsKeys {
+    // --tls-keys: -- COMMAND's SSLKEYLOGFILE, and the selected processes'
+    // keys read from OpenSSL 3 by uprobes (with any process selection)
+    bool command = false;
+    std::optional<std::string> file;  // --tls-keys-file: a key log another program writes
+    bool from_start = false;          // --tls-keys-from-start: the lines already in it too
+
+    bool wanted() const { return command || file.has_value(); }
+};
+
 struct Config {
     // -i, in the order given: names, or ifindexes (a number that is no
     // interface's name), resolved when the capture starts. Never empty for
@@ -52,6 +64,8 @@ struct Config {
     // --tls-keylog: the selected processes' TLS keys, read from OpenSSL 3 by
     // uprobes, written to this file as NSS key log lines.
     std::optional<std::string> tls_keylog;
+    TlsKeys tls_keys;
+    bool discard_secrets = false; // --discard-secrets: -r -w copies no Decryption Secrets Block
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision
     bool statistics = true; // at the end, on stderr (not for Wireshark: it reads stderr as errors)
     bool warnings = true; // start-up warnings on stderr (for Wireshark the interface descriptions carry them)

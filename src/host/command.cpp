@@ -278,8 +278,21 @@ CommandUser command_user(const std::optional<RunAsUser>& run_as)
     return user;
 }
 
+namespace {
+
+// Whether `variables` ("NAME=value") set `name`.
+bool set_in(const std::vector<std::string>& variables, std::string_view name)
+{
+    return std::any_of(variables.begin(), variables.end(), [&](const std::string& variable) {
+        return variable.size() > name.size() && variable.compare(0, name.size(), name) == 0 &&
+            variable[name.size()] == '=';
+    });
+}
+
+} // namespace
+
 std::vector<std::string> command_environment(const char* const* environment, const CommandUser& user,
-                                             bool keep_runtime_dir)
+                                             bool keep_runtime_dir, const std::vector<std::string>& extra)
 {
     static constexpr std::string_view kReplaced[] = {"HOME", "USER", "LOGNAME", "SHELL", "MAIL"};
     std::vector<std::string> result;
@@ -288,7 +301,7 @@ std::vector<std::string> command_environment(const char* const* environment, con
         const std::string_view name = text.substr(0, text.find('='));
         if (name.substr(0, 5) == "SUDO_" ||
             std::find(std::begin(kReplaced), std::end(kReplaced), name) != std::end(kReplaced) ||
-            (name == "XDG_RUNTIME_DIR" && !keep_runtime_dir))
+            (name == "XDG_RUNTIME_DIR" && !keep_runtime_dir) || set_in(extra, name))
             continue;
         result.emplace_back(text);
     }
@@ -296,6 +309,7 @@ std::vector<std::string> command_environment(const char* const* environment, con
     result.push_back("USER=" + user.name);
     result.push_back("LOGNAME=" + user.name);
     result.push_back("SHELL=" + user.shell);
+    result.insert(result.end(), extra.begin(), extra.end());
     return result;
 }
 
@@ -349,12 +363,12 @@ int command_exit_status(int wait_status)
 }
 
 CommandChild CommandChild::spawn(const std::vector<std::string>& argv, const std::optional<RunAsUser>& run_as,
-                                 bool stdout_to_stderr)
+                                 bool stdout_to_stderr, const std::vector<std::string>& extra_environment)
 {
     const CommandUser user = command_user(run_as);
     const std::vector<std::string> candidates = candidates_for(argv.front());
     const std::vector<std::string> environment =
-        command_environment(environ, user, runtime_dir_belongs_to(user.uid));
+        command_environment(environ, user, runtime_dir_belongs_to(user.uid), extra_environment);
     const std::string& name = argv.front();
     ChildPlan plan{.go = -1, .report = -1, .parent = ::getpid(), .stdout_to_stderr = stdout_to_stderr,
                    .uid = user.uid, .gid = user.gid, .groups = &user.groups,

@@ -35,9 +35,10 @@ CommandUser command_user(const std::optional<RunAsUser>& run_as);
 // The command's environment, from xdpcap's: every SUDO_* variable and MAIL
 // removed; HOME, USER, LOGNAME and SHELL set from the user's passwd entry;
 // XDG_RUNTIME_DIR kept only when `keep_runtime_dir` (it belongs to the
-// user); everything else as the caller's shell passed it.
+// user); `extra` ("NAME=value", --tls-keys' SSLKEYLOGFILE) added last, in
+// place of the caller's; everything else as the caller's shell passed it.
 std::vector<std::string> command_environment(const char* const* environment, const CommandUser& user,
-                                             bool keep_runtime_dir);
+                                             bool keep_runtime_dir, const std::vector<std::string>& extra = {});
 
 // Why the child could not become the command, as it reports it.
 enum class CommandStep : int {
@@ -75,9 +76,10 @@ public:
     // Forks the child, which takes on the user's identity, drops every
     // capability, finds the command and then waits before exec. `run_as`:
     // -Z's user. `stdout_to_stderr`: xdpcap's standard output carries the
-    // capture. Raises Error in one line when the command cannot be run.
+    // capture. `environment`: variables set in the command's environment
+    // ("NAME=value"). Raises Error in one line when the command cannot be run.
     static CommandChild spawn(const std::vector<std::string>& argv, const std::optional<RunAsUser>& run_as,
-                              bool stdout_to_stderr);
+                              bool stdout_to_stderr, const std::vector<std::string>& environment = {});
     CommandChild(CommandChild&&) = default;
     CommandChild& operator=(CommandChild&&) = delete;
     // Ends the command as finish() does.

@@ -173,7 +173,7 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcap()
     // Its header was there, so the record's end is too or the input is cut.
     fill(16 + size_t{cap_len}, "a packet record");
     h = buffer_.data() + begin_;
-    Record r{Record::Kind::Packet, {}, {}};
+    Record r{Record::Kind::Packet, {}, 0, {}, {}};
     r.packet.timestamp_ns = uint64_t{u32(h)} * 1'000'000'000 + uint64_t{u32(h + 4)} * (nanoseconds_ ? 1 : 1000);
     // As libpcap: bytes beyond the file's snapshot length (262144 where the
     // header gives none or more) are not handed out.
@@ -279,7 +279,7 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
     const std::optional<Block> block = next_block();
     if (!block)
         return std::nullopt;
-    Record r{Record::Kind::Other, {}, block->bytes};
+    Record r{Record::Kind::Other, {}, 0, {}, block->bytes};
     switch (block->type) {
     case kShbType:
         section_header(block->bytes);
@@ -291,6 +291,18 @@ std::optional<CaptureFile::Record> CaptureFile::next_pcapng()
         break;
     case kIsbType:
         r.kind = Record::Kind::Statistics;
+        break;
+    case kDsbType:
+        // Type and length, then the secrets; a length beyond the block
+        // leaves it an unknown block, copied as it is.
+        if (block->bytes.size() >= 20) {
+            const uint32_t length = u32(block->bytes.data() + 12);
+            if (length <= block->bytes.size() - 20) {
+                r.kind = Record::Kind::Secrets;
+                r.secrets_type = u32(block->bytes.data() + 8);
+                r.secrets = block->bytes.subspan(16, length);
+            }
+        }
         break;
     case kEpbType:
     case kObsoletePacketType:

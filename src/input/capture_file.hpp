@@ -58,8 +58,11 @@ public:
     // What next() found: a packet, or a block that is no packet (section or
     // interface description, statistics, ...), which a copy may keep.
     struct Record {
-        enum class Kind { Packet, SectionHeader, InterfaceDescription, Statistics, Other } kind;
+        enum class Kind { Packet, SectionHeader, InterfaceDescription, Statistics, Secrets, Other } kind;
         Packet packet;                 // Kind::Packet
+        // Kind::Secrets: a Decryption Secrets Block's type and its secrets.
+        uint32_t secrets_type = 0;
+        std::span<const uint8_t> secrets;
         std::span<const uint8_t> block; // pcapng: the whole block as read; classic pcap: empty
     };
 

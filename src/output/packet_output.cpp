@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <ctime>
 
 #include <linux/bpf.h>
 
@@ -114,6 +115,8 @@ void PacketOutput::finish(const std::vector<pcapng::InterfaceStatistics>& isbs)
         return;
     }
     if (format_ == Format::Pcapng) {
+        if (tls_)
+            place_tls(0, true);
         std::vector<uint8_t> blocks;
         for (const auto& isb : isbs)
             pcapng::append_interface_statistics(blocks, isb);
@@ -162,6 +165,9 @@ void PacketOutput::flush_print()
 
 void PacketOutput::close_file(const std::vector<pcapng::InterfaceStatistics>& isbs)
 {
+    // What is held belongs in this file, before its statistics.
+    if (tls_)
+        place_tls(0, true);
     std::vector<uint8_t> blocks;
     for (const auto& isb : isbs)
         pcapng::append_interface_statistics(blocks, isb);
@@ -190,6 +196,8 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     sink_.reopen(plan_->current());
     sink_.append(header_);
     file_open_ = true;
+    if (tls_)
+        ++tls_->file;
     size_limit_ = plan_->size_limit();
     rotate_at_ns_ = plan_->rotate_at_ns();
     return true;
@@ -263,6 +271,120 @@ void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint
         std::memcpy(data, sample.data, sample.cap_len);
     pcapng::write_enhanced_packet_tail(data + sample.cap_len, packet, size);
     sink_.commit(size);
+}
+
+bool PacketOutput::tls_hold(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)
+{
+    TlsPlacement& tls = *tls_;
+    const std::optional<TlsFrame> frame = read_tls_frame(sample.data, sample.cap_len);
+    if (!frame)
+        return false;
+    auto it = tls.connections.find(frame->connection);
+    if (frame->hello == TlsFrame::Hello::Client) {
+        if (it == tls.connections.end())
+            it = tls.connections.emplace(frame->connection, TlsPlacement::Connection{}).first;
+        TlsPlacement::Connection& connection = it->second;
+        if (!connection.has_random || connection.random != frame->client_random) {
+            connection.random = frame->client_random;
+            connection.has_random = true;
+            connection.secrets = nullptr;
+        }
+        connection.hello_file = tls.file;
+    }
+    if (it == tls.connections.end())
+        return false;
+    TlsPlacement::Connection& connection = it->second;
+    if (!connection.held && connection.has_random) {
+        if (!connection.secrets)
+            connection.secrets = tls.secrets.find(connection.random);
+        const bool complete = connection.secrets && TlsSecrets::complete(connection.secrets->labels);
+        if (frame->hello == TlsFrame::Hello::Server && !complete && connection.hello_file == tls.file) {
+            connection.held = true;
+            connection.held_since_ns = sample.tstamp_ns;
+            ++tls.held;
+            ++tls.stats.held_connections;
+        } else if (connection.secrets) {
+            write_tls_secrets(connection);
+        }
+    }
+    if (connection.held) {
+        // Copied: the ring's bytes go back to the kernel after this batch.
+        const size_t offset = connection.bytes.size();
+        connection.bytes.insert(connection.bytes.end(), sample.data, sample.data + sample.cap_len);
+        connection.packets.push_back(TlsPlacement::HeldPacket{interface_id, realtime_ns, sample, offset});
+        ++tls.stats.held_packets;
+        return true;
+    }
+    if (frame->ends_connection)
+        tls.connections.erase(it);
+    return false;
+}
+
+void PacketOutput::write_tls_secrets(TlsPlacement::Connection& connection)
+{
+    TlsPlacement& tls = *tls_;
+    // Only into the file that holds its ClientHello: a reader finds a
+    // connection's secrets by the ClientHello's random.
+    if (connection.hello_file != tls.file)
+        return;
+    if (connection.written_file != tls.file) {
+        connection.written_file = tls.file;
+        connection.written_bytes = 0;
+    }
+    const std::string& lines = connection.secrets->lines;
+    if (lines.size() <= connection.written_bytes)
+        return;
+    if (connection.written_bytes == 0)
+        ++tls.stats.connections_with_secrets;
+    tls.block.clear();
+    append_tls_secrets_block(tls.block, std::string_view(lines).substr(connection.written_bytes));
+    connection.written_bytes = lines.size();
+    sink_.append(tls.block);
+}
+
+void PacketOutput::release_tls(TlsPlacement::Connection& connection, uint64_t monotonic_ns)
+{
+    TlsPlacement& tls = *tls_;
+    if (!connection.secrets || !TlsSecrets::complete(connection.secrets->labels))
+        ++tls.stats.timed_out;
+    if (connection.secrets)
+        write_tls_secrets(connection);
+    if (monotonic_ns > connection.held_since_ns)
+        tls.stats.longest_hold_ns = std::max(tls.stats.longest_hold_ns, monotonic_ns - connection.held_since_ns);
+    for (TlsPlacement::HeldPacket& held : connection.packets) {
+        held.sample.data = connection.bytes.data() + held.offset;
+        write_block(held.interface_id, held.sample, held.realtime_ns, false);
+    }
+    connection.packets.clear();
+    connection.bytes.clear();
+    connection.bytes.shrink_to_fit();
+    connection.held = false;
+    --tls.held;
+}
+
+void PacketOutput::place_tls(uint64_t monotonic_ns, bool everything)
+{
+    TlsPlacement& tls = *tls_;
+    if (everything) {
+        timespec now{};
+        ::clock_gettime(CLOCK_MONOTONIC, &now);
+        monotonic_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+    }
+    const bool news = tls.secrets.changes() != tls.seen_changes;
+    tls.seen_changes = tls.secrets.changes();
+    for (auto& entry : tls.connections) {
+        TlsPlacement::Connection& connection = entry.second;
+        if (connection.has_random && !connection.secrets && news)
+            connection.secrets = tls.secrets.find(connection.random);
+        if (connection.held) {
+            const bool complete = connection.secrets && TlsSecrets::complete(connection.secrets->labels);
+            if (everything || complete || monotonic_ns >= connection.held_since_ns + TlsPlacement::kTimeoutNs)
+                release_tls(connection, monotonic_ns);
+        } else if (news && connection.secrets) {
+            // Lines that came after a timeout: for a reader in two passes.
+            write_tls_secrets(connection);
+        }
+    }
 }
 
 const char* xdp_action_name(uint32_t action) noexcept

@@ -23,6 +23,7 @@
 #include "output/sample.hpp"
 #include "output/rotation.hpp"
 #include "output/sink.hpp"
+#include "output/tls_placement.hpp"
 #include "text/host_interface_names.hpp"
 #include "text/options.hpp"
 #include "text/tcp_flows.hpp"
@@ -69,6 +70,23 @@ public:
     {
         process_labels_ = std::make_unique<ProcessLabels>(std::move(container_of));
     }
+    // --tls-keys (pcapng only): every connection whose handshake goes
+    // into a file gets its secrets from `secrets` in a Decryption Secrets
+    // Block before its ServerHello (see output/tls_placement.hpp).
+    void place_tls_secrets(const TlsSecrets& secrets)
+    {
+        if (format_ == Format::Pcapng)
+            tls_ = std::make_unique<TlsPlacement>(secrets);
+    }
+    // After new key lines came, and on the loop's timer: writes the blocks
+    // and releases the connections whose secrets are complete, or that were
+    // held kTimeoutNs by `monotonic_ns`. Cheap when nothing changed.
+    void place_held_tls(uint64_t monotonic_ns)
+    {
+        if (tls_ && (tls_->held || tls_->secrets.changes() != tls_->seen_changes)) [[unlikely]]
+            place_tls(monotonic_ns, false);
+    }
+    const TlsPlacementStats* tls_stats() const noexcept { return tls_ ? &tls_->stats : nullptr; }
     // -r: the next interface of the file, as its description blocks come,
     // and the link-level header of its packets.
     void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
@@ -99,9 +117,10 @@ public:
             if (!next_file(realtime_ns, interface_id))
                 return false;
         }
-        if (format_ == Format::Pcapng)
-            write_block(interface_id, sample, realtime_ns, stays_until_release);
-        else
+        if (format_ == Format::Pcapng) {
+            if (!tls_ || !tls_hold(interface_id, sample, realtime_ns)) [[likely]]
+                write_block(interface_id, sample, realtime_ns, stays_until_release);
+        } else
             write_line(sink_, interface_id, sample, realtime_ns);
         ++accepted_;
         if (hook_info(sample.hook).dropped && drop_labels_)
@@ -162,6 +181,12 @@ private:
     pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    // --tls-keys: true when the packet is held back (copied) instead.
+    bool tls_hold(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
+    // `everything`: every held connection is released, complete or not.
+    void place_tls(uint64_t monotonic_ns, bool everything);
+    void write_tls_secrets(TlsPlacement::Connection& connection);
+    void release_tls(TlsPlacement::Connection& connection, uint64_t monotonic_ns);
     void put_packet_text(text::Writer& out, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     // --print's lines are a side show: when they cannot be written the
     // capture into the file goes on without them.
@@ -201,6 +226,7 @@ private:
     DropLabels* drop_labels_ = nullptr;
     std::unique_ptr<PacketIds> packet_ids_; // --drops, pcapng
     std::unique_ptr<ProcessLabels> process_labels_; // -k
+    std::unique_ptr<TlsPlacement> tls_; // --tls-keys
     bool hash_type_comments_ = false;
     text::TextOptions text_;
     // Relative TCP sequence numbers (not with -S); text_.decode points here.

@@ -14,6 +14,9 @@ inline constexpr uint32_t kObsoletePacketType = 0x00000002;
 inline constexpr uint32_t kSpbType = 0x00000003;
 inline constexpr uint32_t kIsbType = 0x00000005;
 inline constexpr uint32_t kEpbType = 0x00000006;
+// Decryption Secrets Block, and its secrets type for NSS key log lines.
+inline constexpr uint32_t kDsbType = 0x0000000A;
+inline constexpr uint32_t kSecretsTlsKeyLog = 0x544c534b;
 inline constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
 inline constexpr uint16_t kLinkTypeEthernet = 1;
 

@@ -41,7 +41,7 @@ bool ReplacedFile::wanted_for(const std::string& path)
     return S_ISREG(st.st_mode);
 }
 
-ReplacedFile ReplacedFile::create(const std::string& path)
+ReplacedFile ReplacedFile::create(const std::string& path, bool private_file)
 {
     if (path.empty() || path.back() == '/')
         throw Error("cannot write " + path + ": " + errno_text(EISDIR));
@@ -53,7 +53,8 @@ ReplacedFile ReplacedFile::create(const std::string& path)
     constexpr unsigned kAttempts = 100;
     for (unsigned attempt = 0; attempt < kAttempts; ++attempt) {
         std::string temporary = temporary_name(path, attempt);
-        UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+        UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           private_file ? 0600 : 0644));
         if (fd)
             return ReplacedFile(path, std::move(temporary), std::move(fd), existed);
         if (errno != EEXIST)

@@ -18,7 +18,8 @@ public:
     static bool wanted_for(const std::string& path);
     // Creates the temporary (O_EXCL) in `path`'s directory; an existing
     // `path` must be writable by this process.
-    static ReplacedFile create(const std::string& path);
+    // `private_file`: the temporary is created mode 0600 (a copy of TLS secrets).
+    static ReplacedFile create(const std::string& path, bool private_file = false);
 
     ReplacedFile(ReplacedFile&& other) noexcept;
     ReplacedFile& operator=(ReplacedFile&&) = delete;

@@ -126,7 +126,7 @@ int open_fifo(const std::string& path, StopSignals* stop)
 
 } // namespace
 
-Sink Sink::open_file(const std::string& path, size_t buffer_size, StopSignals* stop)
+Sink Sink::open_file(const std::string& path, size_t buffer_size, StopSignals* stop, bool private_file)
 {
     // Never through a symbolic link someone else may have planted: as root,
     // it would have us write the file it points to.
@@ -140,7 +140,9 @@ Sink Sink::open_file(const std::string& path, size_t buffer_size, StopSignals* s
         return sink;
     }
     bool created = true;
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    // Created private, never made so later: a reader who opened it in
+    // between would keep reading.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, private_file ? 0600 : 0644);
     if (fd < 0 && errno == EEXIST) {
         created = false;
         fd = open_output_path(path, O_WRONLY | O_CLOEXEC);
@@ -149,6 +151,8 @@ Sink Sink::open_file(const std::string& path, size_t buffer_size, StopSignals* s
         throw Error(open_failure("cannot write", path, errno));
     Sink sink(UniqueFd(fd), fd, path, buffer_size, created);
     sink.watch(stop);
+    if (private_file)
+        sink.keep_private();
     return sink;
 }
 
@@ -193,12 +197,35 @@ void Sink::close()
     fd_ = -1;
 }
 
+void Sink::keep_private()
+{
+    private_ = true;
+    struct stat st{};
+    if (owned_ && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0600 &&
+        ::fchmod(fd_, 0600) != 0) {
+        const int err = errno;
+        throw Error(std::string("cannot make ")
+                        .append(name_)
+                        .append(" private (mode 0600) for its TLS secrets: ")
+                        .append(errno_text(err)));
+    }
+}
+
 void Sink::reopen(const std::string& path)
 {
     // -W's ring reuses its names, so an existing file is truncated; a link is not followed.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, private_ ? 0600 : 0644);
     if (fd < 0)
         throw Error(open_failure("cannot create", path, errno), kExitRuntime);
+    if (private_ && ::fchmod(fd, 0600) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw Error(std::string("cannot make ")
+                        .append(path)
+                        .append(" private (mode 0600) for its TLS secrets: ")
+                        .append(errno_text(err)),
+                    kExitRuntime);
+    }
     preallocation_.release();
     owned_.reset(fd);
     fd_ = fd;

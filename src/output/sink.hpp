@@ -61,12 +61,16 @@ public:
     // Opens (creating if needed) without truncating, so a setup failure can
     // leave an existing file untouched; start() truncates. A FIFO without a
     // reader is waited for, as long as no stop signal arrives.
+    // `private_file`: created 0600 (see keep_private()).
     static Sink open_file(const std::string& path, size_t buffer_size = kDefaultBufferSize,
-                          StopSignals* stop = nullptr);
+                          StopSignals* stop = nullptr, bool private_file = false);
     static Sink standard_output(size_t buffer_size = kDefaultBufferSize);
     // A file opened elsewhere (a temporary to be renamed), named `name` in
     // messages; it is never removed or truncated here.
     static Sink adopt(UniqueFd fd, std::string name, size_t buffer_size = kDefaultBufferSize);
+    // --tls-keys: the file (and every file -C/-G opens after it) is mode
+    // 0600 whatever the umask, an existing one too: it holds secrets.
+    void keep_private();
 
     Sink(Sink&&) noexcept = default;
     Sink& operator=(Sink&&) = delete;
@@ -167,6 +171,7 @@ private:
 
     UniqueFd owned_;
     int fd_;
+    bool private_ = false;
     // A file we opened, on ext4: its blocks are allocated ahead of the writes.
     Preallocation preallocation_;
     std::string name_;

@@ -30,7 +30,7 @@
 namespace xdpcap {
 
 struct TlsKeyProbes::Reader {
-    LineSink sink;
+    std::vector<LineSink> sinks;
     uint64_t unchecked = 0;
     // Both ends of a connection may be probed, and a handshake read again
     // through another SSL object: each line once.
@@ -267,8 +267,10 @@ int on_handshake(void* context, void* data, size_t size)
         if (reader.written.size() > kRememberedLines)
             reader.written.clear();
         for (const std::string& line : lines) {
-            if (reader.written.insert(line).second)
-                reader.sink(line);
+            if (!reader.written.insert(line).second)
+                continue;
+            for (const TlsKeyProbes::LineSink& sink : reader.sinks)
+                sink(line);
         }
     } catch (...) {
         reader.failure = std::current_exception();
@@ -355,10 +357,9 @@ TlsKeyProbes::TlsKeyProbes(TlsKeyProbes&&) noexcept = default;
 TlsKeyProbes& TlsKeyProbes::operator=(TlsKeyProbes&&) noexcept = default;
 TlsKeyProbes::~TlsKeyProbes() = default;
 
-TlsKeyProbes TlsKeyProbes::attach(const OwnerSelection& selection, LineSink sink, std::vector<std::string>& notes)
+TlsKeyProbes TlsKeyProbes::attach(const OwnerSelection& selection, std::vector<std::string>& notes)
 {
     TlsKeyProbes probes;
-    probes.reader_->sink = std::move(sink);
     Found found = find_libraries(selection);
     notes.insert(notes.end(), found.notes.begin(), found.notes.end());
     std::optional<OpensslLayout> layout;
@@ -435,6 +436,11 @@ TlsKeyProbes TlsKeyProbes::attach(const OwnerSelection& selection, LineSink sink
     if (!probes.ring_)
         throw Error(std::string("cannot read the TLS key probes' ring: ").append(errno_text(errno)));
     return probes;
+}
+
+void TlsKeyProbes::add_sink(LineSink sink)
+{
+    reader_->sinks.push_back(std::move(sink));
 }
 
 int TlsKeyProbes::fd() const

@@ -66,7 +66,9 @@ public:
     // cannot read and each selected process (--pid, --pname) that maps no
     // libssl.so.3: their keys are not captured. Raises Error in one line when
     // the kernel refuses the probes.
-    static TlsKeyProbes attach(const OwnerSelection& selection, LineSink sink, std::vector<std::string>& notes);
+    static TlsKeyProbes attach(const OwnerSelection& selection, std::vector<std::string>& notes);
+    // Each new line goes to every sink, in the order added.
+    void add_sink(LineSink sink);
 
     TlsKeyProbes(TlsKeyProbes&&) noexcept;
     TlsKeyProbes& operator=(TlsKeyProbes&&) noexcept;

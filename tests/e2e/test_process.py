@@ -643,9 +643,11 @@ def without_attribution(lab, tmp, binary):
     x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "plain.pcapng")])
     x.wait_listening()
     maps = {name: entries for name, entries in N.held_maps(x.proc.pid).items() if name in OWNER_MAPS}
+    uprobes = [n for n in N.held_programs(x.proc.pid).values() if n.startswith("xdpcap_ssl_")]
     N.check(x.stop() == 0, "without -k: xdpcap stopped cleanly", x.stderr)
     N.check(set(maps) == set(OWNER_MAPS) and all(entries <= N.possible_cpus() for entries in maps.values()),
             "without -k: each owner map the capture holds has one entry (one per CPU at most)", maps)
+    N.check(uprobes == [], "without --tls-keys or --tls-keylog: no uprobe on a TLS library", uprobes)
 
 
 def tls_keys(lab, tmp, binary):

@@ -14,9 +14,9 @@ and TLS 1.3 (SHA-384 and SHA-256 suites), writing its own key log
     (CLIENT_RANDOM; the handshake, first traffic and exporter secrets),
     each once, and is mode 0600 although the umask allows more;
   * tshark, given that key log, decrypts every request and response of a
-    capture of every packet (-k) made at the same time;
-  * the uprobes are attached while it runs, and not by that -k capture,
-    which has no --tls-keylog;
+    capture of every packet made at the same time with -k --tls-keys, and
+    so does it in one pass with only the secrets that file holds;
+  * the uprobes are attached while it runs;
   * a gnutls-cli (another TLS library) selected with --pid gets one line
     saying its keys are not captured, and nothing is written for it;
 """
@@ -113,10 +113,11 @@ def recovered(lab, tmp, binary, cert, key):
     N.check(len(words) == 2 and words[0] == "ready", "the servers listen", words)
     www_server = int(words[1])
     capture, keys = os.path.join(tmp, "tls.pcapng"), os.path.join(tmp, "keys.log")
-    # Beside it, a capture of every packet without --tls-keylog: the --pid
-    # one leaves out each connection's first packets, which reach a
-    # listening socket no process has used since xdpcap started.
-    plain = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-w", capture, "-k"])
+    # Beside it, a capture of every packet with the secrets in the file
+    # (--tls-keys): the --pid one leaves out each connection's first
+    # packets, which reach a listening socket no process has used since
+    # xdpcap started.
+    plain = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-w", capture, "-k", "--tls-keys"])
     plain.wait_listening()
     # Anyone may read what the umask allows: the key log is still 0600.
     old_umask = os.umask(0o022)
@@ -126,7 +127,7 @@ def recovered(lab, tmp, binary, cert, key):
         x.wait_listening()
     finally:
         os.umask(old_umask)
-    held, held_plain = uprobes_held(x), uprobes_held(plain)
+    held = uprobes_held(x)
     truth = []
     for i, (port, options, path) in enumerate(CONNECTIONS):
         keylog = os.path.join(tmp, f"client{i}.keys")
@@ -142,7 +143,6 @@ def recovered(lab, tmp, binary, cert, key):
     server.kill()
     server.wait()
     lab.forget(server)
-    N.check(held_plain == [], "without --tls-keylog no uprobe is attached", held_plain)
     N.check(held and all(n.startswith(UPROBE_PREFIX) for n in held), "uprobes attached while capturing", held)
     got = key_lines(keys)
     N.expect(len(got) == len(set(got)), "each key log line once", got)
@@ -153,12 +153,17 @@ def recovered(lab, tmp, binary, cert, key):
     # The test's ports are no TLS or HTTP port tshark knows: decode as both.
     # s_server -www's page ends with the connection: its body is not waited for.
     ports = [a for p in (WWW_PORT, HTTPS_PORT) for a in ("-d", f"tcp.port=={p},tls", "-d", f"tls.port=={p},http")]
-    cp = N.run(["tshark", "-n", "-r", capture, "-o", f"tls.keylog_file:{keys}", "-o", "http.desegment_body:FALSE"] + ports + ["-Y", "http",
-                "-T", "fields", "-e", "http.request.uri", "-e", "http.response.code"])
-    requests = sorted(l.split("\t")[0] for l in cp.stdout.splitlines() if l.split("\t")[0])
-    responses = [l for l in cp.stdout.splitlines() if l.endswith("\t200")]
-    N.check(requests == sorted(path for _, _, path in CONNECTIONS) and len(responses) == len(CONNECTIONS),
-            "tshark, given the key log, decrypts every request and response", cp.stdout)
+    fields = ["-o", "http.desegment_body:FALSE"] + ports + ["-Y", "http", "-T", "fields", "-e", "http.request.uri",
+                                                          "-e", "http.response.code"]
+    # The -k capture's file with --tls-keylog's key log, and on its own.
+    for what, args in (("given the key log", ["-r", capture, "-o", f"tls.keylog_file:{keys}"]),
+                       ("with the file's own secrets, in one pass", ["-r", capture])):
+        cp = N.run(["tshark", "-n"] + args + fields)
+        lines = cp.stdout.splitlines()
+        requests = sorted(l.split("\t")[0] for l in lines if l.split("\t")[0])
+        responses = [l for l in lines if l.endswith("\t200")]
+        N.check(requests == sorted(path for _, _, path in CONNECTIONS) and len(responses) == len(CONNECTIONS),
+                f"tshark, {what}, decrypts every request and response", cp.stdout)
 
 
 def other_library(lab, tmp, binary, cert):

@@ -518,3 +518,37 @@ TEST(Cli, VerboseLeavesTheFileAlone)
     // -q quiets warnings; the start lines stay.
     EXPECT_TRUE(parse_config({"-i", "e", "-q"}).start_lines);
 }
+
+TEST(Cli, TlsKeys)
+{
+    EXPECT_FALSE(parse_config({"-i", "eth0", "-w", "f.pcapng", "--", "curl", "x"}).tls_keys.wanted());
+    const Config command = parse_config({"-i", "eth0", "-w", "f.pcapng", "--tls-keys", "--", "curl", "x"});
+    EXPECT_TRUE(command.tls_keys.command);
+    EXPECT_TRUE(command.tls_keys.wanted());
+    const Config file =
+        parse_config({"-i", "eth0", "-w", "-", "--tls-keys-file", "/tmp/keys.log", "--tls-keys-from-start"});
+    EXPECT_EQ(file.tls_keys.file, "/tmp/keys.log");
+    EXPECT_TRUE(file.tls_keys.from_start);
+    EXPECT_FALSE(file.tls_keys.command);
+    EXPECT_TRUE(parse_config({"-r", "in.pcapng", "-w", "out.pcapng", "--discard-secrets"}).discard_secrets);
+    // With another process selection: the keys the uprobes read.
+    EXPECT_TRUE(parse_config({"-i", "eth0", "-w", "f.pcapng", "--tls-keys", "--pid", "42"}).tls_keys.command);
+    EXPECT_TRUE(parse_config({"-i", "eth0", "-w", "f.pcapng", "--tls-keys", "-k"}).tls_keys.command);
+}
+
+TEST(Cli, TlsKeysBadInput)
+{
+    EXPECT_EQ(error_of({"-i", "eth0", "-w", "f.pcapng", "--tls-keys"}),
+              "--tls-keys reads the TLS keys of the processes the capture selects: give -- COMMAND, --pid, --pname, "
+              "--cgroup, --container or -k, or --tls-keys-file for a key log another program writes");
+    EXPECT_EQ(error_of({"-i", "eth0", "--tls-keys-file", "k.log"}),
+              "--tls-keys and --tls-keys-file write TLS secrets into a pcapng file: give -w FILE or -w -");
+    EXPECT_NE(error_of({"-i", "eth0", "-w", "f", "--tls-keys-from-start"}).find("give --tls-keys-file"),
+              std::string::npos);
+    EXPECT_EQ(error_of({"-r", "f.pcapng", "-w", "g", "--tls-keys-file", "k.log"}),
+              "--tls-keys-file applies to a live capture, not to -r");
+    EXPECT_EQ(error_of({"-r", "f.pcapng", "--discard-secrets"}),
+              "--discard-secrets copies a file without its secrets: give -r FILE and -w FILE");
+    EXPECT_EQ(error_of({"-i", "eth0", "-w", "f", "--discard-secrets"}),
+              "--discard-secrets copies a file without its secrets: give -r FILE and -w FILE");
+}

@@ -112,6 +112,12 @@ TEST(Command, EnvironmentKeepsTheCallersAndResetsTheUsers)
     EXPECT_EQ(command_environment(caller, alice, false), expected);
     const auto kept = command_environment(caller, alice, true);
     EXPECT_NE(std::find(kept.begin(), kept.end(), "XDG_RUNTIME_DIR=/run/user/0"), kept.end());
+    // --tls-keys: its key log in place of the caller's.
+    const auto keys = command_environment(caller, alice, false, {"SSLKEYLOGFILE=/run/xdpcap-keys.1/sslkeylog"});
+    EXPECT_EQ(std::count_if(keys.begin(), keys.end(),
+                            [](const std::string& v) { return v.starts_with("SSLKEYLOGFILE="); }),
+              1);
+    EXPECT_EQ(keys.back(), "SSLKEYLOGFILE=/run/xdpcap-keys.1/sslkeylog");
 }
 
 TEST(Command, ItsOwnUserWithoutSudo)
