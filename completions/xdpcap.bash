@@ -20,6 +20,7 @@ _xdpcap_options="-i --interface -w --write -r --read -s --snapshot-length -c --c
     --nano --rss-type-comments
     -e -x -X -A -t -n -N -S --number -l --print --drops
     -k --pid --follow-forks --pname --cgroup --container --container-netns --tls-keylog
+    --tls-keys --tls-keys-file --tls-keys-from-start --discard-secrets
     -h --help --version"
 
 _xdpcap()
@@ -51,7 +52,7 @@ _xdpcap()
             [[ -z $cur || $cur == - ]] && COMPREPLY+=(-)
             return
             ;;
-        -F | --filter-file | --tls-keylog)
+        -F | --filter-file | --tls-keylog | --tls-keys-file)
             _filedir
             return
             ;;
