@@ -19,7 +19,8 @@ _xdpcap_options="-i --interface -w --write -r --read -s --snapshot-length -c --c
     -L --list-data-link-types -K --dont-verify-checksums --immediate-mode --print-cpu
     --nano --rss-type-comments
     -e -x -X -A -t -n -N -S --number -l --print --drops
-    -k --pid --follow-forks --pname --cgroup --container --container-netns
+    -k --pid --follow-forks --pname --cgroup --container --container-netns --tls-keylog
+    --tls-keys --tls-keys-file --tls-keys-from-start --discard-secrets
     -h --help --version"
 
 _xdpcap()
@@ -51,7 +52,7 @@ _xdpcap()
             [[ -z $cur || $cur == - ]] && COMPREPLY+=(-)
             return
             ;;
-        -F | --filter-file)
+        -F | --filter-file | --tls-keylog | --tls-keys-file)
             _filedir
             return
             ;;

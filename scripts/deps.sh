@@ -8,7 +8,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 packages=(
     # build
-    clang llvm bpftool libbpf-dev libpcap-dev libcxxopts-dev meson ninja-build pkg-config g++
+    clang llvm bpftool libbpf-dev libpcap-dev libssl-dev libcxxopts-dev meson ninja-build pkg-config g++
     # tests and verifiers
     libgtest-dev libbenchmark-dev tshark tcpdump iproute2 libcap2-bin python3 python3-scapy
     groff-base man-db iputils-ping util-linux bash-completion zsh strace
@@ -27,8 +27,9 @@ packages=(
     # --container: a podman container from a local busybox image
     podman runc
     # process attribution of a server already running, and of -- curl;
-    # --tls-keys: an HTTP/2 server over TLS (nghttpd) beside openssl s_server
-    lighttpd curl nghttp2-server openssl
+    # --tls-keys: an HTTP/2 server over TLS (nghttpd) beside openssl s_server;
+    # --tls-keylog and --tls-keys' uprobes: a client of another TLS library
+    lighttpd curl nghttp2-server openssl gnutls-bin
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -150,6 +150,9 @@ std::unique_ptr<KeySources> key_sources(const Config& config, std::optional<Proc
         keys->followed.emplace(*config.tls_keys.file, config.tls_keys.from_start);
     if (process && process->key_log)
         keys->command_log = process->key_log.get();
+    // The library probes' lines come as their ring is read.
+    if (process && process->tls_keys)
+        process->tls_keys->add_sink([secrets = &keys->secrets](const std::string& line) { secrets->add(line); });
     return keys;
 }
 
@@ -285,7 +288,8 @@ CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& fil
                                 loaded.command() ? loaded.command()->exit_fd() : -1,
                                 chosen.any, chosen.any && config.warnings && !config.quiet,
                                 loaded.keys ? std::function<void()>([keys = loaded.keys.get()] { keys->poll(); })
-                                            : std::function<void()>()};
+                                            : std::function<void()>(),
+                                loaded.process && loaded.process->tls_keys ? &*loaded.process->tls_keys : nullptr};
 }
 
 // The packet output, the loop that writes to it and each file's
@@ -392,6 +396,11 @@ void print_start_lines(const Config& config, const Chosen& chosen, const Loaded&
                          static_cast<unsigned long long>(kBatchDelayBoundMs));
         else
             std::fprintf(stderr, "xdpcap: one frame per perf record (%s)\n", single.c_str());
+    }
+    // Not only warnings: these say which keys the key log will lack.
+    if (loaded.process) {
+        for (const std::string& note : loaded.process->tls_key_notes)
+            std::fprintf(stderr, "xdpcap: %s\n", note.c_str());
     }
     // -q quiets the warnings above, not these: as tcpdump -q, scripts wait
     // for "listening on".

@@ -5,7 +5,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <memory>
 #include <string>
 
 #include "base/error.hpp"
@@ -35,6 +40,51 @@ void require_process(const ProcessSelection& asked)
     if (::kill(static_cast<pid_t>(*asked.pid), 0) != 0 && errno == ESRCH)
         throw Error("--pid " + std::to_string(*asked.pid) + ": no such process");
 }
+
+// --tls-keylog's file: mode 0600 whatever the umask, as it decrypts the
+// traffic; each line written as it comes, for a reader following it.
+int open_key_log(const std::string& path)
+{
+    UniqueFd file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!file || ::fchmod(file.get(), 0600) != 0)
+        throw Error(std::string("--tls-keylog ").append(path).append(": ").append(errno_text(errno)));
+    return file.release();
+}
+
+// Writes each line; a failed write is said once and the capture goes on
+// without further keys.
+class KeyLogWriter {
+public:
+    KeyLogWriter(int fd, std::string path) : state_(std::make_shared<State>(State{UniqueFd(fd), std::move(path)})) {}
+    void operator()(const std::string& line) const
+    {
+        State& state = *state_;
+        if (!state.file)
+            return;
+        std::string text = line;
+        text.push_back('\n');
+        size_t done = 0;
+        while (done < text.size()) {
+            const ssize_t n = ::write(state.file.get(), text.data() + done, text.size() - done);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                std::fprintf(stderr, "xdpcap: warning: --tls-keylog %s: %s; no more keys are written\n",
+                             state.path.c_str(), errno_text(n < 0 ? errno : ENOSPC).c_str());
+                state.file.reset();
+                return;
+            }
+            done += static_cast<size_t>(n);
+        }
+    }
+
+private:
+    struct State {
+        UniqueFd file;
+        std::string path;
+    };
+    std::shared_ptr<State> state_;
+};
 
 } // namespace
 
@@ -78,7 +128,16 @@ std::optional<ProcessSide> start_process_side(const Config& config, const std::o
     SocketOwners owners = SocketOwners::load(selection);
     owners.learn_local_addresses();
     ContainerNames container_names(container);
-    return ProcessSide{std::move(key_log), std::move(command), std::move(container_names), std::move(owners)};
+    std::optional<TlsKeyProbes> tls_keys;
+    std::vector<std::string> notes;
+    // --tls-keys also takes the probes' lines (app/live.cpp adds that sink).
+    if (config.tls_keylog || config.tls_keys.command) {
+        tls_keys.emplace(TlsKeyProbes::attach(selection, notes));
+        if (config.tls_keylog)
+            tls_keys->add_sink(KeyLogWriter(open_key_log(*config.tls_keylog), *config.tls_keylog));
+    }
+    return ProcessSide{std::move(key_log), std::move(command), std::move(container_names), std::move(owners), std::move(tls_keys),
+                       std::move(notes)};
 }
 
 } // namespace xdpcap::live

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/config.hpp"
 #include "host/command.hpp"
@@ -12,6 +14,7 @@
 #include "host/key_log_files.hpp"
 #include "host/privileges.hpp"
 #include "programs/owners.hpp"
+#include "programs/uprobes.hpp"
 
 namespace xdpcap::live {
 
@@ -27,6 +30,8 @@ struct ProcessSide {
     std::optional<CommandChild> command; // -- COMMAND
     ContainerNames container_names;      // -k: the containers of the owners' cgroups
     SocketOwners owners;
+    std::optional<TlsKeyProbes> tls_keys; // --tls-keylog
+    std::vector<std::string> tls_key_notes; // processes and libraries whose keys are not read
 };
 
 // Nothing unless a process selection or -k asks for owners.

@@ -22,6 +22,7 @@ constexpr uint64_t kSignalToken = ~uint64_t{0} - 1;
 constexpr uint64_t kOutputToken = ~uint64_t{0} - 2;
 constexpr uint64_t kLinkToken = ~uint64_t{0} - 3;
 constexpr uint64_t kCommandToken = ~uint64_t{0} - 4;
+constexpr uint64_t kTlsKeysToken = ~uint64_t{0} - 5;
 
 void epoll_add(int epoll_fd, int fd, uint64_t token)
 {
@@ -76,6 +77,8 @@ CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, P
     epoll_add(epoll_.get(), links_.fd(), kLinkToken);
     if (options_.command_exit_fd >= 0)
         epoll_add(epoll_.get(), options_.command_exit_fd, kCommandToken);
+    if (options_.tls_keys && options_.tls_keys->fd() >= 0)
+        epoll_add(epoll_.get(), options_.tls_keys->fd(), kTlsKeysToken);
     signals_.on_status([this] { print_stats(); });
     uint64_t token = 0;
     for (const CaptureSource& source : sources_) {
@@ -140,6 +143,8 @@ StopReason CaptureLoop::run()
                     // Readable for good: watched no more.
                     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, options_.command_exit_fd, nullptr);
                     command_exited_ = std::chrono::steady_clock::now();
+                } else if (events[i].data.u64 == kTlsKeysToken) {
+                    options_.tls_keys->poll();
                 } else if (events[i].data.u64 == kTimerToken) {
                     uint64_t expirations;
                     (void)!::read(timer_.get(), &expirations, sizeof expirations);
@@ -311,9 +316,11 @@ void CaptureLoop::detach_and_drain()
         if (quiet_rounds < 2)
             std::this_thread::sleep_for(kPause);
     }
-    // The command's last key lines, before the last packets.
+    // The command's last key lines, and the probes', before the last packets.
     if (options_.poll_keys)
         options_.poll_keys();
+    if (options_.tls_keys)
+        options_.tls_keys->poll();
     // Whatever is still held, also if the deadline passed first.
     guarded([this] { merger_.drain_everything(); });
     guarded([this] { output_.place_held_tls(now_ns(CLOCK_MONOTONIC)); });

@@ -16,6 +16,7 @@
 #include "output/interface_map.hpp"
 #include "host/link_events.hpp"
 #include "programs/capture.hpp"
+#include "programs/uprobes.hpp"
 #include "output/packet_output.hpp"
 #include "ring/ring_merge.hpp"
 #include "ring/rings.hpp"
@@ -65,6 +66,9 @@ public:
         // --tls-keys: reads new key log lines; called on the drain timer
         // and once more before the last drain.
         std::function<void()> poll_keys = {};
+        // --tls-keylog, and --tls-keys with a process selection: the
+        // library probes, read whenever their ring holds a handshake.
+        TlsKeyProbes* tls_keys = nullptr;
     };
     static constexpr int kCommandGraceMs = 200;
 

@@ -274,6 +274,7 @@ void refuse_capture_options_with_read(const cxxopts::ParseResult& result)
         {"linktype", "-y"},
         {"list-data-link-types", "-L"},
         {"rss-type-comments", "--rss-type-comments"},
+        {"tls-keylog", "--tls-keylog"},
         {"tls-keys", "--tls-keys"},
         {"tls-keys-file", "--tls-keys-file"},
         {"tls-keys-from-start", "--tls-keys-from-start"},
@@ -335,7 +336,7 @@ cxxopts::Options make_options()
                         "         [-z COMMAND] [-Q in|out|inout] [-F FILE] [-Z USER]\n"
                         "         [-B KIB|--ring-pages N] [--sample N] [--xdp-mode MODE] [--drops]\n"
                         "         [-k] [--pid PID [--follow-forks]] [--pname NAME] [--cgroup PATH]\n"
-                        "         [--container NAME|ID [--container-netns]]\n"
+                        "         [--container NAME|ID [--container-netns]] [--tls-keylog FILE]\n"
                         "         [--at entry|exit|entry,exit] [--program NAME|ID]\n"
                         "         [--time-stamp-precision micro|nano] [--nano] [--rss-type-comments]\n"
                         "         [--tls-keys] [--tls-keys-file FILE [--tls-keys-from-start]] [--discard-secrets]");
@@ -407,8 +408,11 @@ cxxopts::Options make_options()
         ("container", "Capture only the packets of this podman or docker container's processes (implies -k)",
              cxxopts::value<std::string>(), "NAME|ID")
         ("container-netns", "With --container: the -i interfaces are inside the container's network namespace")
-        ("tls-keys", "With -- COMMAND: run it with SSLKEYLOGFILE set to a private file and write the TLS "
-                     "secrets it logs into the -w file (Decryption Secrets Blocks); the file is made mode 0600")
+        ("tls-keylog", "Write the TLS keys of the selected processes' OpenSSL 3 connections to FILE as an NSS "
+                       "key log, read from the library with uprobes", cxxopts::value<std::string>(), "FILE")
+        ("tls-keys", "Write the TLS secrets of the selected processes into the -w file (Decryption Secrets "
+                     "Blocks): -- COMMAND's, logged to a private SSLKEYLOGFILE, and those read from OpenSSL 3 with "
+                     "uprobes; the file is made mode 0600")
         ("tls-keys-file", "Follow the TLS key log FILE another program writes (as tail -F) and write its new "
                           "lines into the -w file; the file is made mode 0600", cxxopts::value<std::string>(), "FILE")
         ("tls-keys-from-start", "With --tls-keys-file: the lines already in FILE too, not only new ones")
@@ -619,9 +623,10 @@ void parse_tls_keys(const cxxopts::ParseResult& result, Config& config)
     keys.from_start = result.count("tls-keys-from-start") > 0;
     if (keys.from_start && !keys.file)
         throw Error("--tls-keys-from-start reads --tls-keys-file's lines from its start: give --tls-keys-file");
-    if (keys.command && config.process.command.empty())
-        throw Error("--tls-keys gives -- COMMAND a key log (SSLKEYLOGFILE): give -- COMMAND, or --tls-keys-file "
-                    "for a key log another program writes");
+    if (keys.command && !config.process.wanted())
+        throw Error("--tls-keys reads the TLS keys of the processes the capture selects: give -- COMMAND, --pid, "
+                    "--pname, --cgroup, --container or -k, or --tls-keys-file for a key log another program "
+                    "writes");
     if (keys.wanted() && !config.writes_pcapng())
         throw Error("--tls-keys and --tls-keys-file write TLS secrets into a pcapng file: give -w FILE or -w -");
     config.discard_secrets = result.count("discard-secrets") > 0;
@@ -647,6 +652,15 @@ void parse_behaviour(const cxxopts::ParseResult& result, Config& config, std::ve
             throw Error("-- COMMAND applies to a live capture, not to -r");
         config.process.command = std::move(command);
         config.process.attribute = true;
+    }
+    if (result.count("tls-keylog")) {
+        config.tls_keylog = result["tls-keylog"].as<std::string>();
+        if (config.tls_keylog->empty())
+            throw Error("--tls-keylog needs a file name");
+        // Reading another program's memory is for the processes asked for.
+        if (!config.process.wanted())
+            throw Error("--tls-keylog reads the keys of the processes the capture selects: give --pid, --pname, "
+                        "--cgroup, --container, -- COMMAND, or -k for every process");
     }
     parse_tls_keys(result, config);
     config.text = parse_text_options(result);

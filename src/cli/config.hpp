@@ -35,7 +35,9 @@ struct ProcessSelection {
 // TLS session secrets written into the file as Decryption Secrets Blocks.
 // Without any of these nothing about keys is collected or written.
 struct TlsKeys {
-    bool command = false;             // --tls-keys: -- COMMAND's SSLKEYLOGFILE
+    // --tls-keys: -- COMMAND's SSLKEYLOGFILE, and the selected processes'
+    // keys read from OpenSSL 3 by uprobes (with any process selection)
+    bool command = false;
     std::optional<std::string> file;  // --tls-keys-file: a key log another program writes
     bool from_start = false;          // --tls-keys-from-start: the lines already in it too
 
@@ -59,6 +61,9 @@ struct Config {
     bool print = false; // --print: text lines on stdout while -w writes a file
     bool drops = false; // --drops: also the kernel's drops on the interface (skb:kfree_skb)
     ProcessSelection process;
+    // --tls-keylog: the selected processes' TLS keys, read from OpenSSL 3 by
+    // uprobes, written to this file as NSS key log lines.
+    std::optional<std::string> tls_keylog;
     TlsKeys tls_keys;
     bool discard_secrets = false; // --discard-secrets: -r -w copies no Decryption Secrets Block
     text::TextOptions text; // -e, -x, -X, -A, -t..., -#, --time-stamp-precision

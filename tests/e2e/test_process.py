@@ -50,6 +50,8 @@ socket inode among /proc/PID/fd. Checked from the file
     the sender in option 8 and "proc SENDER:PID > RECEIVER:PID" in its
     comment and text line, and -r prints the same lines and selects by
     either end;
+  * --tls-keylog reads the TLS 1.3 keys of an openssl s_server started
+    before xdpcap from its libssl, as s_client logs them;
   * tshark reads the file without complaint and `frame.comment contains`
     finds a process by name; capinfos and tcpdump -r read it.
 Both ways of recording owners are covered: kprobes on the socket security
@@ -970,9 +972,44 @@ def without_attribution(lab, tmp, binary):
     x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "plain.pcapng")])
     x.wait_listening()
     maps = {name: entries for name, entries in N.held_maps(x.proc.pid).items() if name in OWNER_MAPS}
+    uprobes = [n for n in N.held_programs(x.proc.pid).values() if n.startswith("xdpcap_ssl_")]
     N.check(x.stop() == 0, "without -k: xdpcap stopped cleanly", x.stderr)
     N.check(set(maps) == set(OWNER_MAPS) and all(entries <= N.possible_cpus() for entries in maps.values()),
             "without -k: each owner map the capture holds has one entry (one per CPU at most)", maps)
+    N.check(uprobes == [], "without --tls-keys or --tls-keylog: no uprobe on a TLS library", uprobes)
+
+
+def tls_keys(lab, tmp, binary):
+    """--tls-keylog: an openssl s_server started before xdpcap, which logs no
+    keys; the lines read from its libssl with uprobes are those s_client
+    logs for the same TLS 1.3 connection. (tests/e2e/test_tls_uprobes.py has
+    the rest; this case runs on 6.1 too.)"""
+    cert, key = os.path.join(tmp, "tls-cert.pem"), os.path.join(tmp, "tls-key.pem")
+    N.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+           "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=xdpcap-test"])
+    server = lab.popen(lab.cap_ns, ["openssl", "s_server", "-accept", "7470", "-cert", cert, "-key", key, "-www"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    N.check(any(line.strip() == "ACCEPT" for line in server.stdout), "s_server listens")
+    keys, truth = os.path.join(tmp, "server.keys"), os.path.join(tmp, "client.keys")
+    x = N.Xdpcap(lab, binary, ["-i", lab.cap_if, "-w", os.path.join(tmp, "tls.pcapng"), "--pid", str(server.pid),
+                               "--tls-keylog", keys])
+    x.wait_listening()
+    cp = N.run(["ip", "netns", "exec", lab.gen_ns, "openssl", "s_client", "-connect", f"{CAP4}:7470", "-tls1_3",
+                "-keylogfile", truth, "-ign_eof", "-quiet"], input="GET / HTTP/1.0\r\n\r\n", check_rc=False)
+    N.check(cp.returncode == 0, "s_client connected", cp.stderr)
+
+    def lines(path):
+        with open(path) as f:
+            return sorted(l.strip() for l in f if l.strip() and not l.startswith("#"))
+    deadline = time.monotonic() + N.scaled(5)
+    while lines(keys) != lines(truth) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    N.check(x.stop() == 0, "--tls-keylog: xdpcap stopped cleanly", x.stderr)
+    server.kill()
+    server.wait()
+    lab.forget(server)
+    N.check(len(lines(truth)) == 5 and lines(keys) == lines(truth),
+            "--tls-keylog: the server's TLS 1.3 keys as the client logged them", (lines(keys), lines(truth)))
 
 
 def test(binary):
@@ -990,6 +1027,7 @@ def test(binary):
         forwarded(lab, peers, tmp, binary)
         text_lines(lab, peers, tmp, binary)
         running_servers(lab, tmp, binary)
+        tls_keys(lab, tmp, binary)
         command_neighbours(lab, tmp, binary)
         # Under emulation (the 6.1 guest) the scenario above already names
         # both ends across the veth pair; this adds four captures the guest

@@ -471,6 +471,21 @@ TEST(Cli, ProcessSelectionBadInput)
               "--follow-forks applies to a live capture, not to -r");
 }
 
+TEST(Cli, TlsKeylog)
+{
+    EXPECT_FALSE(parse_config({"-i", "eth0", "-k"}).tls_keylog);
+    EXPECT_EQ(parse_config({"-i", "eth0", "--pid", "42", "--tls-keylog", "k.log"}).tls_keylog, "k.log");
+    EXPECT_EQ(parse_config({"-i", "eth0", "-k", "--tls-keylog", "k.log"}).tls_keylog, "k.log");
+    EXPECT_EQ(parse_config({"-i", "eth0", "--tls-keylog", "k.log", "--", "curl", "x"}).tls_keylog, "k.log");
+    // Another program's memory is read only for the processes asked for.
+    EXPECT_EQ(error_of({"-i", "eth0", "--tls-keylog", "k.log"}),
+              "--tls-keylog reads the keys of the processes the capture selects: give --pid, --pname, --cgroup, "
+              "--container, -- COMMAND, or -k for every process");
+    EXPECT_EQ(error_of({"-i", "eth0", "-k", "--tls-keylog", ""}), "--tls-keylog needs a file name");
+    EXPECT_EQ(error_of({"-r", "f.pcapng", "-k", "--tls-keylog", "k.log"}),
+              "--tls-keylog applies to a live capture, not to -r");
+}
+
 TEST(Cli, CommandAfterDashes)
 {
     const Config c = parse_config({"-i", "eth0", "-w", "f.pcapng", "tcp", "--", "curl", "-s", "--fail", "x"});
@@ -516,13 +531,16 @@ TEST(Cli, TlsKeys)
     EXPECT_TRUE(file.tls_keys.from_start);
     EXPECT_FALSE(file.tls_keys.command);
     EXPECT_TRUE(parse_config({"-r", "in.pcapng", "-w", "out.pcapng", "--discard-secrets"}).discard_secrets);
+    // With another process selection: the keys the uprobes read.
+    EXPECT_TRUE(parse_config({"-i", "eth0", "-w", "f.pcapng", "--tls-keys", "--pid", "42"}).tls_keys.command);
+    EXPECT_TRUE(parse_config({"-i", "eth0", "-w", "f.pcapng", "--tls-keys", "-k"}).tls_keys.command);
 }
 
 TEST(Cli, TlsKeysBadInput)
 {
     EXPECT_EQ(error_of({"-i", "eth0", "-w", "f.pcapng", "--tls-keys"}),
-              "--tls-keys gives -- COMMAND a key log (SSLKEYLOGFILE): give -- COMMAND, or --tls-keys-file for a key "
-              "log another program writes");
+              "--tls-keys reads the TLS keys of the processes the capture selects: give -- COMMAND, --pid, --pname, "
+              "--cgroup, --container or -k, or --tls-keys-file for a key log another program writes");
     EXPECT_EQ(error_of({"-i", "eth0", "--tls-keys-file", "k.log"}),
               "--tls-keys and --tls-keys-file write TLS secrets into a pcapng file: give -w FILE or -w -");
     EXPECT_NE(error_of({"-i", "eth0", "-w", "f", "--tls-keys-from-start"}).find("give --tls-keys-file"),
