@@ -80,6 +80,8 @@ def check_slow_rate(binary, lab, tmp):
         lab.forget(sender)
     N.expect(x.stop(signal.SIGINT) == 0, "slow rate: xdpcap exits 0")
     N.check_exact(frames, list(seen), "slow rate: every frame in the file as it grows")
+    N.check(len(seen) == SLOW, "slow rate: every frame reached the file while the capture ran",
+            f"{len(seen)} of {SLOW}")
     delays = sorted(found - stamp for stamp, found in seen.values())
     N.log(f"  info  delays from timestamp to file: median {delays[len(delays) // 2] * 1000:.1f} ms, "
           f"worst {delays[-1] * 1000:.1f} ms")
