@@ -62,8 +62,8 @@ def check_slow_rate(binary, lab, tmp):
     x.wait_listening()
     line = batching_line(x)
     N.log(f"  info  -v: {line}")
-    N.expect(line is not None and (line.startswith("xdpcap: several frames per perf record, each written within 100 ms")
-                                   or line.startswith("xdpcap: one frame per perf record (")),
+    N.expect(line is not None and (line.startswith("several frames per perf record, each written within 100 ms")
+                                   or line.startswith("one frame per perf record (")),
              "-v names how frames travel: batched with the bound, or one per record and why", x.err_lines)
     sender = lab.popen(lab.gen_ns, [N.PYTHON, N.SENDER, "--iface", lab.gen_if, "--cpu", str(CPU),
                                     "--pcap", corpus, "--gap-us", str(GAP_US)])
@@ -116,7 +116,7 @@ def check_count(binary, lab, tmp):
     out = os.path.join(tmp, "count.pcapng")
     x = lab.xdpcap(binary, ["-v", "-c", "5", "-w", out])
     x.wait_listening()
-    N.expect(batching_line(x) == "xdpcap: one frame per perf record (-c)",
+    N.expect(batching_line(x) == "one frame per perf record (-c)",
              "-c: one frame per perf record, said by -v", batching_line(x))
     lab.send(corpus, CPU, gap_us=1000)
     N.expect(x.wait(10) == 0, "-c 5: xdpcap exits 0 once 5 are written")
