@@ -329,6 +329,28 @@ class Running:
         raise RuntimeError(f"{self.tool.name} printed no count: {''.join(self.lines)}")
 
 
+# Nanoseconds of BPF run time (kernel.bpf_stats_enabled) during the last
+# measure(): every program the tool's process holds, tail calls included
+# (the kernel counts a tail call's time in the program that made it).
+LAST_BPF_NS = [0]
+BPF_STATS = [False]
+
+
+def bpf_run_ns(pid):
+    """Run time summed over the programs whose fds process `pid` holds (their fdinfo)."""
+    times = {}
+    fdinfo = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(fdinfo):
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if "prog_id" in fields and "run_time_ns" in fields:
+            times[int(fields["prog_id"])] = int(fields["run_time_ns"])
+    return sum(times.values())
+
+
 def measure(lab, tool, conf, frames, cap_cpu, gen_cpu, frame_size):
     """Returns (generator seconds, consumer cpu seconds, frames captured, user seconds)."""
     if tool is None:
@@ -343,10 +365,29 @@ def measure(lab, tool, conf, frames, cap_cpu, gen_cpu, frame_size):
         # A lossless file's size, with room for the block around each frame.
         warm_memory(frames * (frame_size + 64))
     with Running(lab, tool, cap_cpu) as running:
+        before = bpf_run_ns(running.proc.pid) if BPF_STATS[0] else 0
         seconds = generate(lab, conf, frames, gen_cpu)
+        LAST_BPF_NS[0] = bpf_run_ns(running.proc.pid) - before if BPF_STATS[0] else 0
         usage = running.stop()
         got = count_frames(tool.output) if tool.output else running.counted()
         return seconds, usage.ru_utime + usage.ru_stime, got, usage.ru_utime
+
+
+def idle_wakeups(lab, tool, cap_cpu, seconds=10.0):
+    """Voluntary context switches per second of the tool capturing nothing."""
+    if isinstance(tool, XdpPass):
+        return 0.0
+
+    def switches(pid):
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("voluntary_ctxt_switches"))
+
+    with Running(lab, tool, cap_cpu) as running:
+        before = switches(running.proc.pid)
+        time.sleep(seconds)
+        after = switches(running.proc.pid)
+        running.stop(quiet=True)
+        return (after - before) / seconds
 
 
 def idle_cpu(lab, tool, cap_cpu):
@@ -503,6 +544,10 @@ def main():
     parser.add_argument("--idle", action="store_true",
                         help="also start and stop each tool once a round with no traffic, and print the consumer "
                              "CPU net of that fixed cost")
+    parser.add_argument("--bpf-stats", action="store_true",
+                        help="also BPF run time per frame (kernel.bpf_stats_enabled), summed over each tool's programs")
+    parser.add_argument("--wakeups", action="store_true",
+                        help="also each tool's wakeups per second with no traffic (voluntary switches over 10 s)")
     parser.add_argument("--floor", action="store_true",
                         help="add the minimal sampler (build/bench/min_sampler, native XDP) as the floor for the "
                              "kernel side, and print each xdpcap's generator slowdown against it")
@@ -545,8 +590,28 @@ def main():
     # trafgen pins its worker to the first CPU by itself, so the capture tools get the second.
     gen_cpu, cap_cpu = cpus[0], cpus[1]
 
+    BPF_STATS[0] = args.bpf_stats
+    stats_was = None
+    if args.bpf_stats:
+        with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+            stats_was = f.read().strip()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+    try:
+        bench(args, gen_cpu, cap_cpu)
+    finally:
+        if stats_was is not None:
+            with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+                f.write(stats_was)
+
+
+def bench(args, gen_cpu, cap_cpu):
     with Lab(addresses=bool(args.tcp_bulk)) as lab, tempfile.TemporaryDirectory() as tmp:
         tools = tools_for(args, lab)
+        if args.wakeups:
+            print("## Wakeups per second with no traffic (voluntary switches over 10 s)")
+            for tool in tools:
+                print(f"| {tool.name} | {idle_wakeups(lab, tool, cap_cpu):.1f} |", flush=True)
         if args.discard:
             tools = [tool.discarding() if isinstance(tool, Tool) else tool for tool in tools]
         if args.tcp_bulk:
@@ -561,11 +626,14 @@ def main():
             with open(conf, "w") as f:
                 f.write("{ " + ", ".join(f"0x{b:02x}" for b in udp_frame(size)) + " }\n")
             results = {name: [] for name in ["none"] + [t.name for t in tools]}
+            bpf_ns = {name: [] for name in results}
             for round_no in range(args.rounds):
                 for tool in [None] + tools:
                     name = tool.name if tool else "none"
+                    LAST_BPF_NS[0] = 0
                     results[name].append(measure(lab, tool, conf, args.frames, cap_cpu, gen_cpu, size)
                                          + (idle_cpu(lab, tool, cap_cpu) if tool and args.idle else 0.0,))
+                    bpf_ns[name].append(LAST_BPF_NS[0])
                     gen_s, cpu_s, got, user_s, idle = results[name][-1]
                     print(f"  {size:>5} B round {round_no + 1} {name:<8} generator {gen_s:.3f} s, "
                           f"consumer {cpu_s:.3f} s (user {user_s:.3f}"
@@ -608,6 +676,15 @@ def main():
                       + (f" (net of the idle run {x[4] / p[4]:.2f}" if args.idle and p[4] > 0 else "")
                       + (f", per frame written {x[6] / p[6]:.2f})" if args.idle and p[4] > 0 and p[6] > 0
                          else ")" if args.idle and p[4] > 0 else ""))
+            if args.bpf_stats:
+                per_frame = {t.name: statistics.median(bpf_ns[t.name]) / args.frames for t in tools}
+                print("BPF run time per frame: " + ", ".join(f"{n} {v:.0f} ns" for n, v in per_frame.items()
+                                                             if v > 0))
+                if per_frame.get("floor"):
+                    for name in ["xdpcap", "baseline"] + [n for n, _ in args.variant]:
+                        if per_frame.get(name):
+                            print(f"{name}/floor BPF run time: {per_frame[name] / per_frame['floor']:.2f} "
+                                  f"(target <= {0.5 if size <= 64 else 0.8})")
             if "floor" in summary:
                 # xdpcap's builds only: the reject filter and XDP_PASS do less than the floor.
                 for name in ["xdpcap", "baseline"] + [n for n, _ in args.variant]:

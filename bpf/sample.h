@@ -330,16 +330,18 @@ static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap
 #define XDPCAP_ETH_ADDRS_LEN 12
 #define XDPCAP_VLAN_TAG_LEN 4
 
-/* Copies the frame's `cap_len` wire bytes to `to`: with `tagged`, the tag
- * the skb or the NIC holds put back after the MAC addresses. */
-static __always_inline long stage_bytes(void *ctx, const int from, __u8 *to, __u64 cap_len, const int tagged,
+/* Copies the frame's wire bytes, one more than `len_less_one`, to `to`:
+ * with `tagged`, the tag the skb or the NIC holds put back after the MAC
+ * addresses. Lengths less one, each checked on the register the helper
+ * gets: 6.1's verifier loses a lower bound of 1 the compiler folds away. */
+static __always_inline long stage_bytes(void *ctx, const int from, __u8 *to, __u64 len_less_one, const int tagged,
 					__u16 proto_be, __u16 tci)
 {
 	if (!tagged)
-		return load_frame_bytes(ctx, from, 0, 0, to, cap_len);
-	__u64 rest = cap_len - (XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN);
-	asm volatile("" : "+r"(rest));
-	if (rest < 1 || rest > XDPCAP_BATCH_FRAME_MAX)
+		return load_frame_bytes(ctx, from, 0, 0, to, len_less_one + 1);
+	__u64 rest_less_one = len_less_one - (XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN);
+	asm volatile("" : "+r"(rest_less_one));
+	if (rest_less_one > XDPCAP_BATCH_FRAME_MAX - 1)
 		return -EFAULT;
 	if (load_frame_bytes(ctx, from, 0, 0, to, XDPCAP_ETH_ADDRS_LEN))
 		return -EFAULT;
@@ -347,7 +349,7 @@ static __always_inline long stage_bytes(void *ctx, const int from, __u8 *to, __u
 	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN, &proto_be, 2);
 	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN + 2, &tci_be, 2);
 	return load_frame_bytes(ctx, from, 0, XDPCAP_ETH_ADDRS_LEN, to + XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN,
-				rest);
+				rest_less_one + 1);
 }
 
 static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
@@ -379,8 +381,9 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 	if (s->batch.frames && s->batch.bytes + need > limit)
 		flush_stage(ctx, s);
 	__u64 used = s->batch.bytes;
-	asm volatile("" : "+r"(used), "+r"(cap_len));
-	if (used >= XDPCAP_BATCH_BYTES || cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < 1) {
+	__u64 len_less_one = cap_len - 1;
+	asm volatile("" : "+r"(used), "+r"(len_less_one));
+	if (used >= XDPCAP_BATCH_BYTES || len_less_one > XDPCAP_BATCH_FRAME_MAX - 1) {
 		release_stage(s);
 		return 0;
 	}
@@ -394,13 +397,13 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 		struct xdpcap_process *ends = (struct xdpcap_process *)(at + sizeof(struct xdpcap_meta));
 		ends[0] = process[0];
 		ends[1] = process[1];
-		if (stage_bytes(ctx, from, at + XDPCAP_HEAD_ROOM, cap_len, tagged, proto_be, tci)) {
+		if (stage_bytes(ctx, from, at + XDPCAP_HEAD_ROOM, len_less_one, tagged, proto_be, tci)) {
 			release_stage(s);
 			return 0;
 		}
 	} else {
 		*(struct xdpcap_meta *)at = *meta;
-		if (stage_bytes(ctx, from, at + sizeof(struct xdpcap_meta), cap_len, tagged, proto_be, tci)) {
+		if (stage_bytes(ctx, from, at + sizeof(struct xdpcap_meta), len_less_one, tagged, proto_be, tci)) {
 			release_stage(s);
 			return 0;
 		}

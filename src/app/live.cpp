@@ -392,10 +392,10 @@ void print_start_lines(const Config& config, const Chosen& chosen, const Loaded&
             ? std::string()
             : loaded.sessions.front().single_frames;
         if (single.empty())
-            std::fprintf(stderr, "xdpcap: several frames per perf record, each written within %llu ms\n",
+            std::fprintf(stderr, "several frames per perf record, each written within %llu ms\n",
                          static_cast<unsigned long long>(kBatchDelayBoundMs));
         else
-            std::fprintf(stderr, "xdpcap: one frame per perf record (%s)\n", single.c_str());
+            std::fprintf(stderr, "one frame per perf record (%s)\n", single.c_str());
     }
     // Not only warnings: these say which keys the key log will lack.
     if (loaded.process) {

@@ -367,6 +367,7 @@ std::vector<CpuStats> CaptureLoop::stats() const
             s.entry = k.entry[index];
             s.exit = k.exit[index];
         }
+        s.staged = sources_[places_[ring].source].program->staged(cpu);
         out.push_back(s);
     }
     return out;

@@ -52,8 +52,9 @@ std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t>
             --s.ring.samples;
             ++later;
         }
-        s.kernel.seen = since(s.kernel.seen, later);
-        s.kernel.matched = since(s.kernel.matched, later);
+        // Staged frames are seen and matched, not yet sampled.
+        s.kernel.seen = since(s.kernel.seen, later + s.staged);
+        s.kernel.matched = since(s.kernel.matched, later + s.staged);
         s.kernel.sampled = since(s.kernel.sampled, later);
     }
     return cpus;

@@ -26,6 +26,8 @@ struct CpuStats {
     xdpcap_counters drops{}; // --drops: the kernel's drops (also in `kernel`)
     RingTally ring;
     std::string interface; // the interface the ring belongs to
+    // Frames the CPU has staged in a batch: seen, not yet in its ring.
+    uint64_t staged = 0;
 };
 
 struct CaptureTotals {
@@ -47,7 +49,7 @@ struct CaptureTotals {
 CaptureTotals sum_stats(const std::vector<CpuStats>& cpus);
 
 // The kernel's counts as of what was taken from the rings: samples still in
-// a ring (or waiting in the merge), and `pending` (the index of a CPU whose
+// a ring (or waiting in the merge, or staged in a batch), and `pending` (the index of a CPU whose
 // sample, already taken, goes to the next file), are left to later. So the
 // counts of consecutive rotated files add up and each matches its packets.
 std::vector<CpuStats> as_taken(std::vector<CpuStats> cpus, std::optional<size_t> pending = std::nullopt);

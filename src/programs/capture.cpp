@@ -237,13 +237,13 @@ std::string CaptureProgram::enable_batching(size_t ring_bytes)
     const size_t bytes = sizeof(xdpcap_stage) * static_cast<size_t>(cpus);
     void* base = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, stage_map_fd(), 0);
     if (base == MAP_FAILED)
-        return "the staging map cannot be mapped: " + errno_text(errno);
+        return std::string("the staging map cannot be mapped: ").append(errno_text(errno));
     stage_view_ = std::unique_ptr<void, StageUnmapper>(base, StageUnmapper{bytes});
     LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<uint32_t>(cpu));
     if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.xdpcap_flush), &opts) != 0) {
         const int err = errno;
         stage_view_.reset();
-        return "the kernel does not run a flush program on a chosen CPU: " + errno_text(err);
+        return std::string("the kernel does not run a flush program on a chosen CPU: ").append(errno_text(err));
     }
     skel_->data->batch_bytes = static_cast<uint32_t>(limit);
     skel_->bss->batching = 1;

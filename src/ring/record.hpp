@@ -195,19 +195,28 @@ inline void decode_batch(const uint8_t* raw, size_t raw_size, DecodedRecord& out
     out.batch = FrameBatch{data, header.bytes, claimed};
     if (header.bytes > available || header.bytes > XDPCAP_BATCH_BYTES)
         return invalid(out, "batch overruns its record");
+    // Only what decode_meta() refuses a frame for is read here: the merge
+    // decodes each frame once, when it takes it.
     size_t at = 0;
     uint32_t frames = 0;
     while (at < header.bytes) {
-        const size_t used = decode_meta(data + at, header.bytes - at, out);
-        if (out.kind == RecordKind::Invalid) {
+        const uint8_t* raw = data + at;
+        const size_t left = header.bytes - at;
+        if (left < sizeof(xdpcap_meta) || load<uint32_t>(raw + offsetof(xdpcap_meta, tag)) != XDPCAP_META_TAG) {
             out.batch.frames = claimed;
-            return;
+            return invalid(out, "batched frame without its metadata");
         }
-        if (out.sample.cap_len > XDPCAP_BATCH_FRAME_MAX) {
+        const uint32_t cap_len = load<uint32_t>(raw + offsetof(xdpcap_meta, cap_len));
+        const uint8_t direction = load<uint8_t>(raw + offsetof(xdpcap_meta, direction));
+        const size_t head = sizeof(xdpcap_meta) +
+            (load<uint16_t>(raw + offsetof(xdpcap_meta, flags)) & XDPCAP_FLAG_PROCESS ? sizeof(xdpcap_process) : 0);
+        if (cap_len > XDPCAP_BATCH_FRAME_MAX || head + cap_len > left ||
+            cap_len > load<uint32_t>(raw + offsetof(xdpcap_meta, orig_len)) ||
+            (direction != XDPCAP_DIR_INGRESS && direction != XDPCAP_DIR_EGRESS)) {
             out.batch.frames = claimed;
-            return invalid(out, "batched frame too long");
+            return invalid(out, "batched frame overruns its batch or is malformed");
         }
-        at += (used + 7) & ~size_t{7};
+        at += (head + cap_len + 7) & ~size_t{7};
         ++frames;
     }
     if (at != header.bytes || frames != header.frames) {

@@ -42,8 +42,8 @@ def test(binary):
         # else one frame per record: either way chosen and named.
         travel = [l for l in x.err_lines if "per perf record" in l]
         N.log("  info  " + (travel[0] if travel else "no line on how frames travel"))
-        N.expect(len(travel) == 1 and (travel[0].startswith("xdpcap: several frames per perf record")
-                                       or travel[0].startswith("xdpcap: one frame per perf record (")),
+        N.expect(len(travel) == 1 and (travel[0].startswith("several frames per perf record")
+                                       or travel[0].startswith("one frame per perf record (")),
                  "-v names how frames travel (several per record, or one and why)", x.err_lines)
         N.log("  info  " + lab.send(corpus, CPU, gap_us=200))
         time.sleep(0.5)

@@ -177,6 +177,18 @@ TEST(Stats, AsTakenLeavesWhatTheRingsHoldToLater)
     EXPECT_EQ(as_taken({b})[0].kernel.seen, 5u);
 }
 
+// Frames staged in a CPU's batch are seen, not yet sampled: the next file's.
+TEST(Stats, AsTakenLeavesStagedFramesToLater)
+{
+    CpuStats a = cpu(0, 30, 20, 0, 20);
+    a.ring.samples = 20;
+    a.staged = 10;
+    const auto taken = as_taken({a});
+    EXPECT_EQ(taken[0].kernel.seen, 20u);
+    EXPECT_EQ(taken[0].kernel.matched, 20u);
+    EXPECT_EQ(taken[0].kernel.sampled, 20u);
+}
+
 TEST(Stats, SamplingAddsTheSkippedPackets)
 {
     CpuStats s = cpu(0, 100, 10, 0, 10);
