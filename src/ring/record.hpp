@@ -101,6 +101,13 @@ inline T load(const uint8_t* p) noexcept
 }
 
 // Out of line: only -k's records take it.
+// The xdpcap_process entries after a frame's metadata: -k's owner, and with
+// XDPCAP_FLAG_PEER the other end's.
+constexpr size_t process_count(uint16_t flags) noexcept
+{
+    return flags & XDPCAP_FLAG_PROCESS ? (flags & XDPCAP_FLAG_PEER ? 2 : 1) : 0;
+}
+
 [[gnu::noinline]] inline xdpcap_process load_process(const uint8_t* p) noexcept
 {
     return load<xdpcap_process>(p);
@@ -141,7 +148,7 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
     const uint32_t cap_len = XDPCAP_META_FIELD(cap_len);
     const uint32_t orig_len = XDPCAP_META_FIELD(orig_len);
     const uint8_t direction = XDPCAP_META_FIELD(direction);
-    const size_t processes = flags & XDPCAP_FLAG_PROCESS ? (flags & XDPCAP_FLAG_PEER ? 2 : 1) : 0;
+    const size_t processes = process_count(flags);
     const size_t head = sizeof(xdpcap_meta) + processes * sizeof(xdpcap_process);
     if (head > raw_size || first_record_length(cap_len) > raw_size - head)
         return invalid(out, "captured length overruns the sample"), size_t{0};
@@ -208,8 +215,8 @@ inline void decode_batch(const uint8_t* raw, size_t raw_size, DecodedRecord& out
         }
         const uint32_t cap_len = load<uint32_t>(raw + offsetof(xdpcap_meta, cap_len));
         const uint8_t direction = load<uint8_t>(raw + offsetof(xdpcap_meta, direction));
-        const size_t head = sizeof(xdpcap_meta) +
-            (load<uint16_t>(raw + offsetof(xdpcap_meta, flags)) & XDPCAP_FLAG_PROCESS ? sizeof(xdpcap_process) : 0);
+        const size_t head =
+            sizeof(xdpcap_meta) + process_count(load<uint16_t>(raw + offsetof(xdpcap_meta, flags))) * sizeof(xdpcap_process);
         if (cap_len > XDPCAP_BATCH_FRAME_MAX || head + cap_len > left ||
             cap_len > load<uint32_t>(raw + offsetof(xdpcap_meta, orig_len)) ||
             (direction != XDPCAP_DIR_INGRESS && direction != XDPCAP_DIR_EGRESS)) {
