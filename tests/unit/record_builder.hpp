@@ -66,20 +66,28 @@ struct BatchFrame {
     uint32_t orig_len;
     uint64_t tstamp_ns;
     uint32_t drops_before = 0;
+    // -k: the owner, then with a second entry the other end (XDPCAP_FLAG_PEER).
+    std::vector<xdpcap_process> processes = {};
 };
 
 inline std::vector<uint8_t> batch_bytes(const std::vector<BatchFrame>& frames)
 {
     std::vector<uint8_t> bytes;
     for (const BatchFrame& f : frames) {
-        const xdpcap_meta meta{XDPCAP_META_TAG, 7, 2, f.orig_len, static_cast<uint32_t>(f.frame.size()),
-                               f.drops_before, f.tstamp_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS,
-                               0, 0, 0, 0, 0, 0};
+        xdpcap_meta meta{XDPCAP_META_TAG, 7, 2, f.orig_len, static_cast<uint32_t>(f.frame.size()),
+                         f.drops_before, f.tstamp_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS,
+                         0, 0, 0, 0, 0, 0};
+        if (!f.processes.empty())
+            meta.flags |= XDPCAP_FLAG_PROCESS | (f.processes.size() > 1 ? XDPCAP_FLAG_PEER : 0);
+        const size_t head = sizeof meta + f.processes.size() * sizeof(xdpcap_process);
         const size_t at = bytes.size();
-        bytes.resize(at + ((sizeof meta + f.frame.size() + 7) & ~size_t{7}), 0);
+        bytes.resize(at + ((head + f.frame.size() + 7) & ~size_t{7}), 0);
         std::memcpy(bytes.data() + at, &meta, sizeof meta);
+        if (!f.processes.empty())
+            std::memcpy(bytes.data() + at + sizeof meta, f.processes.data(),
+                        f.processes.size() * sizeof(xdpcap_process));
         if (!f.frame.empty())
-            std::memcpy(bytes.data() + at + sizeof meta, f.frame.data(), f.frame.size());
+            std::memcpy(bytes.data() + at + head, f.frame.data(), f.frame.size());
     }
     return bytes;
 }

@@ -422,6 +422,27 @@ TEST(DecodeBatch, ManyFramesInOrderWithTheirOwnBytes)
     }
 }
 
+TEST(DecodeBatch, FramesWithOneOrBothEndsProcesses)
+{
+    const xdpcap_process sender{1234, 1235, 77, "curl"};
+    const xdpcap_process receiver{987, 987, 78, "http.server"};
+    const std::vector<uint8_t> frame = {1, 2, 3, 4, 5};
+    const auto record = batch_record({BatchFrame{frame, 5, 1, 0, {sender, receiver}},
+                                      BatchFrame{frame, 5, 2, 0, {sender}}, BatchFrame{frame, 5, 3}});
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Batch) << decoded.invalid_reason;
+    const auto samples = unpack(decoded);
+    ASSERT_EQ(samples.size(), 3u);
+    EXPECT_EQ(samples[0].process.pid, 1234u);
+    EXPECT_EQ(samples[0].peer.pid, 987u);
+    EXPECT_STREQ(samples[0].peer.comm, "http.server");
+    EXPECT_EQ(samples[1].process.pid, 1234u);
+    EXPECT_EQ(samples[1].peer.pid, 0u);
+    EXPECT_EQ(samples[2].process.pid, 0u);
+    for (const Sample& s : samples)
+        EXPECT_EQ(std::memcmp(s.data, frame.data(), frame.size()), 0);
+}
+
 TEST(DecodeBatch, FrameEndingExactlyAtTheBatchEnd)
 {
     // 56 bytes of metadata and 8 of frame: no padding after the last frame.
