@@ -272,9 +272,18 @@ void CaptureLoop::drain()
     // deliver samples stamped after it, less the in-flight time. A CPU with
     // frames staged in a batch can still deliver them: nothing newer than
     // its oldest is written before they are out.
-    uint64_t now = now_ns(CLOCK_MONOTONIC);
-    for (const RingPlace& place : places_)
-        now = std::min(now, sources_[place.source].program->staged_since(place.cpu));
+    // A batch that has held the other rings back for kStagedHoldNs goes out
+    // now, not at the tick: meanwhile their rings would fill (bulk TCP's
+    // super-frames on one CPU behind its ACKs staged on another).
+    const uint64_t read_at = now_ns(CLOCK_MONOTONIC);
+    uint64_t now = read_at;
+    for (const RingPlace& place : places_) {
+        CaptureProgram& program = *sources_[place.source].program;
+        uint64_t since = program.staged_since(place.cpu);
+        if (since != UINT64_MAX && read_at > since + kStagedHoldNs && program.flush(place.cpu))
+            since = program.staged_since(place.cpu);
+        now = std::min(now, since);
+    }
     merger_.drain(now);
 }
 

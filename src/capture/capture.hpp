@@ -30,6 +30,9 @@ namespace xdpcap {
 // batches: a batch waits up to one 50 ms drain tick for its flush, and its
 // newest frames up to one more in the merge's hold-back.
 inline constexpr uint64_t kBatchDelayBoundMs = 100;
+// How long a CPU's staged frames may hold back the frames of the other rings
+// once the loop has woken for those.
+inline constexpr uint64_t kStagedHoldNs = 2'000'000;
 
 enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed, CommandExited };
 
