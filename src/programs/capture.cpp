@@ -31,6 +31,21 @@
 
 namespace xdpcap {
 
+namespace {
+
+// A test run of a program on one CPU (the flush of that CPU's staged frames).
+// Filled by hand: libbpf's LIBBPF_OPTS is a C statement expression.
+bpf_test_run_opts on_cpu(int cpu) noexcept
+{
+    bpf_test_run_opts opts{};
+    opts.sz = sizeof(opts);
+    opts.flags = BPF_F_TEST_RUN_ON_CPU;
+    opts.cpu = static_cast<uint32_t>(cpu);
+    return opts;
+}
+
+} // namespace
+
 void SkeletonDeleter::operator()(xdpcap_capture* skel) const noexcept
 {
     xdpcap_capture__destroy(skel);
@@ -239,7 +254,7 @@ std::string CaptureProgram::enable_batching(size_t ring_bytes)
     if (base == MAP_FAILED)
         return std::string("the staging map cannot be mapped: ").append(errno_text(errno));
     stage_view_ = std::unique_ptr<void, StageUnmapper>(base, StageUnmapper{bytes});
-    LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<uint32_t>(cpu));
+    bpf_test_run_opts opts = on_cpu(cpu);
     if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.xdpcap_flush), &opts) != 0) {
         const int err = errno;
         stage_view_.reset();
@@ -272,7 +287,7 @@ uint64_t CaptureProgram::staged_since(int cpu) const noexcept
 
 bool CaptureProgram::flush(int cpu) const noexcept
 {
-    LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<uint32_t>(cpu));
+    bpf_test_run_opts opts = on_cpu(cpu);
     return bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.xdpcap_flush), &opts) == 0;
 }
 

@@ -416,7 +416,11 @@ TlsKeyProbes TlsKeyProbes::attach(const OwnerSelection& selection, std::vector<s
     const pid_t only = selection.pid && !selection.follow_forks ? static_cast<pid_t>(*selection.pid) : -1;
     for (const std::string& path : probed) {
         const auto attach_one = [&](bpf_program* program, const char* call, bool at_return) {
-            LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = at_return, .func_name = call);
+            // By hand: libbpf's LIBBPF_OPTS is a C statement expression.
+            bpf_uprobe_opts opts{};
+            opts.sz = sizeof(opts);
+            opts.retprobe = at_return;
+            opts.func_name = call;
             bpf_link* link = bpf_program__attach_uprobe_opts(program, only, path.c_str(), 0, &opts);
             if (!link)
                 throw Error(std::string("cannot attach a uprobe to ").append(call).append(" in ").append(path).append(
