@@ -20,6 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "ancestry.h"
 #include "netns.h"
 #include "process.h"
 
@@ -42,11 +43,6 @@ struct socket {
 	struct sock *sk;
 } __attribute__((preserve_access_index));
 
-struct task_struct {
-	int tgid;
-	struct task_struct *real_parent;
-} __attribute__((preserve_access_index));
-
 /* The process filters, set by userspace before load; unset ones keep all. */
 const volatile __u32 want_pid = 0;          /* --pid, -- COMMAND */
 const volatile __u8 want_descendants = 0;   /* and the processes it starts */
@@ -54,25 +50,6 @@ const volatile __u8 match_comm = 0;         /* --comm */
 const volatile char want_comm[16] = {};
 const volatile __u64 want_cgroup = 0;       /* --cgroup, --container */
 const volatile __u32 want_cgroup_level = 0; /* its depth below the root */
-
-#define MAX_ANCESTORS 32
-
-static __always_inline int descends_from(__u32 pid)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	/* A bounded loop: the verifier walks it (Linux 5.3 and later). */
-	for (int i = 0; i < MAX_ANCESTORS; i++) {
-		if (!task)
-			return 0;
-		const int tgid = BPF_CORE_READ(task, tgid);
-		if ((__u32)tgid == pid)
-			return 1;
-		if (tgid <= 1)
-			return 0;
-		task = BPF_CORE_READ(task, real_parent);
-	}
-	return 0;
-}
 
 static __always_inline int wanted(const struct xdpcap_process *p)
 {

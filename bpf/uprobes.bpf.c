@@ -22,6 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "ancestry.h"
 #include "uprobes.h"
 
 /* Offsets in the library's struct ssl_st and SSL_SESSION, set before load. */
@@ -40,11 +41,6 @@ const volatile __u8 match_comm = 0;
 const volatile char want_comm[16] = {};
 const volatile __u64 want_cgroup = 0;
 const volatile __u32 want_cgroup_level = 0;
-
-struct task_struct {
-	int tgid;
-	struct task_struct *real_parent;
-} __attribute__((preserve_access_index));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -73,24 +69,6 @@ struct {
 	__type(key, struct ssl_key);
 	__type(value, __u64);
 } reported SEC(".maps");
-
-#define MAX_ANCESTORS 32
-
-static __always_inline int descends_from(__u32 pid)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	for (int i = 0; i < MAX_ANCESTORS; i++) {
-		if (!task)
-			return 0;
-		const int tgid = BPF_CORE_READ(task, tgid);
-		if ((__u32)tgid == pid)
-			return 1;
-		if (tgid <= 1)
-			return 0;
-		task = BPF_CORE_READ(task, real_parent);
-	}
-	return 0;
-}
 
 static __always_inline int wanted(__u32 tgid, const char *comm)
 {
