@@ -57,8 +57,14 @@ std::string interface_name(std::span<const uint8_t> attributes)
 
 } // namespace
 
-void find_link_names(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
-                     std::vector<NamedLink>& named)
+namespace {
+
+// Each RTM_NEWLINK or RTM_DELLINK (`type`) message of a watched interface in
+// `messages`: visit(ifindex, its attributes). Copied out field by field: the
+// buffer need not be aligned.
+template <class Visit>
+void for_each_watched_link(std::span<const uint8_t> messages, uint16_t type, std::span<const uint32_t> watched,
+                           Visit visit)
 {
     size_t offset = 0;
     while (offset + sizeof(nlmsghdr) <= messages.size()) {
@@ -69,17 +75,27 @@ void find_link_names(std::span<const uint8_t> messages, std::span<const uint32_t
         const auto message = messages.subspan(offset, header.nlmsg_len);
         offset += NLMSG_ALIGN(header.nlmsg_len);
         constexpr size_t kAttributes = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg));
-        if (header.nlmsg_type != RTM_NEWLINK || message.size() <= kAttributes)
+        if (header.nlmsg_type != type || message.size() < NLMSG_HDRLEN + sizeof(ifinfomsg))
             continue;
         ifinfomsg info;
         std::memcpy(&info, message.data() + NLMSG_HDRLEN, sizeof info);
         const auto ifindex = static_cast<uint32_t>(info.ifi_index);
         if (info.ifi_family != AF_UNSPEC || std::find(watched.begin(), watched.end(), ifindex) == watched.end())
             continue;
-        std::string name = interface_name(message.subspan(kAttributes));
+        visit(ifindex, message.size() > kAttributes ? message.subspan(kAttributes) : std::span<const uint8_t>{});
+    }
+}
+
+} // namespace
+
+void find_link_names(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
+                     std::vector<NamedLink>& named)
+{
+    for_each_watched_link(messages, RTM_NEWLINK, watched, [&](uint32_t ifindex, std::span<const uint8_t> attributes) {
+        std::string name = interface_name(attributes);
         if (!name.empty())
             named.push_back(NamedLink{ifindex, std::move(name)});
-    }
+    });
 }
 
 std::optional<LostLink> find_lost_link(std::span<const uint8_t> messages, std::span<const uint32_t> watched)
@@ -94,26 +110,9 @@ std::optional<LostLink> find_lost_link(std::span<const uint8_t> messages, std::s
 void find_lost_links(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
                      std::vector<LostLink>& lost)
 {
-    // Copied out field by field: the buffer need not be aligned.
-    size_t offset = 0;
-    while (offset + sizeof(nlmsghdr) <= messages.size()) {
-        nlmsghdr header;
-        std::memcpy(&header, messages.data() + offset, sizeof header);
-        if (header.nlmsg_len < sizeof header || header.nlmsg_len > messages.size() - offset)
-            return;
-        const auto message = messages.subspan(offset, header.nlmsg_len);
-        offset += NLMSG_ALIGN(header.nlmsg_len);
-        constexpr size_t kAttributes = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg));
-        if (header.nlmsg_type != RTM_DELLINK || message.size() < NLMSG_HDRLEN + sizeof(ifinfomsg))
-            continue;
-        ifinfomsg info;
-        std::memcpy(&info, message.data() + NLMSG_HDRLEN, sizeof info);
-        const auto ifindex = static_cast<uint32_t>(info.ifi_index);
-        if (info.ifi_family != AF_UNSPEC || std::find(watched.begin(), watched.end(), ifindex) == watched.end())
-            continue;
-        const auto attributes = message.size() > kAttributes ? message.subspan(kAttributes) : std::span<const uint8_t>{};
+    for_each_watched_link(messages, RTM_DELLINK, watched, [&](uint32_t ifindex, std::span<const uint8_t> attributes) {
         lost.push_back(LostLink{ifindex, names_new_namespace(attributes)});
-    }
+    });
 }
 
 LinkEvents::LinkEvents(UniqueFd fd) : fd_(std::move(fd)), buffer_(kBufferBytes) {}
