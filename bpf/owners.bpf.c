@@ -281,6 +281,11 @@ int xdpcap_tcp_state(struct bpf_raw_tracepoint_args *ctx)
 		if (owner) {
 			struct socket_owner copy = *owner;
 			bpf_map_update_elem(&socket_owners, &sock, &copy, BPF_ANY);
+		} else {
+			/* Without a hook on a socket's free (no kprobes), a freed
+			 * socket's entry can outlive it: a connection a listener of
+			 * unknown owner clones at that address is not that owner's. */
+			bpf_map_delete_elem(&socket_owners, &sock);
 		}
 	} else if (new_state == TCP_CLOSE && old_state == TCP_LISTEN) {
 		listener_key_of(sk, &key);
