@@ -76,15 +76,21 @@ static __always_inline int same_owner(const struct xdpcap_process *a, const stru
 	return a->pid == b->pid && a->tid == b->tid && a->cgroup_id == b->cgroup_id && x[0] == y[0] && x[1] == y[1];
 }
 
+/* The process the program runs in the context of. */
+static __always_inline void current_process(struct xdpcap_process *p)
+{
+	const __u64 id = bpf_get_current_pid_tgid();
+	p->pid = (__u32)(id >> 32);
+	p->tid = (__u32)id;
+	p->cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(p->comm, sizeof(p->comm));
+}
+
 /* The current process now owns the socket at `sock`. */
 static __always_inline void record_owner_of(__u64 sock)
 {
-	const __u64 id = bpf_get_current_pid_tgid();
 	struct socket_owner owner = {};
-	owner.process.pid = (__u32)(id >> 32);
-	owner.process.tid = (__u32)id;
-	owner.process.cgroup_id = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(owner.process.comm, sizeof(owner.process.comm));
+	current_process(&owner.process);
 	const struct socket_owner *known = bpf_map_lookup_elem(&socket_owners, &sock);
 	/* Every send and receive comes here: rewrite only what changed. */
 	if (known && same_owner(&known->process, &owner.process))
@@ -319,12 +325,8 @@ int xdpcap_neighbour_wait(struct bpf_raw_tracepoint_args *ctx)
 	if (!note_neighbours)
 		return 0;
 	const struct neighbour *n = (const struct neighbour *)ctx->args[0];
-	const __u64 id = bpf_get_current_pid_tgid();
 	struct socket_owner owner = {};
-	owner.process.pid = (__u32)(id >> 32);
-	owner.process.tid = (__u32)id;
-	owner.process.cgroup_id = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(owner.process.comm, sizeof(owner.process.comm));
+	current_process(&owner.process);
 	if (!wanted(&owner.process))
 		return 0;
 	owner.wanted = 1;

@@ -8,25 +8,13 @@
 
 #include "output/tls_secrets.hpp"
 #include "test_outputs.hpp"
+#include "key_log_lines.hpp"
 
 using namespace xdpcap;
 using namespace xdpcap::test;
 
 static_assert(std::endian::native == std::endian::little, "golden bytes are little-endian");
 
-namespace {
-
-const std::string kRandom(64, 'a');
-const std::string kSecret48(96, '0');
-const std::string kSecret32(64, '1');
-
-std::string line(const std::string& label, const std::string& random = kRandom,
-                 const std::string& secret = kSecret48)
-{
-    return std::string(label).append(" ").append(random).append(" ").append(secret);
-}
-
-} // namespace
 
 TEST(KeyLog, AcceptsEveryLabelReadersUse)
 {
