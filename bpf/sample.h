@@ -146,9 +146,40 @@ static __always_inline void fill_meta(struct xdpcap_meta *meta, const struct xdp
 	meta->location = 0;
 }
 
+/* The loop's sleep (xdpcap_abi.h): one entry userspace maps, and the ring
+ * buffer whose records wake it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct xdpcap_wake);
+} wake SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} wakeups SEC(".maps");
+
+/* After a frame's record or staging: a loop asleep with no timeout would
+ * not see it (below the watermark, or staged). One load per frame while it
+ * is awake; userspace's grace period before it sleeps (membarrier) makes
+ * sure a frame that finds the flag clear is seen by its last look. */
+static __always_inline void wake_loop(void)
+{
+	__u32 zero = 0;
+	struct xdpcap_wake *w = bpf_map_lookup_elem(&wake, &zero);
+	if (!w || !*(volatile __u32 *)&w->sleeping)
+		return;
+	w->sleeping = 0;
+	__u64 frame = 1;
+	bpf_ringbuf_output(&wakeups, &frame, sizeof frame, 0);
+}
+
 /* Once per frame, with the first error of its records (0: all written). */
 static __always_inline void account_output(struct xdpcap_counters *c, long err)
 {
+	wake_loop();
 	if (err) {
 		c->output_failed++;
 		c->pending_drops++;
@@ -424,6 +455,7 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 	if (s->batch.bytes + sizeof(struct xdpcap_meta) + 64 > limit)
 		flush_stage(ctx, s);
 	release_stage(s);
+	wake_loop();
 	return 1;
 }
 

@@ -91,6 +91,18 @@ struct xdpcap_stage {
 	__u8 data[XDPCAP_BATCH_BYTES + XDPCAP_BATCH_FRAME_MAX + 144u];
 };
 
+/*
+ * The loop's sleep (an mmap'able array of one entry): userspace sets
+ * `sleeping` before it waits in epoll with no timeout; the next frame
+ * sampled clears it and puts a record in the `wakeups` ring buffer, whose
+ * every record wakes the loop (a frame below a perf ring's watermark, or
+ * staged, would not). One cache line of its own.
+ */
+struct xdpcap_wake {
+	__u32 sleeping;
+	__u32 reserved[15];
+};
+
 /* 'XDP' and 'r' (the rest of a frame), ABI version in the low byte. */
 #define XDPCAP_PART_MAGIC 0x58447200u
 #define XDPCAP_PART_TAG (XDPCAP_PART_MAGIC | XDPCAP_ABI_VERSION)
@@ -246,6 +258,7 @@ static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
 static_assert(sizeof(struct xdpcap_batch) == 16, "xdpcap_batch ABI size");
 static_assert(offsetof(struct xdpcap_stage, batch) == 32, "xdpcap_stage ABI layout");
 static_assert(sizeof(struct xdpcap_stage) % 64 == 0, "CPUs' staging entries share no cache line");
+static_assert(sizeof(struct xdpcap_wake) == 64, "xdpcap_wake ABI size");
 static_assert(XDPCAP_BATCH_BYTES + sizeof(struct xdpcap_batch) + 12u + 8u < 0xffffu, "a batch fits one perf record");
 static_assert(offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
 static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");
@@ -274,6 +287,7 @@ _Static_assert(sizeof(struct xdpcap_part) == 16, "xdpcap_part ABI size");
 _Static_assert(sizeof(struct xdpcap_batch) == 16, "xdpcap_batch ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_stage, batch) == 32, "xdpcap_stage ABI layout");
 _Static_assert(sizeof(struct xdpcap_stage) % 64 == 0, "CPUs' staging entries share no cache line");
+_Static_assert(sizeof(struct xdpcap_wake) == 64, "xdpcap_wake ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
 _Static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");
 #endif

@@ -289,7 +289,8 @@ CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& fil
                                 chosen.any, chosen.any && config.warnings && !config.quiet,
                                 loaded.keys ? std::function<void()>([keys = loaded.keys.get()] { keys->poll(); })
                                             : std::function<void()>(),
-                                loaded.process && loaded.process->tls_keys ? &*loaded.process->tls_keys : nullptr};
+                                loaded.process && loaded.process->tls_keys ? &*loaded.process->tls_keys : nullptr,
+                                config.immediate};
 }
 
 // The packet output, the loop that writes to it and each file's

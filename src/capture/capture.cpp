@@ -1,6 +1,8 @@
 #include "capture/capture.hpp"
 
+#include <linux/membarrier.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@ constexpr uint64_t kOutputToken = ~uint64_t{0} - 2;
 constexpr uint64_t kLinkToken = ~uint64_t{0} - 3;
 constexpr uint64_t kCommandToken = ~uint64_t{0} - 4;
 constexpr uint64_t kTlsKeysToken = ~uint64_t{0} - 5;
+constexpr uint64_t kWakeupsToken = ~uint64_t{0} - 6;
 
 void epoll_add(int epoll_fd, int fd, uint64_t token)
 {
@@ -64,15 +67,19 @@ CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, P
     timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     if (!timer_)
         throw Error("timerfd_create: " + errno_text(errno));
-    const long interval_ns = static_cast<long>(options_.drain_interval_ms) * 1'000'000L;
-    itimerspec spec{};
-    spec.it_interval.tv_sec = interval_ns / 1'000'000'000L;
-    spec.it_interval.tv_nsec = interval_ns % 1'000'000'000L;
-    spec.it_value = spec.it_interval;
-    if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) != 0)
-        throw Error("timerfd_settime: " + errno_text(errno));
+    start_ticking();
 
     epoll_add(epoll_.get(), timer_.get(), kTimerToken);
+    can_sleep_ = true;
+    for (const CaptureSource& source : sources_) {
+        if (options_.records_wake)
+            break;
+        if (!source.program->can_wake()) {
+            can_sleep_ = false;
+            break;
+        }
+        epoll_add(epoll_.get(), source.program->wakeups_fd(), kWakeupsToken);
+    }
     epoll_add(epoll_.get(), signals_.fd(), kSignalToken);
     epoll_add(epoll_.get(), links_.fd(), kLinkToken);
     if (options_.command_exit_fd >= 0)
@@ -110,8 +117,13 @@ StopReason CaptureLoop::run()
             }
             bool stop = false;
             bool timer_fired = false;
+            bool woken = false;
+            // Anything but the timer and link notices may leave work for the tick.
+            bool stirred = false;
             std::optional<size_t> gone;
             for (int i = 0; i < n; ++i) {
+                if (events[i].data.u64 != kTimerToken && events[i].data.u64 != kLinkToken)
+                    stirred = true;
                 if (events[i].data.u64 == kSignalToken) {
                     stop = signals_.poll() || stop;
                 } else if (events[i].data.u64 == kLinkToken) {
@@ -149,11 +161,20 @@ StopReason CaptureLoop::run()
                     uint64_t expirations;
                     (void)!::read(timer_.get(), &expirations, sizeof expirations);
                     timer_fired = true;
+                } else if (events[i].data.u64 == kWakeupsToken) {
+                    woken = true;
                 }
                 // Ring readiness needs no per-fd work: every ring is drained below.
             }
-            // A batch waits at most one tick for a quiet CPU's next frame.
-            if (timer_fired)
+            if (woken) {
+                for (const CaptureSource& source : sources_)
+                    source.program->consume_wakeups();
+            }
+            if (stirred && !ticking_)
+                start_ticking();
+            // A batch waits at most one tick for a quiet CPU's next frame;
+            // the frame that woke a sleeping loop none.
+            if (timer_fired || woken)
                 flush_staged();
             // New key lines first: the held connections they complete are
             // released right after this batch.
@@ -174,6 +195,14 @@ StopReason CaptureLoop::run()
                             gone_moved_ = lost->ifindex == ifindexes_[*gone] && lost->moved;
                     }
                 }
+            }
+            // A whole tick without a record: the tick stops until the
+            // next frame (or anything else) wakes the loop.
+            if (timer_fired && can_sleep_ && !gone && !stop && !command_exited_) {
+                const uint64_t taken = records_taken();
+                if (taken == taken_at_tick_)
+                    go_idle();
+                taken_at_tick_ = taken;
             }
             if (gone && options_.interfaces_may_leave) {
                 leave(*gone, gone_moved_);
@@ -294,6 +323,77 @@ void CaptureLoop::flush_staged()
         if (program.staged(place.cpu))
             program.flush(place.cpu);
     }
+}
+
+void CaptureLoop::start_ticking()
+{
+    for (const CaptureSource& source : sources_)
+        source.program->set_sleeping(false);
+    const long interval_ns = static_cast<long>(options_.drain_interval_ms) * 1'000'000L;
+    itimerspec spec{};
+    spec.it_interval.tv_sec = interval_ns / 1'000'000'000L;
+    spec.it_interval.tv_nsec = interval_ns % 1'000'000'000L;
+    spec.it_value = spec.it_interval;
+    if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) != 0)
+        throw Error("timerfd_settime: " + errno_text(errno), kExitRuntime);
+    ticking_ = true;
+    taken_at_tick_ = records_taken();
+}
+
+bool CaptureLoop::go_idle()
+{
+    if (!nothing_pending())
+        return false;
+    if (!options_.records_wake) {
+        // A frame below a ring's watermark, or staged, wakes nobody: the
+        // programs must. The flag goes up first; after a grace period every
+        // program either has finished, so its frame shows below, or runs
+        // after the flag went up and sees it (they all run as RCU readers),
+        // so no frame can slip between the last look and the sleep without
+        // a costly barrier on the packets' path.
+        for (const CaptureSource& source : sources_)
+            source.program->set_sleeping(true);
+        if (::syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) {
+            // nohz_full CPUs, or no membarrier: the tick stays.
+            can_sleep_ = false;
+            for (const CaptureSource& source : sources_)
+                source.program->set_sleeping(false);
+            return false;
+        }
+        if (!nothing_pending()) {
+            for (const CaptureSource& source : sources_)
+                source.program->set_sleeping(false);
+            return false;
+        }
+    }
+    const itimerspec off{};
+    if (::timerfd_settime(timer_.get(), 0, &off, nullptr) != 0)
+        throw Error("timerfd_settime: " + errno_text(errno), kExitRuntime);
+    ticking_ = false;
+    return true;
+}
+
+bool CaptureLoop::nothing_pending() const
+{
+    if (merger_.held() != 0 || output_.awaits_timer())
+        return false;
+    for (const PerfRingReader& reader : readers_) {
+        if (!reader.empty())
+            return false;
+    }
+    for (const RingPlace& place : places_) {
+        if (sources_[place.source].program->staged(place.cpu))
+            return false;
+    }
+    return true;
+}
+
+uint64_t CaptureLoop::records_taken() const
+{
+    uint64_t taken = 0;
+    for (const RingTally& tally : merger_.tallies())
+        taken += tally.samples + tally.lost_records + tally.invalid;
+    return taken;
 }
 
 void CaptureLoop::detach_and_drain()

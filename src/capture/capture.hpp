@@ -1,5 +1,6 @@
 // The single-threaded event loop: epoll over every CPU's ring of every
-// interface, a drain timer, a signalfd and the link notifications. The
+// interface, a drain timer that ticks only while something may be pending,
+// a signalfd and the link notifications. The
 // rings' records go to the output through one RingMerger, which keeps the
 // accounting.
 #pragma once
@@ -72,6 +73,9 @@ public:
         // --tls-keylog, and --tls-keys with a process selection: the
         // library probes, read whenever their ring holds a handshake.
         TlsKeyProbes* tls_keys = nullptr;
+        // --immediate-mode: every record wakes the loop, so it may wait
+        // without a timeout with no help from the programs.
+        bool records_wake = false;
     };
     static constexpr int kCommandGraceMs = 200;
 
@@ -113,6 +117,18 @@ private:
     void drain();
     // Runs the flush program on every CPU with frames staged in a batch.
     void flush_staged();
+    // The drain tick: periodic while anything may be pending, off while
+    // the loop sleeps with nothing to do (see go_idle()).
+    void start_ticking();
+    // At a tick that found nothing since the previous one: stops the tick
+    // when nothing is pending, after telling the programs to wake the loop
+    // at the next frame; false when something is pending after all.
+    bool go_idle();
+    // Nothing in any ring, staged on any CPU, held by the merge or waiting
+    // for the timer in the output.
+    bool nothing_pending() const;
+    // Records taken from the rings so far: a tick that sees no change saw no traffic.
+    uint64_t records_taken() const;
     // -i any: the source's interface went away; it is detached and no
     // longer watched.
     void leave(size_t source, bool moved);
@@ -157,6 +173,10 @@ private:
     std::string gone_;
     bool gone_moved_ = false;
     bool output_usable_ = true;
+    bool ticking_ = false;
+    // Every source's programs can wake the loop (or every record does).
+    bool can_sleep_ = false;
+    uint64_t taken_at_tick_ = 0;
 };
 
 } // namespace xdpcap

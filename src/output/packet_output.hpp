@@ -170,6 +170,9 @@ public:
         if (command_)
             command_->reap();
     }
+    // The timer has work here still: connections held for their TLS
+    // secrets, or -z commands to collect.
+    bool awaits_timer() const noexcept { return (tls_ && tls_->held) || (command_ && command_->running()); }
     // -W's count of -G files was reached: the last file is closed.
     bool file_limit_reached() const noexcept { return file_limit_reached_; }
     bool file_open() const noexcept { return file_open_; }

@@ -152,7 +152,44 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
         throw Error("cannot load the capture program: " + errno_text(attempt.err) +
                     (reason.empty() ? "" : " (" + reason + ")"));
     }
-    return CaptureProgram(std::move(attempt.skel), multi_buffer, direction, receive, ifindex, attribution);
+    CaptureProgram program(std::move(attempt.skel), multi_buffer, direction, receive, ifindex, attribution);
+    program.open_wake();
+    return program;
+}
+
+void WakeupsDeleter::operator()(ring_buffer* rb) const noexcept
+{
+    ring_buffer__free(rb);
+}
+
+void CaptureProgram::open_wake() noexcept
+{
+    const size_t bytes = sizeof(xdpcap_wake);
+    void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(skel_->maps.wake), 0);
+    if (base == MAP_FAILED)
+        return;
+    wake_view_ = std::unique_ptr<void, StageUnmapper>(base, StageUnmapper{bytes});
+    // Records are never read: their arrival is the message.
+    auto ignore = [](void*, void*, size_t) { return 0; };
+    wakeups_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.wakeups), ignore, nullptr, nullptr));
+}
+
+void CaptureProgram::set_sleeping(bool sleeping) const noexcept
+{
+    if (wake_view_)
+        __atomic_store_n(&static_cast<xdpcap_wake*>(wake_view_.get())->sleeping, sleeping ? 1u : 0u,
+                         __ATOMIC_SEQ_CST);
+}
+
+int CaptureProgram::wakeups_fd() const
+{
+    return bpf_map__fd(skel_->maps.wakeups);
+}
+
+void CaptureProgram::consume_wakeups() const noexcept
+{
+    if (wakeups_)
+        ring_buffer__consume(wakeups_.get());
 }
 
 
@@ -162,7 +199,8 @@ void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool
     trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
                                        skel_->rodata->sample_every, bpf_map__fd(skel_->maps.events),
                                        bpf_map__fd(skel_->maps.counters), bpf_map__fd(skel_->maps.sample_ticks),
-                                       stage_map_fd(), filter));
+                                       stage_map_fd(), bpf_map__fd(skel_->maps.wake),
+                                       bpf_map__fd(skel_->maps.wakeups), filter));
     traced_ = true;
     trace_programs_ = static_cast<uint32_t>(targets.size());
     trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);
@@ -172,7 +210,9 @@ void CaptureProgram::load_drops(Direction direction, bool with_filter)
 {
     drops_.emplace(DropProgram::load(skel_->rodata->snaplen, ifindex_, direction, skel_->rodata->sample_every,
                                      bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters),
-                                     bpf_map__fd(skel_->maps.sample_ticks), stage_map_fd(), with_filter, attribution_));
+                                     bpf_map__fd(skel_->maps.sample_ticks), stage_map_fd(),
+                                     bpf_map__fd(skel_->maps.wake), bpf_map__fd(skel_->maps.wakeups), with_filter,
+                                     attribution_));
     drops_loaded_ = true;
 }
 

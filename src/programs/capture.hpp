@@ -23,6 +23,7 @@
 
 struct xdpcap_capture;
 struct bpf_insn;
+struct ring_buffer;
 
 namespace xdpcap {
 
@@ -34,6 +35,11 @@ struct SkeletonDeleter {
 struct StageUnmapper {
     size_t bytes = 0;
     void operator()(void* base) const noexcept;
+};
+
+// Frees libbpf's reader of the wakeups' ring buffer.
+struct WakeupsDeleter {
+    void operator()(ring_buffer* rb) const noexcept;
 };
 
 class CaptureProgram {
@@ -148,6 +154,16 @@ public:
     bool flush(int cpu) const noexcept;
     int stage_map_fd() const;
 
+    // The loop's sleep (bpf/sample.h wake_loop): with `sleeping` set, the
+    // next frame sampled clears it and puts a record in the ring buffer
+    // whose fd is wakeups_fd(). False when that could not be set up: the
+    // loop then never waits without a timeout.
+    bool can_wake() const noexcept { return wake_view_ && wakeups_; }
+    void set_sleeping(bool sleeping) const noexcept;
+    int wakeups_fd() const;
+    // Empties the wakeups' ring buffer: its records only wake the loop.
+    void consume_wakeups() const noexcept;
+
     int events_map_fd() const;
     // The hook's capture program (behind any filter), to run it directly.
     int program_fd(Hook hook) const;
@@ -172,11 +188,15 @@ private:
     {
     }
     std::vector<xdpcap_counters> read_key(uint32_t key) const;
+    // Maps the wake entry and opens the wakeups' reader; left empty on failure.
+    void open_wake() noexcept;
     void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
     int entry_fd(Hook hook) const; // what attach() attaches
 
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
     std::unique_ptr<void, StageUnmapper> stage_view_; // the staging entries, read-only
+    std::unique_ptr<void, StageUnmapper> wake_view_;  // the xdpcap_wake entry, read and written
+    std::unique_ptr<ring_buffer, WakeupsDeleter> wakeups_;
     bool batching_ = false;
     UniqueFd filter_prog_[kHookCount]; // by the hook's ABI value
     UniqueFd link_;

@@ -40,7 +40,7 @@ void require_drop_reasons()
 }
 
 DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction direction, uint32_t sample_every,
-                              int events_fd, int counters_fd, int sample_ticks_fd, int stage_fd, bool with_filter,
+                              int events_fd, int counters_fd, int sample_ticks_fd, int stage_fd, int wake_fd, int wakeups_fd, bool with_filter,
                               const Attribution& attribution)
 {
     require_drop_reasons();
@@ -62,7 +62,8 @@ DropProgram DropProgram::load(uint32_t snaplen, uint32_t ifindex, Direction dire
     if (bpf_map__reuse_fd(skel->maps.events, events_fd) != 0 ||
         bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0 ||
         bpf_map__reuse_fd(skel->maps.sample_ticks, sample_ticks_fd) != 0 ||
-        bpf_map__reuse_fd(skel->maps.stage, stage_fd) != 0)
+        bpf_map__reuse_fd(skel->maps.stage, stage_fd) != 0 || bpf_map__reuse_fd(skel->maps.wake, wake_fd) != 0 ||
+        bpf_map__reuse_fd(skel->maps.wakeups, wakeups_fd) != 0)
         throw Error("cannot share the capture maps with the drop program: " + errno_text(errno));
     if (!apply_attribution(*skel, attribution))
         throw Error("cannot share the process owners with the drop program: " + errno_text(errno));

@@ -25,7 +25,8 @@ public:
     };
     // Raises Error with one line when the kernel cannot do it.
     static DropProgram load(uint32_t snaplen, uint32_t ifindex, Direction direction, uint32_t sample_every,
-                            int events_fd, int counters_fd, int sample_ticks_fd, int stage_fd, bool with_filter,
+                            int events_fd, int counters_fd, int sample_ticks_fd, int stage_fd, int wake_fd, int wakeups_fd,
+                            bool with_filter,
                             const Attribution& attribution);
     // The per-CPU map of struct xdpcap_drop_view a Drop filter reads.
     int view_map_fd() const;

@@ -39,7 +39,8 @@ uint32_t main_function_btf_id(int prog_fd, const std::string& what)
 
 TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
                                   uint32_t snaplen, uint32_t ifindex, uint32_t sample_every, int events_fd,
-                                  int counters_fd, int sample_ticks_fd, int stage_fd, std::span<const bpf_insn> filter)
+                                  int counters_fd, int sample_ticks_fd, int stage_fd, int wake_fd, int wakeups_fd,
+                                  std::span<const bpf_insn> filter)
 {
     TracePrograms out;
     const DirectMap direct_map = find_direct_map();
@@ -75,7 +76,8 @@ TracePrograms TracePrograms::load(const std::vector<XdpProgramInfo>& targets, bo
         if (bpf_map__reuse_fd(skel->maps.events, events_fd) != 0 ||
             bpf_map__reuse_fd(skel->maps.counters, counters_fd) != 0 ||
             bpf_map__reuse_fd(skel->maps.sample_ticks, sample_ticks_fd) != 0 ||
-            bpf_map__reuse_fd(skel->maps.stage, stage_fd) != 0)
+            bpf_map__reuse_fd(skel->maps.stage, stage_fd) != 0 || bpf_map__reuse_fd(skel->maps.wake, wake_fd) != 0 ||
+            bpf_map__reuse_fd(skel->maps.wakeups, wakeups_fd) != 0)
             throw Error("cannot share the capture maps with the trace programs: " + errno_text(errno));
         bpf_program__set_autoload(skel->progs.xdpcap_entry, entry);
         bpf_program__set_autoload(skel->progs.xdpcap_exit, exit);

@@ -34,7 +34,8 @@ public:
     // program for the frames it keeps.
     static TracePrograms load(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit, uint32_t snaplen,
                               uint32_t ifindex, uint32_t sample_every, int events_fd, int counters_fd,
-                              int sample_ticks_fd, int stage_fd, std::span<const bpf_insn> filter);
+                              int sample_ticks_fd, int stage_fd, int wake_fd, int wakeups_fd,
+                              std::span<const bpf_insn> filter);
     void attach();
     // Why traced frames are cut at one record here; nothing when their
     // fragments' pages are read.

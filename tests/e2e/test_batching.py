@@ -12,6 +12,10 @@ Usage (root): /usr/bin/python3 tests/e2e/test_batching.py PATH/TO/xdpcap
    before the loop's next tick can flush them: every frame is written, none
    dropped.
 3. -c: one frame per record, said by -v, and the count met.
+4. Idle: once the last frame of a burst is in the file, xdpcap wakes at most
+   IDLE_MAX_SWITCHES times over IDLE_S (voluntary context switches: the loop
+   waits in epoll with no timer), and a frame sent after that idle period
+   reaches the file within the bound all the same.
 """
 
 import os
@@ -28,6 +32,8 @@ CPU = N.cpus()[0]
 SLOW = 20
 GAP_US = 50_000
 BOUND_S = 0.100          # kBatchDelayBoundMs, as -v says
+IDLE_S = 2.0
+IDLE_MAX_SWITCHES = 4    # a 50 ms tick would make 40
 SLACK_S = 0.060          # the poll's own period, the sender's and the loop's scheduling
 
 
@@ -123,11 +129,66 @@ def check_count(binary, lab, tmp):
     N.expect(len(N.pcapng_records(out)["epbs"]) == 5, "-c 5: five packets written")
 
 
+def voluntary_switches(pid):
+    """Over every thread of the process."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/status") as f:
+            total += next(int(l.split()[1]) for l in f if l.startswith("voluntary_ctxt_switches"))
+    return total
+
+
+def wait_in_file(path, wanted, timeout):
+    """{data: (timestamp, time first seen)} of the wanted frames, as the file grows."""
+    seen = {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = time.time()
+        for stamp, data in epb_times(path):
+            if data in wanted:
+                seen.setdefault(data, (stamp, now))
+        if len(seen) == len(wanted):
+            break
+        time.sleep(0.005)
+    return seen
+
+
+def check_idle(binary, lab, tmp):
+    corpus = os.path.join(tmp, "burst.pcap")
+    burst = N.build_corpus(corpus, 5, sizes=[60, 90, 128], seed=46)
+    late_corpus = os.path.join(tmp, "late.pcap")
+    late = N.build_corpus(late_corpus, 1, sizes=[70], seed=47)
+    out = os.path.join(tmp, "idle.pcapng")
+    x = lab.xdpcap(binary, ["-w", out])
+    x.wait_listening()
+    lab.send(corpus, CPU, gap_us=1000)
+    seen = wait_in_file(out, set(burst), N.scaled(2.0))
+    N.check(len(seen) == len(burst), "idle: the burst reached the file", f"{len(seen)} of {len(burst)}")
+    # One quiet tick, then the loop sleeps.
+    time.sleep(N.scaled(0.3))
+    before = voluntary_switches(x.proc.pid)
+    time.sleep(IDLE_S)
+    switches = voluntary_switches(x.proc.pid) - before
+    N.log(f"  info  idle: {switches} voluntary switches over {IDLE_S:.0f} s")
+    N.expect(switches <= IDLE_MAX_SWITCHES,
+             f"idle: at most {IDLE_MAX_SWITCHES} wakeups over {IDLE_S:.0f} s with no traffic", f"{switches}")
+    lab.send(late_corpus, CPU)
+    seen = wait_in_file(out, set(late), N.scaled(2.0))
+    N.expect(len(seen) == 1, "idle: a frame sent after the idle period reaches the file")
+    delay = max(found - stamp for stamp, found in seen.values()) if seen else float("inf")
+    N.log(f"  info  idle: the late frame in the file {delay * 1000:.1f} ms after its timestamp")
+    N.expect(delay <= N.scaled(BOUND_S + SLACK_S),
+             f"idle: the late frame within {BOUND_S * 1000:.0f} ms (+{SLACK_S * 1000:.0f} ms slack)",
+             f"{delay * 1000:.1f} ms")
+    N.expect(x.stop(signal.SIGINT) == 0, "idle: xdpcap exits 0")
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         check_slow_rate(binary, lab, tmp)
         check_stop_pending(binary, lab, tmp)
         check_count(binary, lab, tmp)
+        check_idle(binary, lab, tmp)
         lab.assert_clean()
 
 
