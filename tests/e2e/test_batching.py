@@ -15,7 +15,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_batching.py PATH/TO/xdpcap
 4. Idle: once the last frame of a burst is in the file, xdpcap wakes at most
    IDLE_MAX_SWITCHES times over IDLE_S (voluntary context switches: the loop
    waits in epoll with no timer), and a frame sent after that idle period
-   reaches the file within the bound all the same.
+   reaches the file within the bound all the same; by default, and with
+   --immediate-mode -U (bound about 2 ms, its 1 ms tick stopped too).
 """
 
 import os
@@ -34,6 +35,7 @@ GAP_US = 50_000
 BOUND_S = 0.100          # kBatchDelayBoundMs, as -v says
 IDLE_S = 2.0
 IDLE_MAX_SWITCHES = 4    # a 50 ms tick would make 40
+IMMEDIATE_BOUND_S = 0.002
 SLACK_S = 0.060          # the poll's own period, the sender's and the loop's scheduling
 
 
@@ -153,13 +155,13 @@ def wait_in_file(path, wanted, timeout):
     return seen
 
 
-def check_idle(binary, lab, tmp):
-    corpus = os.path.join(tmp, "burst.pcap")
-    burst = N.build_corpus(corpus, 5, sizes=[60, 90, 128], seed=46)
-    late_corpus = os.path.join(tmp, "late.pcap")
-    late = N.build_corpus(late_corpus, 1, sizes=[70], seed=47)
-    out = os.path.join(tmp, "idle.pcapng")
-    x = lab.xdpcap(binary, ["-w", out])
+def check_idle(binary, lab, tmp, args=(), bound=BOUND_S, slack=SLACK_S, seed=46):
+    corpus = os.path.join(tmp, f"burst{seed}.pcap")
+    burst = N.build_corpus(corpus, 5, sizes=[60, 90, 128], seed=seed)
+    late_corpus = os.path.join(tmp, f"late{seed}.pcap")
+    late = N.build_corpus(late_corpus, 1, sizes=[70], seed=seed + 100)
+    out = os.path.join(tmp, f"idle{seed}.pcapng")
+    x = lab.xdpcap(binary, list(args) + ["-w", out])
     x.wait_listening()
     lab.send(corpus, CPU, gap_us=1000)
     seen = wait_in_file(out, set(burst), N.scaled(2.0))
@@ -177,8 +179,8 @@ def check_idle(binary, lab, tmp):
     N.expect(len(seen) == 1, "idle: a frame sent after the idle period reaches the file")
     delay = max(found - stamp for stamp, found in seen.values()) if seen else float("inf")
     N.log(f"  info  idle: the late frame in the file {delay * 1000:.1f} ms after its timestamp")
-    N.expect(delay <= N.scaled(BOUND_S + SLACK_S),
-             f"idle: the late frame within {BOUND_S * 1000:.0f} ms (+{SLACK_S * 1000:.0f} ms slack)",
+    N.expect(delay <= N.scaled(bound + slack),
+             f"idle: the late frame within {bound * 1000:.0f} ms (+{slack * 1000:.0f} ms slack)",
              f"{delay * 1000:.1f} ms")
     N.expect(x.stop(signal.SIGINT) == 0, "idle: xdpcap exits 0")
 
@@ -189,6 +191,7 @@ def test(binary):
         check_stop_pending(binary, lab, tmp)
         check_count(binary, lab, tmp)
         check_idle(binary, lab, tmp)
+        check_idle(binary, lab, tmp, ["--immediate-mode", "-U"], IMMEDIATE_BOUND_S, seed=48)
         lab.assert_clean()
 
 
