@@ -335,7 +335,7 @@ void CaptureLoop::start_ticking()
     spec.it_interval.tv_nsec = interval_ns % 1'000'000'000L;
     spec.it_value = spec.it_interval;
     if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) != 0)
-        throw Error("timerfd_settime: " + errno_text(errno), kExitRuntime);
+        throw Error(std::string("timerfd_settime: ").append(errno_text(errno)), kExitRuntime);
     ticking_ = true;
     taken_at_tick_ = records_taken();
 }
@@ -368,7 +368,7 @@ bool CaptureLoop::go_idle()
     }
     const itimerspec off{};
     if (::timerfd_settime(timer_.get(), 0, &off, nullptr) != 0)
-        throw Error("timerfd_settime: " + errno_text(errno), kExitRuntime);
+        throw Error(std::string("timerfd_settime: ").append(errno_text(errno)), kExitRuntime);
     ticking_ = false;
     return true;
 }
