@@ -43,6 +43,11 @@ prints the medians of:
   loss                 1 - frames in the file / skbs cap0 counted (rx + tx)
   whole                frames in the file with captured length == length
 
+and, with --bpf-stats, the BPF run time per MiB captured. --bulk-after MIB
+runs the same transfers after the frame rounds, so that one run shows the
+per-frame figures and bulk TCP's CPU per MiB side by side (the floor, which
+writes no file, is left out of the transfers).
+
 --idle also starts and stops each tool once a round with no traffic (its
 fixed cost: loading programs, opening rings) and prints the consumer CPU net
 of it, per frame sent and per frame written (a tool that loses frames does no
@@ -196,12 +201,13 @@ def variant(text):
     return name, extra.split()
 
 
-def tools_for(args, lab):
+def tools_for(args, lab, bulk=False):
+    """The tools of a run; `bulk`: of the TCP transfers, with whole super-frames."""
     tools = []
     out = os.path.join(OUT_DIR, f"xdpcap-bench-{os.getpid()}")
     if args.egress:
         return egress_tools(args, out)
-    snap = ["-s", "262144"] if args.tcp_bulk else []
+    snap = ["-s", "262144"] if bulk else []
     tools.append(Tool("xdpcap", [os.path.abspath(args.xdpcap), "-i", "cap0", "-w", out + ".xdpcap.pcapng"] + snap
                       + args.xdpcap_args.split(), "listening on", out + ".xdpcap.pcapng"))
     for name, extra in args.variant:
@@ -218,14 +224,14 @@ def tools_for(args, lab):
                           "listening on", out + ".reject.pcapng", expected=0))
         pass_obj = os.path.join(os.path.dirname(os.path.abspath(args.xdpcap)), "..", "bench", "xdp_pass.bpf.o")
         tools.append(XdpPass(os.path.normpath(pass_obj)))
-    if args.floor:
+    if args.floor and not bulk:
         # The floor: every frame and a 16-byte header into the perf ring, nothing else. No file: it counts.
         sampler = os.path.join(os.path.dirname(os.path.abspath(args.xdpcap)), "..", "bench", "min_sampler")
         tools.append(Tool("floor", [os.path.normpath(sampler), "cap0"], "listening on", None))
     if shutil.which("tcpdump") and "tcpdump" in args.peers:
         tools.append(Tool("tcpdump", ["tcpdump", "-i", "cap0", "-w", out + ".tcpdump.pcap"] + snap,
                           "listening on", out + ".tcpdump.pcap"))
-    if shutil.which("xdpdump") and "xdpdump" in args.peers and not args.tcp_bulk:
+    if shutil.which("xdpdump") and "xdpdump" in args.peers and not bulk:
         tools.append(Tool("xdpdump", ["xdpdump", "--load-xdp-program", "-i", "cap0", "-w", out + ".xdpdump.pcapng"],
                           "listening on", out + ".xdpdump.pcapng"))
     return tools
@@ -462,31 +468,37 @@ def transfer(lab, mib, gen_cpu):
 
 
 def measure_tcp(lab, tool, mib, cap_cpu, gen_cpu):
-    """Returns (bits per second, consumer cpu seconds, skbs on cap0, frames, whole, captured bytes, largest)."""
+    """Returns (bits per second, consumer cpu seconds, skbs on cap0, frames, whole, captured bytes, largest);
+    the BPF run time in LAST_BPF_NS."""
     if tool is None:
         return transfer(lab, mib, gen_cpu), 0.0, 0, 0, 0, 0, 0
     with Running(lab, tool, cap_cpu) as running:
         before = cap0_packets(lab)
+        bpf_before = bpf_run_ns(running.proc.pid) if BPF_STATS[0] else 0
         bps = transfer(lab, mib, gen_cpu)
+        LAST_BPF_NS[0] = bpf_run_ns(running.proc.pid) - bpf_before if BPF_STATS[0] else 0
         usage = running.stop()
         skbs = cap0_packets(lab) - before
         return (bps, usage.ru_utime + usage.ru_stime, skbs) + frame_lengths(tool.output)
 
 
-def tcp_bulk(args, lab, tools, cap_cpu, gen_cpu):
+def tcp_bulk(args, mib, lab, tools, cap_cpu, gen_cpu):
     results = {name: [] for name in ["none"] + [t.name for t in tools]}
+    bpf_ns = {name: [] for name in results}
     for round_no in range(args.rounds):
         for tool in [None] + tools:
             name = tool.name if tool else "none"
-            results[name].append(measure_tcp(lab, tool, args.tcp_bulk, cap_cpu, gen_cpu)
+            LAST_BPF_NS[0] = 0
+            results[name].append(measure_tcp(lab, tool, mib, cap_cpu, gen_cpu)
                                  + (idle_cpu(lab, tool, cap_cpu) if tool and args.idle else 0.0,))
+            bpf_ns[name].append(LAST_BPF_NS[0])
             bps, cpu_s, skbs, frames, whole, captured, largest, idle = results[name][-1]
-            print(f"  TCP {args.tcp_bulk} MiB round {round_no + 1} {name:<8} {bps / 1e9:.2f} Gbit/s, consumer "
+            print(f"  TCP {mib} MiB round {round_no + 1} {name:<8} {bps / 1e9:.2f} Gbit/s, consumer "
                   f"{cpu_s:.3f} s" + (f" (idle run {idle:.3f} s)" if args.idle else "")
                   + f", cap0 skbs {skbs}, in file {frames} ({whole} whole, {captured / 2**20:.1f} MiB, "
                   f"largest {largest} B)", flush=True)
     base = statistics.median(r[0] for r in results["none"])
-    print(f"\n## TCP transfer of {args.tcp_bulk} MiB (medians of {args.rounds} rounds; no-capture throughput "
+    print(f"\n## TCP transfer of {mib} MiB (medians of {args.rounds} rounds; no-capture throughput "
           f"{base / 1e9:.2f} Gbit/s, {min(r[0] for r in results['none']) / 1e9:.2f}-"
           f"{max(r[0] for r in results['none']) / 1e9:.2f})")
     idle_head = ("| idle run CPU | consumer CPU per MiB net of it ", "|---|---") if args.idle else ("", "")
@@ -512,6 +524,12 @@ def tcp_bulk(args, lab, tools, cap_cpu, gen_cpu):
         x, p = summary[ours], summary[peer]
         print(f"{ours}/{peer}: sender slowdown {x[0] / p[0]:.2f}, consumer CPU per MiB {x[1] / p[1]:.2f}"
               + (f" (net of the idle run {x[2] / p[2]:.2f})" if args.idle and p[2] > 0 else ""))
+    if args.bpf_stats:
+        # Per MiB the file holds: the kernel's side of a capture, super-frames and ACKs alike.
+        per_mib = {t.name: statistics.median(ns / (r[5] / 2**20) for ns, r in zip(bpf_ns[t.name], results[t.name])
+                                             if r[5]) for t in tools if any(r[5] for r in results[t.name])}
+        print("BPF run time per MiB captured: " + ", ".join(f"{n} {v / 1e3:.1f} us" for n, v in per_mib.items()
+                                                             if v > 0))
     print(flush=True)
 
 
@@ -559,13 +577,15 @@ def main():
     parser.add_argument("--warm", action="store_true",
                         help="before each run, write and delete in --dir as much as the tool will write, so "
                              "that its file gets memory the host still backs")
+    parser.add_argument("--bulk-after", type=int, metavar="MIB",
+                        help="after the frame rounds, the transfers of --tcp-bulk, MIB MiB each, in the same run")
     parser.add_argument("--tcp-bulk", type=int, metavar="MIB",
                         help="instead of trafgen frames, one TCP transfer of MIB MiB per tool and round")
     args = parser.parse_args()
-    if args.discard and args.tcp_bulk:
+    if args.discard and (args.tcp_bulk or args.bulk_after):
         parser.error("--discard counts frames, --tcp-bulk reads the files: not both")
     args.peers = [] if args.only_xdpcap else [p for p in args.peers.split(",") if p]
-    if args.egress and (args.variant or args.tcp_bulk):
+    if args.egress and (args.variant or args.tcp_bulk or args.bulk_after):
         parser.error("--variant and --tcp-bulk are for received frames, not with --egress")
     if args.tcp_bulk and args.filter_runs:
         parser.error("--filter-runs is for trafgen frames, not with --tcp-bulk")
@@ -580,7 +600,7 @@ def main():
         parser.error(f"--dir {OUT_DIR}: not a directory")
     if os.geteuid() != 0:
         sys.exit("e2e_bench.py: run as root")
-    if args.tcp_bulk and not shutil.which("iperf3"):
+    if (args.tcp_bulk or args.bulk_after) and not shutil.which("iperf3"):
         sys.exit("e2e_bench.py: iperf3 is needed for --tcp-bulk")
     if not args.tcp_bulk and not shutil.which("trafgen"):
         sys.exit("e2e_bench.py: trafgen (netsniff-ng) is needed")
@@ -606,19 +626,32 @@ def main():
 
 
 def bench(args, gen_cpu, cap_cpu):
-    with Lab(addresses=bool(args.tcp_bulk)) as lab, tempfile.TemporaryDirectory() as tmp:
+    mib = args.tcp_bulk or args.bulk_after
+    if not args.tcp_bulk:
+        frame_rounds(args, gen_cpu, cap_cpu)
+    if mib:
+        with Lab(addresses=True) as lab:
+            tools = tools_for(args, lab, bulk=True)
+            if args.wakeups and args.tcp_bulk:
+                wakeups(lab, tools, cap_cpu)
+            print(f"# TCP {mib} MiB per run, {args.rounds} rounds, capture on CPU {cap_cpu}, "
+                  f"iperf3 both ends on CPU {gen_cpu}; tools: {', '.join(t.name for t in tools)}")
+            tcp_bulk(args, mib, lab, tools, cap_cpu, gen_cpu)
+
+
+def wakeups(lab, tools, cap_cpu):
+    print("## Wakeups per second with no traffic (voluntary switches over 10 s)")
+    for tool in tools:
+        print(f"| {tool.name} | {idle_wakeups(lab, tool, cap_cpu):.1f} |", flush=True)
+
+
+def frame_rounds(args, gen_cpu, cap_cpu):
+    with Lab() as lab, tempfile.TemporaryDirectory() as tmp:
         tools = tools_for(args, lab)
         if args.wakeups:
-            print("## Wakeups per second with no traffic (voluntary switches over 10 s)")
-            for tool in tools:
-                print(f"| {tool.name} | {idle_wakeups(lab, tool, cap_cpu):.1f} |", flush=True)
+            wakeups(lab, tools, cap_cpu)
         if args.discard:
             tools = [tool.discarding() if isinstance(tool, Tool) else tool for tool in tools]
-        if args.tcp_bulk:
-            print(f"# TCP {args.tcp_bulk} MiB per run, {args.rounds} rounds, capture on CPU {cap_cpu}, "
-                  f"iperf3 both ends on CPU {gen_cpu}; tools: {', '.join(t.name for t in tools)}")
-            tcp_bulk(args, lab, tools, cap_cpu, gen_cpu)
-            return
         print(f"# {args.frames} frames per run, {args.rounds} rounds, capture on CPU {cap_cpu}, "
               f"generator on CPU {gen_cpu}; tools: {', '.join(t.name for t in tools)}")
         for size in (int(s) for s in args.sizes.split(",")):

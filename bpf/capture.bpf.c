@@ -567,11 +567,15 @@ static __always_inline int describe_ends(struct xdpcap_process process[2], const
 
 static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 {
-	struct ends ends = {};
-	if (attribute || process_filter)
-		packet_ends(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end, 0, 0, &ends);
+	/* Without -k or a process filter the processes are never read: no
+	 * stores for them on the path every frame takes. */
 	struct xdpcap_process process[2];
-	const int wanted = describe_ends(process, &ends);
+	int wanted = 1;
+	if (attribute || process_filter) {
+		struct ends ends = {};
+		packet_ends(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end, 0, 0, &ends);
+		wanted = describe_ends(process, &ends);
+	}
 	struct xdpcap_counters *c = count_packet_of(XDPCAP_COUNTERS_INGRESS, wanted);
 	if (!c)
 		return XDP_PASS;
@@ -637,13 +641,14 @@ static __always_inline int checksum_partial(struct __sk_buff *skb)
 static __always_inline int sample_skb(struct __sk_buff *skb, __u32 counters_key, __u32 queue, __u8 direction,
 				      __u8 hook)
 {
-	struct ends ends = {};
+	struct xdpcap_process process[2];
+	int wanted = 1;
 	if (attribute || process_filter) {
+		struct ends ends = {};
 		const int sent = direction == XDPCAP_DIR_EGRESS;
 		packet_ends(skb, (void *)(long)skb->data, (void *)(long)skb->data_end, sent ? skb->sk : 0, sent, &ends);
+		wanted = describe_ends(process, &ends);
 	}
-	struct xdpcap_process process[2];
-	const int wanted = describe_ends(process, &ends);
 	struct xdpcap_counters *c = count_packet_of(counters_key, wanted);
 	if (!c)
 		return TC_ACT_UNSPEC;

@@ -337,6 +337,26 @@ static __always_inline long output_parts(void *ctx, const int from, __u64 kernel
 	return 0;
 }
 
+/*
+ * A record's head at `at`: `meta`, and with -k both ends' processes after it
+ * (XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER). Returns its length: the frame's
+ * bytes follow. The one writer of the head of a staged frame and of a first
+ * record built in a scratch entry.
+ */
+static __always_inline __u64 write_head(__u8 *at, const struct xdpcap_meta *meta,
+					const struct xdpcap_process process[2])
+{
+	struct xdpcap_meta *m = (struct xdpcap_meta *)at;
+	*m = *meta;
+	if (!attribute)
+		return sizeof(struct xdpcap_meta);
+	m->flags |= XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER;
+	struct xdpcap_process *ends = (struct xdpcap_process *)(at + sizeof(struct xdpcap_meta));
+	ends[0] = process[0];
+	ends[1] = process[1];
+	return XDPCAP_HEAD_ROOM;
+}
+
 /* The batch counters key of a capture hook's frame. */
 static __always_inline __u32 stage_key(const struct xdpcap_meta *meta)
 {
@@ -421,23 +441,9 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 	__u8 *at = s->data + used;
 	const __u32 key = stage_key(meta);
 	const __u32 handed = meta->drops_before;
-	if (attribute) {
-		struct xdpcap_meta *m = (struct xdpcap_meta *)at;
-		*m = *meta;
-		m->flags |= XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER;
-		struct xdpcap_process *ends = (struct xdpcap_process *)(at + sizeof(struct xdpcap_meta));
-		ends[0] = process[0];
-		ends[1] = process[1];
-		if (stage_bytes(ctx, from, at + XDPCAP_HEAD_ROOM, len_less_one, tagged, proto_be, tci)) {
-			release_stage(s);
-			return 0;
-		}
-	} else {
-		*(struct xdpcap_meta *)at = *meta;
-		if (stage_bytes(ctx, from, at + sizeof(struct xdpcap_meta), len_less_one, tagged, proto_be, tci)) {
-			release_stage(s);
-			return 0;
-		}
+	if (stage_bytes(ctx, from, at + write_head(at, meta, process), len_less_one, tagged, proto_be, tci)) {
+		release_stage(s);
+		return 0;
 	}
 	if (!s->batch.frames) {
 		s->batch.tag = XDPCAP_BATCH_TAG;
@@ -476,11 +482,7 @@ static __always_inline void output_sample(void *ctx, const int from, struct xdpc
 			struct xdpcap_meta meta;
 			struct xdpcap_process process[2];
 		} head;
-		head.meta = *meta;
-		head.meta.flags |= XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER;
-		head.process[0] = process[0];
-		head.process[1] = process[1];
-		err = bpf_perf_event_output(ctx, &events, flags, &head, sizeof(head));
+		err = bpf_perf_event_output(ctx, &events, flags, &head, write_head((__u8 *)&head, meta, process));
 	} else {
 		err = bpf_perf_event_output(ctx, &events, flags, meta, sizeof(*meta));
 	}
@@ -498,20 +500,10 @@ static __always_inline void output_sample(void *ctx, const int from, struct xdpc
 static __always_inline __u8 *place_head(__u8 *room, const struct xdpcap_meta *meta,
 					const struct xdpcap_process process[2], __u64 *head_len)
 {
-	if (attribute) {
-		struct xdpcap_meta *m = (struct xdpcap_meta *)room;
-		*m = *meta;
-		m->flags |= XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER;
-		struct xdpcap_process *ends = (struct xdpcap_process *)(room + sizeof(struct xdpcap_meta));
-		ends[0] = process[0];
-		ends[1] = process[1];
-		*head_len = XDPCAP_HEAD_ROOM;
-		return room;
-	}
-	const __u64 unused = 2 * sizeof(struct xdpcap_process);
-	*(struct xdpcap_meta *)(room + unused) = *meta;
-	*head_len = sizeof(struct xdpcap_meta);
-	return room + unused;
+	/* Without -k the processes' room stays unused in front. */
+	__u8 *start = attribute ? room : room + 2 * sizeof(struct xdpcap_process);
+	*head_len = write_head(start, meta, process);
+	return start;
 }
 
 #endif /* XDPCAP_SAMPLE_H */
