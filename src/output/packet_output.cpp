@@ -103,7 +103,7 @@ void PacketOutput::rename_device(uint32_t interface_id, const std::string& devic
         idbs_[interface_id].name = name;
 }
 
-void PacketOutput::add_interface(std::string name, text::LinkType link_type)
+void PacketOutput::add_interface(std::string name, text::LinkType link_type, const std::string& container)
 {
     interface_names_.push_back(std::move(name));
     // Only the first interface of another device changes the others' prefixes.
@@ -113,6 +113,8 @@ void PacketOutput::add_interface(std::string name, text::LinkType link_type)
         line_prefixes_.push_back(line_prefix(static_cast<uint32_t>(interface_names_.size() - 1)));
     link_types_.resize(interface_names_.size(), text::LinkType::Ethernet);
     link_types_.back() = link_type;
+    if (!container.empty())
+        name_container(static_cast<uint32_t>(interface_names_.size() - 1), container);
     if (link_type == text::LinkType::LinuxSll2 && !host_interface_names_) {
         host_interface_names_ = std::make_unique<text::HostInterfaceNames>();
         text_.decode.interface_names = host_interface_names_.get();

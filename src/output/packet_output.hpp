@@ -96,8 +96,10 @@ public:
     }
     const TlsPlacementStats* tls_stats() const noexcept { return tls_ ? &tls_->stats : nullptr; }
     // -r: the next interface of the file, as its description blocks come,
-    // and the link-level header of its packets.
-    void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
+    // the link-level header of its packets, and the container it leads
+    // into (name_container()), if any.
+    void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet,
+                       const std::string& container = {});
 
     // pcapng: SHB and every IDB, flushed before any packet. With
     // `on_first_use` only the SHB and the first IDB: each other interface's

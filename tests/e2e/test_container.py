@@ -218,7 +218,8 @@ def two_containers(lab, pod, tmp, binary):
         path = os.path.join(tmp, "pair.pcapng")
         x = N.Xdpcap(lab, binary, ["-i", "xva0", "--container", "xdpcapt-a", "-w", path])
         # Beside it: -i any's text lines, and --container A without -i.
-        any_x = N.Xdpcap(lab, binary, ["-i", "any", "-n", f"tcp port {PAIR_PORT}"])
+        any_path = os.path.join(tmp, "any.pcapng")
+        any_x = N.Xdpcap(lab, binary, ["-i", "any", "-n", "-w", any_path, "--print", f"tcp port {PAIR_PORT}"])
         host_side = os.path.join(tmp, "host-side.pcapng")
         side_x = N.Xdpcap(lab, binary, ["--container", "xdpcapt-a", "-w", host_side])
         x.wait_listening()
@@ -233,7 +234,7 @@ def two_containers(lab, pod, tmp, binary):
         N.check(x.stop() == 0, "two containers: xdpcap stopped cleanly", x.stderr)
         N.check(any_x.stop() == 0 and side_x.stop() == 0, "-i any and --container A without -i stopped cleanly",
                 (any_x.stderr, side_x.stderr))
-        host_side_veths(any_x, side_x, side_listening, host_side)
+        host_side_veths(binary, any_x, any_path, side_x, side_listening, host_side)
         frames = P.frames_of(N.pcapng_records(path))
         mine = [f for f in frames if f[3] == 6 and PAIR_PORT in (f[1], f[2])]
         N.check(len(mine) >= 6 and len(mine) == len(frames) and mine[0][5] == 0x02,
@@ -262,16 +263,20 @@ def two_containers(lab, pod, tmp, binary):
         subprocess.run(["ip", "-n", cap, "link", "del", "xbr0"], capture_output=True)
 
 
-def host_side_veths(any_x, side_x, side_listening, path):
+def host_side_veths(binary, any_x, any_path, side_x, side_listening, path):
     """-i any names each container's host-side veth after it in the text
-    column; --container A without -i takes A's veth alone, every packet of
-    the conversation, its interface description naming A."""
+    column, and so does -r of its file; --container A without -i takes A's
+    veth alone, every packet of the conversation, its interface description
+    naming A."""
     lines = [l for l in any_x.out.decode("utf-8", "replace").splitlines() if f".{PAIR_PORT}" in l]
     column = {}
     for line in lines:
         words = line.split()
         column.setdefault((words[1], words[2]), 0)
         column[(words[1], words[2])] += 1
+    replayed = N.run([binary, "-r", any_path, "-n"]).stdout.splitlines()
+    N.check([l.split()[1:3] for l in replayed] == [l.split()[1:3] for l in lines],
+            "-r of -i any's file: the same column, containers named", (replayed[:2], lines[:2]))
     N.check({dev for dev, _ in column} == {"xva0(xdpcapt-a)", "xvb0(xdpcapt-b)"} and
             all(direction in ("In", "Out") for _, direction in column),
             "-i any: each container's host-side veth is named after it in the column", (column, lines[:4]))

@@ -279,6 +279,23 @@ TEST(PacketText, ContainerInTheColumn)
     EXPECT_NE(column.find(" veth1a2b(web) Out "), std::string::npos) << column;
     const std::string renamed = lines(false, true);
     EXPECT_NE(renamed.find(" lan9(web) Out "), std::string::npos) << renamed;
+    // -r: a file's interface, as its description named the container.
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {});
+        output.add_interface("eth0@cpu0");
+        output.add_interface("veth1a2b@cpu0", text::LinkType::Ethernet, "web");
+        const Bytes frame = frame64();
+        Sample s{};
+        s.cap_len = s.orig_len = static_cast<uint32_t>(frame.size());
+        s.data = frame.data();
+        s.direction = XDPCAP_DIR_INGRESS;
+        output.write(1, s, kRealtime);
+        output.flush();
+    }
+    const Bytes read = file.contents();
+    const std::string replayed(read.begin(), read.end());
+    EXPECT_NE(replayed.find(" veth1a2b(web) In  "), std::string::npos) << replayed;
     const std::string cpu = lines(true, false);
     EXPECT_NE(cpu.find(" eth0@cpu0 In "), std::string::npos) << cpu;
     EXPECT_NE(cpu.find(" veth1a2b(web)@cpu0 Out "), std::string::npos) << cpu;
