@@ -163,8 +163,8 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<
                 pcapng::InterfaceDescription idb;
                 idb.snaplen = config.snaplen;
                 idb.name = iface.name + "@cpu" + std::to_string(cpu) + text.suffix;
-                idb.description = identity + ", CPU " + std::to_string(cpu) + ", " + text.what + (iface.driver.empty() ? "" : ", driver " + iface.driver) +
-                    rx_metadata_text(session);
+                idb.description = identity + ", CPU " + std::to_string(cpu) + ", " + text.what +
+                    (iface.driver.empty() ? "" : ", driver " + iface.driver) + rx_metadata_text(session);
                 idb.filter = filter;
                 idb.os = os;
                 idb.hardware = iface.bus;

@@ -63,8 +63,6 @@ public:
     // Both for one interface, its container looked up: nothing when it is
     // not taken.
     std::optional<ChosenInterface> choose(InterfaceInfo iface) const;
-    // --container's, else nothing: known by the name its engine gave.
-    const std::optional<Container>& container() const noexcept { return container_; }
 
 private:
     const Config& config_;

@@ -47,7 +47,7 @@ struct TlsKeys {
 struct Config {
     // -i, in the order given: names, or ifindexes (a number that is no
     // interface's name), resolved when the capture starts. Never empty for
-    // a capture; extcap gives exactly one.
+    // a capture but --container's without -i; extcap gives exactly one.
     std::vector<std::string> interfaces;
     // --container NAME without -i: every packet on the host-side interfaces
     // whose other end is in that container's network namespace (-i any's
