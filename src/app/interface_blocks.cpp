@@ -95,6 +95,25 @@ std::vector<std::string> interface_names(const std::vector<Session>& sessions, c
     return names;
 }
 
+std::vector<std::string> interface_containers(const std::vector<Session>& sessions, const InterfaceMap& map)
+{
+    std::vector<std::string> containers;
+    for (const Session& session : sessions) {
+        const std::string name = session.chosen.container ? session.chosen.container->name : std::string();
+        containers.insert(containers.end(), session.rings.count() * map.per_ring(), name);
+    }
+    return containers;
+}
+
+std::string interface_identity(const InterfaceInfo& iface, const std::optional<InterfaceContainer>& container)
+{
+    std::string text = iface.name;
+    text.append(" (ifindex ").append(std::to_string(iface.ifindex));
+    if (container)
+        text.append(", ").append(container_description(*container));
+    return text.append(")");
+}
+
 // Per pcapng interface, in interface_names()' order: what its packets'
 // options depend on.
 std::vector<PacketOutput::InterfaceTraits> interface_traits(const std::vector<Session>& sessions,
@@ -136,6 +155,7 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<
     for (const Session& session : sessions) {
         const InterfaceInfo& iface = session.chosen.iface;
         const std::string hooks = hooks_description(session.program, session.program.attached_mode());
+        const std::string identity = interface_identity(iface, session.chosen.container);
         for (size_t ring = 0; ring < session.rings.count(); ++ring) {
             const int cpu = session.rings.cpu(ring);
             for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
@@ -143,9 +163,8 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<
                 pcapng::InterfaceDescription idb;
                 idb.snaplen = config.snaplen;
                 idb.name = iface.name + "@cpu" + std::to_string(cpu) + text.suffix;
-                idb.description = iface.name + " (ifindex " + std::to_string(iface.ifindex) + "), CPU " +
-                    std::to_string(cpu) + ", " + text.what + (iface.driver.empty() ? "" : ", driver " + iface.driver) +
-                    rx_metadata_text(session);
+                idb.description = identity + ", CPU " + std::to_string(cpu) + ", " + text.what +
+                    (iface.driver.empty() ? "" : ", driver " + iface.driver) + rx_metadata_text(session);
                 idb.filter = filter;
                 idb.os = os;
                 idb.hardware = iface.bus;

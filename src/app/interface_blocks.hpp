@@ -20,6 +20,14 @@ namespace xdpcap::live {
 // the text lines use, and the pcapng IDBs (same link type and snaplen
 // throughout), in the loop's ring order.
 std::vector<std::string> interface_names(const std::vector<Session>& sessions, const InterfaceMap& map);
+// In the same order: the container each leads into (named in its text
+// lines' column), empty for none.
+std::vector<std::string> interface_containers(const std::vector<Session>& sessions, const InterfaceMap& map);
+
+// How an interface description begins: "veth1a2b (ifindex 7)", or for a
+// container's host-side veth "veth1a2b (ifindex 7, container web, podman)".
+// if_name stays the device's name (and CPU), which tshark's filters match.
+std::string interface_identity(const InterfaceInfo& iface, const std::optional<InterfaceContainer>& container);
 
 // Per pcapng interface, in interface_names()' order: what its packets'
 // options depend on.

@@ -100,10 +100,14 @@ Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
 {
     // First: with --container-netns, -i's names are the container's.
     std::optional<Container> container = enter_container(config);
+    // --container without -i: the container whose interfaces are taken.
+    const std::optional<Container> host_side =
+        config.container_interfaces ? std::optional<Container>(find_container(*config.container_interfaces))
+                                    : std::nullopt;
     const bool any = captures_any(config);
     if (any)
         raise_open_file_limit();
-    std::vector<ChosenInterface> interfaces = lookup_interfaces(config);
+    std::vector<ChosenInterface> interfaces = lookup_interfaces(config, host_side ? host_side : container);
     // Compiled first: a syntax error is reported before anything is touched.
     if (filter.filtering)
         compile_filters(interfaces, filter.expression);
@@ -248,10 +252,16 @@ std::optional<Sink> print_sink(const Config& config, StopSignals& signals)
 PacketOutput packet_output(const Config& config, Sink sink, StopSignals& signals, const Loaded& loaded)
 {
     std::optional<Sink> print = print_sink(config, signals);
-    return PacketOutput(std::move(sink),
+    PacketOutput output(std::move(sink),
                         config.writes_pcapng() ? PacketOutput::Format::Pcapng : PacketOutput::Format::Text,
                         config.packet_buffered, interface_names(loaded.sessions, loaded.interfaces), config.text,
                         std::move(print));
+    const std::vector<std::string> containers = interface_containers(loaded.sessions, loaded.interfaces);
+    for (uint32_t id = 0; id < containers.size(); ++id) {
+        if (!containers[id].empty())
+            output.name_container(id, containers[id]);
+    }
+    return output;
 }
 
 // What the packets' options and comments depend on; returns `output`.
@@ -414,7 +424,7 @@ void print_start_lines(const Config& config, const Chosen& chosen, const Loaded&
                          : traced.trace_entry                ? "entry"
                                                              : "exit");
     // tcpdump's line, once per interface; -i any's once, as tcpdump's.
-    if (chosen.any) {
+    if (chosen.any && !config.container_interfaces) {
         std::fprintf(stderr, "listening on any, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
                      config.snaplen);
         return;

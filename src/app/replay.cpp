@@ -347,7 +347,7 @@ public:
     void add_interface(const CaptureFile::Interface& iface)
     {
         output_.add_interface(iface.written_by_xdpcap ? text::escaped(iface.name) : std::string(),
-                              static_cast<text::LinkType>(iface.link_type));
+                              static_cast<text::LinkType>(iface.link_type), text::escaped(iface.container));
     }
     void write(const CaptureFile::Packet& p, const CaptureFile::Interface& iface)
     {

@@ -183,38 +183,48 @@ std::string batch_frames(CaptureProgram& program, const Config& config, size_t r
     return program.enable_batching(ring_bytes);
 }
 
+// -i any, or --container without -i, in the messages.
+std::string any_option(const Config& config)
+{
+    return config.container_interfaces ? std::string("--container ").append(*config.container_interfaces) : "-i any";
+}
+
 // -i any: never XDP, which can make a driver reset its queues; tc ingress
 // and egress take every interface's frames as the stack hands them over.
 // An interface without Ethernet frames is left out in one line: its
 // packets would need a link type of their own.
-std::vector<ChosenInterface> any_interfaces(const Config& config)
+std::vector<ChosenInterface> any_interfaces(const Config& config, const std::optional<Container>& container)
 {
+    const std::string option = any_option(config);
     if (config.interfaces.size() > 1)
         throw Error("-i any captures every interface: give it alone, without other -i");
     if (config.xdp_mode != XdpMode::Auto)
-        throw Error("-i any takes every interface's frames at tc ingress, never with XDP: --xdp-mode does not "
-                    "apply");
+        throw Error(option + " takes every interface's frames at tc ingress, never with XDP: --xdp-mode does not "
+                             "apply");
     if (config.at_given || config.trace_program)
-        throw Error("-i any takes every interface's frames at tc ingress, never with XDP: --at and --program "
-                    "(trace mode) do not apply");
+        throw Error(option + " takes every interface's frames at tc ingress, never with XDP: --at and --program "
+                             "(trace mode) do not apply");
+    // --container with -i any selects processes, not interfaces; it still
+    // names its own.
+    const std::optional<Container> kept = config.container_interfaces ? container : std::nullopt;
+    const AnySelection selection(config, kept);
+    std::vector<InterfaceInfo> interfaces = namespace_interfaces();
+    std::vector<std::optional<InterfaceContainer>> containers = containers_of_interfaces(interfaces, container);
     std::vector<ChosenInterface> sessions;
-    for (InterfaceInfo& iface : namespace_interfaces()) {
-        if (!iface.ethernet) {
+    for (size_t i = 0; i < interfaces.size(); ++i) {
+        InterfaceInfo& iface = interfaces[i];
+        if (!iface.ethernet && !kept) {
             if (config.warnings && !config.quiet)
                 std::fprintf(stderr, "xdpcap: -i any: %s left out: its packets carry no Ethernet header\n",
                              iface.name.c_str());
             continue;
         }
-        // lo's packets are taken once, as received: nothing to take with -Q out.
-        if (iface.loopback && config.direction == Direction::Out)
-            continue;
-        ChosenInterface session{};
-        session.iface = std::move(iface);
-        session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
-        session.receive = ReceiveAt::Tc;
-        session.direction = capture_direction(session.iface, config);
-        sessions.push_back(std::move(session));
+        if (selection.wanted(iface, containers[i]))
+            sessions.push_back(selection.chosen(std::move(iface), std::move(containers[i])));
     }
+    if (sessions.empty() && kept)
+        throw Error(option + ": no interface of this network namespace has its other end in the container's (it "
+                             "may share this one: then give -i)");
     if (sessions.empty())
         throw Error("-i any: this network namespace has no interface to capture");
     return sessions;
@@ -222,15 +232,50 @@ std::vector<ChosenInterface> any_interfaces(const Config& config)
 
 } // namespace
 
-bool captures_any(const Config& config)
+AnySelection::AnySelection(const Config& config, std::optional<Container> container)
+    : config_(config), container_(std::move(container))
 {
-    return std::any_of(config.interfaces.begin(), config.interfaces.end(), names_any_device);
 }
 
-std::vector<ChosenInterface> lookup_interfaces(const Config& config)
+bool AnySelection::wanted(const InterfaceInfo& iface, const std::optional<InterfaceContainer>& container) const
+{
+    // lo's packets are taken once, as received: nothing to take with -Q out.
+    if (!iface.ethernet || (iface.loopback && config_.direction == Direction::Out))
+        return false;
+    if (!container_)
+        return true;
+    return container && (container->id == container_->id || container->name == container_->name);
+}
+
+ChosenInterface AnySelection::chosen(InterfaceInfo iface, std::optional<InterfaceContainer> container) const
+{
+    ChosenInterface session{};
+    session.iface = std::move(iface);
+    session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
+    session.receive = ReceiveAt::Tc;
+    session.direction = capture_direction(session.iface, config_);
+    session.container = std::move(container);
+    return session;
+}
+
+std::optional<ChosenInterface> AnySelection::choose(InterfaceInfo iface) const
+{
+    std::optional<InterfaceContainer> container = container_of_interface(iface, container_);
+    if (!wanted(iface, container))
+        return std::nullopt;
+    return chosen(std::move(iface), std::move(container));
+}
+
+bool captures_any(const Config& config)
+{
+    return config.container_interfaces ||
+        std::any_of(config.interfaces.begin(), config.interfaces.end(), names_any_device);
+}
+
+std::vector<ChosenInterface> lookup_interfaces(const Config& config, const std::optional<Container>& container)
 {
     if (captures_any(config))
-        return any_interfaces(config);
+        return any_interfaces(config, container);
     std::vector<ChosenInterface> sessions;
     for (const std::string& argument : config.interfaces) {
         ChosenInterface session{};
@@ -245,6 +290,12 @@ std::vector<ChosenInterface> lookup_interfaces(const Config& config)
         }
         sessions.push_back(std::move(session));
     }
+    std::vector<InterfaceInfo> interfaces;
+    for (const ChosenInterface& session : sessions)
+        interfaces.push_back(session.iface);
+    std::vector<std::optional<InterfaceContainer>> containers = containers_of_interfaces(interfaces, container);
+    for (size_t i = 0; i < sessions.size(); ++i)
+        sessions[i].container = std::move(containers[i]);
     return sessions;
 }
 

@@ -12,6 +12,8 @@
 
 #include "cli/config.hpp"
 #include "filter/compile.hpp"
+#include "host/containers.hpp"
+#include "host/interface_containers.hpp"
 #include "host/interfaces.hpp"
 #include "programs/capture.hpp"
 #include "programs/owners.hpp"
@@ -39,13 +41,43 @@ struct ChosenInterface {
     std::optional<XdpProgramInfo> acting_first = {};
     std::string xdp_hook_holder = {}; // another xdpcap's XDP program is there: who holds it
     Direction direction = Direction::InOut; // the hooks -Q leaves on this interface
+    // A host-side veth into a container's network namespace: that container,
+    // named in the interface's description and its text lines' column.
+    std::optional<InterfaceContainer> container = {};
+};
+
+// Which interfaces -i any takes, or --container without -i (`container`:
+// that container): the start asks it of each interface of the namespace,
+// and an interface that appears during the capture can be asked alike.
+class AnySelection {
+public:
+    AnySelection(const Config& config, std::optional<Container> container);
+    // Whether `iface` is taken: its frames begin with an Ethernet header,
+    // -Q leaves it a hook (lo's packets are taken as received) and, with
+    // --container, its other end is that container's (`container`: what
+    // container_of_interface() says of it), matched by ID or, once
+    // restarted with a new ID, by name.
+    bool wanted(const InterfaceInfo& iface, const std::optional<InterfaceContainer>& container) const;
+    // `iface` as the capture takes it: at tc ingress and egress.
+    ChosenInterface chosen(InterfaceInfo iface, std::optional<InterfaceContainer> container) const;
+    // Both for one interface, its container looked up: nothing when it is
+    // not taken.
+    std::optional<ChosenInterface> choose(InterfaceInfo iface) const;
+
+private:
+    const Config& config_;
+    std::optional<Container> container_;
 };
 
 // Each -i resolved; two arguments naming one interface are refused. -i any
 // (the only -i then): every interface of the namespace with Ethernet frames,
-// each at tc ingress and egress.
-std::vector<ChosenInterface> lookup_interfaces(const Config& config);
-// Whether the capture is -i any's.
+// each at tc ingress and egress; --container without -i (`container`, found):
+// those of them whose other end is the container's. Each host-side veth of a
+// container names it.
+std::vector<ChosenInterface> lookup_interfaces(const Config& config,
+                                               const std::optional<Container>& container = std::nullopt);
+// Whether the capture is -i any's, or --container's without -i (which
+// takes -i any's path).
 bool captures_any(const Config& config);
 // Each interface's filter, with its own netmask ("ip broadcast").
 void compile_filters(std::vector<ChosenInterface>& interfaces, const std::string& filter);

@@ -405,7 +405,8 @@ cxxopts::Options make_options()
              cxxopts::value<std::string>(), "NAME")
         ("cgroup", "Capture only the packets of processes in this cgroup v2 directory or below it (implies -k)",
              cxxopts::value<std::string>(), "PATH")
-        ("container", "Capture only the packets of this podman or docker container's processes (implies -k)",
+        ("container", "With -i: capture only the packets of this podman or docker container's processes (implies "
+                      "-k); without -i: every packet on its interfaces, from this side of its veths",
              cxxopts::value<std::string>(), "NAME|ID")
         ("container-netns", "With --container: the -i interfaces are inside the container's network namespace")
         ("tls-keylog", "Write the TLS keys of the selected processes' OpenSSL 3 connections to FILE as an NSS "
@@ -580,7 +581,7 @@ void parse_sources(const cxxopts::ParseResult& result, Config& config)
     config.list_link_types = result.count("list-data-link-types") > 0;
     if (config.list_link_types && config.interfaces.empty())
         throw Error("-L lists an interface's link types: give it with -i IFACE");
-    if (config.interfaces.empty() && !config.dump_filter && !config.read_file)
+    if (config.interfaces.empty() && !config.dump_filter && !config.read_file && !result.count("container"))
         throw Error("no interface given: use -i IFACE, or -r FILE to read a capture file (see xdpcap --help)");
 }
 
@@ -645,6 +646,16 @@ void parse_behaviour(const cxxopts::ParseResult& result, Config& config, std::ve
     config.print = result.count("print") > 0;
     config.drops = result.count("drops") > 0;
     config.process = parse_process_selection(result);
+    // --container without -i: the container's interfaces seen from this
+    // side, every packet on them (a restarted container's too, whose
+    // processes are new).
+    if (config.interfaces.empty() && !config.read_file && !config.dump_filter && config.process.container) {
+        if (config.process.container_netns)
+            throw Error("--container-netns looks for -i inside the --container's network namespace: give -i");
+        config.container_interfaces = std::move(config.process.container);
+        config.process.container.reset();
+        config.process.attribute = result.count("k") > 0 || config.process.filters();
+    }
     if (!command.empty()) {
         if (config.process.pid)
             throw Error("give either --pid or -- COMMAND: the command's packets are those of its process");

@@ -47,8 +47,12 @@ struct TlsKeys {
 struct Config {
     // -i, in the order given: names, or ifindexes (a number that is no
     // interface's name), resolved when the capture starts. Never empty for
-    // a capture; extcap gives exactly one.
+    // a capture but --container's without -i; extcap gives exactly one.
     std::vector<std::string> interfaces;
+    // --container NAME without -i: every packet on the host-side interfaces
+    // whose other end is in that container's network namespace (-i any's
+    // hooks), not a process selection; `interfaces` is then empty.
+    std::optional<std::string> container_interfaces;
     std::optional<std::string> output; // "-" is stdout; unset means text lines on stdout
     std::optional<std::string> read_file; // -r: read this capture file ("-": stdin) instead of capturing
     uint32_t snaplen = kMaxSnaplen;

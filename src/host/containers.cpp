@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.hpp"
@@ -298,9 +299,13 @@ std::optional<std::string> engine_problem(const std::string& engine, const Engin
                        : " was killed by signal " + std::to_string(WTERMSIG(answer.wait_status)));
 }
 
-std::string container_id_in_cgroup(std::string_view path)
+CgroupContainer container_in_cgroup(std::string_view path)
 {
-    std::string id;
+    // Each prefix with the engine that names its cgroups so.
+    static constexpr std::pair<std::string_view, std::string_view> kPrefixes[] = {
+        {"libpod-", "podman"}, {"docker-", "docker"}, {"crio-", "CRI-O"}, {"cri-containerd-", "containerd"},
+        {"", "docker"}};
+    CgroupContainer found;
     size_t start = 0;
     while (start < path.size()) {
         size_t end = path.find('/', start);
@@ -309,18 +314,23 @@ std::string container_id_in_cgroup(std::string_view path)
         std::string_view part = path.substr(start, end - start);
         if (part.size() > 6 && part.substr(part.size() - 6) == ".scope")
             part.remove_suffix(6);
-        for (std::string_view prefix : {"libpod-", "docker-", "crio-", "cri-containerd-", ""}) {
+        for (const auto& [prefix, engine] : kPrefixes) {
             if (part.rfind(prefix, 0) != 0)
                 continue;
             const std::string_view rest = part.substr(prefix.size());
             // A bare directory counts only under docker/ (cgroupfs driver).
             if (rest.size() == 64 && all_hex(rest) &&
                 (!prefix.empty() || (start >= 7 && path.substr(start - 7, 7) == "docker/")))
-                id = std::string(rest);
+                found = CgroupContainer{std::string(rest), std::string(engine)};
         }
         start = end + 1;
     }
-    return id;
+    return found;
+}
+
+std::string container_id_in_cgroup(std::string_view path)
+{
+    return container_in_cgroup(path).id;
 }
 
 Container find_container(const std::string& name_or_id)

@@ -54,8 +54,15 @@ std::optional<std::string> engine_problem(const std::string& engine, const Engin
 // asking (a timeout, podman's own error).
 Container find_container(const std::string& name_or_id);
 
-// The container ID (or names the engines use) in a cgroup path: libpod-ID,
-// docker-ID.scope, docker/ID, crio-ID, cri-containerd-ID; empty for none.
+// The container a cgroup path names (libpod-ID, docker-ID.scope, docker/ID,
+// crio-ID, cri-containerd-ID): its ID, and the engine that names cgroups so
+// ("podman", "docker", "CRI-O", "containerd"); both empty for none.
+struct CgroupContainer {
+    std::string id;
+    std::string engine;
+};
+CgroupContainer container_in_cgroup(std::string_view path);
+// Its ID alone.
 std::string container_id_in_cgroup(std::string_view path);
 
 // Cgroup v2 ids to the container they belong to: "web" for the --container

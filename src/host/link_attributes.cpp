@@ -57,9 +57,13 @@ std::optional<LinkAttributes> link_attributes(uint32_t ifindex)
         case IFLA_LINK:
             read_u32(offset, attr, attributes.link);
             break;
-        case IFLA_LINK_NETNSID:
+        case IFLA_LINK_NETNSID: {
             attributes.link_in_other_namespace = true;
+            uint32_t nsid = 0;
+            read_u32(offset, attr, nsid);
+            attributes.link_nsid = static_cast<int32_t>(nsid);
             break;
+        }
         case IFLA_NUM_RX_QUEUES:
             read_u32(offset, attr, attributes.rx_queues);
             break;

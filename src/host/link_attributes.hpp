@@ -11,6 +11,7 @@ namespace xdpcap {
 struct LinkAttributes {
     uint32_t link = 0;                 // IFLA_LINK: a veth's peer, a VLAN's lower device
     bool link_in_other_namespace = false; // IFLA_LINK_NETNSID: `link` means nothing here
+    int32_t link_nsid = -1;            // that namespace's id here (peer_namespaces.hpp), when it has one
     uint32_t rx_queues = 0;            // IFLA_NUM_RX_QUEUES: allocated, not all in use
     uint32_t tx_queues = 0;            // IFLA_NUM_TX_QUEUES
 };

@@ -130,6 +130,54 @@ std::vector<NamespaceAddress> addresses_of(int32_t nsid)
 
 } // namespace
 
+ProcessNamespaceIds::ProcessNamespaceIds() : fd_(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) {}
+
+std::optional<int32_t> ProcessNamespaceIds::of(pid_t pid)
+{
+    struct {
+        nlmsghdr header;
+        rtgenmsg message;
+        uint8_t pad[NLMSG_ALIGN(sizeof(rtgenmsg)) - sizeof(rtgenmsg)];
+        rtattr pid_attr;
+        uint32_t pid;
+    } request{};
+    static_assert(sizeof request == NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(rtgenmsg)) + RTA_LENGTH(sizeof(uint32_t)));
+    request.header.nlmsg_len = sizeof request;
+    request.header.nlmsg_type = RTM_GETNSID;
+    request.header.nlmsg_flags = NLM_F_REQUEST;
+    request.header.nlmsg_seq = ++sequence_;
+    request.message.rtgen_family = AF_UNSPEC;
+    request.pid_attr.rta_type = NETNSA_PID;
+    request.pid_attr.rta_len = RTA_LENGTH(sizeof(uint32_t));
+    request.pid = static_cast<uint32_t>(pid);
+    if (!fd_ || pid <= 0 || ::send(fd_.get(), &request, sizeof request, 0) != static_cast<ssize_t>(sizeof request))
+        return std::nullopt;
+    std::vector<uint8_t> reply(4096);
+    // One reply per request: the answer, or an error (the process is gone).
+    const ssize_t got = ::recv(fd_.get(), reply.data(), reply.size(), 0);
+    if (got < static_cast<ssize_t>(NLMSG_HDRLEN))
+        return std::nullopt;
+    nlmsghdr header;
+    std::memcpy(&header, reply.data(), sizeof header);
+    if (header.nlmsg_type != RTM_NEWNSID || header.nlmsg_len > static_cast<size_t>(got) ||
+        header.nlmsg_seq != sequence_)
+        return std::nullopt;
+    size_t offset = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(rtgenmsg));
+    while (offset + sizeof(rtattr) <= header.nlmsg_len) {
+        rtattr attr;
+        std::memcpy(&attr, reply.data() + offset, sizeof attr);
+        if (attr.rta_len < sizeof attr || offset + attr.rta_len > header.nlmsg_len)
+            break;
+        if (attr.rta_type == NETNSA_NSID && attr.rta_len >= RTA_LENGTH(sizeof(int32_t))) {
+            int32_t id;
+            std::memcpy(&id, reply.data() + offset + RTA_LENGTH(0), sizeof id);
+            return id >= 0 ? std::optional<int32_t>(id) : std::nullopt;
+        }
+        offset += RTA_ALIGN(attr.rta_len);
+    }
+    return std::nullopt;
+}
+
 std::vector<PeerNamespace> peer_namespaces()
 {
     std::vector<PeerNamespace> peers;

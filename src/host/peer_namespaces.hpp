@@ -3,9 +3,14 @@
 // and their addresses, asked of rtnetlink in this namespace.
 #pragma once
 
+#include <sys/types.h>
+
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include "base/unique_fd.hpp"
 
 namespace xdpcap {
 
@@ -22,5 +27,19 @@ struct PeerNamespace {
 // Every namespace with an id here, in the kernel's order; empty where the
 // kernel tells none (before 4.20 it cannot list another's addresses).
 std::vector<PeerNamespace> peer_namespaces();
+
+// The id here of the network namespace a process is in (RTM_GETNSID by
+// pid: no access to its /proc/PID/ns/net needed), one socket for many
+// questions. Nothing when the process is gone or its namespace has no id
+// here (this namespace's own included).
+class ProcessNamespaceIds {
+public:
+    ProcessNamespaceIds();
+    std::optional<int32_t> of(pid_t pid);
+
+private:
+    UniqueFd fd_;
+    uint32_t sequence_ = 0;
+};
 
 } // namespace xdpcap

@@ -220,6 +220,21 @@ void CaptureFile::section_header(std::span<const uint8_t> block)
     });
 }
 
+std::string described_container(std::string_view description)
+{
+    static constexpr std::string_view kIfindex = " (ifindex ", kContainer = ", container ";
+    const size_t open = description.find(kIfindex);
+    const size_t close = open == std::string_view::npos ? open : description.find(')', open);
+    if (close == std::string_view::npos)
+        return {};
+    const std::string_view inside = description.substr(open, close - open);
+    const size_t at = inside.find(kContainer);
+    if (at == std::string_view::npos)
+        return {};
+    const std::string_view rest = inside.substr(at + kContainer.size());
+    return std::string(rest.substr(0, rest.find(", ")));
+}
+
 void CaptureFile::interface_description(std::span<const uint8_t> body)
 {
     if (body.size() < 8)
@@ -230,6 +245,8 @@ void CaptureFile::interface_description(std::span<const uint8_t> body)
         const auto* text = reinterpret_cast<const char*>(value.data());
         if (code == kIfName)
             iface.name.assign(text, strnlen(text, value.size()));
+        else if (code == kIfDescription && iface.written_by_xdpcap)
+            iface.container = described_container(std::string_view(text, strnlen(text, value.size())));
         else if (code == kIfTsresol && !value.empty()) {
             const uint8_t resol = value[0];
             const unsigned exponent = resol & 0x7f;

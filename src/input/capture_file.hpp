@@ -34,6 +34,9 @@ public:
         // Described in a section xdpcap wrote (its shb_userappl): the name
         // is a CPU interface's, directions and verdicts are xdpcap's.
         bool written_by_xdpcap = false;
+        // xdpcap's description of a container's host-side veth: the
+        // container's name; empty otherwise.
+        std::string container = {};
     };
 
     struct Packet {
@@ -130,5 +133,10 @@ private:
     std::vector<Interface> interfaces_;
     size_t consumed_ = 0; // bytes of the last record, released by the next call
 };
+
+// The container an interface description xdpcap wrote names:
+// "web" of "veth1a2b (ifindex 7, container web, podman), CPU 3, ..."; empty
+// for none.
+std::string described_container(std::string_view description);
 
 } // namespace xdpcap

@@ -44,16 +44,25 @@ bool PacketOutput::another_device(const std::string& name) const
         device_name(name) != device_name(interface_names_.front());
 }
 
-std::string PacketOutput::line_prefix(const std::string& name) const
+std::string PacketOutput::line_prefix(uint32_t interface_id) const
 {
+    const std::string& name = interface_names_[interface_id];
+    const std::string_view container =
+        interface_id < containers_.size() ? std::string_view(containers_[interface_id]) : std::string_view();
+    const size_t device_end = device_name(name).size();
     std::string prefix;
     if (name.empty()) {
         // Another program's file: its records name no interface.
     } else if (text_.cpu_prefix) {
-        prefix = name + ' ';
+        prefix.assign(name, 0, device_end);
+        if (!container.empty())
+            prefix.append(1, '(').append(container).append(1, ')');
+        prefix.append(name, device_end, std::string::npos).append(1, ' ');
     } else if (several_devices_) {
         // tcpdump -i any's column: the name in five, then a space.
-        prefix = std::string(device_name(name));
+        prefix.assign(name, 0, device_end);
+        if (!container.empty())
+            prefix.append(1, '(').append(container).append(1, ')');
         prefix.resize(std::max<size_t>(prefix.size(), 5), ' ');
         prefix += ' ';
     }
@@ -65,8 +74,18 @@ void PacketOutput::update_line_prefixes()
     several_devices_ = std::any_of(interface_names_.begin(), interface_names_.end(),
                                    [&](const std::string& name) { return another_device(name); });
     line_prefixes_.clear();
-    for (const std::string& name : interface_names_)
-        line_prefixes_.push_back(line_prefix(name));
+    for (uint32_t id = 0; id < interface_names_.size(); ++id)
+        line_prefixes_.push_back(line_prefix(id));
+}
+
+void PacketOutput::name_container(uint32_t interface_id, const std::string& container)
+{
+    if (interface_id >= interface_names_.size())
+        return;
+    if (containers_.size() <= interface_id)
+        containers_.resize(interface_id + 1);
+    containers_[interface_id] = container;
+    line_prefixes_[interface_id] = line_prefix(interface_id);
 }
 
 void PacketOutput::rename_device(uint32_t interface_id, const std::string& device)
@@ -79,21 +98,23 @@ void PacketOutput::rename_device(uint32_t interface_id, const std::string& devic
     if (!several_devices_ && another_device(name))
         update_line_prefixes();
     else
-        line_prefixes_[interface_id] = line_prefix(name);
+        line_prefixes_[interface_id] = line_prefix(interface_id);
     if (interface_id < file_ids_.size() && file_ids_[interface_id] == kNotWritten)
         idbs_[interface_id].name = name;
 }
 
-void PacketOutput::add_interface(std::string name, text::LinkType link_type)
+void PacketOutput::add_interface(std::string name, text::LinkType link_type, const std::string& container)
 {
     interface_names_.push_back(std::move(name));
     // Only the first interface of another device changes the others' prefixes.
     if (!several_devices_ && another_device(interface_names_.back()))
         update_line_prefixes();
     else
-        line_prefixes_.push_back(line_prefix(interface_names_.back()));
+        line_prefixes_.push_back(line_prefix(static_cast<uint32_t>(interface_names_.size() - 1)));
     link_types_.resize(interface_names_.size(), text::LinkType::Ethernet);
     link_types_.back() = link_type;
+    if (!container.empty())
+        name_container(static_cast<uint32_t>(interface_names_.size() - 1), container);
     if (link_type == text::LinkType::LinuxSll2 && !host_interface_names_) {
         host_interface_names_ = std::make_unique<text::HostInterfaceNames>();
         text_.decode.interface_names = host_interface_names_.get();

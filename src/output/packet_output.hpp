@@ -74,6 +74,10 @@ public:
     // written (on first use), carry the new name ("eth0@cpu3" becomes
     // "lan0@cpu3").
     void rename_device(uint32_t interface_id, const std::string& device);
+    // A live interface that leads into a container (a host-side veth): its
+    // lines' column names both, "veth1a2b(web)" ("veth1a2b(web)@cpu3" with
+    // --print-cpu); a rename keeps the container. Its IDB is the caller's.
+    void name_container(uint32_t interface_id, const std::string& container);
     // --tls-keys (pcapng only): every connection whose handshake goes
     // into a file gets its secrets from `secrets` in a Decryption Secrets
     // Block before its ServerHello (see output/tls_placement.hpp).
@@ -92,8 +96,10 @@ public:
     }
     const TlsPlacementStats* tls_stats() const noexcept { return tls_ ? &tls_->stats : nullptr; }
     // -r: the next interface of the file, as its description blocks come,
-    // and the link-level header of its packets.
-    void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
+    // the link-level header of its packets, and the container it leads
+    // into (name_container()), if any.
+    void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet,
+                       const std::string& container = {});
 
     // pcapng: SHB and every IDB, flushed before any packet. With
     // `on_first_use` only the SHB and the first IDB: each other interface's
@@ -259,8 +265,10 @@ private:
     // gets tcpdump -i any's column. Changes once at most, so a file of n
     // interfaces builds its prefixes in linear time.
     bool several_devices_ = false;
+    // Per interface id, the container named in its column; empty for none.
+    std::vector<std::string> containers_;
     void update_line_prefixes();
-    std::string line_prefix(const std::string& interface_name) const;
+    std::string line_prefix(uint32_t interface_id) const;
     bool another_device(const std::string& interface_name) const;
     // Per interface id; Ethernet for ids past its end (live captures).
     std::vector<text::LinkType> link_types_;

@@ -19,6 +19,9 @@ open, and /proc/PID/cgroup holds the container's ID.
     socket in the capture's namespace): --container A keeps both directions
     of A's conversation with B and nothing else, each packet naming its
     sender in option 8 and both containers' nc, sender first, in its comment;
+    meanwhile -i any's text column names each host-side veth after its
+    container ("xva0(xdpcapt-a) In"), and --container A without -i captures
+    A's veth alone, tshark's interface description naming A;
   * run from the other namespace, --container NAME --container-netns finds
     cap0 inside the container's network namespace, where without it there is
     no such interface;
@@ -214,7 +217,14 @@ def two_containers(lab, pod, tmp, binary):
                     pod.image, "sh", "-c", commands[side])
         path = os.path.join(tmp, "pair.pcapng")
         x = N.Xdpcap(lab, binary, ["-i", "xva0", "--container", "xdpcapt-a", "-w", path])
+        # Beside it: -i any's text lines, and --container A without -i.
+        any_path = os.path.join(tmp, "any.pcapng")
+        any_x = N.Xdpcap(lab, binary, ["-i", "any", "-n", "-w", any_path, "--print", f"tcp port {PAIR_PORT}"])
+        host_side = os.path.join(tmp, "host-side.pcapng")
+        side_x = N.Xdpcap(lab, binary, ["--container", "xdpcapt-a", "-w", host_side])
         x.wait_listening()
+        any_x.wait_listening()
+        side_listening = side_x.wait_listening()
         open(os.path.join(shared, "go"), "w").close()
         a_pid, _ = container_process(pod, "xdpcapt-a", "nc")
         b_pid, b_id = container_process(pod, "xdpcapt-b", "nc")
@@ -222,6 +232,9 @@ def two_containers(lab, pod, tmp, binary):
             pod.run("wait", f"xdpcapt-{side}", timeout=30)
         time.sleep(N.scaled(0.3))
         N.check(x.stop() == 0, "two containers: xdpcap stopped cleanly", x.stderr)
+        N.check(any_x.stop() == 0 and side_x.stop() == 0, "-i any and --container A without -i stopped cleanly",
+                (any_x.stderr, side_x.stderr))
+        host_side_veths(binary, any_x, any_path, side_x, side_listening, host_side)
         frames = P.frames_of(N.pcapng_records(path))
         mine = [f for f in frames if f[3] == 6 and PAIR_PORT in (f[1], f[2])]
         N.check(len(mine) >= 6 and len(mine) == len(frames) and mine[0][5] == 0x02,
@@ -248,6 +261,40 @@ def two_containers(lab, pod, tmp, binary):
         for ns in made:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         subprocess.run(["ip", "-n", cap, "link", "del", "xbr0"], capture_output=True)
+
+
+def host_side_veths(binary, any_x, any_path, side_x, side_listening, path):
+    """-i any names each container's host-side veth after it in the text
+    column, and so does -r of its file; --container A without -i takes A's
+    veth alone, every packet of the conversation, its interface description
+    naming A."""
+    lines = [l for l in any_x.out.decode("utf-8", "replace").splitlines() if f".{PAIR_PORT}" in l]
+    column = {}
+    for line in lines:
+        words = line.split()
+        column.setdefault((words[1], words[2]), 0)
+        column[(words[1], words[2])] += 1
+    replayed = N.run([binary, "-r", any_path, "-n"]).stdout.splitlines()
+    N.check([l.split()[1:3] for l in replayed] == [l.split()[1:3] for l in lines],
+            "-r of -i any's file: the same column, containers named", (replayed[:2], lines[:2]))
+    N.check({dev for dev, _ in column} == {"xva0(xdpcapt-a)", "xvb0(xdpcapt-b)"} and
+            all(direction in ("In", "Out") for _, direction in column),
+            "-i any: each container's host-side veth is named after it in the column", (column, lines[:4]))
+    N.check(column.get(("xva0(xdpcapt-a)", "In"), 0) >= 3 and column.get(("xva0(xdpcapt-a)", "Out"), 0) >= 3,
+            "-i any: A's veth carries both directions", column)
+    N.check(side_listening.startswith("listening on xva0,") and
+            not [l for l in side_x.err_lines if l.startswith("listening on ") and "xva0" not in l],
+            "--container A without -i: listens on A's host-side veth alone", side_x.err_lines)
+    cp = N.run(["tshark", "-n", "-r", path, "-T", "fields", "-E", "separator=\t", "-e", "frame.interface_name",
+                "-e", "frame.interface_description", "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "tcp.flags.syn"])
+    rows = [line.split("\t") for line in cp.stdout.splitlines()]
+    pair = [r for r in rows if len(r) == 5 and str(PAIR_PORT) in (r[2], r[3])]
+    N.check(len(pair) >= 6 and any(r[4] in ("1", "True") for r in pair),
+            "--container A without -i: A's conversation with B from its SYN", (len(pair), rows[:4]))
+    N.check(all(r[0].startswith("xva0@cpu") and r[1].startswith("xva0 (ifindex ") and
+                ", container xdpcapt-a, podman), CPU " in r[1] for r in rows),
+            "--container A without -i: every frame on A's veth (if_name the device's), its description naming A",
+            {(r[0], r[1]) for r in rows})
 
 
 FAKE_ENGINES = {

@@ -471,6 +471,25 @@ TEST(Cli, ProcessSelectionBadInput)
               "--follow-forks applies to a live capture, not to -r");
 }
 
+// --container without -i takes the container's host-side interfaces and
+// selects no process; with -i it stays a process selection.
+TEST(Cli, ContainerWithoutInterface)
+{
+    const Config alone = parse_config({"--container", "web", "-w", "x.pcapng"});
+    EXPECT_EQ(alone.container_interfaces, "web");
+    EXPECT_TRUE(alone.interfaces.empty());
+    EXPECT_FALSE(alone.process.container);
+    EXPECT_FALSE(alone.process.wanted());
+    EXPECT_TRUE(parse_config({"--container", "web", "-k"}).process.attribute);
+    const Config with_i = parse_config({"-i", "eth0", "--container", "web"});
+    EXPECT_FALSE(with_i.container_interfaces);
+    EXPECT_EQ(with_i.process.container, "web");
+    EXPECT_TRUE(with_i.process.attribute);
+    EXPECT_EQ(error_of({"--container", "web", "--container-netns"}),
+              "--container-netns looks for -i inside the --container's network namespace: give -i");
+    EXPECT_FALSE(parse_config({"-r", "f.pcapng", "--container", "web"}).container_interfaces);
+}
+
 TEST(Cli, TlsKeylog)
 {
     EXPECT_FALSE(parse_config({"-i", "eth0", "-k"}).tls_keylog);

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "host/containers.hpp"
+#include "host/interface_containers.hpp"
 #include "host/process_gone.hpp"
 #include "base/error.hpp"
 
@@ -37,6 +38,53 @@ TEST(Containers, NoIdWhereThereIsNone)
     EXPECT_EQ(container_id_in_cgroup("/system.slice/" + kId), ""); // a bare ID outside docker/
     EXPECT_EQ(container_id_in_cgroup("/libpod_parent/libpod-" + kId.substr(1)), ""); // 63 characters
     EXPECT_EQ(container_id_in_cgroup("/libpod_parent/conmon"), "");
+}
+
+TEST(Containers, EngineOfTheCgroupPath)
+{
+    const auto engine = [](const std::string& path) {
+        const CgroupContainer c = container_in_cgroup(path);
+        EXPECT_EQ(c.id, kId) << path;
+        return c.engine;
+    };
+    EXPECT_EQ(engine("/libpod_parent/libpod-" + kId), "podman");
+    EXPECT_EQ(engine("/system.slice/docker-" + kId + ".scope"), "docker");
+    EXPECT_EQ(engine("/docker/" + kId), "docker");
+    EXPECT_EQ(engine("/kubepods.slice/x/cri-containerd-" + kId + ".scope"), "containerd");
+    EXPECT_EQ(engine("/kubepods/burstable/pod1/crio-" + kId), "CRI-O");
+    EXPECT_EQ(container_in_cgroup("/libpod_parent/conmon").engine, "");
+}
+
+// podman's conmon, as /proc/PID/cmdline holds its arguments.
+TEST(Containers, ConmonNamesItsContainer)
+{
+    using namespace std::string_literals;
+    const std::string podman = "/usr/bin/conmon\0--api-version\0001\0-c\0"s + kId + "\0-u\0"s + kId +
+        "\0-r\0/usr/sbin/runc\0-n\0web-1\0--exit-dir\0/run/exits\0"s;
+    const auto named = conmon_container(podman);
+    ASSERT_TRUE(named);
+    EXPECT_EQ(named->first, kId);
+    EXPECT_EQ(named->second, "web-1");
+    const auto long_options = conmon_container("conmon\0--cid="s + kId + "\0--name=k8s_nginx_pod\0"s);
+    ASSERT_TRUE(long_options);
+    EXPECT_EQ(long_options->second, "k8s_nginx_pod");
+    EXPECT_FALSE(conmon_container("conmon\0-c\0"s + kId + "\0"s)); // no name
+    EXPECT_FALSE(conmon_container("conmon\0-n\0web\0"s));          // no ID
+    EXPECT_FALSE(conmon_container("conmon\0-c\0"s + kId + "\0-n\0a\033[2Jb\0"s)); // nothing for a terminal
+}
+
+TEST(Containers, DockerConfigName)
+{
+    EXPECT_EQ(docker_config_name(R"({"State":{},"Config":{"Labels":{"Name":"x"}},"Name":"/web","Driver":"overlay2"})"),
+              "web");
+    EXPECT_EQ(docker_config_name(R"({"Name":""})"), "");
+    EXPECT_EQ(docker_config_name(R"({"Name":"/we b"})"), "");
+    EXPECT_EQ(docker_config_name(R"({"Name":"/web)"), "");
+}
+
+TEST(Containers, DescriptionNamesContainerAndEngine)
+{
+    EXPECT_EQ(container_description(InterfaceContainer{"web", kId, "podman"}), "container web, podman");
 }
 
 TEST(Containers, BadNamesAreRefusedBeforeAnyEngineRuns)

@@ -282,6 +282,17 @@ TEST(CaptureFile, SectionsWrittenByXdpcapAreKnown)
     EXPECT_FALSE(file.interfaces()[2].written_by_xdpcap);
 }
 
+// xdpcap's description of a container's host-side veth names the container,
+// which -r shows in the interface column.
+TEST(CaptureFile, ContainerOfTheDescription)
+{
+    EXPECT_EQ(described_container("veth1a2b (ifindex 7, container web, podman), CPU 3, tcx ingress, driver veth"),
+              "web");
+    EXPECT_EQ(described_container("eth0 (ifindex 2), CPU 0, XDP native mode, driver ice"), "");
+    EXPECT_EQ(described_container("eth0 (ifindex 2), CPU 0, the container, done"), "");
+    EXPECT_EQ(described_container("container web"), "");
+}
+
 namespace {
 
 // The packets' markers read before the input failed, and what it said.

@@ -247,6 +247,60 @@ TEST(PacketText, InterfacesAddedOneByOne)
     EXPECT_NE(several.back().find(" veth1 In  "), std::string::npos) << several.back();
 }
 
+// A container's host-side veth: its column names the container beside the
+// device, through a rename too, and --print-cpu's prefix does alike.
+TEST(PacketText, ContainerInTheColumn)
+{
+    const auto lines = [](bool cpu_prefix, bool rename) {
+        MemFile file;
+        {
+            text::TextOptions options;
+            options.cpu_prefix = cpu_prefix;
+            PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false,
+                                {"eth0@cpu0", "veth1a2b@cpu0"}, options);
+            output.name_container(1, "web");
+            const Bytes frame = frame64();
+            Sample s{};
+            s.cap_len = s.orig_len = static_cast<uint32_t>(frame.size());
+            s.data = frame.data();
+            s.direction = XDPCAP_DIR_INGRESS;
+            output.write(0, s, kRealtime);
+            if (rename)
+                output.rename_device(1, "lan9");
+            s.direction = XDPCAP_DIR_EGRESS;
+            output.write(1, s, kRealtime);
+            output.flush();
+        }
+        const Bytes text = file.contents();
+        return std::string(text.begin(), text.end());
+    };
+    const std::string column = lines(false, false);
+    EXPECT_NE(column.find(" eth0  In  "), std::string::npos) << column;
+    EXPECT_NE(column.find(" veth1a2b(web) Out "), std::string::npos) << column;
+    const std::string renamed = lines(false, true);
+    EXPECT_NE(renamed.find(" lan9(web) Out "), std::string::npos) << renamed;
+    // -r: a file's interface, as its description named the container.
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {});
+        output.add_interface("eth0@cpu0");
+        output.add_interface("veth1a2b@cpu0", text::LinkType::Ethernet, "web");
+        const Bytes frame = frame64();
+        Sample s{};
+        s.cap_len = s.orig_len = static_cast<uint32_t>(frame.size());
+        s.data = frame.data();
+        s.direction = XDPCAP_DIR_INGRESS;
+        output.write(1, s, kRealtime);
+        output.flush();
+    }
+    const Bytes read = file.contents();
+    const std::string replayed(read.begin(), read.end());
+    EXPECT_NE(replayed.find(" veth1a2b(web) In  "), std::string::npos) << replayed;
+    const std::string cpu = lines(true, false);
+    EXPECT_NE(cpu.find(" eth0@cpu0 In "), std::string::npos) << cpu;
+    EXPECT_NE(cpu.find(" veth1a2b(web)@cpu0 Out "), std::string::npos) << cpu;
+}
+
 namespace {
 
 // A pcapng file's blocks in order: the type and, for IDBs, the name (its
