@@ -100,6 +100,23 @@ void PacketOutput::add_interface(std::string name, text::LinkType link_type)
     }
 }
 
+void PacketOutput::add_live_interface(std::string name, pcapng::InterfaceDescription idb, InterfaceTraits traits)
+{
+    const auto id = static_cast<uint32_t>(interface_names_.size());
+    add_interface(std::move(name));
+    if (interface_traits_.size() < id)
+        interface_traits_.resize(id);
+    interface_traits_.push_back(traits);
+    if (file_ids_.empty())
+        return; // text lines only
+    if (idbs_.size() < id) {
+        idbs_.resize(id);
+        file_ids_.resize(id, kNotWritten);
+    }
+    idbs_.push_back(std::move(idb));
+    file_ids_.push_back(kNotWritten);
+}
+
 void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs,
                          bool on_first_use)
 {

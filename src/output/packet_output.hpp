@@ -94,6 +94,9 @@ public:
     // -r: the next interface of the file, as its description blocks come,
     // and the link-level header of its packets.
     void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
+    // A live interface that joins the capture (on first use only): the next
+    // interface id, its IDB written before its first packet.
+    void add_live_interface(std::string name, pcapng::InterfaceDescription idb, InterfaceTraits traits);
 
     // pcapng: SHB and every IDB, flushed before any packet. With
     // `on_first_use` only the SHB and the first IDB: each other interface's
