@@ -19,21 +19,24 @@ namespace xdpcap::live {
 // Per interface, ring and, in trace mode, hook point: the interface names
 // the text lines use, and the pcapng IDBs (same link type and snaplen
 // throughout), in the loop's ring order.
-std::vector<std::string> interface_names(const std::vector<Session>& sessions, const InterfaceMap& map);
+std::vector<std::string> interface_names(const Sessions& sessions, const InterfaceMap& map);
+// One session's, as it joins the capture.
+std::vector<std::string> interface_names(const Session& session, const InterfaceMap& map);
 
 // Per pcapng interface, in interface_names()' order: what its packets'
 // options depend on.
-std::vector<PacketOutput::InterfaceTraits> interface_traits(const std::vector<Session>& sessions,
-                                                            const InterfaceMap& map);
+std::vector<PacketOutput::InterfaceTraits> interface_traits(const Sessions& sessions, const InterfaceMap& map);
+std::vector<PacketOutput::InterfaceTraits> interface_traits(const Session& session, const InterfaceMap& map);
 
 // Why received frames on the session's interface lack the VLAN tags the
 // NIC's rx-vlan-offload took out; nothing when they have them, or when that
 // offload is off (the tags are then in the frames).
 std::optional<std::string> rx_vlan_missing(const Session& session);
 
-std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<Session>& sessions,
-                                                              const Config& config, const std::string& filter,
-                                                              const InterfaceMap& map);
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const Sessions& sessions, const Config& config,
+                                                              const std::string& filter, const InterfaceMap& map);
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const Session& session, const Config& config,
+                                                              const std::string& filter, const InterfaceMap& map);
 
 // One ISB per ring (interface and CPU), on the ring's first pcapng
 // interface: the counters are per ring. In trace mode (one interface) and

@@ -183,40 +183,50 @@ std::string batch_frames(CaptureProgram& program, const Config& config, size_t r
     return program.enable_batching(ring_bytes);
 }
 
-// -i any: never XDP, which can make a driver reset its queues; tc ingress
-// and egress take every interface's frames as the stack hands them over.
-// An interface without Ethernet frames is left out in one line: its
-// packets would need a link type of their own.
-std::vector<ChosenInterface> any_interfaces(const Config& config)
+// How -i names the selection in a refusal: "-i any", "-i 'veth*'".
+std::string selection_text(const Config& config)
 {
-    if (config.interfaces.size() > 1)
+    if (captures_any(config))
+        return "-i any";
+    std::string text;
+    for (const std::string& argument : config.interfaces)
+        text.append(text.empty() ? "-i '" : " -i '").append(argument).append("'");
+    return text;
+}
+
+// -i any and -i PATTERN: never XDP, which can make a driver reset its
+// queues; tc ingress and egress take every interface's frames as the stack
+// hands them over. An interface without Ethernet frames is left out in one
+// line: its packets would need a link type of their own.
+std::vector<ChosenInterface> selected_interfaces(const Config& config)
+{
+    const bool any = captures_any(config);
+    const std::string what = selection_text(config);
+    const std::string takes = any ? what + " takes every interface's frames" : what + " takes its interfaces' frames";
+    if (any && config.interfaces.size() > 1)
         throw Error("-i any captures every interface: give it alone, without other -i");
     if (config.xdp_mode != XdpMode::Auto)
-        throw Error("-i any takes every interface's frames at tc ingress, never with XDP: --xdp-mode does not "
-                    "apply");
+        throw Error(std::string(takes).append(" at tc ingress, never with XDP: --xdp-mode does not apply"));
     if (config.at_given || config.trace_program)
-        throw Error("-i any takes every interface's frames at tc ingress, never with XDP: --at and --program "
-                    "(trace mode) do not apply");
+        throw Error(std::string(takes).append(
+            " at tc ingress, never with XDP: --at and --program (trace mode) do not apply"));
+    const InterfaceSelection selection = interface_selection(config);
     std::vector<ChosenInterface> sessions;
     for (InterfaceInfo& iface : namespace_interfaces()) {
+        if (!selection.names(iface.name))
+            continue;
         if (!iface.ethernet) {
             if (config.warnings && !config.quiet)
-                std::fprintf(stderr, "xdpcap: -i any: %s left out: its packets carry no Ethernet header\n",
-                             iface.name.c_str());
+                std::fprintf(stderr, "xdpcap: %s: %s left out: its packets carry no Ethernet header\n",
+                             what.c_str(), iface.name.c_str());
             continue;
         }
-        // lo's packets are taken once, as received: nothing to take with -Q out.
-        if (iface.loopback && config.direction == Direction::Out)
-            continue;
-        ChosenInterface session{};
-        session.iface = std::move(iface);
-        session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
-        session.receive = ReceiveAt::Tc;
-        session.direction = capture_direction(session.iface, config);
-        sessions.push_back(std::move(session));
+        if (selection.wanted(iface))
+            sessions.push_back(chosen_at_tc(std::move(iface), config));
     }
     if (sessions.empty())
-        throw Error("-i any: this network namespace has no interface to capture");
+        throw Error(any ? std::string("-i any: this network namespace has no interface to capture")
+                        : std::string(what).append(": no interface of this network namespace matches"));
     return sessions;
 }
 
@@ -227,10 +237,34 @@ bool captures_any(const Config& config)
     return std::any_of(config.interfaces.begin(), config.interfaces.end(), names_any_device);
 }
 
+bool selects_interfaces(const Config& config)
+{
+    return captures_any(config) ||
+        std::any_of(config.interfaces.begin(), config.interfaces.end(), is_interface_pattern);
+}
+
+InterfaceSelection interface_selection(const Config& config)
+{
+    InterfaceSelection selection = captures_any(config) ? InterfaceSelection() : InterfaceSelection(config.interfaces);
+    // lo's packets are taken once, as received: nothing to take with -Q out.
+    selection.without_loopback(config.direction == Direction::Out);
+    return selection;
+}
+
+ChosenInterface chosen_at_tc(InterfaceInfo iface, const Config& config)
+{
+    ChosenInterface session{};
+    session.iface = std::move(iface);
+    session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
+    session.receive = ReceiveAt::Tc;
+    session.direction = capture_direction(session.iface, config);
+    return session;
+}
+
 std::vector<ChosenInterface> lookup_interfaces(const Config& config)
 {
-    if (captures_any(config))
-        return any_interfaces(config);
+    if (selects_interfaces(config))
+        return selected_interfaces(config);
     std::vector<ChosenInterface> sessions;
     for (const std::string& argument : config.interfaces) {
         ChosenInterface session{};

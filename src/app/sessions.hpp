@@ -6,12 +6,14 @@
 #include <linux/bpf.h>
 
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/config.hpp"
 #include "filter/compile.hpp"
+#include "host/interface_selection.hpp"
 #include "host/interfaces.hpp"
 #include "programs/capture.hpp"
 #include "programs/owners.hpp"
@@ -42,11 +44,18 @@ struct ChosenInterface {
 };
 
 // Each -i resolved; two arguments naming one interface are refused. -i any
-// (the only -i then): every interface of the namespace with Ethernet frames,
-// each at tc ingress and egress.
+// (the only -i then), or -i PATTERN: every interface of the namespace (that
+// a pattern matches) with Ethernet frames, each at tc ingress and egress.
 std::vector<ChosenInterface> lookup_interfaces(const Config& config);
 // Whether the capture is -i any's.
 bool captures_any(const Config& config);
+// Whether the capture is -i any's or some -i is a pattern (then every -i is
+// taken as one): interfaces are chosen by interface_selection(), and those
+// created during the capture join it.
+bool selects_interfaces(const Config& config);
+InterfaceSelection interface_selection(const Config& config);
+// An interface interface_selection() wants, at tc ingress and egress.
+ChosenInterface chosen_at_tc(InterfaceInfo iface, const Config& config);
 // Each interface's filter, with its own netmask ("ip broadcast").
 void compile_filters(std::vector<ChosenInterface>& interfaces, const std::string& filter);
 // Own hooks or trace mode, per interface; refuses what trace mode cannot do.
@@ -67,6 +76,9 @@ struct Session {
     // hooks stage several per record.
     std::string single_frames;
 };
+
+// Joined interfaces are added at the end: every session stays in place.
+using Sessions = std::deque<Session>;
 
 // `interfaces`: how many share the default rings' memory budget.
 Session load_session(const ChosenInterface& chosen, const Config& config, bool filtering,
