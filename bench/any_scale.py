@@ -96,7 +96,7 @@ while time.monotonic() < end:
 """
 
 
-def join(p, lines, out, tmp):
+def join(lines, tmp):
     """Seconds from j0's creation to its 'joined' line, and to its first frame's timestamp."""
     sender = subprocess.Popen(["ip", "netns", "exec", NS_GEN, sys.executable, "-c", SEND_JOIN, "3"])
     time.sleep(0.2)
@@ -115,8 +115,9 @@ def join(p, lines, out, tmp):
 
 
 def first_frame(out, created_wall):
-    fields = run("tshark", "-r", out, "-Y", 'frame.interface_name contains "j0@"', "-T", "fields",
-                 "-e", "frame.time_epoch", check=False).stdout.split()
+    fields = subprocess.run(["tshark", "-r", out, "-Y", 'frame.interface_name contains "j0@"', "-T", "fields",
+                             "-e", "frame.time_epoch"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True).stdout.split()
     return min(float(t) for t in fields) - created_wall if fields else None
 
 
@@ -137,7 +138,7 @@ def one(xdpcap, args, pairs, tmp, joins):
     run("ip", "netns", "exec", NS_GEN, sys.executable, "-c", SEND_ALL, str(pairs))
     time.sleep(0.5)
     rss_after = rss_kib(p.pid)
-    created_wall, attached = join(p, lines, out, tmp) if joins else (None, None)
+    created_wall, attached = join(lines, tmp) if joins else (None, None)
     stop = time.monotonic()
     p.send_signal(signal.SIGINT)
     p.wait()
