@@ -355,10 +355,10 @@ std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& 
     if (!selection_.wanted(*iface))
         return std::nullopt;
     const ScopedCapabilities raised(kJoinCapabilities);
-    std::vector<ChosenInterface> one;
-    one.push_back(chosen_at_tc(*iface, config_));
     const size_t joined_before = loaded_.joined.size();
     try {
+        std::vector<ChosenInterface> one;
+        one.push_back(chosen_at_tc(*iface, config_));
         if (filter_.filtering)
             compile_filters(one, filter_.expression);
         choose_trace(one, config_);

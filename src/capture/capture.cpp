@@ -249,9 +249,13 @@ void CaptureLoop::join_unwatched()
     if (!options_.join)
         return;
     std::vector<NamedLink> unwatched;
-    for (const InterfaceInfo& iface : namespace_interfaces()) {
-        if (std::find(ifindexes_.begin(), ifindexes_.end(), iface.ifindex) == ifindexes_.end())
-            unwatched.push_back(NamedLink{iface.ifindex, iface.name});
+    try {
+        for (const InterfaceInfo& iface : namespace_interfaces()) {
+            if (std::find(ifindexes_.begin(), ifindexes_.end(), iface.ifindex) == ifindexes_.end())
+                unwatched.push_back(NamedLink{iface.ifindex, iface.name});
+        }
+    } catch (const Error&) {
+        return; // no list now: the next notices still come
     }
     join(unwatched);
 }
