@@ -264,6 +264,8 @@ PacketOutput packet_output(const Config& config, Sink sink, StopSignals& signals
 PacketOutput& described(PacketOutput& output, const Config& config, Chosen& chosen, Loaded& loaded)
 {
     output.set_interface_traits(interface_traits(loaded.sessions, loaded.interfaces));
+    if (chosen.selects)
+        output.name_devices();
     output.set_drop_labels(chosen.drop_labels ? &*chosen.drop_labels : nullptr);
     output.write_hash_types(config.rss_type_comments);
     if (loaded.keys)

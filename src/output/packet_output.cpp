@@ -62,8 +62,9 @@ std::string PacketOutput::line_prefix(const std::string& name) const
 
 void PacketOutput::update_line_prefixes()
 {
-    several_devices_ = std::any_of(interface_names_.begin(), interface_names_.end(),
-                                   [&](const std::string& name) { return another_device(name); });
+    several_devices_ = always_name_devices_ ||
+        std::any_of(interface_names_.begin(), interface_names_.end(),
+                    [&](const std::string& name) { return another_device(name); });
     line_prefixes_.clear();
     for (const std::string& name : interface_names_)
         line_prefixes_.push_back(line_prefix(name));

@@ -94,6 +94,13 @@ public:
     // -r: the next interface of the file, as its description blocks come,
     // and the link-level header of its packets.
     void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet);
+    // -i any and -i PATTERN: text lines name the device, as tcpdump -i any's,
+    // also while only one interface takes part.
+    void name_devices()
+    {
+        always_name_devices_ = true;
+        update_line_prefixes();
+    }
     // A live interface that joins the capture (on first use only): the next
     // interface id, its IDB written before its first packet.
     void add_live_interface(std::string name, pcapng::InterfaceDescription idb, InterfaceTraits traits);
@@ -259,6 +266,7 @@ private:
     // gets tcpdump -i any's column. Changes once at most, so a file of n
     // interfaces builds its prefixes in linear time.
     bool several_devices_ = false;
+    bool always_name_devices_ = false;
     void update_line_prefixes();
     std::string line_prefix(const std::string& interface_name) const;
     bool another_device(const std::string& interface_name) const;
