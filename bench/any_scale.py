@@ -13,6 +13,11 @@ namespace) and lo, then, per round, runs `xdpcap -i any -w FILE` and measures:
   fds        descriptors xdpcap holds
   detach     from SIGINT to the exit: every interface detached, the rings
              drained, the statistics written
+  join       (-i any only) a veth pair j0 <-> q0 created during the capture:
+             from `ip link add` to xdpcap's "j0 joined the capture" line
+             (its programs loaded and attached, its rings mapped), and to
+             the timestamp of the first frame captured on j0 (a frame is
+             sent out of q0 every 2 ms from its creation on)
 
 and the same with one interface (-i v0) for comparison. Prints one table;
 the median of the rounds.
@@ -25,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 NS_CAP, NS_GEN = f"as-cap-{os.getpid()}", f"as-gen-{os.getpid()}"
@@ -73,7 +79,49 @@ def rss_kib(pid):
     return 0
 
 
-def one(xdpcap, args, pairs, tmp):
+# Out of q0 every 2 ms for argv[1] seconds, from as soon as it exists.
+SEND_JOIN = r"""
+import socket, sys, time
+end = time.monotonic() + float(sys.argv[1])
+s = None
+while time.monotonic() < end:
+    try:
+        if s is None:
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            s.bind(("q0", 0))
+        s.send(b"\xff" * 6 + bytes([2, 0, 0, 0, 0xff, 0xfe]) + b"\x88\xb5" + bytes(46))
+    except OSError:
+        s = None
+    time.sleep(0.002)
+"""
+
+
+def join(lines, tmp):
+    """Seconds from j0's creation to its 'joined' line, and to its first frame's timestamp."""
+    sender = subprocess.Popen(["ip", "netns", "exec", NS_GEN, sys.executable, "-c", SEND_JOIN, "3"])
+    time.sleep(0.2)
+    batch = os.path.join(tmp, "join")
+    with open(batch, "w") as f:
+        f.write(f"link add j0 type veth peer name q0 netns {NS_GEN}\nlink set j0 up\n")
+    created_wall, created = time.time(), time.monotonic()
+    run("ip", "-n", NS_CAP, "-batch", batch)
+    run("ip", "-n", NS_GEN, "link", "set", "q0", "up")
+    attached = None
+    while time.monotonic() - created < 10 and attached is None:
+        attached = next((t - created for t, l in list(lines) if l.startswith("xdpcap: j0 joined")), None)
+        time.sleep(0.005)
+    sender.wait()
+    return created_wall, attached
+
+
+def first_frame(out, created_wall):
+    fields = subprocess.run(["tshark", "-r", out, "-Y", 'frame.interface_name contains "j0@"', "-T", "fields",
+                             "-e", "frame.time_epoch"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True).stdout.split()
+    return min(float(t) for t in fields) - created_wall if fields else None
+
+
+def one(xdpcap, args, pairs, tmp, joins):
     out = os.path.join(tmp, "out.pcapng")
     start = time.monotonic()
     p = subprocess.Popen(["ip", "netns", "exec", NS_CAP, xdpcap, *args, "-w", out], stderr=subprocess.PIPE,
@@ -82,17 +130,34 @@ def one(xdpcap, args, pairs, tmp):
         if line.startswith("listening on"):
             break
     attach = time.monotonic() - start
+    lines = []
+    reader = threading.Thread(target=lambda: [lines.append((time.monotonic(), l)) for l in p.stderr], daemon=True)
+    reader.start()
     rss = rss_kib(p.pid)
     fds = len(os.listdir(f"/proc/{p.pid}/fd"))
     run("ip", "netns", "exec", NS_GEN, sys.executable, "-c", SEND_ALL, str(pairs))
     time.sleep(0.5)
     rss_after = rss_kib(p.pid)
+    created_wall, attached = join(lines, tmp) if joins else (None, None)
     stop = time.monotonic()
     p.send_signal(signal.SIGINT)
-    p.stderr.read()
     p.wait()
+    reader.join()
     detach = time.monotonic() - stop
-    return {"attach": attach, "rss": rss, "rss_after": rss_after, "fds": fds, "detach": detach}
+    if joins:
+        run("ip", "-n", NS_CAP, "link", "del", "j0", check=False)
+    frame = first_frame(out, created_wall) if joins else None
+    return {"attach": attach, "rss": rss, "rss_after": rss_after, "fds": fds, "detach": detach,
+            "joined": attached, "first_frame": frame}
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def seconds(value):
+    return f"{value:9.2f}" if value is not None else f"{'-':>9}"
 
 
 def main():
@@ -107,15 +172,16 @@ def main():
             setup(a.pairs, tmp)
             rows = {}
             for name, args in ((f"-i any ({a.pairs} veths + lo)", ["-i", "any"]), ("-i v0", ["-i", "v0"])):
-                rounds = [one(xdpcap, args, a.pairs, tmp) for _ in range(a.rounds)]
-                rows[name] = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+                rounds = [one(xdpcap, args, a.pairs, tmp, args == ["-i", "any"]) for _ in range(a.rounds)]
+                rows[name] = {k: median(r[k] for r in rounds) for k in rounds[0]}
         finally:
             teardown()
     print(f"{os.cpu_count()} CPUs, median of {a.rounds} rounds")
-    print(f"{'capture':28} {'attach s':>9} {'detach s':>9} {'RSS MiB':>8} {'RSS after':>10} {'fds':>6}")
+    print(f"{'capture':28} {'attach s':>9} {'detach s':>9} {'RSS MiB':>8} {'RSS after':>10} {'fds':>6} "
+          f"{'joined s':>9} {'1st frame':>9}")
     for name, r in rows.items():
         print(f"{name:28} {r['attach']:9.2f} {r['detach']:9.2f} {r['rss'] / 1024:8.1f} "
-              f"{r['rss_after'] / 1024:10.1f} {r['fds']:6.0f}")
+              f"{r['rss_after'] / 1024:10.1f} {r['fds']:6.0f} {seconds(r['joined'])} {seconds(r['first_frame'])}")
 
 
 if __name__ == "__main__":

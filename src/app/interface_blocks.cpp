@@ -1,6 +1,8 @@
 #include "app/interface_blocks.hpp"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 
 #include "host/interfaces.hpp"
 #include "host/link_attributes.hpp"
@@ -82,25 +84,39 @@ std::vector<std::array<std::vector<xdpcap_counters>, 2>> traced_counters(const I
 
 } // namespace
 
-std::vector<std::string> interface_names(const std::vector<Session>& sessions, const InterfaceMap& map)
+std::vector<std::string> interface_names(const Session& session, const InterfaceMap& map)
 {
     std::vector<std::string> names;
-    for (const Session& session : sessions) {
-        for (size_t ring = 0; ring < session.rings.count(); ++ring) {
-            for (uint32_t slot = 0; slot < map.per_ring(); ++slot)
-                names.push_back(session.chosen.iface.name + "@cpu" + std::to_string(session.rings.cpu(ring)) +
-                                slot_text(map, slot, session.chosen.traced, "").suffix);
-        }
+    for (size_t ring = 0; ring < session.rings.count(); ++ring) {
+        for (uint32_t slot = 0; slot < map.per_ring(); ++slot)
+            names.push_back(session.chosen.iface.name + "@cpu" + std::to_string(session.rings.cpu(ring)) +
+                            slot_text(map, slot, session.chosen.traced, "").suffix);
     }
     return names;
 }
 
-std::vector<std::string> interface_containers(const std::vector<Session>& sessions, const InterfaceMap& map)
+std::vector<std::string> interface_names(const Sessions& sessions, const InterfaceMap& map)
+{
+    std::vector<std::string> names;
+    for (const Session& session : sessions) {
+        std::vector<std::string> of_session = interface_names(session, map);
+        names.insert(names.end(), of_session.begin(), of_session.end());
+    }
+    return names;
+}
+
+std::vector<std::string> interface_containers(const Session& session, const InterfaceMap& map)
+{
+    const std::string name = session.chosen.container ? session.chosen.container->name : std::string();
+    return std::vector<std::string>(session.rings.count() * map.per_ring(), name);
+}
+
+std::vector<std::string> interface_containers(const Sessions& sessions, const InterfaceMap& map)
 {
     std::vector<std::string> containers;
     for (const Session& session : sessions) {
-        const std::string name = session.chosen.container ? session.chosen.container->name : std::string();
-        containers.insert(containers.end(), session.rings.count() * map.per_ring(), name);
+        std::vector<std::string> of_session = interface_containers(session, map);
+        containers.insert(containers.end(), of_session.begin(), of_session.end());
     }
     return containers;
 }
@@ -114,16 +130,19 @@ std::string interface_identity(const InterfaceInfo& iface, const std::optional<I
     return text.append(")");
 }
 
-// Per pcapng interface, in interface_names()' order: what its packets'
-// options depend on.
-std::vector<PacketOutput::InterfaceTraits> interface_traits(const std::vector<Session>& sessions,
-                                                            const InterfaceMap& map)
+std::vector<PacketOutput::InterfaceTraits> interface_traits(const Session& session, const InterfaceMap& map)
+{
+    const PacketOutput::InterfaceTraits of_session{rss_hash_algorithm(session.chosen.iface.name),
+                                                   queues_in_use(session.chosen.iface.name) == 1};
+    return std::vector<PacketOutput::InterfaceTraits>(session.rings.count() * map.per_ring(), of_session);
+}
+
+std::vector<PacketOutput::InterfaceTraits> interface_traits(const Sessions& sessions, const InterfaceMap& map)
 {
     std::vector<PacketOutput::InterfaceTraits> traits;
     for (const Session& session : sessions) {
-        const PacketOutput::InterfaceTraits of_session{rss_hash_algorithm(session.chosen.iface.name),
-                                                       queues_in_use(session.chosen.iface.name) == 1};
-        traits.insert(traits.end(), session.rings.count() * map.per_ring(), of_session);
+        const auto of_session = interface_traits(session, map);
+        traits.insert(traits.end(), of_session.begin(), of_session.end());
     }
     return traits;
 }
@@ -146,31 +165,39 @@ std::optional<std::string> rx_vlan_missing(const Session& session)
     return no_vlan_from_driver(session.chosen.iface.driver);
 }
 
-std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<Session>& sessions,
-                                                              const Config& config, const std::string& filter,
-                                                              const InterfaceMap& map)
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const Session& session, const Config& config,
+                                                              const std::string& filter, const InterfaceMap& map)
 {
     const std::string os = host_os();
     std::vector<pcapng::InterfaceDescription> idbs;
-    for (const Session& session : sessions) {
-        const InterfaceInfo& iface = session.chosen.iface;
-        const std::string hooks = hooks_description(session.program, session.program.attached_mode());
-        const std::string identity = interface_identity(iface, session.chosen.container);
-        for (size_t ring = 0; ring < session.rings.count(); ++ring) {
-            const int cpu = session.rings.cpu(ring);
-            for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
-                const SlotText text = slot_text(map, slot, session.chosen.traced, hooks);
-                pcapng::InterfaceDescription idb;
-                idb.snaplen = config.snaplen;
-                idb.name = iface.name + "@cpu" + std::to_string(cpu) + text.suffix;
-                idb.description = identity + ", CPU " + std::to_string(cpu) + ", " + text.what +
-                    (iface.driver.empty() ? "" : ", driver " + iface.driver) + rx_metadata_text(session);
-                idb.filter = filter;
-                idb.os = os;
-                idb.hardware = iface.bus;
-                idbs.push_back(std::move(idb));
-            }
+    const InterfaceInfo& iface = session.chosen.iface;
+    const std::string hooks = hooks_description(session.program, session.program.attached_mode());
+    const std::string identity = interface_identity(iface, session.chosen.container);
+    for (size_t ring = 0; ring < session.rings.count(); ++ring) {
+        const int cpu = session.rings.cpu(ring);
+        for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
+            const SlotText text = slot_text(map, slot, session.chosen.traced, hooks);
+            pcapng::InterfaceDescription idb;
+            idb.snaplen = config.snaplen;
+            idb.name = iface.name + "@cpu" + std::to_string(cpu) + text.suffix;
+            idb.description = identity + ", CPU " + std::to_string(cpu) + ", " + text.what +
+                (iface.driver.empty() ? "" : ", driver " + iface.driver) + rx_metadata_text(session);
+            idb.filter = filter;
+            idb.os = os;
+            idb.hardware = iface.bus;
+            idbs.push_back(std::move(idb));
         }
+    }
+    return idbs;
+}
+
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const Sessions& sessions, const Config& config,
+                                                              const std::string& filter, const InterfaceMap& map)
+{
+    std::vector<pcapng::InterfaceDescription> idbs;
+    for (const Session& session : sessions) {
+        auto of_session = describe_interfaces(session, config, filter, map);
+        std::move(of_session.begin(), of_session.end(), std::back_inserter(idbs));
     }
     return idbs;
 }

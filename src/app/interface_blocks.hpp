@@ -19,10 +19,13 @@ namespace xdpcap::live {
 // Per interface, ring and, in trace mode, hook point: the interface names
 // the text lines use, and the pcapng IDBs (same link type and snaplen
 // throughout), in the loop's ring order.
-std::vector<std::string> interface_names(const std::vector<Session>& sessions, const InterfaceMap& map);
+std::vector<std::string> interface_names(const Sessions& sessions, const InterfaceMap& map);
+// One session's, as it joins the capture.
+std::vector<std::string> interface_names(const Session& session, const InterfaceMap& map);
 // In the same order: the container each leads into (named in its text
 // lines' column), empty for none.
-std::vector<std::string> interface_containers(const std::vector<Session>& sessions, const InterfaceMap& map);
+std::vector<std::string> interface_containers(const Sessions& sessions, const InterfaceMap& map);
+std::vector<std::string> interface_containers(const Session& session, const InterfaceMap& map);
 
 // How an interface description begins: "veth1a2b (ifindex 7)", or for a
 // container's host-side veth "veth1a2b (ifindex 7, container web, podman)".
@@ -31,17 +34,18 @@ std::string interface_identity(const InterfaceInfo& iface, const std::optional<I
 
 // Per pcapng interface, in interface_names()' order: what its packets'
 // options depend on.
-std::vector<PacketOutput::InterfaceTraits> interface_traits(const std::vector<Session>& sessions,
-                                                            const InterfaceMap& map);
+std::vector<PacketOutput::InterfaceTraits> interface_traits(const Sessions& sessions, const InterfaceMap& map);
+std::vector<PacketOutput::InterfaceTraits> interface_traits(const Session& session, const InterfaceMap& map);
 
 // Why received frames on the session's interface lack the VLAN tags the
 // NIC's rx-vlan-offload took out; nothing when they have them, or when that
 // offload is off (the tags are then in the frames).
 std::optional<std::string> rx_vlan_missing(const Session& session);
 
-std::vector<pcapng::InterfaceDescription> describe_interfaces(const std::vector<Session>& sessions,
-                                                              const Config& config, const std::string& filter,
-                                                              const InterfaceMap& map);
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const Sessions& sessions, const Config& config,
+                                                              const std::string& filter, const InterfaceMap& map);
+std::vector<pcapng::InterfaceDescription> describe_interfaces(const Session& session, const Config& config,
+                                                              const std::string& filter, const InterfaceMap& map);
 
 // One ISB per ring (interface and CPU), on the ring's first pcapng
 // interface: the counters are per ring. In trace mode (one interface) and

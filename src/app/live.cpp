@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -24,6 +26,7 @@
 #include "host/command.hpp"
 #include "host/containers.hpp"
 #include "host/key_log_files.hpp"
+#include "host/interface_selection.hpp"
 #include "host/interfaces.hpp"
 #include "host/link_events.hpp"
 #include "host/privileges.hpp"
@@ -71,7 +74,10 @@ struct CaptureFilter {
 // sessions, the sink and the loop point into it.
 struct Chosen {
     std::optional<Container> container; // --container
-    bool any = false;                   // -i any
+    std::optional<Container> host_side; // --container without -i: whose veths are taken
+    // -i any, -i PATTERN or --container without -i: interfaces by interface_selection(), at tc;
+    // they may join and leave during the capture.
+    bool selects = false;
     std::vector<ChosenInterface> interfaces;
     StopSignals signals;
     std::optional<RunAsUser> run_as;       // -Z
@@ -101,11 +107,11 @@ Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
     // First: with --container-netns, -i's names are the container's.
     std::optional<Container> container = enter_container(config);
     // --container without -i: the container whose interfaces are taken.
-    const std::optional<Container> host_side =
+    std::optional<Container> host_side =
         config.container_interfaces ? std::optional<Container>(find_container(*config.container_interfaces))
                                     : std::nullopt;
-    const bool any = captures_any(config);
-    if (any)
+    const bool selects = selects_interfaces(config);
+    if (selects)
         raise_open_file_limit();
     std::vector<ChosenInterface> interfaces = lookup_interfaces(config, host_side ? host_side : container);
     // Compiled first: a syntax error is reported before anything is touched.
@@ -121,8 +127,8 @@ Chosen choose_hooks(const Config& config, const CaptureFilter& filter)
     check_ring_fits_records(config);
     std::optional<DropLabels> drop_labels = load_drop_labels(config);
     choose_trace(interfaces, config);
-    return Chosen{std::move(container), any, std::move(interfaces), std::move(signals), std::move(run_as),
-                  std::move(drop_labels)};
+    return Chosen{std::move(container), std::move(host_side), selects, std::move(interfaces), std::move(signals),
+                  std::move(run_as), std::move(drop_labels)};
 }
 
 // --- load: the process side, then programs, filters and rings, per
@@ -165,7 +171,9 @@ std::unique_ptr<KeySources> key_sources(const Config& config, std::optional<Proc
 struct Loaded {
     std::optional<ProcessSide> process;
     std::unique_ptr<KeySources> keys;
-    std::vector<Session> sessions;
+    // Interfaces that joined during the capture; their sessions point here.
+    std::deque<ChosenInterface> joined;
+    Sessions sessions;
     InterfaceMap interfaces; // pcapng interfaces, by ring and hook
     CommandChild* command() { return process && process->command ? &*process->command : nullptr; }
 };
@@ -184,15 +192,14 @@ Loaded load(const Config& config, const CaptureFilter& filter, const Chosen& cho
 {
     std::optional<ProcessSide> process = start_process_side(config, chosen.container, chosen.run_as);
     std::unique_ptr<KeySources> keys = key_sources(config, process);
-    std::vector<Session> sessions;
-    sessions.reserve(chosen.interfaces.size());
+    Sessions sessions;
     for (const ChosenInterface& interface : chosen.interfaces) {
         const Attribution attribution =
             process ? process->owners.attribution(config.process.filters()) : Attribution{};
         sessions.push_back(load_session(interface, config, filter.filtering, attribution, chosen.interfaces.size()));
     }
     const InterfaceMap interfaces = interface_map(sessions.front(), config);
-    return Loaded{std::move(process), std::move(keys), std::move(sessions), interfaces};
+    return Loaded{std::move(process), std::move(keys), {}, std::move(sessions), interfaces};
 }
 
 // --- attach: promiscuous mode and the hooks, in the order given; then the
@@ -221,7 +228,7 @@ Attached attach(const Config& config, const Chosen& chosen, Loaded& loaded)
     for (Session& session : loaded.sessions) {
         // As tcpdump: -i any leaves every interface's promiscuity alone (a
         // promiscuous bridge would pass up every frame it forwards).
-        if (config.promiscuous && !chosen.any)
+        if (config.promiscuous && !chosen.selects)
             promiscuous.push_back(PromiscuousMode::enable(session.chosen.iface.ifindex, session.chosen.iface.name));
         session.program.attach(session.chosen.iface.ifindex, config.xdp_mode, session.chosen.iface.name);
         clsact = clsact || std::string_view(session.program.egress_mechanism()) == "clsact" ||
@@ -233,7 +240,7 @@ Attached attach(const Config& config, const Chosen& chosen, Loaded& loaded)
     const bool command_is_another_user =
         command && command->uid() != (chosen.run_as ? chosen.run_as->uid : ::getuid());
     drop_privileges(chosen.run_as,
-                    KeptCapabilities{clsact, bpf_needs_capability_on_open_fds(), command_is_another_user});
+                    KeptCapabilities{clsact, bpf_needs_capability_on_open_fds(), command_is_another_user, chosen.selects});
     return Attached{std::move(links), std::move(promiscuous)};
 }
 
@@ -268,6 +275,8 @@ PacketOutput packet_output(const Config& config, Sink sink, StopSignals& signals
 PacketOutput& described(PacketOutput& output, const Config& config, Chosen& chosen, Loaded& loaded)
 {
     output.set_interface_traits(interface_traits(loaded.sessions, loaded.interfaces));
+    if (chosen.selects)
+        output.name_devices();
     output.set_drop_labels(chosen.drop_labels ? &*chosen.drop_labels : nullptr);
     output.write_hash_types(config.rss_type_comments);
     if (loaded.keys)
@@ -279,28 +288,134 @@ PacketOutput& described(PacketOutput& output, const Config& config, Chosen& chos
     return output;
 }
 
-std::vector<CaptureSource> capture_sources(std::vector<Session>& sessions)
+CaptureSource capture_source(Session& session)
+{
+    return CaptureSource{&session.program, &session.rings, session.chosen.iface.name, session.chosen.iface.ifindex};
+}
+
+std::vector<CaptureSource> capture_sources(Sessions& sessions)
 {
     std::vector<CaptureSource> sources;
     for (Session& session : sessions)
-        sources.push_back(
-            CaptureSource{&session.program, &session.rings, session.chosen.iface.name, session.chosen.iface.ifindex});
+        sources.push_back(capture_source(session));
     return sources;
 }
 
+class Joining;
+std::function<std::optional<CaptureSource>(uint32_t, const std::string&)> join_function(Joining& joining);
+
 CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& filter, Chosen& chosen,
-                                  Loaded& loaded)
+                                  Loaded& loaded, Joining& joining)
 {
     return CaptureLoop::Options{config.count, config.verbose, filter.keeps_some,
                                 config.direction == Direction::InOut, drain_interval_ms(config),
                                 loaded.interfaces, config.sample_every,
                                 chosen.drop_labels ? &*chosen.drop_labels : nullptr, config.snaplen,
                                 loaded.command() ? loaded.command()->exit_fd() : -1,
-                                chosen.any, chosen.any && config.warnings && !config.quiet,
+                                chosen.selects, chosen.selects && config.warnings && !config.quiet,
+                                chosen.selects ? join_function(joining)
+                                               : std::function<std::optional<CaptureSource>(uint32_t, const std::string&)>(),
                                 loaded.keys ? std::function<void()>([keys = loaded.keys.get()] { keys->poll(); })
                                             : std::function<void()>(),
                                 loaded.process && loaded.process->tls_keys ? &*loaded.process->tls_keys : nullptr,
                                 config.immediate};
+}
+
+void print_session_warnings(const Config& config, const Session& session, bool first, bool any);
+
+// -i any and -i PATTERN: an interface created during the capture that the
+// selection wants gets its session, attached as the others were (the
+// capabilities that takes raised meanwhile), and its pcapng interfaces,
+// each described before its first packet.
+class Joining {
+public:
+    // `host_side`: --container without -i's container, whose veths join
+    // (a restarted container's new one too).
+    Joining(const Config& config, const CaptureFilter& filter, Loaded& loaded, PacketOutput& output,
+            const std::optional<Container>& host_side)
+        : config_(config), filter_(filter), loaded_(loaded), output_(output), selection_(config, host_side)
+    {
+    }
+
+    std::optional<CaptureSource> join(uint32_t ifindex, const std::string& announced);
+
+private:
+    // Said once and not tried again: no Ethernet frames, or a failed attach.
+    bool refused(uint32_t ifindex) const
+    {
+        return std::find(refused_.begin(), refused_.end(), ifindex) != refused_.end();
+    }
+
+    const Config& config_;
+    const CaptureFilter& filter_;
+    Loaded& loaded_;
+    PacketOutput& output_;
+    const AnySelection selection_;
+    std::vector<uint32_t> refused_;
+};
+
+std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& announced)
+{
+    // The name first: most notices are of interfaces a pattern leaves out.
+    if (refused(ifindex) || (!announced.empty() && !selection_.names(announced)))
+        return std::nullopt;
+    const std::optional<InterfaceInfo> iface = interface_by_index(ifindex);
+    if (!iface || !selection_.names(iface->name))
+        return std::nullopt; // gone again, or renamed meanwhile
+    const bool say = config_.warnings && !config_.quiet;
+    if (!iface->ethernet) {
+        refused_.push_back(ifindex);
+        if (say)
+            std::fprintf(stderr, "xdpcap: %s left out: its packets carry no Ethernet header\n", iface->name.c_str());
+        return std::nullopt;
+    }
+    std::optional<ChosenInterface> wanted = selection_.choose(*iface);
+    if (!wanted)
+        return std::nullopt;
+    const ScopedCapabilities raised(kJoinCapabilities);
+    const size_t joined_before = loaded_.joined.size();
+    try {
+        std::vector<ChosenInterface> one;
+        one.push_back(std::move(*wanted));
+        if (filter_.filtering)
+            compile_filters(one, filter_.expression);
+        choose_trace(one, config_);
+        loaded_.joined.push_back(std::move(one.front()));
+        const Attribution attribution =
+            loaded_.process ? loaded_.process->owners.attribution(config_.process.filters()) : Attribution{};
+        loaded_.sessions.push_back(load_session(loaded_.joined.back(), config_, filter_.filtering, attribution,
+                                                loaded_.sessions.size() + 1));
+        Session& session = loaded_.sessions.back();
+        session.program.attach(ifindex, config_.xdp_mode, iface->name);
+        const std::vector<std::string> names = interface_names(session, loaded_.interfaces);
+        std::vector<pcapng::InterfaceDescription> idbs = describe_interfaces(
+            session, config_, filter_.filtering ? filter_.expression : "", loaded_.interfaces);
+        const std::vector<PacketOutput::InterfaceTraits> traits = interface_traits(session, loaded_.interfaces);
+        const std::vector<std::string> containers = interface_containers(session, loaded_.interfaces);
+        for (size_t i = 0; i < names.size(); ++i)
+            output_.add_live_interface(names[i], std::move(idbs[i]), traits[i], containers[i]);
+        if (say) {
+            print_session_warnings(config_, session, false, true);
+            std::fprintf(stderr, "xdpcap: %s joined the capture\n", iface->name.c_str());
+        }
+        return capture_source(session);
+    } catch (const Error& e) {
+        // Detached and unloaded: nothing of it stays.
+        const bool chosen = loaded_.joined.size() > joined_before;
+        if (chosen && &loaded_.sessions.back().chosen == &loaded_.joined.back())
+            loaded_.sessions.pop_back();
+        if (chosen)
+            loaded_.joined.pop_back();
+        refused_.push_back(ifindex);
+        if (config_.warnings)
+            std::fprintf(stderr, "xdpcap: %s cannot join the capture: %s\n", iface->name.c_str(), e.what());
+        return std::nullopt;
+    }
+}
+
+std::function<std::optional<CaptureSource>(uint32_t, const std::string&)> join_function(Joining& joining)
+{
+    return [&joining](uint32_t ifindex, const std::string& name) { return joining.join(ifindex, name); };
 }
 
 // The packet output, the loop that writes to it and each file's
@@ -316,6 +431,7 @@ public:
     const ClockOffset clock;
     const uint64_t start_ns;
     PacketOutput output;
+    Joining joining;
     CaptureLoop loop;
     PerFileStatistics file_statistics;
 };
@@ -324,8 +440,9 @@ Running::Running(const Config& config, const CaptureFilter& filter, Chosen& chos
                  Loaded& loaded, Attached& attached)
     : clock(measure_clock_offset()), start_ns(now_ns(CLOCK_REALTIME)),
       output(packet_output(config, claimed.take(), chosen.signals, loaded)),
+      joining(config, filter, loaded, output, chosen.host_side),
       loop(capture_sources(loaded.sessions), std::move(attached.links), described(output, config, chosen, loaded),
-           chosen.signals, clock, loop_options(config, filter, chosen, loaded)),
+           chosen.signals, clock, loop_options(config, filter, chosen, loaded, joining)),
       file_statistics(start_ns)
 {
     if (!claimed.rotation())
@@ -386,7 +503,7 @@ void print_start_lines(const Config& config, const Chosen& chosen, const Loaded&
     for (const Session& session : loaded.sessions) {
         if (!config.warnings)
             break;
-        print_session_warnings(config, session, &session == &loaded.sessions.front(), chosen.any);
+        print_session_warnings(config, session, &session == &loaded.sessions.front(), chosen.selects);
     }
     // Once: every interface's tracing programs read the kernel alike.
     if (!config.quiet) {
@@ -423,10 +540,12 @@ void print_start_lines(const Config& config, const Chosen& chosen, const Loaded&
                      traced.trace_entry && traced.trace_exit ? "entry and exit"
                          : traced.trace_entry                ? "entry"
                                                              : "exit");
-    // tcpdump's line, once per interface; -i any's once, as tcpdump's.
-    if (chosen.any && !config.container_interfaces) {
-        std::fprintf(stderr, "listening on any, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
-                     config.snaplen);
+    // tcpdump's line, once per interface; -i any's once, as tcpdump's, and
+    // each pattern's once (--container's: once per interface).
+    if (chosen.selects && !config.container_interfaces) {
+        for (const std::string& argument : config.interfaces)
+            std::fprintf(stderr, "listening on %s, link-type EN10MB (Ethernet), snapshot length %u bytes\n",
+                         captures_any(config) ? "any" : argument.c_str(), config.snaplen);
         return;
     }
     for (const Session& session : loaded.sessions)
@@ -442,7 +561,7 @@ std::optional<StopReason> run(const Config& config, const CaptureFilter& filter,
         running.output.begin(pcapng::SectionHeader{host_hardware(), host_os(), std::string("xdpcap ") + kVersion},
                              describe_interfaces(loaded.sessions, config, filter.filtering ? filter.expression : "",
                                                  loaded.interfaces),
-                             chosen.any);
+                             chosen.selects);
         print_start_lines(config, chosen, loaded);
         // Listening: the command's first packet is captured.
         if (loaded.command())

@@ -183,64 +183,76 @@ std::string batch_frames(CaptureProgram& program, const Config& config, size_t r
     return program.enable_batching(ring_bytes);
 }
 
-// -i any, or --container without -i, in the messages.
-std::string any_option(const Config& config)
+// How a refusal names the selection: "-i any", "-i 'veth*'", "--container web".
+std::string selection_text(const Config& config)
 {
-    return config.container_interfaces ? std::string("--container ").append(*config.container_interfaces) : "-i any";
+    if (config.container_interfaces)
+        return std::string("--container ").append(*config.container_interfaces);
+    if (captures_any(config))
+        return "-i any";
+    std::string text;
+    for (const std::string& argument : config.interfaces)
+        text.append(text.empty() ? "-i '" : " -i '").append(argument).append("'");
+    return text;
 }
 
-// -i any: never XDP, which can make a driver reset its queues; tc ingress
-// and egress take every interface's frames as the stack hands them over.
-// An interface without Ethernet frames is left out in one line: its
-// packets would need a link type of their own.
-std::vector<ChosenInterface> any_interfaces(const Config& config, const std::optional<Container>& container)
+// -i any, -i PATTERN and --container without -i: never XDP, which can make
+// a driver reset its queues; tc ingress and egress take every interface's
+// frames as the stack hands them over. An interface without Ethernet frames
+// is left out in one line: its packets would need a link type of their own.
+std::vector<ChosenInterface> selected_interfaces(const Config& config, const std::optional<Container>& container)
 {
-    const std::string option = any_option(config);
-    if (config.interfaces.size() > 1)
+    const bool any = captures_any(config);
+    const std::string what = selection_text(config);
+    const std::string takes = any ? what + " takes every interface's frames" : what + " takes its interfaces' frames";
+    if (any && config.interfaces.size() > 1)
         throw Error("-i any captures every interface: give it alone, without other -i");
     if (config.xdp_mode != XdpMode::Auto)
-        throw Error(option + " takes every interface's frames at tc ingress, never with XDP: --xdp-mode does not "
-                             "apply");
+        throw Error(std::string(takes).append(" at tc ingress, never with XDP: --xdp-mode does not apply"));
     if (config.at_given || config.trace_program)
-        throw Error(option + " takes every interface's frames at tc ingress, never with XDP: --at and --program "
-                             "(trace mode) do not apply");
+        throw Error(std::string(takes).append(
+            " at tc ingress, never with XDP: --at and --program (trace mode) do not apply"));
     // --container with -i any selects processes, not interfaces; it still
     // names its own.
     const std::optional<Container> kept = config.container_interfaces ? container : std::nullopt;
     const AnySelection selection(config, kept);
-    std::vector<InterfaceInfo> interfaces = namespace_interfaces();
+    std::vector<InterfaceInfo> interfaces;
+    for (InterfaceInfo& iface : namespace_interfaces()) {
+        if (!selection.names(iface.name))
+            continue;
+        if (!iface.ethernet) {
+            if (config.warnings && !config.quiet && !kept)
+                std::fprintf(stderr, "xdpcap: %s: %s left out: its packets carry no Ethernet header\n",
+                             what.c_str(), iface.name.c_str());
+            continue;
+        }
+        interfaces.push_back(std::move(iface));
+    }
     std::vector<std::optional<InterfaceContainer>> containers = containers_of_interfaces(interfaces, container);
     std::vector<ChosenInterface> sessions;
     for (size_t i = 0; i < interfaces.size(); ++i) {
-        InterfaceInfo& iface = interfaces[i];
-        if (!iface.ethernet && !kept) {
-            if (config.warnings && !config.quiet)
-                std::fprintf(stderr, "xdpcap: -i any: %s left out: its packets carry no Ethernet header\n",
-                             iface.name.c_str());
-            continue;
-        }
-        if (selection.wanted(iface, containers[i]))
-            sessions.push_back(selection.chosen(std::move(iface), std::move(containers[i])));
+        if (selection.wanted(interfaces[i], containers[i]))
+            sessions.push_back(selection.chosen(std::move(interfaces[i]), std::move(containers[i])));
     }
     if (sessions.empty() && kept)
-        throw Error(option + ": no interface of this network namespace has its other end in the container's (it "
-                             "may share this one: then give -i)");
+        throw Error(what + ": no interface of this network namespace has its other end in the container's (it "
+                           "may share this one: then give -i)");
     if (sessions.empty())
-        throw Error("-i any: this network namespace has no interface to capture");
+        throw Error(any ? std::string("-i any: this network namespace has no interface to capture")
+                        : std::string(what).append(": no interface of this network namespace matches"));
     return sessions;
 }
 
 } // namespace
 
 AnySelection::AnySelection(const Config& config, std::optional<Container> container)
-    : config_(config), container_(std::move(container))
+    : config_(config), names_(interface_selection(config)), container_(std::move(container))
 {
 }
 
 bool AnySelection::wanted(const InterfaceInfo& iface, const std::optional<InterfaceContainer>& container) const
 {
-    // lo's packets are taken once, as received: nothing to take with -Q out.
-    if (!iface.ethernet || (iface.loopback && config_.direction == Direction::Out))
+    if (!names_.wanted(iface))
         return false;
     if (!container_)
         return true;
@@ -249,11 +261,7 @@ bool AnySelection::wanted(const InterfaceInfo& iface, const std::optional<Interf
 
 ChosenInterface AnySelection::chosen(InterfaceInfo iface, std::optional<InterfaceContainer> container) const
 {
-    ChosenInterface session{};
-    session.iface = std::move(iface);
-    session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
-    session.receive = ReceiveAt::Tc;
-    session.direction = capture_direction(session.iface, config_);
+    ChosenInterface session = chosen_at_tc(std::move(iface), config_);
     session.container = std::move(container);
     return session;
 }
@@ -272,10 +280,34 @@ bool captures_any(const Config& config)
         std::any_of(config.interfaces.begin(), config.interfaces.end(), names_any_device);
 }
 
+bool selects_interfaces(const Config& config)
+{
+    return captures_any(config) ||
+        std::any_of(config.interfaces.begin(), config.interfaces.end(), is_interface_pattern);
+}
+
+InterfaceSelection interface_selection(const Config& config)
+{
+    InterfaceSelection selection = captures_any(config) ? InterfaceSelection() : InterfaceSelection(config.interfaces);
+    // lo's packets are taken once, as received: nothing to take with -Q out.
+    selection.without_loopback(config.direction == Direction::Out);
+    return selection;
+}
+
+ChosenInterface chosen_at_tc(InterfaceInfo iface, const Config& config)
+{
+    ChosenInterface session{};
+    session.iface = std::move(iface);
+    session.rx_vlan_offload = rx_vlan_tags_outside_frames(session.iface.name, session.iface.driver);
+    session.receive = ReceiveAt::Tc;
+    session.direction = capture_direction(session.iface, config);
+    return session;
+}
+
 std::vector<ChosenInterface> lookup_interfaces(const Config& config, const std::optional<Container>& container)
 {
-    if (captures_any(config))
-        return any_interfaces(config, container);
+    if (selects_interfaces(config))
+        return selected_interfaces(config, container);
     std::vector<ChosenInterface> sessions;
     for (const std::string& argument : config.interfaces) {
         ChosenInterface session{};

@@ -6,6 +6,7 @@
 #include <linux/bpf.h>
 
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "filter/compile.hpp"
 #include "host/containers.hpp"
 #include "host/interface_containers.hpp"
+#include "host/interface_selection.hpp"
 #include "host/interfaces.hpp"
 #include "programs/capture.hpp"
 #include "programs/owners.hpp"
@@ -46,12 +48,15 @@ struct ChosenInterface {
     std::optional<InterfaceContainer> container = {};
 };
 
-// Which interfaces -i any takes, or --container without -i (`container`:
-// that container): the start asks it of each interface of the namespace,
-// and an interface that appears during the capture can be asked alike.
+// Which interfaces -i any, -i PATTERN or --container without -i
+// (`container`: that container) take: the start asks it of each interface
+// of the namespace, and the join of each one created during the capture.
 class AnySelection {
 public:
     AnySelection(const Config& config, std::optional<Container> container);
+    // By name alone: what a link notification tells before anything is
+    // asked of the interface.
+    bool names(const std::string& name) const { return names_.names(name); }
     // Whether `iface` is taken: its frames begin with an Ethernet header,
     // -Q leaves it a hook (lo's packets are taken as received) and, with
     // --container, its other end is that container's (`container`: what
@@ -66,19 +71,27 @@ public:
 
 private:
     const Config& config_;
+    InterfaceSelection names_;
     std::optional<Container> container_;
 };
 
 // Each -i resolved; two arguments naming one interface are refused. -i any
-// (the only -i then): every interface of the namespace with Ethernet frames,
-// each at tc ingress and egress; --container without -i (`container`, found):
-// those of them whose other end is the container's. Each host-side veth of a
-// container names it.
+// (the only -i then), -i PATTERN: every interface of the namespace (that a
+// pattern matches) with Ethernet frames, each at tc ingress and egress;
+// --container without -i (`container`, found): those of them whose other end
+// is the container's. Each host-side veth of a container names it.
 std::vector<ChosenInterface> lookup_interfaces(const Config& config,
                                                const std::optional<Container>& container = std::nullopt);
 // Whether the capture is -i any's, or --container's without -i (which
 // takes -i any's path).
 bool captures_any(const Config& config);
+// Whether the capture is -i any's or some -i is a pattern (then every -i is
+// taken as one): interfaces are chosen by interface_selection(), and those
+// created during the capture join it.
+bool selects_interfaces(const Config& config);
+InterfaceSelection interface_selection(const Config& config);
+// An interface interface_selection() wants, at tc ingress and egress.
+ChosenInterface chosen_at_tc(InterfaceInfo iface, const Config& config);
 // Each interface's filter, with its own netmask ("ip broadcast").
 void compile_filters(std::vector<ChosenInterface>& interfaces, const std::string& filter);
 // Own hooks or trace mode, per interface; refuses what trace mode cannot do.
@@ -99,6 +112,9 @@ struct Session {
     // hooks stage several per record.
     std::string single_frames;
 };
+
+// Joined interfaces are added at the end: every session stays in place.
+using Sessions = std::deque<Session>;
 
 // `interfaces`: how many share the default rings' memory budget.
 Session load_session(const ChosenInterface& chosen, const Config& config, bool filtering,

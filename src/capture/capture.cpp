@@ -141,6 +141,9 @@ StopReason CaptureLoop::run()
                         }
                         if (links.missed)
                             gone = find_gone_source(true);
+                        join(links.appeared);
+                        if (links.missed)
+                            join_unwatched();
                     } else if (links.lost) {
                         const auto at = std::find(ifindexes_.begin(), ifindexes_.end(), links.lost->ifindex);
                         gone = static_cast<size_t>(at - ifindexes_.begin());
@@ -249,6 +252,54 @@ void CaptureLoop::leave(size_t source, bool moved)
     if (options_.note_leaving)
         std::fprintf(stderr, "xdpcap: %s went away%s; capture goes on\n", sources_[source].interface.c_str(),
                      moved ? " (moved to another network namespace)" : "");
+}
+
+void CaptureLoop::join(const std::vector<NamedLink>& appeared)
+{
+    if (!options_.join)
+        return;
+    for (const NamedLink& link : appeared) {
+        // Announced again while this batch joined it.
+        if (std::find(ifindexes_.begin(), ifindexes_.end(), link.ifindex) != ifindexes_.end())
+            continue;
+        const std::optional<CaptureSource> source = options_.join(link.ifindex, link.name);
+        if (!source)
+            continue;
+        add_source(*source);
+        // Deleted between its notice and the attach: its loss was read
+        // before it was watched.
+        if (!interface_exists(source->ifindex))
+            leave(sources_.size() - 1, false);
+    }
+}
+
+void CaptureLoop::join_unwatched()
+{
+    if (!options_.join)
+        return;
+    std::vector<NamedLink> unwatched;
+    try {
+        for (const InterfaceInfo& iface : namespace_interfaces()) {
+            if (std::find(ifindexes_.begin(), ifindexes_.end(), iface.ifindex) == ifindexes_.end())
+                unwatched.push_back(NamedLink{iface.ifindex, iface.name});
+        }
+    } catch (const Error&) {
+        return; // no list now: the next notices still come
+    }
+    join(unwatched);
+}
+
+void CaptureLoop::add_source(const CaptureSource& source)
+{
+    const auto index = static_cast<uint32_t>(sources_.size());
+    sources_.push_back(source);
+    ifindexes_.push_back(source.ifindex);
+    for (size_t ring = 0; ring < source.rings->count(); ++ring) {
+        places_.push_back(RingPlace{index, source.rings->cpu(ring)});
+        readers_.push_back(source.rings->readers()[ring]);
+        epoll_add(epoll_.get(), source.rings->fd(ring), readers_.size() - 1);
+    }
+    merger_.add_rings(readers_);
 }
 
 void CaptureLoop::rename(size_t source, const std::string& name)

@@ -67,6 +67,12 @@ public:
         // `note_leaving` one line on stderr says so.
         bool interfaces_may_leave = false;
         bool note_leaving = false;
+        // -i any and -i PATTERN: an interface the kernel announces that the
+        // capture does not watch yet, by ifindex and name (empty when not
+        // announced). Returns its source, attached, with its pcapng
+        // interfaces added to the output after every earlier source's; or
+        // nothing when it does not take part. Empty: nothing joins.
+        std::function<std::optional<CaptureSource>(uint32_t ifindex, const std::string& name)> join = {};
         // --tls-keys: reads new key log lines; called on the drain timer
         // and once more before the last drain.
         std::function<void()> poll_keys = {};
@@ -132,6 +138,13 @@ private:
     // -i any: the source's interface went away; it is detached and no
     // longer watched.
     void leave(size_t source, bool moved);
+    // Offers every announced interface to options_.join; those that join
+    // are read from now on.
+    void join(const std::vector<NamedLink>& appeared);
+    // After the kernel dropped notifications: every interface of the
+    // namespace not watched yet is offered.
+    void join_unwatched();
+    void add_source(const CaptureSource& source);
     // The source's interface has a new name: its lines and statistics follow.
     void rename(size_t source, const std::string& name);
     // A source whose interface went away, by the kernel's hooks (the fallback

@@ -177,6 +177,19 @@ std::vector<InterfaceInfo> namespace_interfaces()
     return interfaces;
 }
 
+std::optional<InterfaceInfo> interface_by_index(uint32_t ifindex)
+{
+    char name[IF_NAMESIZE];
+    if (::if_indextoname(ifindex, name) == nullptr)
+        return std::nullopt;
+    InterfaceInfo info;
+    info.name = name;
+    info.ifindex = ifindex;
+    query_driver(info);
+    query_flags(info);
+    return info;
+}
+
 bool interface_exists(uint32_t ifindex)
 {
     char name[IF_NAMESIZE];

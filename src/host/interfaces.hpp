@@ -40,6 +40,10 @@ bool names_any_device(const std::string& argument);
 // Every interface of this network namespace, by ifindex (-i any).
 std::vector<InterfaceInfo> namespace_interfaces();
 
+// The interface of this ifindex, as namespace_interfaces() describes it;
+// nothing when there is none (any more).
+std::optional<InterfaceInfo> interface_by_index(uint32_t ifindex);
+
 // The ifindex an all-digit argument stands for (0 included, refused later);
 // nothing for anything else, or a number beyond 32 bits.
 std::optional<uint32_t> interface_index_argument(const std::string& argument);

@@ -59,12 +59,13 @@ std::string interface_name(std::span<const uint8_t> attributes)
 
 namespace {
 
-// Each RTM_NEWLINK or RTM_DELLINK (`type`) message of a watched interface in
-// `messages`: visit(ifindex, its attributes). Copied out field by field: the
-// buffer need not be aligned.
+// Each RTM_NEWLINK or RTM_DELLINK (`type`) message of the generic family in
+// `messages` whose interface is (`in_watched`) or is not among `watched`:
+// visit(ifindex, its attributes). Copied out field by field: the buffer
+// need not be aligned.
 template <class Visit>
-void for_each_watched_link(std::span<const uint8_t> messages, uint16_t type, std::span<const uint32_t> watched,
-                           Visit visit)
+void for_each_link(std::span<const uint8_t> messages, uint16_t type, std::span<const uint32_t> watched,
+                   bool in_watched, Visit visit)
 {
     size_t offset = 0;
     while (offset + sizeof(nlmsghdr) <= messages.size()) {
@@ -80,13 +81,34 @@ void for_each_watched_link(std::span<const uint8_t> messages, uint16_t type, std
         ifinfomsg info;
         std::memcpy(&info, message.data() + NLMSG_HDRLEN, sizeof info);
         const auto ifindex = static_cast<uint32_t>(info.ifi_index);
-        if (info.ifi_family != AF_UNSPEC || std::find(watched.begin(), watched.end(), ifindex) == watched.end())
+        if (info.ifi_family != AF_UNSPEC || ifindex == 0 ||
+            (std::find(watched.begin(), watched.end(), ifindex) != watched.end()) != in_watched)
             continue;
         visit(ifindex, message.size() > kAttributes ? message.subspan(kAttributes) : std::span<const uint8_t>{});
     }
 }
 
+template <class Visit>
+void for_each_watched_link(std::span<const uint8_t> messages, uint16_t type, std::span<const uint32_t> watched,
+                           Visit visit)
+{
+    for_each_link(messages, type, watched, true, visit);
+}
+
 } // namespace
+
+void find_new_links(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
+                    std::vector<NamedLink>& appeared)
+{
+    for_each_link(messages, RTM_NEWLINK, watched, false, [&](uint32_t ifindex, std::span<const uint8_t> attributes) {
+        // One entry per interface however many notices it had.
+        for (const NamedLink& earlier : appeared) {
+            if (earlier.ifindex == ifindex)
+                return;
+        }
+        appeared.push_back(NamedLink{ifindex, interface_name(attributes)});
+    });
+}
 
 void find_link_names(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
                      std::vector<NamedLink>& named)
@@ -159,6 +181,7 @@ LinkEvents::Result LinkEvents::read(std::span<const uint32_t> watched)
         const std::span<const uint8_t> messages(buffer_.data(), static_cast<size_t>(n));
         find_lost_links(messages, watched, result.all_lost);
         find_link_names(messages, watched, result.named);
+        find_new_links(messages, watched, result.appeared);
         if (!result.lost && !result.all_lost.empty())
             result.lost = result.all_lost.front();
     }

@@ -40,6 +40,12 @@ struct NamedLink {
 void find_link_names(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
                      std::vector<NamedLink>& named);
 
+// Every interface an RTM_NEWLINK (of the generic family) announces that is
+// not among `watched`, once each, appended to `appeared`: one created
+// (or moved here) during the capture, or one the capture leaves alone.
+void find_new_links(std::span<const uint8_t> messages, std::span<const uint32_t> watched,
+                    std::vector<NamedLink>& appeared);
+
 class LinkEvents {
 public:
     // Subscribes; raises Error with one line. Open it before attaching, so
@@ -52,6 +58,7 @@ public:
         std::optional<LostLink> lost; // the first
         std::vector<LostLink> all_lost; // every one, the first included
         std::vector<NamedLink> named;   // the watched interfaces' names, as announced
+        std::vector<NamedLink> appeared; // interfaces announced that are not watched
         // The kernel dropped notifications (a full socket buffer) or one did
         // not fit: whether a watched interface went away is unknown.
         bool missed = false;

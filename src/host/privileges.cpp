@@ -139,6 +139,12 @@ void drop_privileges(const std::optional<RunAsUser>& user, const KeptCapabilitie
         after.add(CAP_NET_ADMIN, false);
     if (keep.kill && before.permitted(CAP_KILL))
         after.add(CAP_KILL, false);
+    if (keep.join) {
+        for (const int cap : kJoinCapabilities) {
+            if (before.permitted(cap))
+                after.add(cap, false);
+        }
+    }
     if (keep.bpf) {
         // CAP_SYS_ADMIN stands in for CAP_BPF where the latter is missing.
         const int cap = before.permitted(CAP_BPF) ? CAP_BPF : CAP_SYS_ADMIN;
@@ -254,6 +260,36 @@ ScopedCapability::ScopedCapability(int capability) noexcept : capability_(capabi
             return;
         caps.set_effective(capability, true);
         raised_ = caps.set();
+    } catch (const Error&) {
+    }
+}
+
+ScopedCapabilities::ScopedCapabilities(std::span<const int> capabilities) noexcept
+{
+    try {
+        CapSets caps = CapSets::current();
+        std::vector<int> raising;
+        for (const int cap : capabilities) {
+            if (!caps.effective(cap) && caps.permitted(cap)) {
+                caps.set_effective(cap, true);
+                raising.push_back(cap);
+            }
+        }
+        if (!raising.empty() && caps.set())
+            raised_ = std::move(raising);
+    } catch (...) {
+    }
+}
+
+ScopedCapabilities::~ScopedCapabilities()
+{
+    if (raised_.empty())
+        return;
+    try {
+        CapSets caps = CapSets::current();
+        for (const int cap : raised_)
+            caps.set_effective(cap, false);
+        caps.set();
     } catch (const Error&) {
     }
 }

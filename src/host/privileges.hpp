@@ -3,9 +3,11 @@
 // not use.
 #pragma once
 
+#include <linux/capability.h>
 #include <sys/types.h>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,7 +36,17 @@ struct KeptCapabilities {
     // Stopping -- COMMAND's process group when it runs as another user
     // than xdpcap (through sudo, say). Kept permitted, raised only then.
     bool kill = false;
+    // -i any and -i PATTERN: an interface created during the capture joins
+    // it, which loads and attaches its programs and maps its rings as the
+    // start did: kJoinCapabilities, kept permitted and raised only then.
+    bool join = false;
 };
+
+// What loading, mapping and attaching an interface's capture takes: bpf()
+// (CAP_BPF; CAP_SYS_ADMIN where a kernel knows no CAP_BPF, and to read
+// another program's name by its id), the perf rings (CAP_PERFMON, and
+// CAP_IPC_LOCK beyond perf_event_mlock_kb) and tc (CAP_NET_ADMIN).
+inline constexpr int kJoinCapabilities[] = {CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_IPC_LOCK};
 
 // Whether this kernel needs KeptCapabilities::bpf (see there).
 bool bpf_needs_capability_on_open_fds();
@@ -88,6 +100,18 @@ void keep_only_rename_capabilities() noexcept;
 
 // Raises a capability kept in the permitted set into the effective set for
 // its lifetime (no-op when it is effective already or not permitted).
+// Several at once: KeptCapabilities::join's while an interface joins.
+class ScopedCapabilities {
+public:
+    explicit ScopedCapabilities(std::span<const int> capabilities) noexcept;
+    ~ScopedCapabilities();
+    ScopedCapabilities(const ScopedCapabilities&) = delete;
+    ScopedCapabilities& operator=(const ScopedCapabilities&) = delete;
+
+private:
+    std::vector<int> raised_;
+};
+
 class ScopedCapability {
 public:
     explicit ScopedCapability(int capability) noexcept;

@@ -71,8 +71,9 @@ std::string PacketOutput::line_prefix(uint32_t interface_id) const
 
 void PacketOutput::update_line_prefixes()
 {
-    several_devices_ = std::any_of(interface_names_.begin(), interface_names_.end(),
-                                   [&](const std::string& name) { return another_device(name); });
+    several_devices_ = always_name_devices_ ||
+        std::any_of(interface_names_.begin(), interface_names_.end(),
+                    [&](const std::string& name) { return another_device(name); });
     line_prefixes_.clear();
     for (uint32_t id = 0; id < interface_names_.size(); ++id)
         line_prefixes_.push_back(line_prefix(id));
@@ -119,6 +120,24 @@ void PacketOutput::add_interface(std::string name, text::LinkType link_type, con
         host_interface_names_ = std::make_unique<text::HostInterfaceNames>();
         text_.decode.interface_names = host_interface_names_.get();
     }
+}
+
+void PacketOutput::add_live_interface(std::string name, pcapng::InterfaceDescription idb, InterfaceTraits traits,
+                                      const std::string& container)
+{
+    const auto id = static_cast<uint32_t>(interface_names_.size());
+    add_interface(std::move(name), text::LinkType::Ethernet, container);
+    if (interface_traits_.size() < id)
+        interface_traits_.resize(id);
+    interface_traits_.push_back(traits);
+    if (file_ids_.empty())
+        return; // text lines only
+    if (idbs_.size() < id) {
+        idbs_.resize(id);
+        file_ids_.resize(id, kNotWritten);
+    }
+    idbs_.push_back(std::move(idb));
+    file_ids_.push_back(kNotWritten);
 }
 
 void PacketOutput::begin(const pcapng::SectionHeader& shb, const std::vector<pcapng::InterfaceDescription>& idbs,

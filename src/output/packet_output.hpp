@@ -100,6 +100,18 @@ public:
     // into (name_container()), if any.
     void add_interface(std::string name, text::LinkType link_type = text::LinkType::Ethernet,
                        const std::string& container = {});
+    // -i any and -i PATTERN: text lines name the device, as tcpdump -i any's,
+    // also while only one interface takes part.
+    void name_devices()
+    {
+        always_name_devices_ = true;
+        update_line_prefixes();
+    }
+    // A live interface that joins the capture (on first use only): the next
+    // interface id, its IDB written before its first packet; `container` as
+    // for add_interface().
+    void add_live_interface(std::string name, pcapng::InterfaceDescription idb, InterfaceTraits traits,
+                            const std::string& container = {});
 
     // pcapng: SHB and every IDB, flushed before any packet. With
     // `on_first_use` only the SHB and the first IDB: each other interface's
@@ -265,6 +277,7 @@ private:
     // gets tcpdump -i any's column. Changes once at most, so a file of n
     // interfaces builds its prefixes in linear time.
     bool several_devices_ = false;
+    bool always_name_devices_ = false;
     // Per interface id, the container named in its column; empty for none.
     std::vector<std::string> containers_;
     void update_line_prefixes();

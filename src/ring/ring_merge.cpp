@@ -7,12 +7,27 @@
 namespace xdpcap {
 
 RingMerger::RingMerger(std::span<PerfRingReader> rings, PacketOutput& output, ClockOffset clock, Options options)
-    : rings_(rings), output_(output), clock_(clock), options_(options), heads_(rings.size()),
-      queued_(rings.size(), 0), scratch_(std::make_unique_for_overwrite<uint8_t[]>(rings.size() * kMaxRecordSize)),
-      frames_(std::make_unique_for_overwrite<uint8_t[]>(rings.size() * XDPCAP_MAX_SNAPLEN)),
-      assemblies_(rings.size()), batches_(rings.size()), tallies_(rings.size()), written_by_interface_(options_.interfaces.count(static_cast<uint32_t>(rings.size())), 0)
+    : output_(output), clock_(clock), options_(options)
 {
-    heap_.reserve(rings.size()); // never grows on the hot path
+    add_rings(rings);
+}
+
+void RingMerger::add_rings(std::span<PerfRingReader> rings)
+{
+    const size_t count = rings.size();
+    rings_ = rings;
+    heads_.resize(count);
+    queued_.resize(count, 0);
+    // Each ring's own: a ring added later leaves the others' bytes in place.
+    while (scratch_.size() < count)
+        scratch_.push_back(std::make_unique_for_overwrite<uint8_t[]>(kMaxRecordSize));
+    while (frames_.size() < count)
+        frames_.push_back(std::make_unique_for_overwrite<uint8_t[]>(XDPCAP_MAX_SNAPLEN));
+    assemblies_.resize(count);
+    batches_.resize(count);
+    tallies_.resize(count);
+    written_by_interface_.resize(options_.interfaces.count(static_cast<uint32_t>(count)), 0);
+    heap_.reserve(count); // never grows on the hot path
 }
 
 void RingMerger::merge(uint64_t now_ns, bool everything)

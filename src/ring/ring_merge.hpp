@@ -49,6 +49,11 @@ public:
     // end of the capture: a frame still missing parts then never gets them.
     void drain_everything();
 
+    // `rings`: the rings given before, in the same order (the readers may
+    // have moved), then new ones, which a joining interface brings. Between
+    // drains only.
+    void add_rings(std::span<PerfRingReader> rings);
+
     // A write threw: the packets of the failed chunk count as not written,
     // and so does every later sample.
     void output_failed();
@@ -115,8 +120,8 @@ private:
     void push(Key key) noexcept;
     void pop_top() noexcept;
     void sift_down(Key key) noexcept; // puts key at the top and restores the heap
-    uint8_t* scratch(uint32_t ring) const noexcept { return scratch_.get() + size_t{ring} * kMaxRecordSize; }
-    uint8_t* frame_buffer(uint32_t ring) const noexcept { return frames_.get() + size_t{ring} * XDPCAP_MAX_SNAPLEN; }
+    uint8_t* scratch(uint32_t ring) const noexcept { return scratch_[ring].get(); }
+    uint8_t* frame_buffer(uint32_t ring) const noexcept { return frames_[ring].get(); }
 
     std::span<PerfRingReader> rings_;
     PacketOutput& output_;
@@ -127,10 +132,10 @@ private:
     std::vector<uint8_t> queued_; // ring is in heap_
     // Each ring's wrapped head record; several are held at once. Not zeroed:
     // pages that no wrapped record touches stay unallocated.
-    std::unique_ptr<uint8_t[]> scratch_;
+    std::vector<std::unique_ptr<uint8_t[]>> scratch_;
     // Each ring's frame being put together from several records; untouched
     // pages stay unallocated here too.
-    std::unique_ptr<uint8_t[]> frames_;
+    std::vector<std::unique_ptr<uint8_t[]>> frames_;
     std::vector<Assembly> assemblies_;
     std::vector<BatchCursor> batches_;
     std::vector<RingTally> tallies_;

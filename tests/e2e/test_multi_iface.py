@@ -44,6 +44,14 @@ cap1 <-> gen1).  Checks:
     frames sent afterwards captured on ren2 under its new name (IDBs and
     statistics), exit 0, the file reads in tshark, capinfos and tcpdump -r,
     an ISB for every IDB, nothing stays attached to the moved one;
+  * during that same `-i any`, capj0 created: it joins within a second of
+    its creation (one line), at tc ingress, every frame sent to it captured
+    on it byte for byte, its ISBs count them, and deleted, it leaves with one
+    line;
+  * `-i 'capq*' -i ren2`: a listening line per pattern; capq0 created during
+    the capture joins, capx0 (not matched) is left alone; the file holds
+    ren2's and capq0's frames, byte for byte, and nothing else; nothing stays
+    attached;
   * cap1 deleted during a two-interface capture: exit 2 with one line naming
     it, statistics printed, cap0 left clean.
 """
@@ -544,14 +552,61 @@ def any_interfaces(binary, lab, tmp):
              "one interface by name and by number: refused in one line", (rc, err))
 
 
+def add_pair(lab, cap_if, gen_if):
+    """A veth pair cap_if <-> gen_if (in the generator's namespace), up, without IPv6's own packets."""
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", cap_if, "type", "veth", "peer", "name", gen_if, "netns",
+           lab.gen_ns])
+    for n, dev in ((lab.cap_ns, cap_if), (lab.gen_ns, gen_if)):
+        lab.sysctl(n, f"net.ipv6.conf.{dev}.disable_ipv6", "1")
+        N.run(["ip", "-n", n, "link", "set", dev, "up"])
+    lab._wait_up(lab.cap_ns, cap_if)
+
+
+def wait_line(x, line, timeout):
+    """Seconds until xdpcap printed line on stderr; None when it did not within timeout."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if line in x.err_lines:
+            return time.monotonic() - start
+        time.sleep(0.01)
+    return None
+
+
+def joins(lab, x, path, frames):
+    """During x's capture: capj0 created, joins within a second, its frames sent; then deleted."""
+    created = time.monotonic()
+    N.run(["ip", "-n", lab.cap_ns, "link", "add", "capj0", "type", "veth", "peer", "name", "genj0", "netns",
+           lab.gen_ns])
+    waited = wait_line(x, "xdpcap: capj0 joined the capture", N.scaled(3))
+    joined = None if waited is None else time.monotonic() - created
+    N.log(f"  info  capj0 joined {joined} s after its creation")
+    N.expect(joined is not None and joined < N.scaled(1.0),
+             "-i any: an interface created during the capture joins within a second, with one line",
+             (joined, x.err_lines))
+    tcx = tcx_count(lab, "capj0", TCX_EGRESS) >= 0  # cap0, which has_tcx asks, is gone
+    N.expect(tc_ingress_only(lab, "capj0", tcx), "the joined interface is taken at tc ingress",
+             hooks(lab, "capj0"))
+    for n, dev in ((lab.cap_ns, "capj0"), (lab.gen_ns, "genj0")):
+        lab.sysctl(n, f"net.ipv6.conf.{dev}.disable_ipv6", "1")
+        N.run(["ip", "-n", n, "link", "set", dev, "up"])
+    lab._wait_up(lab.cap_ns, "capj0")
+    N.log("  info  " + lab.send(path, N.cpus()[0], gap_us=300, gen_if="genj0"))
+    time.sleep(0.3)
+    N.run(["ip", "-n", lab.gen_ns, "link", "del", "genj0"])
+    gone = wait_line(x, "xdpcap: capj0 went away; capture goes on", N.scaled(3))
+    N.expect(gone is not None, "the joined interface leaves when deleted, with one line", x.err_lines)
+
+
 def any_comes_and_goes(binary, lab, tmp):
-    """Last: cap0 deleted, capmv moved, cap2 renamed during -i any."""
+    """Last: cap0 deleted, capmv moved, cap2 renamed during -i any; capj0 created, then deleted."""
     N.run(["ip", "-n", lab.cap_ns, "link", "add", "capmv", "type", "veth", "peer", "name", "genmv", "netns",
            lab.gen_ns])
     N.run(["ip", "-n", lab.cap_ns, "link", "set", "capmv", "up"])
     out = os.path.join(tmp, "any-goes.pcapng")
     path, frames = os.path.join(tmp, "any-goes.pcap"), None
     frames = N.build_corpus(path, 20, kinds=("ipv4-udp",), seed=70)
+    join_path = os.path.join(tmp, "any-joins.pcap")
+    join_frames = N.build_corpus(join_path, 20, kinds=("ipv4-udp",), seed=71)
     x = N.Xdpcap(lab, binary, ["-i", "any", "-w", out])
     x.wait_listening()
     N.run(["ip", "-n", lab.gen_ns, "link", "del", "gen0"])
@@ -563,6 +618,7 @@ def any_comes_and_goes(binary, lab, tmp):
     time.sleep(0.3)
     N.log("  info  " + lab.send(path, N.cpus()[0], gap_us=300, gen_if="gen2"))
     time.sleep(0.5)
+    joins(lab, x, join_path, join_frames)
     N.expect(x.returncode is None, "-i any: the capture goes on after interfaces went away", x.err_lines)
     rc = x.stop(signal.SIGINT)
     msgs = N.messages(x.err_lines)
@@ -577,9 +633,15 @@ def any_comes_and_goes(binary, lab, tmp):
                                    "under its new name")
     N.expect(any(re.match(r"^ren2: 20 packets captured", l) for l in x.err_lines),
              "the statistics name the renamed port by its new name", x.err_lines)
+    N.check_exact(join_frames, [d for n, dr, d in got if dr == "In" and n == "capj0"],
+                  "every frame sent on the interface that joined is captured on it, byte for byte")
     N.check_readers_agree(out, len(got))
     N.expect(len(recs["isbs"]) == len(recs["idbs"]), "an ISB for every interface, those that left included",
              (len(recs["isbs"]), len(recs["idbs"])))
+    joined_ids = [i for i, idb in enumerate(recs["idbs"]) if idb["name"].startswith("capj0@")]
+    received = sum(isb.get("ifrecv", 0) for isb in recs["isbs"] if isb["if_id"] in joined_ids)
+    N.expect(joined_ids and received == len(join_frames),
+             "the joined interface's statistics blocks count its frames", (joined_ids, recs["isbs"]))
     moved = N.run(["ip", "netns", "exec", lab.gen_ns, "tc", "filter", "show", "dev", "capmv", "ingress"],
                   check_rc=False).stdout.strip()
     tcx_moved = [int(N.run(["ip", "netns", "exec", lab.gen_ns, N.PYTHON, "-c", TCX_QUERY, "capmv", str(t)]).stdout)
@@ -588,6 +650,40 @@ def any_comes_and_goes(binary, lab, tmp):
              "nothing of xdpcap stays on the moved interface (tc filters, tcx)", (moved, tcx_moved))
     check_clean(lab, ["capbr1", "lo"], "after -i any with interfaces gone")
     N.expect(hooks(lab, "ren2") == [], "nothing stays attached to the renamed port", hooks(lab, "ren2"))
+
+
+def patterns_join(binary, lab, tmp):
+    """-i 'capq*' -i ren2: ren2 and capq0, created during the capture, are captured; capx0 is not."""
+    out = os.path.join(tmp, "pattern.pcapng")
+    corpora = {}
+    for gen_if, seed in (("gen2", 80), ("genq0", 81), ("genx0", 82)):
+        path = os.path.join(tmp, f"pattern-{gen_if}.pcap")
+        corpora[gen_if] = (path, N.build_corpus(path, 10, kinds=("ipv4-udp",), seed=seed))
+    x = N.Xdpcap(lab, binary, ["-i", "capq*", "-i", "ren2", "-w", out])
+    x.wait_listening()
+    add_pair(lab, "capx0", "genx0")
+    add_pair(lab, "capq0", "genq0")
+    N.expect(wait_line(x, "xdpcap: capq0 joined the capture", N.scaled(3)) is not None,
+             "-i PATTERN: an interface it matches joins", x.err_lines)
+    N.expect(hooks(lab, "capx0") == [], "-i PATTERN: one it does not match is left alone", hooks(lab, "capx0"))
+    for gen_if, (path, _f) in corpora.items():
+        N.log("  info  " + lab.send(path, N.cpus()[0], gap_us=300, gen_if=gen_if))
+    time.sleep(0.3)
+    rc = x.stop(signal.SIGINT)
+    N.log("  info  stderr: " + " | ".join(x.err_lines))
+    N.expect(rc == 0, "-i PATTERN: exit 0 after SIGINT", rc)
+    listening = [l for l in x.err_lines if l.startswith("listening on ")]
+    N.expect([l.split(",")[0] for l in listening] == ["listening on capq*", "listening on ren2"],
+             "-i PATTERN: a listening line per pattern", listening)
+    got, recs = any_frames(out)
+    N.expect({n for n, _dr, _d in got} == {"ren2", "capq0"},
+             "-i PATTERN: only the interfaces it matches are in the file", sorted({n for n, _dr, _d in got}))
+    for dev, gen_if in (("ren2", "gen2"), ("capq0", "genq0")):
+        N.check_exact(corpora[gen_if][1], [d for n, dr, d in got if (n, dr) == (dev, "In")],
+                      f"-i PATTERN: every frame sent to {dev} captured on it, byte for byte")
+    N.check_readers_agree(out, len(got))
+    check_clean(lab, ["capq0", "capx0"], "after -i PATTERN")
+    N.expect(hooks(lab, "ren2") == [], "after -i PATTERN: nothing stays attached to ren2", hooks(lab, "ren2"))
 
 
 def test(binary):
@@ -600,6 +696,7 @@ def test(binary):
         second_attach_fails(binary, lab, tmp)
         one_goes_away(binary, lab, tmp)
         any_comes_and_goes(binary, lab, tmp)
+        patterns_join(binary, lab, tmp)
 
 
 if __name__ == "__main__":

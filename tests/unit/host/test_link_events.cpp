@@ -147,6 +147,20 @@ TEST(LinkEvents, NamesOfWatchedInterfacesAsAnnounced)
     EXPECT_EQ(named[0].name, "lan0");
 }
 
+TEST(LinkEvents, NewInterfacesOnceEachWithTheirNames)
+{
+    Messages m;
+    m.link(RTM_NEWLINK, 9).name("veth0").link(RTM_NEWLINK, 3).name("cap0").link(RTM_NEWLINK, 9).name("veth0");
+    m.link(RTM_NEWLINK, 7, AF_BRIDGE).name("port0").link(RTM_DELLINK, 8).name("gone0").link(RTM_NEWLINK, 10);
+    std::vector<NamedLink> appeared;
+    find_new_links(m.span(), kWatched, appeared);
+    ASSERT_EQ(appeared.size(), 2u);
+    EXPECT_EQ(appeared[0].ifindex, 9u);
+    EXPECT_EQ(appeared[0].name, "veth0");
+    EXPECT_EQ(appeared[1].ifindex, 10u);
+    EXPECT_EQ(appeared[1].name, "");
+}
+
 TEST(LinkEvents, UnalignedBufferIsRead)
 {
     Messages m;

@@ -389,6 +389,53 @@ TEST(PacketLayout, InterfacesDescribedOnFirstUse)
     EXPECT_EQ(blocks_of(file.contents()), want);
 }
 
+// An interface that joins during the capture: the next interface id, its IDB
+// written just before its first packet, its text lines named after it.
+TEST(PacketLayout, JoinedInterfaceDescribedBeforeItsFirstPacket)
+{
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"a@cpu0"});
+        output.begin({}, {named("a@cpu0")}, true);
+        const Bytes record = sample_record(frame64(), 64);
+        const Sample sample = decode_record(record.data(), record.size()).sample;
+        output.write(0, sample, kRealtime);
+        output.add_live_interface("veth9@cpu0", named("veth9@cpu0"), {});
+        output.add_live_interface("veth9@cpu1", named("veth9@cpu1"), {});
+        output.write(2, sample, kRealtime);
+        output.write(0, sample, kRealtime);
+        output.finish({counted(0, 2), counted(1, 0), counted(2, 1)});
+    }
+    const std::vector<Block> want = {
+        {pcapng::kShbType},    {pcapng::kIdbType, 0, "a@cpu0"}, {pcapng::kEpbType, 0},
+        {pcapng::kIdbType, 0, "veth9@cpu1"}, {pcapng::kEpbType, 1}, {pcapng::kEpbType, 0},
+        {pcapng::kIsbType, 0}, {pcapng::kIsbType, 1},
+    };
+    EXPECT_EQ(blocks_of(file.contents()), want);
+
+    // A pattern that matched one interface at the start: named from the
+    // first line on, as tcpdump -i any's lines are.
+    MemFile text_file;
+    {
+        PacketOutput output(Sink::open_file(text_file.path()), PacketOutput::Format::Text, false, {"eth0@cpu0"});
+        output.name_devices();
+        const Bytes frame = frame64();
+        Sample s{};
+        s.cap_len = s.orig_len = static_cast<uint32_t>(frame.size());
+        s.data = frame.data();
+        s.direction = XDPCAP_DIR_INGRESS;
+        output.write(0, s, kRealtime);
+        output.add_live_interface("veth9@cpu0", named("veth9@cpu0"), {});
+        output.write(1, s, kRealtime);
+        output.flush();
+    }
+    const Bytes text = text_file.contents();
+    const std::string lines(text.begin(), text.end());
+    const size_t second = lines.find('\n') + 1;
+    EXPECT_NE(lines.substr(0, second).find(" eth0  In  "), std::string::npos) << lines;
+    EXPECT_NE(lines.substr(second).find(" veth9 In  "), std::string::npos) << lines;
+}
+
 // Without it every IDB comes first, in the caller's order, as before.
 TEST(PacketLayout, InterfacesDescribedUpFront)
 {

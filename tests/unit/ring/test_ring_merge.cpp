@@ -94,6 +94,15 @@ public:
     }
 
     FakeRing& ring(size_t i) { return *fakes_[i]; }
+    // A ring that joins after the start (an interface created during the
+    // capture): the readers may move as their vector grows.
+    void add_ring(size_t ring_bytes = 4096)
+    {
+        fakes_.push_back(std::make_unique<FakeRing>(ring_bytes));
+        readers_.push_back(fakes_.back()->reader());
+        sent_.push_back(0);
+        merger_->add_rings(readers_);
+    }
     // Before anything is read: the rings start (empty) at `position`.
     void start_rings_at(uint64_t position)
     {
@@ -338,6 +347,27 @@ TEST(RingMerger, WrappedHeadsOfSeveralRingsAreHeldAtOnce)
     sent.push_back(bench.send(2, 50, 40));
     bench.merger().drain_everything();
     EXPECT_EQ(bench.written(), sorted_by_time(sent));
+}
+
+TEST(RingMerger, RingsAddedBetweenDrainsMergeWithTheHeldOnes)
+{
+    MergeBench bench(2, FakeRing::kDataSize);
+    bench.start_rings_at(FakeRing::kDataSize - 24); // the first records wrap the end: held in scratch
+    std::vector<Packet> sent;
+    sent.push_back(bench.send(0, 100 * kMs, 40));
+    bench.merger().drain(100 * kMs); // young, and ring 1 is empty: held
+    ASSERT_EQ(bench.merger().held(), 1u);
+    for (int i = 0; i < 5; ++i)
+        bench.add_ring();
+    sent.push_back(bench.send(6, 100 * kMs - 5, 40)); // older than the held head
+    sent.push_back(bench.send(1, 100 * kMs + 5, 40));
+    sent.push_back(bench.send(2, 100 * kMs + 7, 3000)); // the new rings' own buffers
+    bench.merger().drain_everything();
+    EXPECT_EQ(bench.written(), sorted_by_time(sent));
+    EXPECT_EQ(bench.merger().tallies().size(), 7u);
+    EXPECT_EQ(bench.merger().tallies()[6].written, 1u);
+    EXPECT_EQ(bench.merger().written_by_interface().size(), 7u);
+    expect_every_sample_accounted(bench.merger().tallies());
 }
 
 TEST(RingMerger, LargeSamplesWrittenFromTheRingBeforeItIsReleased)
