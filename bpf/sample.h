@@ -214,9 +214,10 @@ static __always_inline void flush_stage(void *ctx, struct xdpcap_stage *s)
 	long err = -E2BIG;
 	if (size <= sizeof(struct xdpcap_batch) + XDPCAP_BATCH_BYTES)
 		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, &s->batch, size);
-#pragma unroll
+	/* A loop, not unrolled: once per batch, over every key a hook stages. */
+#pragma clang loop unroll(disable)
 	for (__u32 key = 0; key < XDPCAP_BATCH_KEYS; key++) {
-		const __u32 frames = s->by_key[key];
+		const __u32 frames = s->keys[key].frames;
 		if (!frames)
 			continue;
 		__u32 k = key;
@@ -225,15 +226,15 @@ static __always_inline void flush_stage(void *ctx, struct xdpcap_stage *s)
 			if (err) {
 				c->output_failed += frames;
 				/* The lost frames' own drops_before is lost with them. */
-				c->pending_drops += frames + s->carried[key];
+				c->pending_drops += frames + s->keys[key].carried;
 				if (err == -ENOSPC)
 					c->ring_full += frames;
 			} else {
 				c->sampled += frames;
 			}
 		}
-		s->by_key[key] = 0;
-		s->carried[key] = 0;
+		s->keys[key].frames = 0;
+		s->keys[key].carried = 0;
 	}
 	s->batch.frames = 0;
 	s->batch.bytes = 0;
@@ -306,20 +307,39 @@ static __always_inline long output_parts(void *ctx, const int from, __u64 kernel
 	return 0;
 }
 
-/* The batch counters key of a capture hook's frame. */
+/* The counters key of a frame's hook: where its batch accounts for it. */
 static __always_inline __u32 stage_key(const struct xdpcap_meta *meta)
 {
-	return meta->hook == XDPCAP_HOOK_TC_EGRESS ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
+	switch (meta->hook) {
+	case XDPCAP_HOOK_TC_EGRESS:
+		return XDPCAP_COUNTERS_EGRESS;
+	case XDPCAP_HOOK_DROP:
+		return XDPCAP_COUNTERS_DROPS;
+	case XDPCAP_HOOK_FENTRY:
+		return XDPCAP_COUNTERS_TRACE(meta->program, 0);
+	case XDPCAP_HOOK_FEXIT:
+		return XDPCAP_COUNTERS_TRACE(meta->program, 1);
+	default:
+		return XDPCAP_COUNTERS_INGRESS;
+	}
 }
 
 /*
  * Stages a small frame in the CPU's batch: true when it is there (its
  * counters follow at the flush), false when it goes out on its own, after
- * whatever is staged.
+ * whatever is staged. With XDPCAP_FROM_KERNEL the frame's bytes are read at
+ * kernel address `kernel_data` (the tracing hooks: --drops, trace mode).
  */
+static __always_inline int stage_frame_at(void *ctx, const int from, __u64 kernel_data, struct xdpcap_counters *c,
+					  struct xdpcap_meta *meta, const struct xdpcap_process process[2],
+					  const int tagged, __u16 proto_be, __u16 tci);
+
 static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
 				       struct xdpcap_meta *meta, const struct xdpcap_process process[2], const int tagged,
-				       __u16 proto_be, __u16 tci);
+				       __u16 proto_be, __u16 tci)
+{
+	return stage_frame_at(ctx, from, 0, c, meta, process, tagged, proto_be, tci);
+}
 
 static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap_counters *c,
 					struct xdpcap_meta *meta, const struct xdpcap_process process[2])
@@ -334,27 +354,27 @@ static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap
  * with `tagged`, the tag the skb or the NIC holds put back after the MAC
  * addresses. Lengths less one, each checked on the register the helper
  * gets: 6.1's verifier loses a lower bound of 1 the compiler folds away. */
-static __always_inline long stage_bytes(void *ctx, const int from, __u8 *to, __u64 len_less_one, const int tagged,
-					__u16 proto_be, __u16 tci)
+static __always_inline long stage_bytes(void *ctx, const int from, __u64 kernel_data, __u8 *to, __u64 len_less_one,
+					const int tagged, __u16 proto_be, __u16 tci)
 {
 	if (!tagged)
-		return load_frame_bytes(ctx, from, 0, 0, to, len_less_one + 1);
+		return load_frame_bytes(ctx, from, kernel_data, 0, to, len_less_one + 1);
 	__u64 rest_less_one = len_less_one - (XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN);
 	asm volatile("" : "+r"(rest_less_one));
 	if (rest_less_one > XDPCAP_BATCH_FRAME_MAX - 1)
 		return -EFAULT;
-	if (load_frame_bytes(ctx, from, 0, 0, to, XDPCAP_ETH_ADDRS_LEN))
+	if (load_frame_bytes(ctx, from, kernel_data, 0, to, XDPCAP_ETH_ADDRS_LEN))
 		return -EFAULT;
 	const __u16 tci_be = bpf_htons(tci);
 	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN, &proto_be, 2);
 	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN + 2, &tci_be, 2);
-	return load_frame_bytes(ctx, from, 0, XDPCAP_ETH_ADDRS_LEN, to + XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN,
-				rest_less_one + 1);
+	return load_frame_bytes(ctx, from, kernel_data, XDPCAP_ETH_ADDRS_LEN,
+				to + XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN, rest_less_one + 1);
 }
 
-static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
-				       struct xdpcap_meta *meta, const struct xdpcap_process process[2], const int tagged,
-				       __u16 proto_be, __u16 tci)
+static __always_inline int stage_frame_at(void *ctx, const int from, __u64 kernel_data, struct xdpcap_counters *c,
+					  struct xdpcap_meta *meta, const struct xdpcap_process process[2],
+					  const int tagged, __u16 proto_be, __u16 tci)
 {
 	if (!batching)
 		return 0;
@@ -362,7 +382,9 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 	if (!s)
 		return 0;
 	__u64 cap_len = meta->cap_len;
-	if (cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < (tagged ? XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN + 1 : 1)) {
+	const __u32 key = stage_key(meta);
+	if (cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < (tagged ? XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN + 1 : 1) ||
+	    key >= XDPCAP_BATCH_KEYS) {
 		flush_stage(ctx, s);
 		release_stage(s);
 		return 0;
@@ -388,7 +410,6 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 		return 0;
 	}
 	__u8 *at = s->data + used;
-	const __u32 key = stage_key(meta);
 	const __u32 handed = meta->drops_before;
 	if (attribute) {
 		struct xdpcap_meta *m = (struct xdpcap_meta *)at;
@@ -397,13 +418,14 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 		struct xdpcap_process *ends = (struct xdpcap_process *)(at + sizeof(struct xdpcap_meta));
 		ends[0] = process[0];
 		ends[1] = process[1];
-		if (stage_bytes(ctx, from, at + XDPCAP_HEAD_ROOM, len_less_one, tagged, proto_be, tci)) {
+		if (stage_bytes(ctx, from, kernel_data, at + XDPCAP_HEAD_ROOM, len_less_one, tagged, proto_be, tci)) {
 			release_stage(s);
 			return 0;
 		}
 	} else {
 		*(struct xdpcap_meta *)at = *meta;
-		if (stage_bytes(ctx, from, at + sizeof(struct xdpcap_meta), len_less_one, tagged, proto_be, tci)) {
+		if (stage_bytes(ctx, from, kernel_data, at + sizeof(struct xdpcap_meta), len_less_one, tagged, proto_be,
+				tci)) {
 			release_stage(s);
 			return 0;
 		}
@@ -414,9 +436,12 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 	}
 	s->batch.frames++;
 	s->batch.bytes = (__u32)(used + need);
-	if (key < XDPCAP_BATCH_KEYS) {
-		s->by_key[key]++;
-		s->carried[key] += handed;
+	/* Checked above; again on the very register that indexes. */
+	__u32 index = key;
+	asm volatile("" : "+r"(index));
+	if (index < XDPCAP_BATCH_KEYS) {
+		s->keys[index].frames++;
+		s->keys[index].carried += handed;
 	}
 	/* The drops before this frame travel with it now. */
 	c->pending_drops = 0;

@@ -36,6 +36,9 @@ public:
                               uint32_t ifindex, uint32_t sample_every, int events_fd, int counters_fd,
                               int sample_ticks_fd, int stage_fd, std::span<const bpf_insn> filter);
     void attach();
+    // Small traced frames join the capture hooks' batches, as
+    // DropProgram::enable_batching().
+    void enable_batching(uint32_t batch_bytes) noexcept;
     // Why traced frames are cut at one record here; nothing when their
     // fragments' pages are read.
     const std::optional<std::string>& limitation() const noexcept { return limitation_; }
