@@ -203,6 +203,41 @@ static __always_inline void release_stage(struct xdpcap_stage *s)
 	s->busy = 0;
 }
 
+/*
+ * Accounts for a batch's frames on each key's counters as frames of their
+ * own would be, `err` the result of its output, and empties the keys. A
+ * global function: the verifier checks its walk over every key once, not
+ * again on each path of a hook that reaches a flush.
+ */
+__attribute__((noinline)) int xdpcap_account_batch(struct xdpcap_stage *s, long err)
+{
+	if (!s)
+		return 0;
+	/* The outcome taken apart once, before the walk, into factors the
+	 * compiler cannot turn back into branches: a branch on it per key
+	 * would multiply the states the verifier walks. */
+	__u64 lost = err ? 1 : 0;
+	__u64 full = err == -ENOSPC ? 1 : 0;
+	asm volatile("" : "+r"(lost), "+r"(full));
+	for (__u32 key = 0; key < XDPCAP_BATCH_KEYS; key++) {
+		const __u64 frames = s->keys[key].frames;
+		if (!frames)
+			continue;
+		__u32 k = key;
+		struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &k);
+		if (c) {
+			c->sampled += frames * (1 - lost);
+			c->output_failed += frames * lost;
+			/* The lost frames' own drops_before is lost with them. */
+			c->pending_drops += (frames + s->keys[key].carried) * lost;
+			c->ring_full += frames * full;
+		}
+		s->keys[key].frames = 0;
+		s->keys[key].carried = 0;
+	}
+	return 0;
+}
+
 /* Emits the staged frames as one record, and accounts for each of them on
  * its hook's counters as a frame of its own would be. */
 static __always_inline void flush_stage(void *ctx, struct xdpcap_stage *s)
@@ -214,28 +249,7 @@ static __always_inline void flush_stage(void *ctx, struct xdpcap_stage *s)
 	long err = -E2BIG;
 	if (size <= sizeof(struct xdpcap_batch) + XDPCAP_BATCH_BYTES)
 		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, &s->batch, size);
-	/* A loop, not unrolled: once per batch, over every key a hook stages. */
-#pragma clang loop unroll(disable)
-	for (__u32 key = 0; key < XDPCAP_BATCH_KEYS; key++) {
-		const __u32 frames = s->keys[key].frames;
-		if (!frames)
-			continue;
-		__u32 k = key;
-		struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &k);
-		if (c) {
-			if (err) {
-				c->output_failed += frames;
-				/* The lost frames' own drops_before is lost with them. */
-				c->pending_drops += frames + s->keys[key].carried;
-				if (err == -ENOSPC)
-					c->ring_full += frames;
-			} else {
-				c->sampled += frames;
-			}
-		}
-		s->keys[key].frames = 0;
-		s->keys[key].carried = 0;
-	}
+	xdpcap_account_batch(s, err);
 	s->batch.frames = 0;
 	s->batch.bytes = 0;
 }
@@ -363,6 +377,11 @@ static __always_inline long stage_bytes(void *ctx, const int from, __u64 kernel_
 	asm volatile("" : "+r"(rest_less_one));
 	if (rest_less_one > XDPCAP_BATCH_FRAME_MAX - 1)
 		return -EFAULT;
+	if (from == XDPCAP_FROM_KERNEL) {
+		/* As in stage_frame_at(): bounded again past a spill. */
+		asm volatile("" : "+r"(rest_less_one));
+		rest_less_one &= XDPCAP_BATCH_FRAME_MAX - 1;
+	}
 	if (load_frame_bytes(ctx, from, kernel_data, 0, to, XDPCAP_ETH_ADDRS_LEN))
 		return -EFAULT;
 	const __u16 tci_be = bpf_htons(tci);
@@ -408,6 +427,14 @@ static __always_inline int stage_frame_at(void *ctx, const int from, __u64 kerne
 	if (used >= XDPCAP_BATCH_BYTES || len_less_one > XDPCAP_BATCH_FRAME_MAX - 1) {
 		release_stage(s);
 		return 0;
+	}
+	if (from == XDPCAP_FROM_KERNEL) {
+		/* The tracing hooks keep more registers busy: 6.1's verifier then
+		 * sees copies spilled before the check, unbounded. Bounded again,
+		 * masks that change nothing here, on the registers used. */
+		asm volatile("" : "+r"(used), "+r"(len_less_one));
+		used &= XDPCAP_BATCH_BYTES - 1;
+		len_less_one &= XDPCAP_BATCH_FRAME_MAX - 1;
 	}
 	__u8 *at = s->data + used;
 	const __u32 handed = meta->drops_before;
