@@ -176,6 +176,18 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 	const __u64 shift = restore ? VLAN_TAG_LEN : 0;
 	const __u64 want = meta.cap_len < pieces->total + shift ? meta.cap_len : pieces->total + shift;
 	const __u64 first = want < XDPCAP_MAX_SAMPLE_SIZE ? want : XDPCAP_MAX_SAMPLE_SIZE;
+	if (tagged && !restore)
+		meta.flags &= ~XDPCAP_FLAG_VLAN_RESTORED;
+	/* A small frame whose bytes are all in its linear part joins the CPU's
+	 * batch straight from there, its tag put back on the way; the rest are
+	 * gathered first. */
+	const int linear = pieces->len[0] + shift >= want;
+	if (want <= XDPCAP_BATCH_FRAME_MAX && linear) {
+		meta.cap_len = (__u32)want;
+		if (stage_frame_at(ctx, XDPCAP_FROM_KERNEL, v->data, c, &meta, process, restore, v->vlan_proto,
+				   v->vlan_tci))
+			return;
+	}
 	if (restore) {
 		if (copy_pieces(w->frame, pieces, 0, ETH_ADDRS_LEN))
 			return account_output(c, -EFAULT);
@@ -186,19 +198,21 @@ static __always_inline void sample_drop(void *ctx, const struct xdpcap_drop_view
 				first - (ETH_ADDRS_LEN + VLAN_TAG_LEN)))
 			return account_output(c, -EFAULT);
 	} else {
-		if (tagged)
-			meta.flags &= ~XDPCAP_FLAG_VLAN_RESTORED;
 		if (copy_pieces(w->frame, pieces, 0, first))
 			return account_output(c, -EFAULT);
 	}
 	meta.cap_len = (__u32)want;
+	if (want <= XDPCAP_BATCH_FRAME_MAX && !linear &&
+	    stage_frame_at(ctx, XDPCAP_FROM_KERNEL, (__u64)w->frame, c, &meta, process, 0, 0, 0))
+		return;
 	__u64 head_len;
 	__u8 *record = place_head(w->head, &meta, process, &head_len);
 	__u64 size = head_len + first;
 	asm volatile("" : "+r"(size));
 	if (size > head_len + XDPCAP_MAX_SAMPLE_SIZE || size > head_len + snaplen)
 		return account_output(c, -EFAULT);
-	/* A frame this CPU staged before it was dropped goes first. */
+	/* Frames this CPU staged before (the dropped one's own capture among
+	 * them) go first. */
 	flush_pending(ctx);
 	long err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, record, size);
 	/* The parts read cap_len back from the map: 6.1's verifier bounds the

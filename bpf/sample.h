@@ -234,6 +234,41 @@ static __always_inline void release_stage(struct xdpcap_stage *s)
 	s->busy = 0;
 }
 
+/*
+ * Accounts for a batch's frames on each key's counters as frames of their
+ * own would be, `err` the result of its output, and empties the keys. A
+ * global function: the verifier checks its walk over every key once, not
+ * again on each path of a hook that reaches a flush.
+ */
+__attribute__((noinline)) int xdpcap_account_batch(struct xdpcap_stage *s, long err)
+{
+	if (!s)
+		return 0;
+	/* The outcome taken apart once, before the walk, into factors the
+	 * compiler cannot turn back into branches: a branch on it per key
+	 * would multiply the states the verifier walks. */
+	__u64 lost = err ? 1 : 0;
+	__u64 full = err == -ENOSPC ? 1 : 0;
+	asm volatile("" : "+r"(lost), "+r"(full));
+	for (__u32 key = 0; key < XDPCAP_BATCH_KEYS; key++) {
+		const __u64 frames = s->keys[key].frames;
+		if (!frames)
+			continue;
+		__u32 k = key;
+		struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &k);
+		if (c) {
+			c->sampled += frames * (1 - lost);
+			c->output_failed += frames * lost;
+			/* The lost frames' own drops_before is lost with them. */
+			c->pending_drops += (frames + s->keys[key].carried) * lost;
+			c->ring_full += frames * full;
+		}
+		s->keys[key].frames = 0;
+		s->keys[key].carried = 0;
+	}
+	return 0;
+}
+
 /* Emits the staged frames as one record, and accounts for each of them on
  * its hook's counters as a frame of its own would be. */
 static __always_inline void flush_stage(void *ctx, struct xdpcap_stage *s)
@@ -245,27 +280,7 @@ static __always_inline void flush_stage(void *ctx, struct xdpcap_stage *s)
 	long err = -E2BIG;
 	if (size <= sizeof(struct xdpcap_batch) + XDPCAP_BATCH_BYTES)
 		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, &s->batch, size);
-#pragma unroll
-	for (__u32 key = 0; key < XDPCAP_BATCH_KEYS; key++) {
-		const __u32 frames = s->by_key[key];
-		if (!frames)
-			continue;
-		__u32 k = key;
-		struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &k);
-		if (c) {
-			if (err) {
-				c->output_failed += frames;
-				/* The lost frames' own drops_before is lost with them. */
-				c->pending_drops += frames + s->carried[key];
-				if (err == -ENOSPC)
-					c->ring_full += frames;
-			} else {
-				c->sampled += frames;
-			}
-		}
-		s->by_key[key] = 0;
-		s->carried[key] = 0;
-	}
+	xdpcap_account_batch(s, err);
 	s->batch.frames = 0;
 	s->batch.bytes = 0;
 }
@@ -357,20 +372,39 @@ static __always_inline __u64 write_head(__u8 *at, const struct xdpcap_meta *meta
 	return XDPCAP_HEAD_ROOM;
 }
 
-/* The batch counters key of a capture hook's frame. */
+/* The counters key of a frame's hook: where its batch accounts for it. */
 static __always_inline __u32 stage_key(const struct xdpcap_meta *meta)
 {
-	return meta->hook == XDPCAP_HOOK_TC_EGRESS ? XDPCAP_COUNTERS_EGRESS : XDPCAP_COUNTERS_INGRESS;
+	switch (meta->hook) {
+	case XDPCAP_HOOK_TC_EGRESS:
+		return XDPCAP_COUNTERS_EGRESS;
+	case XDPCAP_HOOK_DROP:
+		return XDPCAP_COUNTERS_DROPS;
+	case XDPCAP_HOOK_FENTRY:
+		return XDPCAP_COUNTERS_TRACE(meta->program, 0);
+	case XDPCAP_HOOK_FEXIT:
+		return XDPCAP_COUNTERS_TRACE(meta->program, 1);
+	default:
+		return XDPCAP_COUNTERS_INGRESS;
+	}
 }
 
 /*
  * Stages a small frame in the CPU's batch: true when it is there (its
  * counters follow at the flush), false when it goes out on its own, after
- * whatever is staged.
+ * whatever is staged. With XDPCAP_FROM_KERNEL the frame's bytes are read at
+ * kernel address `kernel_data` (the tracing hooks: --drops, trace mode).
  */
+static __always_inline int stage_frame_at(void *ctx, const int from, __u64 kernel_data, struct xdpcap_counters *c,
+					  struct xdpcap_meta *meta, const struct xdpcap_process process[2],
+					  const int tagged, __u16 proto_be, __u16 tci);
+
 static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
 				       struct xdpcap_meta *meta, const struct xdpcap_process process[2], const int tagged,
-				       __u16 proto_be, __u16 tci);
+				       __u16 proto_be, __u16 tci)
+{
+	return stage_frame_at(ctx, from, 0, c, meta, process, tagged, proto_be, tci);
+}
 
 static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap_counters *c,
 					struct xdpcap_meta *meta, const struct xdpcap_process process[2])
@@ -385,27 +419,32 @@ static __always_inline int stage_sample(void *ctx, const int from, struct xdpcap
  * with `tagged`, the tag the skb or the NIC holds put back after the MAC
  * addresses. Lengths less one, each checked on the register the helper
  * gets: 6.1's verifier loses a lower bound of 1 the compiler folds away. */
-static __always_inline long stage_bytes(void *ctx, const int from, __u8 *to, __u64 len_less_one, const int tagged,
-					__u16 proto_be, __u16 tci)
+static __always_inline long stage_bytes(void *ctx, const int from, __u64 kernel_data, __u8 *to, __u64 len_less_one,
+					const int tagged, __u16 proto_be, __u16 tci)
 {
 	if (!tagged)
-		return load_frame_bytes(ctx, from, 0, 0, to, len_less_one + 1);
+		return load_frame_bytes(ctx, from, kernel_data, 0, to, len_less_one + 1);
 	__u64 rest_less_one = len_less_one - (XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN);
 	asm volatile("" : "+r"(rest_less_one));
 	if (rest_less_one > XDPCAP_BATCH_FRAME_MAX - 1)
 		return -EFAULT;
-	if (load_frame_bytes(ctx, from, 0, 0, to, XDPCAP_ETH_ADDRS_LEN))
+	if (from == XDPCAP_FROM_KERNEL) {
+		/* As in stage_frame_at(): bounded again past a spill. */
+		asm volatile("" : "+r"(rest_less_one));
+		rest_less_one &= XDPCAP_BATCH_FRAME_MAX - 1;
+	}
+	if (load_frame_bytes(ctx, from, kernel_data, 0, to, XDPCAP_ETH_ADDRS_LEN))
 		return -EFAULT;
 	const __u16 tci_be = bpf_htons(tci);
 	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN, &proto_be, 2);
 	__builtin_memcpy(to + XDPCAP_ETH_ADDRS_LEN + 2, &tci_be, 2);
-	return load_frame_bytes(ctx, from, 0, XDPCAP_ETH_ADDRS_LEN, to + XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN,
-				rest_less_one + 1);
+	return load_frame_bytes(ctx, from, kernel_data, XDPCAP_ETH_ADDRS_LEN,
+				to + XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN, rest_less_one + 1);
 }
 
-static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_counters *c,
-				       struct xdpcap_meta *meta, const struct xdpcap_process process[2], const int tagged,
-				       __u16 proto_be, __u16 tci)
+static __always_inline int stage_frame_at(void *ctx, const int from, __u64 kernel_data, struct xdpcap_counters *c,
+					  struct xdpcap_meta *meta, const struct xdpcap_process process[2],
+					  const int tagged, __u16 proto_be, __u16 tci)
 {
 	if (!batching)
 		return 0;
@@ -413,7 +452,9 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 	if (!s)
 		return 0;
 	__u64 cap_len = meta->cap_len;
-	if (cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < (tagged ? XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN + 1 : 1)) {
+	const __u32 key = stage_key(meta);
+	if (cap_len > XDPCAP_BATCH_FRAME_MAX || cap_len < (tagged ? XDPCAP_ETH_ADDRS_LEN + XDPCAP_VLAN_TAG_LEN + 1 : 1) ||
+	    key >= XDPCAP_BATCH_KEYS) {
 		flush_stage(ctx, s);
 		release_stage(s);
 		return 0;
@@ -438,10 +479,18 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 		release_stage(s);
 		return 0;
 	}
+	if (from == XDPCAP_FROM_KERNEL) {
+		/* The tracing hooks keep more registers busy: 6.1's verifier then
+		 * sees copies spilled before the check, unbounded. Bounded again,
+		 * masks that change nothing here, on the registers used. */
+		asm volatile("" : "+r"(used), "+r"(len_less_one));
+		used &= XDPCAP_BATCH_BYTES - 1;
+		len_less_one &= XDPCAP_BATCH_FRAME_MAX - 1;
+	}
 	__u8 *at = s->data + used;
-	const __u32 key = stage_key(meta);
 	const __u32 handed = meta->drops_before;
-	if (stage_bytes(ctx, from, at + write_head(at, meta, process), len_less_one, tagged, proto_be, tci)) {
+	if (stage_bytes(ctx, from, kernel_data, at + write_head(at, meta, process), len_less_one, tagged, proto_be,
+			tci)) {
 		release_stage(s);
 		return 0;
 	}
@@ -451,9 +500,12 @@ static __always_inline int stage_frame(void *ctx, const int from, struct xdpcap_
 	}
 	s->batch.frames++;
 	s->batch.bytes = (__u32)(used + need);
-	if (key < XDPCAP_BATCH_KEYS) {
-		s->by_key[key]++;
-		s->carried[key] += handed;
+	/* Checked above; again on the very register that indexes. */
+	__u32 index = key;
+	asm volatile("" : "+r"(index));
+	if (index < XDPCAP_BATCH_KEYS) {
+		s->keys[index].frames++;
+		s->keys[index].carried += handed;
 	}
 	/* The drops before this frame travel with it now. */
 	c->pending_drops = 0;

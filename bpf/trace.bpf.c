@@ -81,6 +81,15 @@ static __always_inline void sample_trace(void *ctx, struct xdp_buff *xdp, __u32 
 		  XDPCAP_DIR_INGRESS, hook);
 	meta.program = program_index;
 	meta.verdict = verdict;
+	/* A small frame joins the CPU's batch from its linear bytes, where
+	 * they hold it (nearly always: fragments follow a full first buffer). */
+	const __u64 data = (__u64)xdp->data;
+	if (meta.cap_len <= XDPCAP_BATCH_FRAME_MAX && meta.cap_len <= (__u64)xdp->data_end - data) {
+		/* Trace mode names no process: nothing to copy behind the metadata. */
+		const struct xdpcap_process none[2] = {};
+		if (stage_frame_at(ctx, XDPCAP_FROM_KERNEL, data, c, &meta, none, 0, 0, 0))
+			return;
+	}
 	__u64 flags = BPF_F_CURRENT_CPU | ((__u64)first_record_length(meta.cap_len) << 32);
 	flush_pending(ctx);
 	long err = bpf_xdp_output(xdp, &events, flags, &meta, sizeof(meta));

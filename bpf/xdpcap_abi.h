@@ -65,8 +65,14 @@
  */
 #define XDPCAP_BATCH_BYTES 16384u
 #define XDPCAP_BATCH_FRAME_MAX 2048u
-/* Counter keys whose frames are staged: XDPCAP_COUNTERS_INGRESS and _EGRESS. */
-#define XDPCAP_BATCH_KEYS 2u
+/*
+ * Counter keys whose frames are staged: XDPCAP_COUNTERS_INGRESS, _EGRESS,
+ * _DROPS, and trace mode's entry and exit of the first
+ * XDPCAP_BATCH_TRACED traced programs (a libxdp dispatcher runs at most ten);
+ * a further traced program's frames go out one per record.
+ */
+#define XDPCAP_BATCH_TRACED 10u
+#define XDPCAP_BATCH_KEYS 23u /* XDPCAP_COUNTERS_TRACE(XDPCAP_BATCH_TRACED, 0) */
 
 struct xdpcap_batch {
 	__u32 tag;      /* XDPCAP_BATCH_TAG */
@@ -75,20 +81,28 @@ struct xdpcap_batch {
 	__u32 reserved;
 };
 
+/* One counters key's frames in a CPU's batch, accounted for when it goes out. */
+struct xdpcap_stage_key {
+	__u32 frames;  /* staged frames of this key */
+	__u32 carried; /* the drops_before handed to them */
+};
+
 /*
  * One CPU's staging entry (an mmap'able array indexed by CPU id): userspace
  * reads `batch.frames` and `oldest_ns` to know whether to run the flush
  * program on that CPU. The room behind `data`'s XDPCAP_BATCH_BYTES lets the
- * verifier prove a copy of up to one frame at any offset below them.
+ * verifier prove a copy of up to one frame at any offset below them. The
+ * keys come last: the first of them share a cache line, the rest are read
+ * only at a flush.
  */
 struct xdpcap_stage {
 	__u64 oldest_ns;                        /* tstamp_ns of the first frame staged */
 	__u32 busy;                             /* a program on this CPU is writing the entry */
-	__u32 by_key[XDPCAP_BATCH_KEYS];        /* frames staged per counters key */
-	__u32 carried[XDPCAP_BATCH_KEYS];       /* drops_before handed to the staged frames, per key */
-	__u32 reserved;
+	__u32 reserved[5];
 	struct xdpcap_batch batch;              /* the record starts here */
 	__u8 data[XDPCAP_BATCH_BYTES + XDPCAP_BATCH_FRAME_MAX + 144u];
+	struct xdpcap_stage_key keys[XDPCAP_BATCH_KEYS]; /* by counters key */
+	__u32 reserved_tail[2];
 };
 
 /*
@@ -259,6 +273,7 @@ static_assert(sizeof(struct xdpcap_batch) == 16, "xdpcap_batch ABI size");
 static_assert(offsetof(struct xdpcap_stage, batch) == 32, "xdpcap_stage ABI layout");
 static_assert(sizeof(struct xdpcap_stage) % 64 == 0, "CPUs' staging entries share no cache line");
 static_assert(sizeof(struct xdpcap_wake) == 64, "xdpcap_wake ABI size");
+static_assert(XDPCAP_BATCH_KEYS == XDPCAP_COUNTERS_TRACE(XDPCAP_BATCH_TRACED, 0), "staged keys: the capture hooks', drops', traced programs'");
 static_assert(XDPCAP_BATCH_BYTES + sizeof(struct xdpcap_batch) + 12u + 8u < 0xffffu, "a batch fits one perf record");
 static_assert(offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
 static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");
@@ -288,6 +303,7 @@ _Static_assert(sizeof(struct xdpcap_batch) == 16, "xdpcap_batch ABI size");
 _Static_assert(__builtin_offsetof(struct xdpcap_stage, batch) == 32, "xdpcap_stage ABI layout");
 _Static_assert(sizeof(struct xdpcap_stage) % 64 == 0, "CPUs' staging entries share no cache line");
 _Static_assert(sizeof(struct xdpcap_wake) == 64, "xdpcap_wake ABI size");
+_Static_assert(XDPCAP_BATCH_KEYS == XDPCAP_COUNTERS_TRACE(XDPCAP_BATCH_TRACED, 0), "staged keys: the capture hooks', drops', traced programs'");
 _Static_assert(__builtin_offsetof(struct xdpcap_part, tstamp_ns) == 8, "xdpcap_part ABI layout");
 _Static_assert(XDPCAP_MAX_PARTS == 4u, "a 262144-byte frame is its first record and four parts");
 #endif

@@ -300,8 +300,14 @@ std::string CaptureProgram::enable_batching(size_t ring_bytes)
         stage_view_.reset();
         return std::string("the kernel does not run a flush program on a chosen CPU: ").append(errno_text(err));
     }
+    // Every hook stages into the same entry of its CPU: the tracing
+    // programs' own copies of the switch follow the capture programs'.
     skel_->data->batch_bytes = static_cast<uint32_t>(limit);
     skel_->bss->batching = 1;
+    if (trace_)
+        trace_->enable_batching(static_cast<uint32_t>(limit));
+    if (drops_)
+        drops_->enable_batching(static_cast<uint32_t>(limit));
     batching_ = true;
     return {};
 }

@@ -141,7 +141,8 @@ public:
     // Several small frames per perf record (bpf/sample.h): tried once
     // loaded, by running the flush program on this CPU. Batches fit rings
     // of `ring_bytes` several times over. Empty when the hooks now stage
-    // frames; else why each frame goes out on its own.
+    // frames; else why each frame goes out on its own. After load_trace()
+    // and load_drops(): their programs stage into the same entries.
     std::string enable_batching(size_t ring_bytes);
     bool batching() const noexcept { return batching_; }
     // Frames staged on `cpu` and not yet emitted: a hint read from the

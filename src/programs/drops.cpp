@@ -118,6 +118,12 @@ uint64_t DropProgram::missed() const noexcept
     return info.recursion_misses;
 }
 
+void DropProgram::enable_batching(uint32_t batch_bytes) noexcept
+{
+    skel_->data->batch_bytes = batch_bytes;
+    skel_->bss->batching = 1;
+}
+
 void DropProgram::attach()
 {
     // Kept in the skeleton, which destroys it with itself.

@@ -33,6 +33,10 @@ public:
     // `body`: translated for FilterContext::Drop with view_map_fd().
     void install_filter(std::span<const bpf_insn> body, int counters_fd);
     void attach();
+    // Small dropped frames join the capture hooks' batches (bpf/sample.h)
+    // of at most `batch_bytes` bytes, once CaptureProgram::enable_batching()
+    // has found that the kernel runs the flush.
+    void enable_batching(uint32_t batch_bytes) noexcept;
     // Why dropped frames keep only their linear bytes here; nothing when
     // their page fragments are read too.
     std::optional<std::string> limitation() const { return limitation_; }

@@ -129,6 +129,14 @@ void TracePrograms::load_trace_filter(Instance& instance, uint32_t program, std:
     }
 }
 
+void TracePrograms::enable_batching(uint32_t batch_bytes) noexcept
+{
+    for (Instance& instance : instances_) {
+        instance.skel->data->batch_bytes = batch_bytes;
+        instance.skel->bss->batching = 1;
+    }
+}
+
 void TracePrograms::attach()
 {
     for (Instance& instance : instances_) {

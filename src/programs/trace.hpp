@@ -37,6 +37,9 @@ public:
                               int sample_ticks_fd, int stage_fd, int wake_fd, int wakeups_fd,
                               std::span<const bpf_insn> filter);
     void attach();
+    // Small traced frames join the capture hooks' batches, as
+    // DropProgram::enable_batching().
+    void enable_batching(uint32_t batch_bytes) noexcept;
     // Why traced frames are cut at one record here; nothing when their
     // fragments' pages are read.
     const std::optional<std::string>& limitation() const noexcept { return limitation_; }

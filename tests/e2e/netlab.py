@@ -1495,6 +1495,36 @@ def check_isbs_match_stats(recs, st, what="ISBs"):
                     "+ malformed, isb_usrdeliv = written (per CPU)", "\n".join(bad))
 
 
+def staged_frames(pid):
+    """Frames the BPF programs of process `pid` hold staged in their per-CPU
+    batches (bpf/sample.h's map "stage"), summed over the CPUs: (frames in
+    the batches, {counters key: frames of that key}). None when the process
+    holds no such map. Read with bpftool through the map's BTF, so only a
+    field's name is relied on, not the entry's layout."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                m = re.search(r"^map_id:\s*(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    maps = json.loads(run(["bpftool", "-j", "map", "show"]).stdout or "[]")
+    stage = [m["id"] for m in maps if m.get("id") in ids and m.get("name") == "stage"]
+    if not stage:
+        return None
+    entries = json.loads(run(["bpftool", "-j", "map", "dump", "id", str(stage[0])]).stdout or "[]")
+    frames, by_key = 0, {}
+    for entry in entries:
+        value = entry["formatted"]["value"]
+        frames += value["batch"]["frames"]
+        for key, k in enumerate(value["keys"]):
+            if k["frames"]:
+                by_key[key] = by_key.get(key, 0) + k["frames"]
+    return frames, by_key
+
+
 class _ScratchMount(Scoped):
     """A file system mounted on a fresh temporary directory. close()
     unmounts it (lazily if something still holds it), removes the directory

@@ -17,6 +17,15 @@ Usage (root): /usr/bin/python3 tests/e2e/test_batching.py PATH/TO/xdpcap
    waits in epoll with no timer), and a frame sent after that idle period
    reaches the file within the bound all the same; by default, and with
    --immediate-mode -U (bound about 2 ms, its 1 ms tick stopped too).
+5. --drops: frames dropped by the stack (for another MAC address) join the
+   batches too. While xdpcap is stopped (SIGSTOP) the CPU's staging entry
+   (bpftool, through the map's BTF) holds each dropped frame under the drops'
+   counters key, beside its capture at tc ingress; once continued and
+   stopped, each is written once, in the order sent. With a ring of one page
+   (batches of 512 bytes) flooded while xdpcap is stopped: dropped frames
+   sent = drop records written + lost counted in the drop interfaces' ISBs,
+   the loss carried exactly in the next records' epb_dropcount, none
+   duplicated or out of order, the file valid.
 """
 
 import os
@@ -28,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netlab as N  # noqa: E402
+from test_drops import CAP4, GEN4, OTHER_MAC, udp_frame  # noqa: E402
 
 CPU = N.cpus()[0]
 SLOW = 20
@@ -185,6 +195,90 @@ def check_idle(binary, lab, tmp, args=(), bound=BOUND_S, slack=SLACK_S, seed=46)
     N.expect(x.stop(signal.SIGINT) == 0, "idle: xdpcap exits 0")
 
 
+XDPCAP_COUNTERS_INGRESS, XDPCAP_COUNTERS_DROPS = 0, 2  # bpf/xdpcap_abi.h
+
+
+def other_host_frames(prefix, count):
+    """UDP frames for another MAC address: received (promiscuous), then
+    dropped by the stack (OTHERHOST)."""
+    return [udp_frame(OTHER_MAC, GEN4, CAP4, 5555, b"%s%04d" % (prefix, i)) for i in range(count)]
+
+
+def drop_rows(path):
+    recs = N.pcapng_records(path)
+    drop_ids = {i for i, idb in enumerate(recs["idbs"]) if (idb["name"] or "").endswith(":drop")}
+    return recs, drop_ids, [e for e in recs["epbs"] if e["if_id"] in drop_ids]
+
+
+def check_drops_staged(binary, lab, tmp):
+    sent = other_host_frames(b"staged", 8)
+    pcap = os.path.join(tmp, "dropstaged.pcap")
+    N.write_frames(pcap, sent)
+    out = os.path.join(tmp, "dropstaged.pcapng")
+    x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-v", "-w", out])
+    x.wait_listening()
+    N.check(batching_line(x) == "several frames per perf record, each written within 100 ms",
+            "--drops: -v says frames travel several per record", batching_line(x))
+    x.send_signal(signal.SIGSTOP)
+    try:
+        lab.send(pcap, CPU, gap_us=1000)
+        staged = N.staged_frames(x.proc.pid)
+    finally:
+        x.send_signal(signal.SIGCONT)
+    N.log(f"  info  staged while stopped: {staged}")
+    N.expect(staged is not None and staged[1].get(XDPCAP_COUNTERS_DROPS) == len(sent) and
+             staged[1].get(XDPCAP_COUNTERS_INGRESS, 0) >= len(sent),
+             f"--drops: the {len(sent)} dropped frames wait in the CPU's batch under the drops' key, beside "
+             "their captures at tc ingress", staged)
+    rc = x.stop(signal.SIGINT)
+    N.expect(rc == 0, "--drops, staged: xdpcap exits 0")
+    recs, _ids, drops = drop_rows(out)
+    N.expect(not recs["problems"], "--drops, staged: the file is valid", recs["problems"])
+    N.expect([e["data"] for e in drops] == sent,
+             "--drops, staged: each dropped frame written once, in the order sent",
+             [e["data"][-10:] for e in drops])
+
+
+def check_drops_lost_exactly(binary, lab, tmp):
+    flood, after = other_host_frames(b"flood", 400), other_host_frames(b"after", 5)
+    flood_pcap, after_pcap = os.path.join(tmp, "dropflood.pcap"), os.path.join(tmp, "dropafter.pcap")
+    N.write_frames(flood_pcap, flood)
+    N.write_frames(after_pcap, after)
+    out = os.path.join(tmp, "dropflood.pcapng")
+    x = lab.xdpcap(binary, ["--drops", "-Q", "in", "-s", "128", "--ring-pages", "1", "-v", "-w", out])
+    x.wait_listening()
+    x.send_signal(signal.SIGSTOP)
+    try:
+        lab.send(flood_pcap, CPU)
+    finally:
+        x.send_signal(signal.SIGCONT)
+    time.sleep(N.scaled(0.3))
+    lab.send(after_pcap, CPU, gap_us=2000)
+    time.sleep(N.scaled(0.3))
+    rc = x.stop(signal.SIGINT)
+    N.expect(rc == 0, "--drops, flooded: xdpcap exits 0")
+    st = N.final_stats(x.err_lines)
+    N.check(st is not None, "--drops, flooded: statistics printed", x.err_lines)
+    N.check_stats_identity(st, "--drops, flooded")
+    recs, drop_ids, drops = drop_rows(out)
+    N.expect(not recs["problems"], "--drops, flooded: the file is valid", recs["problems"])
+    isbs = [i for i in recs["isbs"] if i["if_id"] in drop_ids]
+    seen = sum(i["ifrecv"] for i in isbs)
+    lost = sum(i["osdrop"] for i in isbs)
+    carried = sum(e["dropcount"] or 0 for e in drops)
+    total = len(flood) + len(after)
+    N.log(f"  info  drops: {total} sent, {len(drops)} written, {lost} counted lost, {carried} in epb_dropcount")
+    N.expect(lost > 0 and seen == total and len(drops) + lost == total,
+             "--drops, flooded: dropped frames sent = drop records written + lost counted in the drop ISBs "
+             "(some lost)", (total, seen, len(drops), lost))
+    N.expect(carried == lost, "--drops, flooded: the lost drops carried exactly in the next records' epb_dropcount",
+             (carried, lost))
+    order = [flood.index(e["data"]) if e["data"] in flood else len(flood) + after.index(e["data"])
+             for e in drops if e["data"] in flood or e["data"] in after]
+    N.expect(len(order) == len(drops) and order == sorted(set(order)),
+             "--drops, flooded: every drop record is a frame sent, none duplicated or out of order", order[:20])
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         check_slow_rate(binary, lab, tmp)
@@ -192,6 +286,8 @@ def test(binary):
         check_count(binary, lab, tmp)
         check_idle(binary, lab, tmp)
         check_idle(binary, lab, tmp, ["--immediate-mode", "-U"], IMMEDIATE_BOUND_S, seed=48)
+        check_drops_staged(binary, lab, tmp)
+        check_drops_lost_exactly(binary, lab, tmp)
         lab.assert_clean()
 
 

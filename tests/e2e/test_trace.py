@@ -24,7 +24,9 @@ With it (Debian 12's 6.1, tests/vm):
   :exit whose description names the program, id and tag; exit records carry
   the verdict tshark reads as frame.verdict.ebpf_xdp (XDP_DROP = 1 for port
   7001, XDP_PASS = 2 for the rest), entry records none; the rewritten byte
-  shows at exit only; the counts add up;
+  shows at exit only; the counts add up; -v names how frames travel, and
+  where they are batched, while xdpcap is stopped (SIGSTOP) the CPU's
+  staging entry holds frames at entry and at exit under their own keys;
 - a filter in trace mode ('udp port 7001 or udp[8] = 0xee', -Q in): at entry
   only the frames to 7001, at exit those (dropped by the program, verdict
   XDP_DROP) and the frames to 7002 the program rewrote, byte for byte; the
@@ -102,14 +104,25 @@ def descriptions(path):
     return out.splitlines()
 
 
-def capture(lab, binary, tmp, name, args, frames):
-    """Runs xdpcap with args, sends frames, stops it; returns (path, rows, stderr lines)."""
+def capture(lab, binary, tmp, name, args, frames, staged=None):
+    """Runs xdpcap with args, sends frames, stops it; returns (path, rows, stderr lines).
+    With `staged`, xdpcap is stopped (SIGSTOP) while the frames are sent, and
+    staged() is handed what its programs then hold staged (N.staged_frames)."""
     path = os.path.join(tmp, name + ".pcapng")
     pcap = os.path.join(tmp, name + ".pcap")
     N.write_frames(pcap, frames)
     x = lab.xdpcap(binary, XDP_HOOK + ["-w", path, "-v"] + args)
     x.wait_listening()
-    lab.send(pcap, cpu=0)
+    if staged:
+        x.send_signal(signal.SIGSTOP)
+        try:
+            lab.send(pcap, cpu=0)
+            held = N.staged_frames(x.proc.pid)
+        finally:
+            x.send_signal(signal.SIGCONT)
+        staged(held, x.err_lines)
+    else:
+        lab.send(pcap, cpu=0)
     time.sleep(N.scaled(0.5))
     rc = x.stop(signal.SIGINT)
     N.expect(rc == 0, f"{name}: xdpcap exits 0 on SIGINT", x.stderr)
@@ -153,6 +166,22 @@ def check_entry_exit(name, path, rows, frames, program_id, err):
     st = N.final_stats(err)
     N.check_stats_identity(st, name)
     N.expect(st["captured"] == len(rows), f"{name}: 'captured' counts the records written", st["captured"])
+
+
+ENTRY_KEY, EXIT_KEY = 3, 4  # bpf/xdpcap_abi.h: XDPCAP_COUNTERS_TRACE(0, exit)
+
+
+def check_traced_staged(staged, err):
+    """Where -v says frames travel several per record, the frames at the
+    traced program's entry and exit wait in their CPU's batch, each under
+    its own counters key, until the loop flushes them."""
+    N.log(f"  info  staged while xdpcap was stopped: {staged}")
+    batched = "several frames per perf record, each written within 100 ms" in err
+    N.expect(batched or any(l.startswith("one frame per perf record (") for l in err),
+             "-v names how frames travel: batched, or one per record and why", err[:6])
+    if batched:
+        N.expect(staged is not None and staged[1].get(ENTRY_KEY, 0) > 0 and staged[1].get(EXIT_KEY, 0) > 0,
+                 "traced frames are staged in their CPU's batch, at entry and at exit under their own keys", staged)
 
 
 def traced_by_xdpcap():
@@ -304,7 +333,7 @@ def test_traced(lab, binary, tmp, obj, prog):
              hooks[0].startswith(f"fentry and fexit of XDP program 'xdp_verdicts' (id {pid}") and
              hooks[1] == "tc egress", "-d names the traced program's entry and exit as the hooks", (hooks, cp.stderr))
     frames = udp_frames(10, 1)
-    path, rows, err = capture(lab, binary, tmp, "entry-exit", [], frames)
+    path, rows, err = capture(lab, binary, tmp, "entry-exit", [], frames, staged=check_traced_staged)
     N.expect(any(l.startswith(f"tracing XDP program 'xdp_verdicts' (id {pid}") for l in err),
              "the start says which program is traced", err[:3])
     check_entry_exit("ip link", path, rows, frames, pid, err)

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "xdpcap_abi.h"
@@ -68,15 +69,19 @@ struct BatchFrame {
     uint32_t drops_before = 0;
     // -k: the owner, then with a second entry the other end (XDPCAP_FLAG_PEER).
     std::vector<xdpcap_process> processes = {};
+    // The metadata as the hook wrote it (a drop's, a traced program's),
+    // instead of a tc ingress frame's made from the fields above.
+    std::optional<xdpcap_meta> meta = std::nullopt;
 };
 
 inline std::vector<uint8_t> batch_bytes(const std::vector<BatchFrame>& frames)
 {
     std::vector<uint8_t> bytes;
     for (const BatchFrame& f : frames) {
-        xdpcap_meta meta{XDPCAP_META_TAG, 7, 2, f.orig_len, static_cast<uint32_t>(f.frame.size()),
-                         f.drops_before, f.tstamp_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS,
-                         0, 0, 0, 0, 0, 0};
+        xdpcap_meta meta = f.meta.value_or(xdpcap_meta{XDPCAP_META_TAG, 7, 2, f.orig_len,
+                                                       static_cast<uint32_t>(f.frame.size()), f.drops_before,
+                                                       f.tstamp_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS,
+                                                       0, 0, 0, 0, 0, 0});
         if (!f.processes.empty())
             meta.flags |= XDPCAP_FLAG_PROCESS | (f.processes.size() > 1 ? XDPCAP_FLAG_PEER : 0);
         const size_t head = sizeof meta + f.processes.size() * sizeof(xdpcap_process);

@@ -443,6 +443,145 @@ TEST(DecodeBatch, FramesWithOneOrBothEndsProcesses)
         EXPECT_EQ(std::memcmp(s.data, frame.data(), frame.size()), 0);
 }
 
+namespace {
+
+// The same frame as a record of its own, as the hook writes it when it does
+// not stage: its metadata, -k's processes, its bytes.
+std::vector<uint8_t> own_record(const BatchFrame& f)
+{
+    std::vector<uint8_t> behind(f.processes.size() * sizeof(xdpcap_process));
+    if (!f.processes.empty())
+        std::memcpy(behind.data(), f.processes.data(), behind.size());
+    behind.insert(behind.end(), f.frame.begin(), f.frame.end());
+    return test::raw_sample_record(*f.meta, behind.data(), behind.size());
+}
+
+void expect_same_sample(const Sample& batched, const Sample& alone)
+{
+    EXPECT_EQ(batched.ifindex, alone.ifindex);
+    EXPECT_EQ(batched.rx_queue, alone.rx_queue);
+    EXPECT_EQ(batched.orig_len, alone.orig_len);
+    EXPECT_EQ(batched.cap_len, alone.cap_len);
+    EXPECT_EQ(batched.drops_before, alone.drops_before);
+    EXPECT_EQ(batched.tstamp_ns, alone.tstamp_ns);
+    EXPECT_EQ(batched.direction, alone.direction);
+    EXPECT_EQ(batched.hook, alone.hook);
+    EXPECT_EQ(batched.program, alone.program);
+    EXPECT_EQ(batched.verdict, alone.verdict);
+    EXPECT_EQ(batched.hash, alone.hash);
+    EXPECT_EQ(batched.hash_type, alone.hash_type);
+    EXPECT_EQ(batched.flags, alone.flags);
+    EXPECT_EQ(batched.location, alone.location);
+    EXPECT_EQ(std::memcmp(&batched.process, &alone.process, sizeof(xdpcap_process)), 0);
+    EXPECT_EQ(std::memcmp(&batched.peer, &alone.peer, sizeof(xdpcap_process)), 0);
+    EXPECT_EQ(std::memcmp(batched.data, alone.data, alone.cap_len), 0);
+}
+
+constexpr uint64_t kDropLocation = 0xffffffff8123abcdull;
+
+// --drops' frame as bpf/drops.bpf.c stages it: a sent frame its qdisc
+// dropped, its tag put back, with -k its socket's owner and no other end.
+BatchFrame dropped_frame()
+{
+    BatchFrame f{std::vector<uint8_t>(20, 0xd0), 68, 101, 4, {xdpcap_process{4321, 4322, 99, "nc"}, xdpcap_process{}}};
+    f.meta = xdpcap_meta{XDPCAP_META_TAG, 7, 0, 68, 20, 4, 101, XDPCAP_DIR_EGRESS, XDPCAP_HOOK_DROP, 0,
+                         77 /* the kernel's drop reason */, 0, 0,
+                         XDPCAP_FLAG_VLAN_RESTORED | XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER, kDropLocation};
+    return f;
+}
+
+// Trace mode's frames as bpf/trace.bpf.c stages them: traced program 1 at
+// its entry, and at its exit with its verdict.
+BatchFrame traced_frame(bool at_exit)
+{
+    BatchFrame f{std::vector<uint8_t>(30, at_exit ? 0xe1 : 0xe0), 1500, at_exit ? 103u : 102u, at_exit ? 1u : 0u};
+    f.meta = xdpcap_meta{XDPCAP_META_TAG, 7, 3, 1500, 30, f.drops_before, f.tstamp_ns, XDPCAP_DIR_INGRESS,
+                         static_cast<uint8_t>(at_exit ? XDPCAP_HOOK_FEXIT : XDPCAP_HOOK_FENTRY), 1,
+                         at_exit ? 3u /* XDP_TX */ : 0u, 0, 0, 0, 0};
+    return f;
+}
+
+} // namespace
+
+TEST(DecodeBatch, DropAndTraceFramesUnpackAsTheirOwnRecordsDo)
+{
+    const std::vector<BatchFrame> frames = {BatchFrame{std::vector<uint8_t>(12, 0x11), 60, 100}, dropped_frame(),
+                                            traced_frame(false), traced_frame(true)};
+    const auto record = batch_record(frames);
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Batch) << decoded.invalid_reason;
+    const auto samples = unpack(decoded);
+    ASSERT_EQ(samples.size(), 4u);
+    for (size_t i = 1; i < frames.size(); ++i) {
+        SCOPED_TRACE(i);
+        const auto single = own_record(frames[i]);
+        const auto alone = decode_record(single.data(), single.size());
+        ASSERT_EQ(alone.kind, RecordKind::Sample) << alone.invalid_reason;
+        expect_same_sample(samples[i], alone.sample);
+    }
+    // Golden: what the output reads of each.
+    const Sample& drop = samples[1];
+    EXPECT_EQ(drop.hook, XDPCAP_HOOK_DROP);
+    EXPECT_EQ(drop.direction, XDPCAP_DIR_EGRESS);
+    EXPECT_EQ(drop.verdict, 77u);
+    EXPECT_EQ(drop.location, kDropLocation);
+    EXPECT_EQ(drop.drops_before, 4u);
+    EXPECT_EQ(drop.orig_len, 68u);
+    EXPECT_EQ(drop.cap_len, 20u);
+    EXPECT_EQ(drop.tstamp_ns, 101u);
+    EXPECT_EQ(drop.flags, XDPCAP_FLAG_VLAN_RESTORED | XDPCAP_FLAG_PROCESS | XDPCAP_FLAG_PEER);
+    EXPECT_EQ(drop.process.pid, 4321u);
+    EXPECT_STREQ(drop.process.comm, "nc");
+    EXPECT_EQ(drop.peer.pid, 0u);
+    EXPECT_EQ(drop.data[19], 0xd0);
+    const Sample& entry = samples[2];
+    EXPECT_EQ(entry.hook, XDPCAP_HOOK_FENTRY);
+    EXPECT_EQ(entry.program, 1u);
+    EXPECT_EQ(entry.verdict, 0u);
+    EXPECT_EQ(entry.rx_queue, 3u);
+    EXPECT_EQ(entry.location, 0u);
+    EXPECT_EQ(entry.process.pid, 0u);
+    const Sample& leaving = samples[3];
+    EXPECT_EQ(leaving.hook, XDPCAP_HOOK_FEXIT);
+    EXPECT_EQ(leaving.program, 1u);
+    EXPECT_EQ(leaving.verdict, 3u);
+    EXPECT_EQ(leaving.drops_before, 1u);
+    EXPECT_EQ(leaving.tstamp_ns, 103u);
+    EXPECT_EQ(leaving.data[0], 0xe1);
+    // The capture hook's frame before them is untouched by their fields.
+    EXPECT_EQ(samples[0].hook, XDPCAP_HOOK_TC_INGRESS);
+    EXPECT_EQ(samples[0].verdict, 0u);
+    EXPECT_EQ(samples[0].location, 0u);
+}
+
+TEST(DecodeBatch, GoldenBytesOfABatchedDrop)
+{
+    const auto record = batch_record({dropped_frame()});
+    // perf header, raw size, batch header: 1 frame of 56 + 2 * 32 + 20 bytes, padded to 144.
+    const std::vector<uint8_t> golden = {
+        0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0xb0, 0x00, // PERF_RECORD_SAMPLE, 176 bytes
+        0xa4, 0x00, 0x00, 0x00,                         // 164 raw bytes
+        0x09, 0x62, 0x44, 0x58, 0x01, 0x00, 0x00, 0x00, // 'XDb' v9, 1 frame
+        0x90, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // 144 bytes
+        0x09, 0x50, 0x44, 0x58, 0x07, 0x00, 0x00, 0x00, // 'XDP' v9, ifindex 7
+        0x00, 0x00, 0x00, 0x00, 0x44, 0x00, 0x00, 0x00, // queue 0, orig_len 68
+        0x14, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, // cap_len 20, drops_before 4
+        0x65, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // tstamp_ns 101
+        0x02, 0x04, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00, // egress, hook DROP, program 0, reason 77
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x32, 0x00, // hash, hash_type, flags (tag, process, peer)
+        0xcd, 0xab, 0x23, 0x81, 0xff, 0xff, 0xff, 0xff, // location
+        0xe1, 0x10, 0x00, 0x00, 0xe2, 0x10, 0x00, 0x00, // owner pid 4321, tid 4322
+    };
+    ASSERT_EQ(record.size(), 176u);
+    EXPECT_TRUE(std::equal(golden.begin(), golden.end(), record.begin()));
+    const auto decoded = decode_record(record.data(), record.size());
+    ASSERT_EQ(decoded.kind, RecordKind::Batch) << decoded.invalid_reason;
+    const auto samples = unpack(decoded);
+    ASSERT_EQ(samples.size(), 1u);
+    EXPECT_EQ(samples[0].data, record.data() + 12 + 16 + 56 + 64);
+    EXPECT_EQ(samples[0].location, kDropLocation);
+}
+
 TEST(DecodeBatch, FrameEndingExactlyAtTheBatchEnd)
 {
     // 56 bytes of metadata and 8 of frame: no padding after the last frame.
