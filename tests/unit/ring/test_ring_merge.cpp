@@ -542,11 +542,12 @@ std::vector<uint64_t> check_blocks(const Bytes& bytes, size_t interfaces, const 
 // One fixed stream of records through a merger whose output fails in the
 // given way; then what is left is drained as after a failure.
 // `batched`: each ring's frames come as two batch records, stamped so that
-// the merge takes four frames of a ring in a row, then another ring's.
+// the merge takes four frames of a ring in a row, then another ring's; the
+// buffer then fills in the middle of such a run.
 void run_with_faults(WriteFaults& faults, bool packet_buffered, size_t frame_len, const std::string& where,
                      bool batched = false)
 {
-    MergeBench bench(3, 65536, {}, {}, 1024, packet_buffered);
+    MergeBench bench(3, 65536, {}, {}, batched ? 800 : 1024, packet_buffered);
     bench.output().sink().inject_faults(&faults);
     uint64_t sent = 0;
     if (batched) {
