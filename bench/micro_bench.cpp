@@ -47,6 +47,35 @@ struct FilledRing {
         }
         header_page()->data_head = published;
     }
+    // Batch records instead, as the capture programs emit them: as many
+    // frames as fit `batch_bytes` of frame bytes per record.
+    FilledRing(uint32_t frame_len, size_t batch_bytes, size_t ring_bytes, uint64_t first_ns, uint64_t step_ns)
+        : bytes(ring_bytes), memory(kDataOffset + ring_bytes)
+    {
+        const size_t frame_bytes = (sizeof(xdpcap_meta) + frame_len + 7) & ~size_t{7};
+        const size_t per_batch = batch_bytes / frame_bytes;
+        const size_t batch = sizeof(xdpcap_batch) + per_batch * frame_bytes;
+        const size_t size = (8 + 4 + batch + 7) & ~size_t{7};
+        xdpcap_meta meta{XDPCAP_META_TAG, 2, 0, frame_len, frame_len, 0, first_ns, XDPCAP_DIR_INGRESS, XDPCAP_HOOK_TC_INGRESS, 0, 0, 0, 0, 0, 0};
+        perf_event_header header{PERF_RECORD_SAMPLE, 0, static_cast<uint16_t>(size)};
+        const auto raw_size = static_cast<uint32_t>(size - 12);
+        const xdpcap_batch head{XDPCAP_BATCH_TAG, static_cast<uint32_t>(per_batch),
+                                static_cast<uint32_t>(per_batch * frame_bytes), 0};
+        for (uint8_t* p = memory.data() + kDataOffset; published + size <= bytes; p += size) {
+            std::memcpy(p, &header, sizeof header);
+            std::memcpy(p + 8, &raw_size, 4);
+            std::memcpy(p + 12, &head, sizeof head);
+            uint8_t* frame = p + 12 + sizeof head;
+            for (size_t i = 0; i < per_batch; ++i, frame += frame_bytes) {
+                std::memcpy(frame, &meta, sizeof meta);
+                std::memset(frame + sizeof meta, 0x5a, frame_len);
+                meta.tstamp_ns += step_ns;
+                ++records;
+            }
+            published += size;
+        }
+        header_page()->data_head = published;
+    }
     perf_event_mmap_page* header_page() { return reinterpret_cast<perf_event_mmap_page*>(memory.data()); }
     // Unread again, as if just published.
     xdpcap::PerfRingReader fresh_reader()
@@ -169,6 +198,46 @@ void MergedRingsToPcapng(benchmark::State& state)
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 
+// Batch records (several frames each, as the capture programs stage them)
+// from range(0) rings, merged into pcapng blocks written to /dev/null as in
+// a capture. One ring: a busy CPU's batches taken whole; two: their frames'
+// timestamps interleaved round-robin, so the merge changes rings each frame.
+void BatchedRingsToPcapng(benchmark::State& state)
+{
+    const auto ring_count = static_cast<size_t>(state.range(0));
+    const auto frame_len = static_cast<uint32_t>(state.range(1));
+    const size_t ring_bytes = std::bit_floor(kRingBytes / ring_count);
+    std::vector<std::unique_ptr<FilledRing>> rings;
+    size_t records = 0, bytes = 0;
+    for (size_t i = 0; i < ring_count; ++i) {
+        rings.push_back(std::make_unique<FilledRing>(frame_len, XDPCAP_BATCH_BYTES, ring_bytes, 1'000'000'000 + i,
+                                                     ring_count));
+        records += rings.back()->records;
+        bytes += rings.back()->published;
+    }
+    std::vector<std::string> names;
+    for (size_t i = 0; i < ring_count; ++i)
+        names.push_back("bench@cpu" + std::to_string(i));
+    xdpcap::PacketOutput output(xdpcap::Sink::open_file("/dev/null"), xdpcap::PacketOutput::Format::Pcapng, false,
+                                names);
+    std::vector<xdpcap::PerfRingReader> readers(ring_count);
+    const uint64_t now_ns = 1'000'000'000 + records * ring_count + xdpcap::kHoldBackNs;
+    uint64_t written = 0;
+    for (auto _ : state) {
+        for (size_t i = 0; i < ring_count; ++i)
+            readers[i] = rings[i]->fresh_reader();
+        xdpcap::RingMerger merger(readers, output, xdpcap::ClockOffset{}, {});
+        merger.drain(now_ns);
+        output.flush();
+        for (const auto& tally : merger.tallies())
+            written += tally.written;
+    }
+    if (written != state.iterations() * records)
+        state.SkipWithError("not every frame was written");
+    state.SetItemsProcessed(static_cast<int64_t>(written));
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+
 } // namespace
 
 BENCHMARK(RingToPcapng)
@@ -184,6 +253,12 @@ BENCHMARK(MergedRingsToPcapng)
     ->Args({16, 64})
     ->Args({64, 64})
     ->Args({16, 1500})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BatchedRingsToPcapng)
+    ->ArgNames({"rings", "bytes"})
+    ->Args({1, 64})
+    ->Args({2, 64})
+    ->Args({1, 1500})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(TcpFrameToTextLine)->Arg(0)->Arg(1)->Arg(2); // 1: with -X, 2: with -vv
 BENCHMARK(MemcpyBaseline)->Arg(64)->Arg(1500)->Unit(benchmark::kMillisecond);

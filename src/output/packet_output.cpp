@@ -305,53 +305,6 @@ bool PacketOutput::next_file(uint64_t realtime_ns, uint32_t pending_interface)
     return true;
 }
 
-// Forced inline: once per packet, and only write_block() calls it.
-[[gnu::always_inline]] inline pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id, const Sample& sample,
-                                                     uint64_t realtime_ns)
-{
-    pcapng::EnhancedPacket packet; // not {}: every member without a default is set below
-    packet.interface_id = file_interface(interface_id);
-    packet.timestamp_ns = realtime_ns;
-    packet.cap_len = sample.cap_len;
-    packet.orig_len = sample.orig_len;
-    const InterfaceTraits traits =
-        interface_id < interface_traits_.size() ? interface_traits_[interface_id] : InterfaceTraits{};
-    packet.queue = sample.rx_queue;
-    packet.has_queue = !traits.single_queue || sample.rx_queue != 0;
-    packet.drop_count = sample.drops_before;
-    packet.data = sample.data;
-    packet.direction = sample.direction;
-    const HookInfo& hook = hook_info(sample.hook);
-    packet.has_verdict = hook.verdict;
-    packet.verdict = sample.verdict;
-    if (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL)
-        packet.flags |= pcapng::kFlagChecksumNotReady;
-    if (sample.flags & XDPCAP_FLAG_GSO)
-        packet.flags |= pcapng::kFlagSegmentationOffload;
-    if (sample.flags & XDPCAP_FLAG_HASH) {
-        packet.has_hash = true;
-        packet.hash = sample.hash;
-        packet.hash_algorithm =
-            sample.direction == XDPCAP_DIR_INGRESS ? traits.rx_hash_algorithm : pcapng::kHashUnregistered;
-        if (hash_type_comments_) [[unlikely]]
-            packet.comment = rss_hash_type_comment(sample.hash_type);
-    }
-    // Where Wireshark shows and filters it: frame.comment contains "NO_SOCKET".
-    if (hook.dropped && drop_labels_)
-        packet.comment = drop_labels_->comment(sample.verdict, sample.location);
-    if (sample.flags & XDPCAP_FLAG_PROCESS) [[unlikely]] {
-        packet.has_process = true;
-        packet.pid = sample.process.pid;
-        packet.tid = sample.process.tid;
-        if (process_labels_)
-            packet.process_comment = process_labels_->label(sample.process, sample.peer);
-    }
-    if (packet_ids_) [[unlikely]]
-        packet.packet_id = hook.dropped ? packet_ids_->dropped(sample.data, sample.cap_len)
-                                        : packet_ids_->captured(sample.data, sample.cap_len);
-    return packet;
-}
-
 void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns,
                                bool stays_until_release)
 {
@@ -360,19 +313,11 @@ void PacketOutput::write_block(uint32_t interface_id, const Sample& sample, uint
     if (stays_until_release && sample.cap_len >= kReferMinLength) {
         const size_t tail = pcapng::enhanced_packet_tail_size(packet, size);
         sink_.reserve_around_reference(pcapng::kEpbHeadSize + tail);
-        pcapng::write_enhanced_packet_head(sink_.reserve(pcapng::kEpbHeadSize), packet, size);
-        sink_.commit(pcapng::kEpbHeadSize);
-        sink_.refer(sample.data, sample.cap_len);
-        pcapng::write_enhanced_packet_tail(sink_.reserve(tail), packet, size);
-        sink_.commit(tail);
+        write_referring_block(packet, size, tail);
         return;
     }
-    uint8_t* out = sink_.reserve(size);
-    uint8_t* data = pcapng::write_enhanced_packet_head(out, packet, size);
-    if (sample.cap_len)
-        std::memcpy(data, sample.data, sample.cap_len);
-    pcapng::write_enhanced_packet_tail(data + sample.cap_len, packet, size);
-    sink_.commit(size);
+    sink_.reserve(size);
+    write_copied_block(packet, size);
 }
 
 bool PacketOutput::tls_hold(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns)

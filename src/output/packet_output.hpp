@@ -22,6 +22,7 @@
 #include "output/pcapng.hpp"
 #include "output/sample.hpp"
 #include "output/rotation.hpp"
+#include "output/rss_hash.hpp"
 #include "output/sink.hpp"
 #include "output/tls_placement.hpp"
 #include "text/host_interface_names.hpp"
@@ -161,6 +162,78 @@ public:
             sink_.flush();
         return true;
     }
+    // The merge's way for the frames it takes in a row from a batch record
+    // (ring/ring_merge.cpp): true while every packet write() takes becomes
+    // its block in the buffer and nothing else happens (pcapng, no TLS
+    // secrets to place, no --print, -U, drop labels, packet ids, -k labels
+    // or -v's hash type comments).
+    bool writes_blocks_only() const noexcept
+    {
+        return format_ == Format::Pcapng && !tls_ && !print_ && !packet_buffered_ && !drop_labels_ &&
+            !packet_ids_ && !process_labels_ && !hash_type_comments_;
+    }
+    // With writes_blocks_only(): write() of a packet whose block fits the
+    // buffer as it is, byte for byte the same block. Never flushes, so never
+    // throws: false, with nothing written, when the packet needs more (the
+    // buffer flushed, a file rotated, its interface described first) or has
+    // options other than pcapng::PlainPacket's (a verdict, a drop, -k's
+    // process); write() then takes it.
+    [[gnu::always_inline]] bool write_buffered(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns,
+                                               bool stays_until_release) noexcept
+    {
+        if (sink_.bytes() > size_limit_ || realtime_ns >= rotate_at_ns_) [[unlikely]]
+            return false;
+        uint32_t file_id = interface_id;
+        if (!file_ids_.empty()) [[unlikely]] {
+            if (interface_id >= file_ids_.size() || file_ids_[interface_id] == kNotWritten)
+                return false;
+            file_id = file_ids_[interface_id];
+        }
+        const HookInfo& hook = hook_info(sample.hook);
+        if (hook.verdict || hook.dropped || (sample.flags & XDPCAP_FLAG_PROCESS)) [[unlikely]]
+            return false;
+        // What enhanced_packet() makes of the sample, for a packet without
+        // the options that need it.
+        const InterfaceTraits traits =
+            interface_id < interface_traits_.size() ? interface_traits_[interface_id] : InterfaceTraits{};
+        const bool has_hash = sample.flags & XDPCAP_FLAG_HASH;
+        const pcapng::PlainPacket packet{
+            .interface_id = file_id,
+            .timestamp_ns = realtime_ns,
+            .cap_len = sample.cap_len,
+            .orig_len = sample.orig_len,
+            .flags = (sample.direction & 3u) |
+                (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL ? pcapng::kFlagChecksumNotReady : 0u) |
+                (sample.flags & XDPCAP_FLAG_GSO ? pcapng::kFlagSegmentationOffload : 0u),
+            .has_queue = !traits.single_queue || sample.rx_queue != 0,
+            .queue = sample.rx_queue,
+            .drop_count = sample.drops_before,
+            .has_hash = has_hash,
+            .hash_algorithm = sample.direction == XDPCAP_DIR_INGRESS ? traits.rx_hash_algorithm
+                                                                     : pcapng::kHashUnregistered,
+            .hash = sample.hash,
+        };
+        const size_t size = pcapng::plain_packet_size(packet);
+        const size_t tail = size - pcapng::kEpbHeadSize - sample.cap_len;
+        if (stays_until_release && sample.cap_len >= kReferMinLength) {
+            if (!sink_.has_room_around_reference(pcapng::kEpbHeadSize + tail))
+                return false;
+            pcapng::write_plain_packet_head(sink_.reserve(pcapng::kEpbHeadSize), packet, size);
+            sink_.commit(pcapng::kEpbHeadSize);
+            sink_.refer(sample.data, sample.cap_len);
+            pcapng::write_plain_packet_tail(sink_.reserve(tail), packet, size);
+            sink_.commit(tail);
+        } else {
+            if (!sink_.has_room(size))
+                return false;
+            uint8_t* data = pcapng::write_plain_packet_head(sink_.reserve(size), packet, size);
+            pcapng::copy_packet_bytes(data, sample.data, sample.cap_len);
+            pcapng::write_plain_packet_tail(data + sample.cap_len, packet, size);
+            sink_.commit(size);
+        }
+        ++accepted_;
+        return true;
+    }
     // After each drained batch: pipes and terminals see packets promptly.
     void end_batch()
     {
@@ -212,6 +285,25 @@ private:
     void close_file(const std::vector<pcapng::InterfaceStatistics>& isbs);
     pcapng::EnhancedPacket enhanced_packet(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     void write_block(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns, bool stays_until_release);
+    // The block's head and tail buffered around its packet bytes, referred
+    // to where they are; or the whole block, bytes copied, in the buffer.
+    // The room is there (reserved, or checked).
+    [[gnu::always_inline]] void write_referring_block(const pcapng::EnhancedPacket& packet, size_t size, size_t tail)
+    {
+        pcapng::write_enhanced_packet_head(sink_.reserve(pcapng::kEpbHeadSize), packet, size);
+        sink_.commit(pcapng::kEpbHeadSize);
+        sink_.refer(packet.data, packet.cap_len);
+        pcapng::write_enhanced_packet_tail(sink_.reserve(tail), packet, size);
+        sink_.commit(tail);
+    }
+    [[gnu::always_inline]] void write_copied_block(const pcapng::EnhancedPacket& packet, size_t size)
+    {
+        uint8_t* data = pcapng::write_enhanced_packet_head(sink_.reserve(size), packet, size);
+        if (packet.cap_len)
+            std::memcpy(data, packet.data, packet.cap_len);
+        pcapng::write_enhanced_packet_tail(data + packet.cap_len, packet, size);
+        sink_.commit(size);
+    }
     void write_line(Sink& sink, uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
     // --tls-keys: true when the packet is held back (copied) instead.
     bool tls_hold(uint32_t interface_id, const Sample& sample, uint64_t realtime_ns);
@@ -311,6 +403,54 @@ private:
     std::vector<LineOwner> line_owners_;
     uint64_t owners_since_flush_ = 0;
 };
+
+// Forced inline: once per packet, from write_block() and write_buffered().
+[[gnu::always_inline]] inline pcapng::EnhancedPacket PacketOutput::enhanced_packet(uint32_t interface_id,
+                                                                                   const Sample& sample,
+                                                                                   uint64_t realtime_ns)
+{
+    pcapng::EnhancedPacket packet; // not {}: every member without a default is set below
+    packet.interface_id = file_interface(interface_id);
+    packet.timestamp_ns = realtime_ns;
+    packet.cap_len = sample.cap_len;
+    packet.orig_len = sample.orig_len;
+    const InterfaceTraits traits =
+        interface_id < interface_traits_.size() ? interface_traits_[interface_id] : InterfaceTraits{};
+    packet.queue = sample.rx_queue;
+    packet.has_queue = !traits.single_queue || sample.rx_queue != 0;
+    packet.drop_count = sample.drops_before;
+    packet.data = sample.data;
+    packet.direction = sample.direction;
+    const HookInfo& hook = hook_info(sample.hook);
+    packet.has_verdict = hook.verdict;
+    packet.verdict = sample.verdict;
+    if (sample.flags & XDPCAP_FLAG_CSUM_PARTIAL)
+        packet.flags |= pcapng::kFlagChecksumNotReady;
+    if (sample.flags & XDPCAP_FLAG_GSO)
+        packet.flags |= pcapng::kFlagSegmentationOffload;
+    if (sample.flags & XDPCAP_FLAG_HASH) {
+        packet.has_hash = true;
+        packet.hash = sample.hash;
+        packet.hash_algorithm =
+            sample.direction == XDPCAP_DIR_INGRESS ? traits.rx_hash_algorithm : pcapng::kHashUnregistered;
+        if (hash_type_comments_) [[unlikely]]
+            packet.comment = rss_hash_type_comment(sample.hash_type);
+    }
+    // Where Wireshark shows and filters it: frame.comment contains "NO_SOCKET".
+    if (hook.dropped && drop_labels_)
+        packet.comment = drop_labels_->comment(sample.verdict, sample.location);
+    if (sample.flags & XDPCAP_FLAG_PROCESS) [[unlikely]] {
+        packet.has_process = true;
+        packet.pid = sample.process.pid;
+        packet.tid = sample.process.tid;
+        if (process_labels_)
+            packet.process_comment = process_labels_->label(sample.process, sample.peer);
+    }
+    if (packet_ids_) [[unlikely]]
+        packet.packet_id = hook.dropped ? packet_ids_->dropped(sample.data, sample.cap_len)
+                                        : packet_ids_->captured(sample.data, sample.cap_len);
+    return packet;
+}
 
 template <class OnLost>
 void PacketOutput::for_each_unwritten_packet(OnLost&& on_lost) const

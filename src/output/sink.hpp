@@ -97,6 +97,14 @@ public:
         bytes_ += n;
     }
 
+    // Whether reserve(n), or reserve_around_reference(n), would find room
+    // without a flush (which can fail): for a writer that must not throw.
+    bool has_room(size_t n) const noexcept { return buffer_.size() - used_ >= n; }
+    bool has_room_around_reference(size_t n) const noexcept
+    {
+        return has_room(n) && segments_.size() + 3 <= kMaxSegments;
+    }
+
     // Room for n buffered bytes around one refer(), flushing first if needed,
     // so that a block made of both never straddles two writes.
     void reserve_around_reference(size_t n)

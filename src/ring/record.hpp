@@ -132,39 +132,25 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
 }
 
 
-// The metadata (and -k's process) at `raw` and the frame bytes behind them,
-// `raw_size` bytes in all; returns the bytes the frame's record takes.
-[[gnu::always_inline]] inline size_t decode_meta(const uint8_t* raw, size_t raw_size, DecodedRecord& out) noexcept
+// The metadata (and -k's process) at `raw`, checked already, into `sample`;
+// returns the bytes the frame's record takes. Field by field from the ring,
+// not the struct copied whole: that copy went through the stack in 16-byte
+// stores, and the narrower loads of its fields then stalled on store
+// forwarding.
+[[gnu::always_inline]] inline size_t read_meta(const uint8_t* raw, Sample& sample) noexcept
 {
-    if (raw_size < sizeof(xdpcap_meta))
-        return invalid(out, "raw sample too short for metadata"), size_t{0};
-    // Field by field from the ring, not the struct copied whole: that
-    // copy went through the stack in 16-byte stores, and the narrower
-    // loads of its fields then stalled on store forwarding.
 #define XDPCAP_META_FIELD(name) load<decltype(xdpcap_meta::name)>(raw + offsetof(xdpcap_meta, name))
-    if (XDPCAP_META_FIELD(tag) != XDPCAP_META_TAG)
-        return invalid(out, "foreign or mangled metadata tag"), size_t{0};
     const uint16_t flags = XDPCAP_META_FIELD(flags);
     const uint32_t cap_len = XDPCAP_META_FIELD(cap_len);
-    const uint32_t orig_len = XDPCAP_META_FIELD(orig_len);
-    const uint8_t direction = XDPCAP_META_FIELD(direction);
     const size_t processes = process_count(flags);
     const size_t head = sizeof(xdpcap_meta) + processes * sizeof(xdpcap_process);
-    if (head > raw_size || first_record_length(cap_len) > raw_size - head)
-        return invalid(out, "captured length overruns the sample"), size_t{0};
-    if (cap_len > orig_len || cap_len > XDPCAP_MAX_SNAPLEN)
-        return invalid(out, "captured length exceeds the frame length"), size_t{0};
-    if (direction != XDPCAP_DIR_INGRESS && direction != XDPCAP_DIR_EGRESS)
-        return invalid(out, "unknown direction"), size_t{0};
-    out.kind = RecordKind::Sample;
-    Sample& sample = out.sample;
     sample.ifindex = XDPCAP_META_FIELD(ifindex);
     sample.rx_queue = XDPCAP_META_FIELD(rx_queue);
-    sample.orig_len = orig_len;
+    sample.orig_len = XDPCAP_META_FIELD(orig_len);
     sample.cap_len = cap_len;
     sample.drops_before = XDPCAP_META_FIELD(drops_before);
     sample.tstamp_ns = XDPCAP_META_FIELD(tstamp_ns);
-    sample.direction = direction;
+    sample.direction = XDPCAP_META_FIELD(direction);
     sample.hook = XDPCAP_META_FIELD(hook);
     sample.program = XDPCAP_META_FIELD(program);
     sample.verdict = XDPCAP_META_FIELD(verdict);
@@ -183,6 +169,32 @@ inline void decode_part(const uint8_t* raw, uint32_t raw_size, DecodedRecord& ou
         sample.peer = {};
     }
     return head + first_record_length(cap_len);
+}
+
+// The metadata (and -k's process) at `raw` and the frame bytes behind them,
+// `raw_size` bytes in all; returns the bytes the frame's record takes.
+[[gnu::always_inline]] inline size_t decode_meta(const uint8_t* raw, size_t raw_size, DecodedRecord& out) noexcept
+{
+    if (raw_size < sizeof(xdpcap_meta))
+        return invalid(out, "raw sample too short for metadata"), size_t{0};
+#define XDPCAP_META_FIELD(name) load<decltype(xdpcap_meta::name)>(raw + offsetof(xdpcap_meta, name))
+    if (XDPCAP_META_FIELD(tag) != XDPCAP_META_TAG)
+        return invalid(out, "foreign or mangled metadata tag"), size_t{0};
+    const uint16_t flags = XDPCAP_META_FIELD(flags);
+    const uint32_t cap_len = XDPCAP_META_FIELD(cap_len);
+    const uint32_t orig_len = XDPCAP_META_FIELD(orig_len);
+    const uint8_t direction = XDPCAP_META_FIELD(direction);
+    const size_t processes = process_count(flags);
+    const size_t head = sizeof(xdpcap_meta) + processes * sizeof(xdpcap_process);
+    if (head > raw_size || first_record_length(cap_len) > raw_size - head)
+        return invalid(out, "captured length overruns the sample"), size_t{0};
+    if (cap_len > orig_len || cap_len > XDPCAP_MAX_SNAPLEN)
+        return invalid(out, "captured length exceeds the frame length"), size_t{0};
+    if (direction != XDPCAP_DIR_INGRESS && direction != XDPCAP_DIR_EGRESS)
+        return invalid(out, "unknown direction"), size_t{0};
+#undef XDPCAP_META_FIELD
+    out.kind = RecordKind::Sample;
+    return read_meta(raw, out.sample);
 }
 
 // A batch is checked whole before any of its frames is taken: a frame that
@@ -236,11 +248,19 @@ inline void decode_batch(const uint8_t* raw, size_t raw_size, DecodedRecord& out
 
 } // namespace record_detail
 
-// The frame of a checked batch at `at` (bytes left to the batch's end in
-// `left`) into out.sample; returns the bytes to the next frame.
-[[gnu::always_inline]] inline size_t decode_batch_frame(const uint8_t* at, size_t left, DecodedRecord& out) noexcept
+// The frame of a checked batch at `at` into `sample`; returns the bytes to
+// the next frame. decode_batch() checked every frame on what decode_meta()
+// refuses one for, so they are read without checks.
+[[gnu::always_inline]] inline size_t decode_batch_frame(const uint8_t* at, Sample& sample) noexcept
 {
-    return (record_detail::decode_meta(at, left, out) + 7) & ~size_t{7};
+    return (record_detail::read_meta(at, sample) + 7) & ~size_t{7};
+}
+
+// The timestamp of a checked batch's frame at `at`, read alone: whether the
+// frame is to be taken now.
+inline uint64_t batch_frame_tstamp(const uint8_t* at) noexcept
+{
+    return record_detail::load<uint64_t>(at + offsetof(xdpcap_meta, tstamp_ns));
 }
 
 // `record` points at a perf_event_header; `size` is the bytes available there.

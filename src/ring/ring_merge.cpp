@@ -63,6 +63,9 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
                                               : 0;
     const uint64_t accepted_before = output_.accepted();
     const uint64_t written_before = written_;
+    // Batched frames go straight from their batch to the output buffer
+    // while nothing but their blocks is to be written.
+    const bool batch_runs = output_.writes_blocks_only();
     try {
         while (!heap_.empty()) {
             // A ring without a head may still deliver anything stamped after
@@ -76,10 +79,25 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
                 if (before(heap_[child], runner_up))
                     runner_up = heap_[child];
             }
+            // The newest stamp of this ring that still goes before the
+            // runner-up (equal stamps: the lower ring first), and that may
+            // be written now; none when even 0 may not.
+            bool run_allowed = batch_runs;
+            uint64_t until = runner_up.tstamp_ns;
+            if (ring > runner_up.ring) {
+                if (until == 0)
+                    run_allowed = false;
+                else
+                    --until;
+            }
+            if (some_ring_empty)
+                until = std::min(until, writable_until);
             // Keep taking from this ring while it stays ahead of the
             // runner-up: a burst from one CPU costs no heap work.
             for (;;) {
                 take(ring);
+                if (run_allowed && batches_[ring].left && !count_reached_ && !output_gone_)
+                    take_batch_run(ring, until);
                 if (!read_head(ring)) {
                     pop_top();
                     queued_[ring] = 0;
@@ -194,9 +212,55 @@ void RingMerger::drain_everything()
     BatchCursor& batch = batches_[ring];
     Head& head = heads_[ring];
     // Checked whole when the batch was read: every frame decodes.
-    batch.next += decode_batch_frame(batch.next, static_cast<size_t>(batch.end - batch.next), head.decoded);
+    head.decoded.kind = RecordKind::Sample;
+    batch.next += decode_batch_frame(batch.next, head.decoded.sample);
     head.record = batch.record;
     head.consumes = --batch.left == 0;
+}
+
+void RingMerger::take_batch_run(uint32_t ring, uint64_t until) noexcept
+{
+    BatchCursor& batch = batches_[ring];
+    RingTally& tally = tallies_[ring];
+    // A batch reassembled in scratch does not stay there (see take()).
+    const bool stays_in_ring = batch.record.data != scratch(ring);
+    Sample sample;
+    while (batch.left && batch_frame_tstamp(batch.next) <= until) {
+        const size_t length = decode_batch_frame(batch.next, sample);
+        const uint32_t interface = options_.interfaces.interface(ring, sample.hook, sample.program);
+        if (!output_.write_buffered(interface, sample, monotonic_to_realtime(sample.tstamp_ns, clock_),
+                                    stays_in_ring))
+            return;
+        batch.next += length;
+        if (--batch.left == 0)
+            rings_[ring].advance(batch.record);
+        ++tally.samples;
+        if (!count_written(tally, interface, sample))
+            return;
+    }
+}
+
+[[gnu::always_inline]] inline bool RingMerger::count_written(RingTally& tally, uint32_t interface,
+                                                            const Sample& sample) noexcept
+{
+    ++tally.written;
+    if (sample.orig_len > sample.cap_len) [[unlikely]] {
+        if (sample.orig_len > options_.snaplen)
+            ++tally.cut;
+        if (sample.cap_len < std::min(sample.orig_len, options_.snaplen))
+            ++tally.partial;
+    }
+    ++written_by_interface_[interface];
+    ++written_;
+    if (sample.tstamp_ns < newest_written_ns_)
+        ++tally.out_of_order;
+    else
+        newest_written_ns_ = sample.tstamp_ns;
+    if (options_.count && written_ >= *options_.count) {
+        count_reached_ = true;
+        return false;
+    }
+    return true;
 }
 
 bool RingMerger::assemble(uint32_t ring, const DecodedRecord& decoded)
@@ -270,21 +334,7 @@ void RingMerger::abandon(uint32_t ring) noexcept
         count_reached_ = true;
         return;
     }
-    ++tally.written;
-    if (sample.orig_len > sample.cap_len) [[unlikely]] {
-        if (sample.orig_len > options_.snaplen)
-            ++tally.cut;
-        if (sample.cap_len < std::min(sample.orig_len, options_.snaplen))
-            ++tally.partial;
-    }
-    ++written_by_interface_[interface];
-    ++written_;
-    if (sample.tstamp_ns < newest_written_ns_)
-        ++tally.out_of_order;
-    else
-        newest_written_ns_ = sample.tstamp_ns;
-    if (options_.count && written_ >= *options_.count)
-        count_reached_ = true;
+    count_written(tally, interface, sample);
 }
 
 void RingMerger::output_failed()

@@ -112,6 +112,14 @@ private:
     void next_of_batch(uint32_t ring);
     // Consumes the ring's head and writes or counts it.
     void take(uint32_t ring);
+    // After take() of a batched frame: the batch's next frames, in a row,
+    // while each is stamped no later than `until` (it would be taken next
+    // anyway), written straight from the batch, without becoming the
+    // ring's head. Stops before a frame the output cannot take without a
+    // flush: the general path then takes it. Never throws.
+    void take_batch_run(uint32_t ring, uint64_t until) noexcept;
+    // Accounts for a packet written; false once -c is reached.
+    bool count_written(RingTally& tally, uint32_t interface, const Sample& sample) noexcept;
     // A record of a frame longer than one record; true when it completes it.
     bool assemble(uint32_t ring, const DecodedRecord& decoded);
     // The ring's frame in progress will not be completed: its records are

@@ -492,3 +492,161 @@ TEST(PacketLayout, RenamedDeviceFollowed)
                                      {pcapng::kIdbType, 0, "lan9@cpu0"}, {pcapng::kEpbType, 1}};
     EXPECT_EQ(blocks_of(file.contents()), want);
 }
+
+namespace {
+
+// A sample of every kind write_buffered() takes, as a batch carries them.
+struct BufferedCase {
+    uint32_t cap_len;
+    uint32_t orig_len;
+    uint8_t direction;
+    uint16_t flags;
+    uint32_t queue;
+    uint32_t drops_before;
+    bool stays; // the bytes stay until released: long ones are referred to
+};
+
+std::vector<BufferedCase> buffered_cases()
+{
+    std::vector<BufferedCase> cases;
+    const uint16_t flag_sets[] = {0, XDPCAP_FLAG_HASH, XDPCAP_FLAG_CSUM_PARTIAL | XDPCAP_FLAG_GSO,
+                                  XDPCAP_FLAG_HASH | XDPCAP_FLAG_VLAN_RESTORED | XDPCAP_FLAG_CSUM_PARTIAL};
+    const uint32_t lengths[] = {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 511, 512, 1500, 2048};
+    uint32_t n = 0;
+    for (uint32_t cap_len : lengths) {
+        for (uint16_t flags : flag_sets) {
+            for (uint8_t direction : {uint8_t{XDPCAP_DIR_INGRESS}, uint8_t{XDPCAP_DIR_EGRESS}}) {
+                ++n;
+                cases.push_back(BufferedCase{cap_len, cap_len + (n % 3 == 0 ? 10u : 0u), direction, flags,
+                                             n % 4 == 0 ? 0u : n % 5, n % 7 == 0 ? n : 0u, n % 2 == 0});
+            }
+        }
+    }
+    return cases;
+}
+
+Sample buffered_sample(const BufferedCase& c, const Bytes& bytes, uint64_t n)
+{
+    Sample sample{};
+    sample.ifindex = 7;
+    sample.rx_queue = c.queue;
+    sample.orig_len = c.orig_len;
+    sample.cap_len = c.cap_len;
+    sample.drops_before = c.drops_before;
+    sample.tstamp_ns = 1000 + n;
+    sample.direction = c.direction;
+    sample.hook = c.direction == XDPCAP_DIR_EGRESS ? XDPCAP_HOOK_TC_EGRESS : XDPCAP_HOOK_TC_INGRESS;
+    sample.data = bytes.data();
+    sample.hash = 0x11223344u + static_cast<uint32_t>(n);
+    sample.hash_type = 0x2a;
+    sample.flags = c.flags;
+    return sample;
+}
+
+// Every case through write() or through write_buffered(), on a device with
+// one queue or several; the file's bytes.
+Bytes written_blocks(bool buffered, bool single_queue)
+{
+    Bytes frame(2048);
+    for (size_t i = 0; i < frame.size(); ++i)
+        frame[i] = static_cast<uint8_t>(i * 7 + 1);
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0"});
+        output.set_interface_traits({{pcapng::kHashToeplitz, single_queue}});
+        output.begin({}, {pcapng::InterfaceDescription{}});
+        EXPECT_TRUE(output.writes_blocks_only());
+        uint64_t n = 0;
+        for (const BufferedCase& c : buffered_cases()) {
+            const Sample sample = buffered_sample(c, frame, n++);
+            if (buffered)
+                EXPECT_TRUE(output.write_buffered(0, sample, kRealtime + n, c.stays)) << "case " << n;
+            else
+                output.write(0, sample, kRealtime + n, c.stays);
+        }
+        EXPECT_EQ(output.accepted(), n);
+        output.release_references();
+        output.flush();
+    }
+    return file.contents();
+}
+
+Bytes buffered_blocks(const std::vector<Bytes>& records, bool single_queue = false)
+{
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0"});
+        output.set_interface_traits({{pcapng::kHashToeplitz, single_queue}});
+        output.begin({}, {});
+        for (const Bytes& record : records) {
+            const DecodedRecord decoded = decode_record(record.data(), record.size());
+            EXPECT_EQ(decoded.kind, RecordKind::Sample);
+            EXPECT_TRUE(output.write_buffered(0, decoded.sample, kRealtime, true));
+        }
+        output.flush();
+    }
+    const Bytes all = file.contents();
+    uint32_t header;
+    std::memcpy(&header, &all[4], 4);
+    return Bytes(all.begin() + header, all.end());
+}
+
+} // namespace
+
+// The writer of the frames the merge takes in a row from a batch writes the
+// very blocks write() does: every length around the padding and the copy's
+// steps, copied or referred to, every option it carries.
+TEST(PacketLayout, BlocksWrittenFromABatchAreThoseOfWrite)
+{
+    for (bool single_queue : {false, true}) {
+        const Bytes general = written_blocks(false, single_queue);
+        const Bytes buffered = written_blocks(true, single_queue);
+        ASSERT_GT(general.size(), 40'000u);
+        EXPECT_TRUE(buffered == general) << "single queue " << single_queue;
+    }
+    // And the golden blocks of the layout tests above.
+    Bytes plain = plain_block(116);
+    end_block(plain, 116);
+    EXPECT_EQ(buffered_blocks({sample_record(frame64(), 64)}), plain);
+    Bytes single = plain_block(108);
+    single.resize(single.size() - 8);
+    end_block(single, 108);
+    EXPECT_EQ(buffered_blocks({with_queue(sample_record(frame64(), 64), 0)}, true), single);
+    Bytes hashed = plain_block(128);
+    const Bytes hash = {0x03, 0x00, 0x05, 0x00, 0x05, 0x44, 0x33, 0x22, 0x11, 0x00, 0x00, 0x00};
+    hashed.insert(hashed.end(), hash.begin(), hash.end());
+    end_block(hashed, 128);
+    EXPECT_EQ(buffered_blocks({with_hash(sample_record(frame64(), 64), 0x11223344, 0x2a)}), hashed);
+}
+
+// What write_buffered() leaves to write(): a block the buffer cannot take
+// without a flush, and options of other kinds. Nothing is written then.
+TEST(PacketLayout, BufferedWriterLeavesWhatItCannotWriteAsIs)
+{
+    MemFile file;
+    PacketOutput output(Sink::open_file(file.path(), 256), PacketOutput::Format::Pcapng, false, {"eth0@cpu0"});
+    output.begin({}, {});
+    const uint64_t start = output.sink().bytes();
+    const Bytes record = sample_record(frame64(), 64);
+    const Sample plain = decode_record(record.data(), record.size()).sample;
+    EXPECT_TRUE(output.write_buffered(0, plain, kRealtime, false));
+    EXPECT_TRUE(output.write_buffered(0, plain, kRealtime, false));
+    EXPECT_FALSE(output.write_buffered(0, plain, kRealtime, false)) << "a third 116-byte block needs a flush";
+    Sample exit = plain;
+    exit.hook = XDPCAP_HOOK_FEXIT;
+    Sample dropped = plain;
+    dropped.hook = XDPCAP_HOOK_DROP;
+    Sample owned = plain;
+    owned.flags = XDPCAP_FLAG_PROCESS;
+    output.flush();
+    for (const Sample& other : {exit, dropped, owned})
+        EXPECT_FALSE(output.write_buffered(0, other, kRealtime, false));
+    EXPECT_EQ(output.sink().bytes() - start, 232u);
+    EXPECT_EQ(output.accepted(), 2u);
+
+    PacketOutput verbose(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, {"eth0@cpu0"});
+    verbose.write_hash_types(true);
+    EXPECT_FALSE(verbose.writes_blocks_only()) << "-v's hash type comments";
+    PacketOutput text(Sink::open_file(file.path()), PacketOutput::Format::Text, false, {"eth0@cpu0"});
+    EXPECT_FALSE(text.writes_blocks_only());
+}

@@ -358,6 +358,13 @@ namespace {
 using test::batch_record;
 using test::BatchFrame;
 
+uint64_t frame_tstamp_of(const uint8_t* at)
+{
+    xdpcap_meta meta;
+    std::memcpy(&meta, at, sizeof meta);
+    return meta.tstamp_ns;
+}
+
 // Every frame of a checked batch, as the merge reads them.
 std::vector<Sample> unpack(const DecodedRecord& batch)
 {
@@ -365,10 +372,10 @@ std::vector<Sample> unpack(const DecodedRecord& batch)
     const uint8_t* at = batch.batch.data;
     const uint8_t* end = at + batch.batch.bytes;
     for (uint32_t i = 0; i < batch.batch.frames; ++i) {
-        DecodedRecord frame{RecordKind::Other, {}, 0, nullptr};
-        at += decode_batch_frame(at, static_cast<size_t>(end - at), frame);
-        EXPECT_EQ(frame.kind, RecordKind::Sample);
-        samples.push_back(frame.sample);
+        Sample frame{};
+        EXPECT_EQ(batch_frame_tstamp(at), (frame_tstamp_of(at)));
+        at += decode_batch_frame(at, frame);
+        samples.push_back(frame);
     }
     EXPECT_EQ(at, end);
     return samples;

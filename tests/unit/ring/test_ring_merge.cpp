@@ -159,6 +159,21 @@ public:
         fakes_[ring]->push(test::batch_record(frames));
         return packets;
     }
+    // The same with a length per frame.
+    std::vector<Packet> send_batch(uint32_t ring, const std::vector<uint64_t>& stamps,
+                                   const std::vector<size_t>& lengths)
+    {
+        std::vector<test::BatchFrame> frames;
+        std::vector<Packet> packets;
+        for (size_t i = 0; i < stamps.size(); ++i) {
+            const auto seq = static_cast<uint32_t>(sent_[ring]++);
+            Bytes frame = frame_for(ring, seq, lengths[i]);
+            frames.push_back(test::BatchFrame{frame, static_cast<uint32_t>(lengths[i]), stamps[i]});
+            packets.push_back(Packet{ring, stamps[i], std::move(frame)});
+        }
+        fakes_[ring]->push(test::batch_record(frames));
+        return packets;
+    }
     RingMerger& merger() { return *merger_; }
     PacketOutput& output() { return *output_; }
     std::vector<Packet> written()
@@ -556,14 +571,27 @@ std::vector<uint64_t> check_blocks(const Bytes& bytes, size_t interfaces, const 
 
 // One fixed stream of records through a merger whose output fails in the
 // given way; then what is left is drained as after a failure.
-void run_with_faults(WriteFaults& faults, bool packet_buffered, size_t frame_len, const std::string& where)
+// `batched`: each ring's frames come as two batch records, stamped so that
+// the merge takes four frames of a ring in a row, then another ring's; the
+// buffer then fills in the middle of such a run.
+void run_with_faults(WriteFaults& faults, bool packet_buffered, size_t frame_len, const std::string& where,
+                     bool batched = false)
 {
-    MergeBench bench(3, 65536, {}, {}, 1024, packet_buffered);
+    MergeBench bench(3, 65536, {}, {}, batched ? 800 : 1024, packet_buffered);
     bench.output().sink().inject_faults(&faults);
     uint64_t sent = 0;
-    for (uint32_t seq = 0; seq < 8; ++seq)
-        for (uint32_t ring = 0; ring < 3; ++ring, ++sent)
-            bench.send(ring, 1000 + seq * 3 + ring, frame_len + ring * 3);
+    if (batched) {
+        for (uint32_t half = 0; half < 2; ++half) {
+            for (uint32_t ring = 0; ring < 3; ++ring, sent += 4) {
+                const uint64_t first = 1000 + half * 30 + ring * 10;
+                bench.send_batch(ring, {first, first + 1, first + 2, first + 3}, frame_len + ring * 3);
+            }
+        }
+    } else {
+        for (uint32_t seq = 0; seq < 8; ++seq)
+            for (uint32_t ring = 0; ring < 3; ++ring, ++sent)
+                bench.send(ring, 1000 + seq * 3 + ring, frame_len + ring * 3);
+    }
     bool failed = false;
     try {
         bench.merger().drain_everything();
@@ -641,6 +669,31 @@ TEST(OutputFaults, EveryFailurePointAndKindKeepsTheAccountingExact)
                                     "errno " + std::to_string(err) + " on write " + std::to_string(nth) + ", frame " +
                                         std::to_string(frame_len) + (packet_buffered ? " -U" : ""));
                 }
+            }
+        }
+    }
+}
+
+// The same for frames that come in batches, which the merge writes several
+// in a row without a flush between them: a failure at any byte still puts
+// each frame in exactly one column.
+TEST(OutputFaults, BatchedFramesKeepTheAccountingExact)
+{
+    for (const int err : {ENOSPC, EPIPE}) {
+        for (const size_t frame_len : {size_t{60}, size_t{PacketOutput::kReferMinLength + 40}}) {
+            for (size_t budget = 0; budget <= 26 * (frame_len + 80); budget += 8) {
+                FailAfter faults(budget, err);
+                run_with_faults(faults, false, frame_len,
+                                "batched, errno " + std::to_string(err) + " after " + std::to_string(budget) +
+                                    " bytes, frame " + std::to_string(frame_len),
+                                true);
+            }
+            for (unsigned nth = 0; nth < 40; ++nth) {
+                FailNth faults(nth, err);
+                run_with_faults(faults, false, frame_len,
+                                "batched, errno " + std::to_string(err) + " on write " + std::to_string(nth) +
+                                    ", frame " + std::to_string(frame_len),
+                                true);
             }
         }
     }
@@ -851,6 +904,64 @@ TEST(RingMerger, BatchHeldPartlyStaysInTheRingUntilItsLastFrame)
     bench.merger().drain_everything();
     EXPECT_EQ(bench.written(), (std::vector<Packet>{batch[0], between, batch[1], later}));
     expect_every_sample_accounted(bench.merger().tallies());
+}
+
+// The frames the merge writes in a row from a batch are byte for byte what
+// the same frames give as records of their own: lengths around the copy's
+// steps and the padding, a frame long enough to be referred to, and a batch
+// that wraps the ring's end (taken from scratch, so copied).
+TEST(RingMerger, BatchWrittenInARowIsItsFramesAsRecordsOfTheirOwn)
+{
+    const std::vector<size_t> lengths = {60, 9, 8, 17, 31, 32, 33, 64, 100, 600, 1500, 14, 2048, 15, 12};
+    for (const uint64_t start : {uint64_t{0}, uint64_t{65536 - 1024}}) {
+        MergeBench batched(1, 65536);
+        MergeBench single(1, 65536);
+        batched.start_rings_at(start);
+        single.start_rings_at(start);
+        std::vector<uint64_t> stamps;
+        for (size_t i = 0; i < lengths.size(); ++i)
+            stamps.push_back(10 * kMs + i * 1000);
+        const std::vector<Packet> sent = batched.send_batch(0, stamps, lengths);
+        for (size_t i = 0; i < lengths.size(); ++i)
+            single.send(0, stamps[i], lengths[i]);
+        batched.merger().drain_everything();
+        single.merger().drain_everything();
+        batched.output().flush();
+        single.output().flush();
+        EXPECT_EQ(batched.file_bytes(), single.file_bytes()) << "ring starting at " << start;
+        EXPECT_EQ(batched.written(), sent);
+        const RingTally& tally = batched.merger().tallies()[0];
+        EXPECT_EQ(tally.samples, lengths.size());
+        EXPECT_EQ(tally.written, lengths.size());
+        EXPECT_EQ(batched.merger().written_by_interface()[0], lengths.size());
+        EXPECT_EQ(batched.merger().held(), 0u);
+    }
+}
+
+// A run of a batch's frames stops where the merge must take another ring's
+// first, where the hold-back keeps the rest, and at -c's count.
+TEST(RingMerger, BatchRunStopsForTheOtherRingsTheHoldBackAndTheCount)
+{
+    MergeBench bench(2);
+    const auto first = bench.send_batch(0, {10 * kMs, 11 * kMs, 12 * kMs, 30 * kMs, 31 * kMs, 50 * kMs});
+    const Packet between = bench.send(1, 20 * kMs);
+    bench.merger().drain(40 * kMs); // ring 1 then runs dry: up to 39 ms may be written
+    EXPECT_EQ(bench.written(), (std::vector<Packet>{first[0], first[1], first[2], between, first[3], first[4]}));
+    EXPECT_EQ(bench.merger().held(), 1u);
+    bench.merger().drain_everything();
+    EXPECT_EQ(bench.written().size(), 7u);
+    expect_every_sample_accounted(bench.merger().tallies());
+
+    RingMerger::Options count;
+    count.count = 3;
+    MergeBench counted(1, 4096, count);
+    counted.send_batch(0, {10 * kMs, 11 * kMs, 12 * kMs, 13 * kMs, 14 * kMs});
+    counted.merger().drain_everything();
+    EXPECT_TRUE(counted.merger().count_reached());
+    EXPECT_EQ(counted.written().size(), 3u);
+    EXPECT_EQ(counted.merger().tallies()[0].written, 3u);
+    EXPECT_EQ(counted.merger().tallies()[0].discarded, 2u);
+    expect_every_sample_accounted(counted.merger().tallies());
 }
 
 TEST(RingMerger, RefusedBatchCountsEveryFrameItClaimed)
