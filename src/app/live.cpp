@@ -447,6 +447,8 @@ std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& 
             print_session_warnings(config_, session, false, true);
             std::fprintf(stderr, "xdpcap: %s joined the capture\n", iface->name.c_str());
         }
+        // Joined on a later notice while awaited: asked about no more.
+        std::erase_if(awaited_, [ifindex](const Awaited& awaited) { return awaited.ifindex == ifindex; });
         if (unnamed_veth)
             await(ifindex, loaded_.sessions.size() - 1, first_id);
         return capture_source(session);
