@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -28,6 +29,7 @@
 #include "host/key_log_files.hpp"
 #include "host/interface_selection.hpp"
 #include "host/interfaces.hpp"
+#include "host/link_attributes.hpp"
 #include "host/link_events.hpp"
 #include "host/privileges.hpp"
 #include "host/promisc.hpp"
@@ -303,6 +305,7 @@ std::vector<CaptureSource> capture_sources(Sessions& sessions)
 
 class Joining;
 std::function<std::optional<CaptureSource>(uint32_t, const std::string&)> join_function(Joining& joining);
+std::function<bool(std::vector<CaptureSource>&)> revisit_function(Joining& joining);
 
 CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& filter, Chosen& chosen,
                                   Loaded& loaded, Joining& joining)
@@ -315,6 +318,8 @@ CaptureLoop::Options loop_options(const Config& config, const CaptureFilter& fil
                                 chosen.selects, chosen.selects && config.warnings && !config.quiet,
                                 chosen.selects ? join_function(joining)
                                                : std::function<std::optional<CaptureSource>(uint32_t, const std::string&)>(),
+                                chosen.selects ? revisit_function(joining)
+                                               : std::function<bool(std::vector<CaptureSource>&)>(),
                                 loaded.keys ? std::function<void()>([keys = loaded.keys.get()] { keys->poll(); })
                                             : std::function<void()>(),
                                 loaded.process && loaded.process->tls_keys ? &*loaded.process->tls_keys : nullptr,
@@ -338,8 +343,44 @@ public:
     }
 
     std::optional<CaptureSource> join(uint32_t ifindex, const std::string& announced);
+    // The veths that wait for their container, asked again (CaptureLoop's
+    // Options::revisit).
+    bool revisit(std::vector<CaptureSource>& joined);
 
 private:
+    // A veth into another network namespace where no container's process
+    // ran yet when it was announced: podman makes it before it starts the
+    // container. Asked again for kAwaitContainer.
+    struct Awaited {
+        uint32_t ifindex = 0;
+        std::chrono::steady_clock::time_point until;
+        // Joined without a container: its session and first interface id,
+        // named once the container is found; else (--container) not joined.
+        std::optional<size_t> session = std::nullopt;
+        uint32_t first_id = 0;
+    };
+    static constexpr std::chrono::seconds kAwaitContainer{10};
+    static constexpr std::chrono::milliseconds kRevisitEvery{200};
+
+    static bool into_other_namespace(const InterfaceInfo& iface)
+    {
+        if (iface.driver != "veth")
+            return false;
+        const std::optional<LinkAttributes> attributes = link_attributes(iface.ifindex);
+        return attributes && attributes->link_in_other_namespace;
+    }
+    void await(uint32_t ifindex, std::optional<size_t> session, uint32_t first_id)
+    {
+        for (const Awaited& awaited : awaited_) {
+            if (awaited.ifindex == ifindex)
+                return; // its time runs from its first announcement
+        }
+        awaited_.push_back(
+            Awaited{ifindex, std::chrono::steady_clock::now() + kAwaitContainer, session, first_id});
+    }
+    // Its container, found now: its column and IDBs name it.
+    void name_container(const Awaited& awaited, InterfaceContainer container);
+
     // Said once and not tried again: no Ethernet frames, or a failed attach.
     bool refused(uint32_t ifindex) const
     {
@@ -352,6 +393,8 @@ private:
     PacketOutput& output_;
     const AnySelection selection_;
     std::vector<uint32_t> refused_;
+    std::vector<Awaited> awaited_;
+    std::chrono::steady_clock::time_point revisited_{};
 };
 
 std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& announced)
@@ -369,9 +412,15 @@ std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& 
             std::fprintf(stderr, "xdpcap: %s left out: its packets carry no Ethernet header\n", iface->name.c_str());
         return std::nullopt;
     }
-    std::optional<ChosenInterface> wanted = selection_.choose(*iface);
-    if (!wanted)
+    bool without_container = false;
+    std::optional<ChosenInterface> wanted = selection_.choose(*iface, &without_container);
+    if (!wanted) {
+        if (without_container && into_other_namespace(*iface))
+            await(ifindex, std::nullopt, 0);
         return std::nullopt;
+    }
+    const bool unnamed_veth = !wanted->container && into_other_namespace(*iface);
+    const uint32_t first_id = output_.interface_count();
     const ScopedCapabilities raised(kJoinCapabilities);
     const size_t joined_before = loaded_.joined.size();
     try {
@@ -398,6 +447,10 @@ std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& 
             print_session_warnings(config_, session, false, true);
             std::fprintf(stderr, "xdpcap: %s joined the capture\n", iface->name.c_str());
         }
+        // Joined on a later notice while awaited: asked about no more.
+        std::erase_if(awaited_, [ifindex](const Awaited& awaited) { return awaited.ifindex == ifindex; });
+        if (unnamed_veth)
+            await(ifindex, loaded_.sessions.size() - 1, first_id);
         return capture_source(session);
     } catch (const Error& e) {
         // Detached and unloaded: nothing of it stays.
@@ -411,6 +464,58 @@ std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& 
             std::fprintf(stderr, "xdpcap: %s cannot join the capture: %s\n", iface->name.c_str(), e.what());
         return std::nullopt;
     }
+}
+
+bool Joining::revisit(std::vector<CaptureSource>& joined)
+{
+    const auto now = std::chrono::steady_clock::now();
+    if (awaited_.empty() || now - revisited_ < kRevisitEvery)
+        return !awaited_.empty();
+    revisited_ = now;
+    std::vector<Awaited> waiting = std::move(awaited_);
+    awaited_.clear();
+    for (const Awaited& awaited : waiting) {
+        const std::optional<InterfaceInfo> iface = interface_by_index(awaited.ifindex);
+        if (!iface || now > awaited.until)
+            continue; // gone, or no container came
+        if (!awaited.session) {
+            // join() awaits it again while its container is not there.
+            if (std::optional<CaptureSource> source = join(awaited.ifindex, iface->name)) {
+                joined.push_back(*source);
+            } else {
+                for (Awaited& again : awaited_) {
+                    if (again.ifindex == awaited.ifindex)
+                        again.until = awaited.until;
+                }
+            }
+            continue;
+        }
+        if (std::optional<InterfaceContainer> container = container_of_interface(*iface))
+            name_container(awaited, std::move(*container));
+        else
+            awaited_.push_back(awaited);
+    }
+    return !awaited_.empty();
+}
+
+void Joining::name_container(const Awaited& awaited, InterfaceContainer container)
+{
+    const Session& session = loaded_.sessions[*awaited.session];
+    const auto chosen = std::find_if(loaded_.joined.begin(), loaded_.joined.end(),
+                                     [&session](const ChosenInterface& c) { return &c == &session.chosen; });
+    if (chosen == loaded_.joined.end())
+        return;
+    chosen->container = std::move(container);
+    const std::vector<pcapng::InterfaceDescription> idbs = describe_interfaces(
+        session, config_, filter_.filtering ? filter_.expression : "", loaded_.interfaces);
+    const std::vector<std::string> containers = interface_containers(session, loaded_.interfaces);
+    for (size_t i = 0; i < idbs.size(); ++i)
+        output_.describe_container(awaited.first_id + static_cast<uint32_t>(i), containers[i], idbs[i].description);
+}
+
+std::function<bool(std::vector<CaptureSource>&)> revisit_function(Joining& joining)
+{
+    return [&joining](std::vector<CaptureSource>& joined) { return joining.revisit(joined); };
 }
 
 std::function<std::optional<CaptureSource>(uint32_t, const std::string&)> join_function(Joining& joining)

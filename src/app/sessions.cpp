@@ -266,11 +266,14 @@ ChosenInterface AnySelection::chosen(InterfaceInfo iface, std::optional<Interfac
     return session;
 }
 
-std::optional<ChosenInterface> AnySelection::choose(InterfaceInfo iface) const
+std::optional<ChosenInterface> AnySelection::choose(InterfaceInfo iface, bool* without_container) const
 {
     std::optional<InterfaceContainer> container = container_of_interface(iface, container_);
-    if (!wanted(iface, container))
+    if (!wanted(iface, container)) {
+        if (without_container)
+            *without_container = container_ && !container && names_.wanted(iface);
         return std::nullopt;
+    }
     return chosen(std::move(iface), std::move(container));
 }
 

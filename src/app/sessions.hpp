@@ -66,8 +66,9 @@ public:
     // `iface` as the capture takes it: at tc ingress and egress.
     ChosenInterface chosen(InterfaceInfo iface, std::optional<InterfaceContainer> container) const;
     // Both for one interface, its container looked up: nothing when it is
-    // not taken.
-    std::optional<ChosenInterface> choose(InterfaceInfo iface) const;
+    // not taken. `without_container`, when given, says whether --container
+    // left it out only because no container's process is at its other end.
+    std::optional<ChosenInterface> choose(InterfaceInfo iface, bool* without_container = nullptr) const;
 
 private:
     const Config& config_;

@@ -144,6 +144,10 @@ StopReason CaptureLoop::run()
                         join(links.appeared);
                         if (links.missed)
                             join_unwatched();
+                        if (options_.revisit && !links.appeared.empty()) {
+                            revisiting_ = true;
+                            stirred = true;
+                        }
                     } else if (links.lost) {
                         const auto at = std::find(ifindexes_.begin(), ifindexes_.end(), links.lost->ifindex);
                         gone = static_cast<size_t>(at - ifindexes_.begin());
@@ -183,6 +187,8 @@ StopReason CaptureLoop::run()
             // released right after this batch.
             if (timer_fired && options_.poll_keys)
                 options_.poll_keys();
+            if (timer_fired && revisiting_)
+                revisit();
             drain();
             output_.place_held_tls(now_ns(CLOCK_MONOTONIC));
             output_.end_batch();
@@ -201,7 +207,7 @@ StopReason CaptureLoop::run()
             }
             // A whole tick without a record: the tick stops until the
             // next frame (or anything else) wakes the loop.
-            if (timer_fired && can_sleep_ && !gone && !stop && !command_exited_) {
+            if (timer_fired && can_sleep_ && !gone && !stop && !command_exited_ && !revisiting_) {
                 const uint64_t taken = records_taken();
                 if (taken == taken_at_tick_)
                     go_idle();
@@ -269,6 +275,17 @@ void CaptureLoop::join(const std::vector<NamedLink>& appeared)
         // Deleted between its notice and the attach: its loss was read
         // before it was watched.
         if (!interface_exists(source->ifindex))
+            leave(sources_.size() - 1, false);
+    }
+}
+
+void CaptureLoop::revisit()
+{
+    std::vector<CaptureSource> joined;
+    revisiting_ = options_.revisit(joined);
+    for (const CaptureSource& source : joined) {
+        add_source(source);
+        if (!interface_exists(source.ifindex))
             leave(sources_.size() - 1, false);
     }
 }

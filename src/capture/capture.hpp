@@ -73,6 +73,12 @@ public:
         // interfaces added to the output after every earlier source's; or
         // nothing when it does not take part. Empty: nothing joins.
         std::function<std::optional<CaptureSource>(uint32_t ifindex, const std::string& name)> join = {};
+        // With `join`: asks again, on the drain timer, about the veths that
+        // joined (or, with --container, were left out) before a container's
+        // process ran at their other end, as podman starts it after making
+        // them. Appends the sources that join now; returns whether any veth
+        // is still waited for (the timer keeps ticking meanwhile).
+        std::function<bool(std::vector<CaptureSource>& joined)> revisit = {};
         // --tls-keys: reads new key log lines; called on the drain timer
         // and once more before the last drain.
         std::function<void()> poll_keys = {};
@@ -144,6 +150,8 @@ private:
     // After the kernel dropped notifications: every interface of the
     // namespace not watched yet is offered.
     void join_unwatched();
+    // Options::revisit on a tick: the veths that waited for their container.
+    void revisit();
     void add_source(const CaptureSource& source);
     // The source's interface has a new name: its lines and statistics follow.
     void rename(size_t source, const std::string& name);
@@ -187,6 +195,7 @@ private:
     bool gone_moved_ = false;
     bool output_usable_ = true;
     bool ticking_ = false;
+    bool revisiting_ = false; // options_.revisit still waits for a container
     // Every source's programs can wake the loop (or every record does).
     bool can_sleep_ = false;
     uint64_t taken_at_tick_ = 0;

@@ -89,6 +89,14 @@ void PacketOutput::name_container(uint32_t interface_id, const std::string& cont
     line_prefixes_[interface_id] = line_prefix(interface_id);
 }
 
+void PacketOutput::describe_container(uint32_t interface_id, const std::string& container,
+                                      const std::string& description)
+{
+    name_container(interface_id, container);
+    if (interface_id < idbs_.size())
+        idbs_[interface_id].description = description;
+}
+
 void PacketOutput::rename_device(uint32_t interface_id, const std::string& device)
 {
     if (interface_id >= interface_names_.size())

@@ -79,6 +79,13 @@ public:
     // lines' column names both, "veth1a2b(web)" ("veth1a2b(web)@cpu3" with
     // --print-cpu); a rename keeps the container. Its IDB is the caller's.
     void name_container(uint32_t interface_id, const std::string& container);
+    // A joined interface's container found after it joined (its veth is made
+    // before the container's process starts): its lines' column names it from
+    // now on, and so does its IDB where not yet written, and in the files a
+    // rotation opens next.
+    void describe_container(uint32_t interface_id, const std::string& container, const std::string& description);
+    // How many interface ids there are: the next one add_live_interface() gives.
+    uint32_t interface_count() const noexcept { return static_cast<uint32_t>(interface_names_.size()); }
     // --tls-keys (pcapng only): every connection whose handshake goes
     // into a file gets its secrets from `secrets` in a Decryption Secrets
     // Block before its ServerHello (see output/tls_placement.hpp).

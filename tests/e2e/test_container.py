@@ -22,6 +22,13 @@ open, and /proc/PID/cgroup holds the container's ID.
     meanwhile -i any's text column names each host-side veth after its
     container ("xva0(xdpcapt-a) In"), and --container A without -i captures
     A's veth alone, tshark's interface description naming A;
+  * a container started during -i any, its veth made first as podman's
+    network setup makes it: its traffic under its host-side veth, named
+    after it in the text column and the interface description; stopped
+    (its veth deleted), it leaves its ISB and the capture goes on; started
+    again behind a new veth, --container NAME without -i, running since
+    before the restart, follows it there; afterwards nothing is attached
+    and no program of either xdpcap is left;
   * run from the other namespace, --container NAME --container-netns finds
     cap0 inside the container's network namespace, where without it there is
     no such interface;
@@ -50,6 +57,9 @@ PORT = 7470
 # Two containers on one bridge of the capture namespace (the host's stand-in).
 A4, B4 = "198.18.44.2", "198.18.44.3"
 PAIR_PORT = 7471
+# A container started during the capture, behind a veth of its own.
+LATE_HOST4, LATE4 = "198.18.45.1", "198.18.45.2"
+LATE_PORT = 7472
 
 
 class Podman:
@@ -263,6 +273,136 @@ def two_containers(lab, pod, tmp, binary):
         subprocess.run(["ip", "-n", cap, "link", "del", "xbr0"], capture_output=True)
 
 
+def wait_line(x, text, timeout=5):
+    """Until xdpcap `x` has written the line `text` on stderr."""
+    end = time.monotonic() + N.scaled(timeout)
+    while text not in x.err_lines and time.monotonic() < end:
+        time.sleep(0.05)
+    N.check(text in x.err_lines, f"xdpcap says '{text}'", x.err_lines)
+
+
+def late_container(lab, pod, tmp, binary):
+    """A container started while -i any runs, stopped, and started again
+    behind a new veth while --container NAME without -i runs: each time its
+    veth is made first, as podman's network setup does, and the container's
+    nc connects to a server on the host side once per start."""
+    cap, ns, name = lab.cap_ns, f"{lab.cap_ns}-d", "xdpcapt-d"
+
+    def plug(dev):
+        N.run(["ip", "netns", "add", ns])
+        N.run(["ip", "-n", cap, "link", "add", dev, "type", "veth", "peer", "name", "eth0", "netns", ns])
+        N.run(["ip", "-n", cap, "addr", "add", f"{LATE_HOST4}/24", "dev", dev])
+        N.run(["ip", "-n", ns, "addr", "add", f"{LATE4}/24", "dev", "eth0"])
+        for where, dev_ in ((ns, "lo"), (ns, "eth0"), (cap, dev)):
+            N.run(["ip", "-n", where, "link", "set", dev_, "up"])
+
+    def unplug(dev):
+        subprocess.run(["ip", "-n", cap, "link", "del", dev], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+    srv = lab.popen(cap, ["/usr/bin/python3", "-S", "-c",
+                          "import socket\n"
+                          "l=socket.socket();l.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+                          f"l.bind(('0.0.0.0',{LATE_PORT}));l.listen(4)\n"
+                          "print('ready',flush=True)\n"
+                          "for _ in range(2):\n"
+                          "  c,_=l.accept()\n"
+                          "  while c.recv(4096): pass\n"
+                          "  c.sendall(b'ok');c.close();print('done',flush=True)\n"],
+                    stdout=subprocess.PIPE, text=True)
+    any_path, side_path = os.path.join(tmp, "late-any.pcapng"), os.path.join(tmp, "late-side.pcapng")
+    any_x = side_x = None
+    try:
+        N.check(srv.stdout.readline().strip() == "ready", "the host-side server listens")
+        any_x = N.Xdpcap(lab, binary, ["-i", "any", "-n", "-w", any_path, "--print", f"tcp port {LATE_PORT}"])
+        any_x.wait_listening()
+        plug("xdd0")
+        wait_line(any_x, "xdpcap: xdd0 joined the capture")
+        pod.names.append(name)
+        pod.run("run", "-d", "--name", name, "--network", f"ns:/run/netns/{ns}", pod.image,
+                "sh", "-c", f"sleep 1; echo one | nc {LATE_HOST4} {LATE_PORT}; sleep 60")
+        side_x = N.Xdpcap(lab, binary, ["--container", name, "-w", side_path])
+        side_x.wait_listening()
+        N.check(srv.stdout.readline().strip() == "done", "the container's first connection is answered")
+        # Stopped: podman's teardown deletes its veth.
+        pod.run("stop", "-t", "0", name)
+        unplug("xdd0")
+        for x in (any_x, side_x):
+            wait_line(x, "xdpcap: xdd0 went away; capture goes on")
+        plug("xdd1")
+        pod.run("start", name)
+        N.check(srv.stdout.readline().strip() == "done", "the restarted container's connection is answered")
+        srv.wait(timeout=N.scaled(10))
+        lab.forget(srv)
+        wait_line(side_x, "xdpcap: xdd1 joined the capture")
+        time.sleep(N.scaled(0.3))
+        held = {**N.held_programs(any_x.proc.pid), **N.held_programs(side_x.proc.pid)}
+        pod.run("stop", "-t", "0", name)
+        unplug("xdd1")
+        wait_line(any_x, "xdpcap: xdd1 went away; capture goes on")
+        N.check(any_x.stop() == 0 and side_x.stop() == 0, "late container: both captures stopped cleanly",
+                (any_x.stderr, side_x.stderr))
+    finally:
+        for x in (any_x, side_x):
+            if x and x.proc.poll() is None:
+                x.stop()
+        if name in pod.names:
+            pod.run("rm", "-f", "-t", "0", name, check_rc=False)
+            pod.names.remove(name)
+        for dev in ("xdd0", "xdd1"):
+            unplug(dev)
+    late_checks(lab, binary, any_x, any_path, side_path, held)
+
+
+def late_checks(lab, binary, any_x, any_path, side_path, held):
+    """What the late container's captures hold, and what they left."""
+    lines = [l for l in any_x.out.decode("utf-8", "replace").splitlines() if f".{LATE_PORT}" in l]
+    column = {}
+    for line in lines:
+        column.setdefault(tuple(line.split()[1:3]), 0)
+        column[tuple(line.split()[1:3])] += 1
+    N.check(set(column) == {(f"xdd{n}(xdpcapt-d)", d) for n in (0, 1) for d in ("In", "Out")} and
+            all(count >= 3 for count in column.values()),
+            "-i any: the late container's connections, before and after its restart, each under its veth "
+            "named after it, both directions", (column, lines[:4]))
+    fields = ["frame.interface_name", "frame.interface_description", "tcp.dstport", "tcp.flags.syn"]
+    rows = {}
+    for path in (any_path, side_path):
+        cp = N.run(["tshark", "-n", "-r", path, "-T", "fields", "-E", "separator=\t"] +
+                   [w for f in fields for w in ("-e", f)])
+        rows[path] = [r.split("\t") for r in cp.stdout.splitlines()]
+    late = [r for r in rows[any_path] if len(r) == 4 and r[0].startswith("xdd")]
+    N.check(len(late) >= 12 and all(", container xdpcapt-d, podman), CPU " in r[1] for r in late),
+            "-i any: the late container's veths, described with its name",
+            {(r[0], r[1]) for r in late})
+    side = rows[side_path]
+    after = [r for r in side if len(r) == 4 and r[0].startswith("xdd1@cpu")]
+    N.check(all(len(r) == 4 and r[0].startswith(("xdd0@cpu", "xdd1@cpu")) and
+                ", container xdpcapt-d, podman), CPU " in r[1] for r in side) and
+            len(after) >= 6 and any(r[2] == str(LATE_PORT) and r[3] in ("1", "True") for r in after),
+            "--container without -i: after the restart, the container's connection from its SYN on its new "
+            "veth, described with its name", ({(r[0], r[1]) for r in side}, len(after)))
+    recs = N.pcapng_records(any_path)
+    left = [i for i, idb in enumerate(recs["idbs"]) if (idb["name"] or "").startswith(("xdd0@", "xdd1@"))]
+    with_isb = {isb["if_id"] for isb in recs["isbs"]}
+    N.check(left and all(i in with_isb for i in left) and not recs["problems"],
+            "-i any: each interface of the stopped container leaves its statistics (ISB)",
+            (left, sorted(with_isb), recs["problems"]))
+    capinfos = N.run(["capinfos", "-c", "-M", any_path], check_rc=False)
+    dump = N.run(["tcpdump", "-n", "-r", any_path, f"tcp port {LATE_PORT}"], check_rc=False)
+    N.check(capinfos.returncode == 0 and dump.returncode == 0 and len(dump.stdout.splitlines()) == len(lines),
+            "capinfos and tcpdump -r read -i any's file, every packet of the late container",
+            (capinfos.returncode, capinfos.stderr[-300:], dump.returncode, dump.stderr[-300:],
+             len(dump.stdout.splitlines()), len(lines)))
+    remaining = [l.split(":")[1].strip().split("@")[0]
+                 for l in N.run(["ip", "-n", lab.cap_ns, "-o", "link", "show"]).stdout.splitlines()]
+    attached = {dev: lab.capture_state(dev) for dev in remaining}
+    N.check(not any(attached.values()), "late container: nothing of either capture attached to the remaining "
+            "interfaces", attached)
+    N.check(held and not N.wait_programs_gone(list(held)),
+            "late container: no program of either xdpcap is left after they exit", held)
+
+
 def host_side_veths(binary, any_x, any_path, side_x, side_listening, path):
     """-i any names each container's host-side veth after it in the text
     column, and so does -r of its file; --container A without -i takes A's
@@ -443,6 +583,7 @@ def test(binary):
             lab.assert_clean()
 
             two_containers(lab, pod, caps, binary)
+            late_container(lab, pod, caps, binary)
 
             for who, words in (("unknown", "no running podman or docker container"), ("stopped", "is not running")):
                 target = "xdpcapt-nosuch" if who == "unknown" else "xdpcapt-web"

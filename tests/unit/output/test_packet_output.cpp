@@ -454,6 +454,48 @@ TEST(PacketLayout, InterfacesDescribedUpFront)
     EXPECT_EQ(blocks_of(file.contents()), want);
 }
 
+// A joined veth's container found later: its column names it from then on,
+// and its IDB when written afterwards; one written before keeps its text.
+TEST(PacketLayout, ContainerFoundAfterJoin)
+{
+    const Bytes frame = frame64();
+    Sample s{};
+    s.cap_len = s.orig_len = static_cast<uint32_t>(frame.size());
+    s.data = frame.data();
+    s.direction = XDPCAP_DIR_INGRESS;
+    MemFile text_file;
+    {
+        PacketOutput output(Sink::open_file(text_file.path()), PacketOutput::Format::Text, false,
+                            {"eth0@cpu0", "veth1@cpu0"});
+        output.write(1, s, kRealtime);
+        output.describe_container(1, "web", "veth1 (ifindex 7, container web, podman), CPU 0");
+        output.write(1, s, kRealtime);
+        output.flush();
+    }
+    const Bytes text = text_file.contents();
+    const std::string lines(text.begin(), text.end());
+    const size_t second = lines.find('\n') + 1;
+    EXPECT_NE(lines.substr(0, second).find(" veth1 In  "), std::string::npos) << lines;
+    EXPECT_NE(lines.substr(second).find(" veth1(web) In  "), std::string::npos) << lines;
+
+    MemFile file;
+    {
+        PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false,
+                            {"eth0@cpu0", "veth1@cpu0", "veth1@cpu1"});
+        output.begin({}, {named("eth0@cpu0"), named("veth1@cpu0"), named("veth1@cpu1")}, true);
+        const Bytes record = sample_record(frame64(), 64);
+        output.write(1, decode_record(record.data(), record.size()).sample, kRealtime);
+        output.describe_container(1, "web", "veth1 (ifindex 7, container web, podman), CPU 0");
+        output.describe_container(2, "web", "veth1 (ifindex 7, container web, podman), CPU 1");
+        output.write(2, decode_record(record.data(), record.size()).sample, kRealtime);
+        output.flush();
+    }
+    const Bytes written = file.contents();
+    const std::string contents(written.begin(), written.end());
+    EXPECT_EQ(contents.find("container web, podman), CPU 0"), std::string::npos);
+    EXPECT_NE(contents.find("veth1 (ifindex 7, container web, podman), CPU 1"), std::string::npos);
+}
+
 // A device renamed during the capture: later lines carry its new name, and
 // so does its IDB when it is written after the rename (on first use).
 TEST(PacketLayout, RenamedDeviceFollowed)
