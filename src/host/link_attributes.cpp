@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/unique_fd.hpp"
+#include "host/netlink_attributes.hpp"
 
 namespace xdpcap {
 
@@ -43,38 +44,28 @@ std::optional<LinkAttributes> link_attributes(uint32_t ifindex)
     if (header.nlmsg_type != RTM_NEWLINK || header.nlmsg_len > static_cast<size_t>(got))
         return std::nullopt;
     LinkAttributes attributes;
-    const auto read_u32 = [&](size_t offset, const rtattr& attr, uint32_t& value) {
-        if (attr.rta_len >= RTA_LENGTH(sizeof(uint32_t)))
-            std::memcpy(&value, reply.data() + offset + RTA_LENGTH(0), sizeof(uint32_t));
-    };
-    size_t offset = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg));
-    while (offset + sizeof(rtattr) <= header.nlmsg_len) {
-        rtattr attr;
-        std::memcpy(&attr, reply.data() + offset, sizeof attr);
-        if (attr.rta_len < sizeof attr || offset + attr.rta_len > header.nlmsg_len)
-            break;
-        switch (attr.rta_type & NLA_TYPE_MASK) {
-        case IFLA_LINK:
-            read_u32(offset, attr, attributes.link);
-            break;
-        case IFLA_LINK_NETNSID: {
-            attributes.link_in_other_namespace = true;
-            uint32_t nsid = 0;
-            read_u32(offset, attr, nsid);
-            attributes.link_nsid = static_cast<int32_t>(nsid);
-            break;
-        }
-        case IFLA_NUM_RX_QUEUES:
-            read_u32(offset, attr, attributes.rx_queues);
-            break;
-        case IFLA_NUM_TX_QUEUES:
-            read_u32(offset, attr, attributes.tx_queues);
-            break;
-        default:
-            break;
-        }
-        offset += RTA_ALIGN(attr.rta_len);
-    }
+    const size_t begin = std::min<size_t>(NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(ifinfomsg)), header.nlmsg_len);
+    for_each_attribute(std::span<const uint8_t>(reply.data() + begin, header.nlmsg_len - begin),
+                       [&](uint16_t type, std::span<const uint8_t> payload) {
+                           switch (type) {
+                           case IFLA_LINK:
+                               read_attribute(payload, attributes.link);
+                               break;
+                           case IFLA_LINK_NETNSID:
+                               attributes.link_in_other_namespace = true;
+                               read_attribute(payload, attributes.link_nsid);
+                               break;
+                           case IFLA_NUM_RX_QUEUES:
+                               read_attribute(payload, attributes.rx_queues);
+                               break;
+                           case IFLA_NUM_TX_QUEUES:
+                               read_attribute(payload, attributes.tx_queues);
+                               break;
+                           default:
+                               break;
+                           }
+                           return true;
+                       });
     return attributes;
 }
 
@@ -117,14 +108,12 @@ bool genl_ask(int fd, uint16_t family, uint8_t command, uint16_t attr_type, cons
     std::memcpy(&header, reply.data(), sizeof header);
     if (header.nlmsg_type != family || header.nlmsg_len > static_cast<size_t>(got))
         return false;
-    size_t offset = NLMSG_HDRLEN + GENL_HDRLEN;
-    while (offset + NLA_HDRLEN <= header.nlmsg_len) {
-        std::memcpy(&attr, reply.data() + offset, sizeof attr);
-        if (attr.nla_len < NLA_HDRLEN || offset + attr.nla_len > header.nlmsg_len)
-            break;
-        attribute(attr.nla_type & NLA_TYPE_MASK, reply.data() + offset + NLA_HDRLEN, attr.nla_len - NLA_HDRLEN);
-        offset += NLA_ALIGN(attr.nla_len);
-    }
+    const size_t begin = std::min<size_t>(NLMSG_HDRLEN + GENL_HDRLEN, header.nlmsg_len);
+    for_each_attribute(std::span<const uint8_t>(reply.data() + begin, header.nlmsg_len - begin),
+                       [&](uint16_t type, std::span<const uint8_t> payload) {
+                           attribute(type, payload.data(), payload.size());
+                           return true;
+                       });
     return true;
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "host/netlink_attributes.hpp"
 
 namespace xdpcap {
 
@@ -24,35 +25,26 @@ constexpr size_t kBufferBytes = 64 * 1024;
 // kernel adds the new namespace's id only then.
 bool names_new_namespace(std::span<const uint8_t> attributes)
 {
-    size_t offset = 0;
-    while (offset + sizeof(rtattr) <= attributes.size()) {
-        rtattr attr;
-        std::memcpy(&attr, attributes.data() + offset, sizeof attr);
-        if (attr.rta_len < sizeof attr || attr.rta_len > attributes.size() - offset)
-            return false;
-        if ((attr.rta_type & NLA_TYPE_MASK) == IFLA_NEW_NETNSID)
-            return true;
-        offset += RTA_ALIGN(attr.rta_len);
-    }
-    return false;
+    bool named = false;
+    for_each_attribute(attributes, [&](uint16_t type, std::span<const uint8_t>) {
+        named = type == IFLA_NEW_NETNSID;
+        return !named;
+    });
+    return named;
 }
 
 // The interface name among the attributes; empty when there is none.
 std::string interface_name(std::span<const uint8_t> attributes)
 {
-    size_t offset = 0;
-    while (offset + sizeof(rtattr) <= attributes.size()) {
-        rtattr attr;
-        std::memcpy(&attr, attributes.data() + offset, sizeof attr);
-        if (attr.rta_len < sizeof attr || attr.rta_len > attributes.size() - offset)
-            return {};
-        if ((attr.rta_type & NLA_TYPE_MASK) == IFLA_IFNAME) {
-            const auto* text = reinterpret_cast<const char*>(attributes.data() + offset + RTA_LENGTH(0));
-            return std::string(text, strnlen(text, attr.rta_len - RTA_LENGTH(0)));
-        }
-        offset += RTA_ALIGN(attr.rta_len);
-    }
-    return {};
+    std::string name;
+    for_each_attribute(attributes, [&](uint16_t type, std::span<const uint8_t> payload) {
+        if (type != IFLA_IFNAME)
+            return true;
+        const auto* text = reinterpret_cast<const char*>(payload.data());
+        name.assign(text, strnlen(text, payload.size()));
+        return false;
+    });
+    return name;
 }
 
 } // namespace

@@ -5,18 +5,22 @@
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
 #include "base/unique_fd.hpp"
+#include "host/netlink_attributes.hpp"
 
 namespace xdpcap {
 
 namespace {
 
-// Sends one dump request and hands each answer's message to `each` (its
-// type, its body after the fixed header of `fixed` bytes, as attributes).
-using Attributes = std::function<void(uint16_t type, const rtattr& attr, const uint8_t* value)>;
+// Sends one dump request and hands each answer's message to `each`, an
+// attribute at a time after its fixed header of `fixed` bytes (the
+// message's type, the attribute's and its payload), then once with type 0
+// at the message's end.
+using Attributes = std::function<void(uint16_t message, uint16_t type, std::span<const uint8_t> payload)>;
 
 bool dump(const void* request, size_t size, size_t fixed, uint16_t answer_type, const Attributes& each)
 {
@@ -43,17 +47,13 @@ bool dump(const void* request, size_t size, size_t fixed, uint16_t answer_type, 
             if (header.nlmsg_type == NLMSG_ERROR)
                 return false;
             if (header.nlmsg_type == answer_type) {
-                size_t offset = at + NLMSG_HDRLEN + NLMSG_ALIGN(fixed);
-                const size_t end = at + header.nlmsg_len;
-                while (offset + sizeof(rtattr) <= end) {
-                    rtattr attr;
-                    std::memcpy(&attr, buffer.data() + offset, sizeof attr);
-                    if (attr.rta_len < sizeof attr || offset + attr.rta_len > end)
-                        break;
-                    each(header.nlmsg_type, attr, buffer.data() + offset + RTA_LENGTH(0));
-                    offset += RTA_ALIGN(attr.rta_len);
-                }
-                each(0, rtattr{}, nullptr); // the message's end
+                const size_t begin = std::min<size_t>(at + NLMSG_HDRLEN + NLMSG_ALIGN(fixed), at + header.nlmsg_len);
+                for_each_attribute(std::span<const uint8_t>(buffer.data() + begin, at + header.nlmsg_len - begin),
+                                   [&](uint16_t type, std::span<const uint8_t> payload) {
+                                       each(header.nlmsg_type, type, payload);
+                                       return true;
+                                   });
+                each(0, 0, {}); // the message's end
             }
             at += NLMSG_ALIGN(header.nlmsg_len);
         }
@@ -73,13 +73,12 @@ std::vector<int32_t> namespace_ids()
     request.message.rtgen_family = AF_UNSPEC;
     std::vector<int32_t> ids;
     dump(&request, request.header.nlmsg_len, sizeof(rtgenmsg), RTM_NEWNSID,
-         [&](uint16_t type, const rtattr& attr, const uint8_t* value) {
-             if (type && attr.rta_type == NETNSA_NSID && attr.rta_len >= RTA_LENGTH(sizeof(int32_t))) {
-                 int32_t id;
-                 std::memcpy(&id, value, sizeof id);
-                 if (id >= 0)
-                     ids.push_back(id);
-             }
+         [&](uint16_t message, uint16_t type, std::span<const uint8_t> payload) {
+             int32_t id = -1;
+             if (message && type == NETNSA_NSID)
+                 read_attribute(payload, id);
+             if (id >= 0)
+                 ids.push_back(id);
          });
     return ids;
 }
@@ -106,8 +105,8 @@ std::vector<NamespaceAddress> addresses_of(int32_t nsid)
     // point-to-point peer's.
     NamespaceAddress address, local, broadcast;
     dump(&request, sizeof request, sizeof(ifaddrmsg), RTM_NEWADDR,
-         [&](uint16_t type, const rtattr& attr, const uint8_t* value) {
-             if (!type) {
+         [&](uint16_t message, uint16_t type, std::span<const uint8_t> payload) {
+             if (!message) {
                  for (const NamespaceAddress* a : {local.family ? &local : &address, &broadcast}) {
                      if (a->family)
                          addresses.push_back(*a);
@@ -115,15 +114,14 @@ std::vector<NamespaceAddress> addresses_of(int32_t nsid)
                  address = local = broadcast = NamespaceAddress{};
                  return;
              }
-             NamespaceAddress* into = attr.rta_type == IFA_ADDRESS ? &address
-                 : attr.rta_type == IFA_LOCAL                      ? &local
-                 : attr.rta_type == IFA_BROADCAST                  ? &broadcast
-                                                                   : nullptr;
-             const size_t length = attr.rta_len - RTA_LENGTH(0);
-             if (!into || (length != 4 && length != 16))
+             NamespaceAddress* into = type == IFA_ADDRESS ? &address
+                 : type == IFA_LOCAL                      ? &local
+                 : type == IFA_BROADCAST                  ? &broadcast
+                                                          : nullptr;
+             if (!into || (payload.size() != 4 && payload.size() != 16))
                  return;
-             into->family = length == 4 ? 4 : 6;
-             std::memcpy(into->bytes.data(), value, length);
+             into->family = payload.size() == 4 ? 4 : 6;
+             std::memcpy(into->bytes.data(), payload.data(), payload.size());
          });
     return addresses;
 }
@@ -162,19 +160,19 @@ std::optional<int32_t> ProcessNamespaceIds::of(pid_t pid)
     if (header.nlmsg_type != RTM_NEWNSID || header.nlmsg_len > static_cast<size_t>(got) ||
         header.nlmsg_seq != sequence_)
         return std::nullopt;
-    size_t offset = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(rtgenmsg));
-    while (offset + sizeof(rtattr) <= header.nlmsg_len) {
-        rtattr attr;
-        std::memcpy(&attr, reply.data() + offset, sizeof attr);
-        if (attr.rta_len < sizeof attr || offset + attr.rta_len > header.nlmsg_len)
-            break;
-        if (attr.rta_type == NETNSA_NSID && attr.rta_len >= RTA_LENGTH(sizeof(int32_t))) {
-            int32_t id;
-            std::memcpy(&id, reply.data() + offset + RTA_LENGTH(0), sizeof id);
-            return id >= 0 ? std::optional<int32_t>(id) : std::nullopt;
-        }
-        offset += RTA_ALIGN(attr.rta_len);
-    }
+    const size_t begin = std::min<size_t>(NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(rtgenmsg)), header.nlmsg_len);
+    std::optional<int32_t> found;
+    for_each_attribute(std::span<const uint8_t>(reply.data() + begin, header.nlmsg_len - begin),
+                       [&](uint16_t type, std::span<const uint8_t> payload) {
+                           if (type != NETNSA_NSID || payload.size() < sizeof(int32_t))
+                               return true;
+                           int32_t id = -1;
+                           read_attribute(payload, id);
+                           if (id >= 0)
+                               found = id;
+                           return false;
+                       });
+    return found;
     return std::nullopt;
 }
 
