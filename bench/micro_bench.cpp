@@ -157,6 +157,37 @@ void MemcpyBaseline(benchmark::State& state)
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * ring.published));
 }
 
+// Each round: the filled rings merged into pcapng blocks written to
+// /dev/null, as in a busy capture; `frames` must all be written each time.
+void merge_rounds(benchmark::State& state, const std::vector<std::unique_ptr<FilledRing>>& rings, size_t frames,
+                  size_t bytes, uint64_t first_ns)
+{
+    std::vector<std::string> names;
+    for (size_t i = 0; i < rings.size(); ++i)
+        names.push_back("bench@cpu" + std::to_string(i));
+    xdpcap::PacketOutput output(xdpcap::Sink::open_file("/dev/null"), xdpcap::PacketOutput::Format::Pcapng, false,
+                                names);
+    std::vector<xdpcap::PerfRingReader> readers(rings.size());
+    // Late enough that nothing is held back: the path of a busy capture.
+    const uint64_t now_ns = first_ns + frames * rings.size() + xdpcap::kHoldBackNs;
+    uint64_t written = 0;
+    for (auto _ : state) {
+        for (size_t i = 0; i < rings.size(); ++i)
+            readers[i] = rings[i]->fresh_reader();
+        // A new merger each round: the timestamps start over.
+        xdpcap::RingMerger merger(readers, output, xdpcap::ClockOffset{}, {});
+        merger.drain(now_ns);
+        output.flush();
+        for (const auto& tally : merger.tallies())
+            written += tally.written;
+    }
+    if (written != state.iterations() * frames)
+        state.SkipWithError("not every frame was written");
+    state.counters["records_per_second"] = benchmark::Counter(static_cast<double>(written), benchmark::Counter::kIsRate);
+    state.SetItemsProcessed(static_cast<int64_t>(written));
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+
 // range(0) rings sharing kRingBytes, their timestamps interleaved round-robin
 // (the merge's worst case: every record comes from another ring than the
 // last), merged into pcapng blocks written to /dev/null as in a capture.
@@ -172,30 +203,7 @@ void MergedRingsToPcapng(benchmark::State& state)
         records += rings.back()->records;
         bytes += rings.back()->published;
     }
-    std::vector<std::string> names;
-    for (size_t i = 0; i < ring_count; ++i)
-        names.push_back("bench@cpu" + std::to_string(i));
-    xdpcap::PacketOutput output(xdpcap::Sink::open_file("/dev/null"), xdpcap::PacketOutput::Format::Pcapng, false,
-                                names);
-    std::vector<xdpcap::PerfRingReader> readers(ring_count);
-    // Late enough that nothing is held back: the path of a busy capture.
-    const uint64_t now_ns = 1'000'000'000 + records + xdpcap::kHoldBackNs;
-    uint64_t written = 0;
-    for (auto _ : state) {
-        for (size_t i = 0; i < ring_count; ++i)
-            readers[i] = rings[i]->fresh_reader();
-        // A new merger each round: the timestamps start over.
-        xdpcap::RingMerger merger(readers, output, xdpcap::ClockOffset{}, {});
-        merger.drain(now_ns);
-        output.flush();
-        for (const auto& tally : merger.tallies())
-            written += tally.written;
-    }
-    if (written != state.iterations() * records)
-        state.SkipWithError("not every record was written");
-    state.counters["records_per_second"] = benchmark::Counter(static_cast<double>(written), benchmark::Counter::kIsRate);
-    state.SetItemsProcessed(static_cast<int64_t>(written));
-    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+    merge_rounds(state, rings, records, bytes, 1'000'000'000);
 }
 
 // Batch records (several frames each, as the capture programs stage them)
@@ -208,34 +216,14 @@ void BatchedRingsToPcapng(benchmark::State& state)
     const auto frame_len = static_cast<uint32_t>(state.range(1));
     const size_t ring_bytes = std::bit_floor(kRingBytes / ring_count);
     std::vector<std::unique_ptr<FilledRing>> rings;
-    size_t records = 0, bytes = 0;
+    size_t frames = 0, bytes = 0;
     for (size_t i = 0; i < ring_count; ++i) {
         rings.push_back(std::make_unique<FilledRing>(frame_len, XDPCAP_BATCH_BYTES, ring_bytes, 1'000'000'000 + i,
                                                      ring_count));
-        records += rings.back()->records;
+        frames += rings.back()->records;
         bytes += rings.back()->published;
     }
-    std::vector<std::string> names;
-    for (size_t i = 0; i < ring_count; ++i)
-        names.push_back("bench@cpu" + std::to_string(i));
-    xdpcap::PacketOutput output(xdpcap::Sink::open_file("/dev/null"), xdpcap::PacketOutput::Format::Pcapng, false,
-                                names);
-    std::vector<xdpcap::PerfRingReader> readers(ring_count);
-    const uint64_t now_ns = 1'000'000'000 + records * ring_count + xdpcap::kHoldBackNs;
-    uint64_t written = 0;
-    for (auto _ : state) {
-        for (size_t i = 0; i < ring_count; ++i)
-            readers[i] = rings[i]->fresh_reader();
-        xdpcap::RingMerger merger(readers, output, xdpcap::ClockOffset{}, {});
-        merger.drain(now_ns);
-        output.flush();
-        for (const auto& tally : merger.tallies())
-            written += tally.written;
-    }
-    if (written != state.iterations() * records)
-        state.SkipWithError("not every frame was written");
-    state.SetItemsProcessed(static_cast<int64_t>(written));
-    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+    merge_rounds(state, rings, frames, bytes, 1'000'000'000);
 }
 
 } // namespace

@@ -153,7 +153,9 @@ inline uint8_t* store_comment(uint8_t* p, std::string_view comment) noexcept
 // Write kEpbHeadSize and enhanced_packet_tail_size(pkt, block_size) bytes.
 // Forced inline: once per packet, and most of it folds away for a plain
 // packet; GCC left the tail as a call from write_block's two paths.
-[[gnu::always_inline]] inline uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
+// EnhancedPacket's and PlainPacket's: the same fields, the same head.
+template <class Packet>
+[[gnu::always_inline]] inline uint8_t* write_packet_head(uint8_t* out, const Packet& pkt, size_t block_size) noexcept
 {
     using detail::store;
     uint8_t* p = out;
@@ -164,6 +166,11 @@ inline uint8_t* store_comment(uint8_t* p, std::string_view comment) noexcept
     p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns));
     p = store<uint32_t>(p, pkt.cap_len);
     return store<uint32_t>(p, pkt.orig_len);
+}
+
+[[gnu::always_inline]] inline uint8_t* write_enhanced_packet_head(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
+{
+    return write_packet_head(out, pkt, block_size);
 }
 
 [[gnu::always_inline]] inline uint8_t* write_enhanced_packet_tail(uint8_t* out, const EnhancedPacket& pkt, size_t block_size) noexcept
@@ -242,15 +249,7 @@ constexpr size_t plain_packet_size(const PlainPacket& pkt)
 [[gnu::always_inline]] inline uint8_t* write_plain_packet_head(uint8_t* out, const PlainPacket& pkt,
                                                                 size_t block_size) noexcept
 {
-    using detail::store;
-    uint8_t* p = out;
-    p = store<uint32_t>(p, kEpbType);
-    p = store<uint32_t>(p, static_cast<uint32_t>(block_size));
-    p = store<uint32_t>(p, pkt.interface_id);
-    p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns >> 32));
-    p = store<uint32_t>(p, static_cast<uint32_t>(pkt.timestamp_ns));
-    p = store<uint32_t>(p, pkt.cap_len);
-    return store<uint32_t>(p, pkt.orig_len);
+    return write_packet_head(out, pkt, block_size);
 }
 
 // `out` is where the packet bytes end.
