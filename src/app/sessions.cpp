@@ -407,6 +407,7 @@ Session load_session(const ChosenInterface& chosen, const Config& config, bool f
     }
     PerfRings rings = create_rings(program.events_map_fd(), config, interfaces);
     std::string single_frames = batch_frames(program, config, rings.bytes_per_ring());
+    program.release_object();
     return Session{chosen, std::move(program), std::move(rings), std::move(single_frames)};
 }
 

@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <linux/if_link.h>
 #include <linux/pkt_cls.h>
 #include <net/if.h>
@@ -157,6 +158,66 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
     return program;
 }
 
+namespace {
+
+// A descriptor of its own for what the object holds; none for a program
+// not loaded (-1).
+UniqueFd duplicate(int fd)
+{
+    if (fd < 0)
+        return {};
+    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0)
+        throw Error("cannot keep a capture program's descriptor: " + errno_text(errno), kExitRuntime);
+    return UniqueFd(copy);
+}
+
+} // namespace
+
+CaptureProgram::CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer,
+                               Direction direction, ReceiveAt receive, uint32_t ifindex, const Attribution& attribution)
+    : skel_(std::move(skel)), multi_buffer_(multi_buffer),
+      ingress_(direction != Direction::Out && receive != ReceiveAt::None), egress_loaded_(direction != Direction::In),
+      receive_(receive), ifindex_(ifindex), attribution_(attribution)
+{
+    const auto& progs = skel_->progs;
+    const auto& maps = skel_->maps;
+    kept_.programs[abi_value(Hook::Xdp)] =
+        duplicate(bpf_program__fd(multi_buffer_ ? progs.xdpcap_frags : progs.xdpcap_linear));
+    kept_.programs[abi_value(Hook::TcIngress)] = duplicate(bpf_program__fd(progs.xdpcap_ingress));
+    kept_.programs[abi_value(Hook::TcEgress)] = duplicate(bpf_program__fd(progs.xdpcap_egress));
+    kept_.flush = duplicate(bpf_program__fd(progs.xdpcap_flush));
+    kept_.events = duplicate(bpf_map__fd(maps.events));
+    kept_.counters = duplicate(bpf_map__fd(maps.counters));
+    kept_.stage = duplicate(bpf_map__fd(maps.stage));
+    kept_.wakeups = duplicate(bpf_map__fd(maps.wakeups));
+    kept_.rx_meta = duplicate(bpf_map__fd(maps.rx_meta));
+    kept_.next[0] = duplicate(bpf_map__fd(maps.capture_next));
+    kept_.next[1] = duplicate(bpf_map__fd(maps.ingress_next));
+    kept_.next[2] = duplicate(bpf_map__fd(maps.egress_next));
+}
+
+xdpcap_capture& CaptureProgram::object() const
+{
+    if (!skel_)
+        throw Error("internal error: the capture program's object was released before its last loading step",
+                    kExitRuntime);
+    return *skel_;
+}
+
+void CaptureProgram::release_object() noexcept
+{
+    skel_.reset();
+    // A tail-call map without a filter in front, and the RX metadata map
+    // without XDP, are of no more use.
+    for (Hook hook : {Hook::Xdp, Hook::TcIngress, Hook::TcEgress}) {
+        if (!filter_prog_[abi_value(hook)])
+            kept_.next[next_of(hook)].reset();
+    }
+    if (!loads(Hook::Xdp))
+        kept_.rx_meta.reset();
+}
+
 void WakeupsDeleter::operator()(ring_buffer* rb) const noexcept
 {
     ring_buffer__free(rb);
@@ -165,13 +226,13 @@ void WakeupsDeleter::operator()(ring_buffer* rb) const noexcept
 void CaptureProgram::open_wake() noexcept
 {
     const size_t bytes = sizeof(xdpcap_wake);
-    void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(skel_->maps.wake), 0);
+    void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(object().maps.wake), 0);
     if (base == MAP_FAILED)
         return;
     wake_view_ = std::unique_ptr<void, StageUnmapper>(base, StageUnmapper{bytes});
     // Records are never read: their arrival is the message.
     auto ignore = [](void*, void*, size_t) { return 0; };
-    wakeups_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.wakeups), ignore, nullptr, nullptr));
+    wakeups_.reset(ring_buffer__new(kept_.wakeups.get(), ignore, nullptr, nullptr));
 }
 
 void CaptureProgram::set_sleeping(bool sleeping) const noexcept
@@ -183,7 +244,7 @@ void CaptureProgram::set_sleeping(bool sleeping) const noexcept
 
 int CaptureProgram::wakeups_fd() const
 {
-    return bpf_map__fd(skel_->maps.wakeups);
+    return kept_.wakeups.get();
 }
 
 void CaptureProgram::consume_wakeups() const noexcept
@@ -196,11 +257,10 @@ void CaptureProgram::consume_wakeups() const noexcept
 void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool entry, bool exit,
                                 std::span<const bpf_insn> filter)
 {
-    trace_.emplace(TracePrograms::load(targets, entry, exit, skel_->rodata->snaplen, ifindex_,
-                                       skel_->rodata->sample_every, bpf_map__fd(skel_->maps.events),
-                                       bpf_map__fd(skel_->maps.counters), bpf_map__fd(skel_->maps.sample_ticks),
-                                       stage_map_fd(), bpf_map__fd(skel_->maps.wake),
-                                       bpf_map__fd(skel_->maps.wakeups), filter));
+    const xdpcap_capture& skel = object();
+    trace_.emplace(TracePrograms::load(targets, entry, exit, skel.rodata->snaplen, ifindex_, skel.rodata->sample_every,
+                                       events_map_fd(), kept_.counters.get(), bpf_map__fd(skel.maps.sample_ticks),
+                                       stage_map_fd(), bpf_map__fd(skel.maps.wake), wakeups_fd(), filter));
     traced_ = true;
     trace_programs_ = static_cast<uint32_t>(targets.size());
     trace_points_ = (entry ? kTraceEntry : 0u) | (exit ? kTraceExit : 0u);
@@ -208,25 +268,25 @@ void CaptureProgram::load_trace(const std::vector<XdpProgramInfo>& targets, bool
 
 void CaptureProgram::load_drops(Direction direction, bool with_filter)
 {
-    drops_.emplace(DropProgram::load(skel_->rodata->snaplen, ifindex_, direction, skel_->rodata->sample_every,
-                                     bpf_map__fd(skel_->maps.events), bpf_map__fd(skel_->maps.counters),
-                                     bpf_map__fd(skel_->maps.sample_ticks), stage_map_fd(),
-                                     bpf_map__fd(skel_->maps.wake), bpf_map__fd(skel_->maps.wakeups), with_filter,
+    const xdpcap_capture& skel = object();
+    drops_.emplace(DropProgram::load(skel.rodata->snaplen, ifindex_, direction, skel.rodata->sample_every,
+                                     events_map_fd(), kept_.counters.get(), bpf_map__fd(skel.maps.sample_ticks),
+                                     stage_map_fd(), bpf_map__fd(skel.maps.wake), wakeups_fd(), with_filter,
                                      attribution_));
     drops_loaded_ = true;
 }
 
 void CaptureProgram::install_drop_filter(std::span<const bpf_insn> filter_body)
 {
-    drops_->install_filter(filter_body, bpf_map__fd(skel_->maps.counters));
+    drops_->install_filter(filter_body, kept_.counters.get());
 }
 
 int CaptureProgram::program_fd(Hook hook) const
 {
     switch (hook) {
-    case Hook::TcEgress: return bpf_program__fd(skel_->progs.xdpcap_egress);
-    case Hook::TcIngress: return bpf_program__fd(skel_->progs.xdpcap_ingress);
-    case Hook::Xdp: return bpf_program__fd(multi_buffer_ ? skel_->progs.xdpcap_frags : skel_->progs.xdpcap_linear);
+    case Hook::TcEgress:
+    case Hook::TcIngress:
+    case Hook::Xdp: return kept_.programs[abi_value(hook)].get();
     default: break; // the other hooks' programs are not in this skeleton
     }
     return -1;
@@ -265,7 +325,7 @@ const char* CaptureProgram::ingress_mechanism() const noexcept
 
 int CaptureProgram::rx_meta_map_fd() const
 {
-    return ingress_ && rx_front_build(kernel_rx_metadata()) ? bpf_map__fd(skel_->maps.rx_meta) : -1;
+    return ingress_ && rx_front_build(kernel_rx_metadata()) ? kept_.rx_meta.get() : -1;
 }
 
 int CaptureProgram::rx_vlan_view_map_fd() const
@@ -295,15 +355,16 @@ std::string CaptureProgram::enable_batching(size_t ring_bytes)
         return std::string("the staging map cannot be mapped: ").append(errno_text(errno));
     stage_view_ = std::unique_ptr<void, StageUnmapper>(base, StageUnmapper{bytes});
     bpf_test_run_opts opts = on_cpu(cpu);
-    if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.xdpcap_flush), &opts) != 0) {
+    if (bpf_prog_test_run_opts(kept_.flush.get(), &opts) != 0) {
         const int err = errno;
         stage_view_.reset();
         return std::string("the kernel does not run a flush program on a chosen CPU: ").append(errno_text(err));
     }
     // Every hook stages into the same entry of its CPU: the tracing
     // programs' own copies of the switch follow the capture programs'.
-    skel_->data->batch_bytes = static_cast<uint32_t>(limit);
-    skel_->bss->batching = 1;
+    xdpcap_capture& skel = object();
+    skel.data->batch_bytes = static_cast<uint32_t>(limit);
+    skel.bss->batching = 1;
     if (trace_)
         trace_->enable_batching(static_cast<uint32_t>(limit));
     if (drops_)
@@ -334,17 +395,17 @@ uint64_t CaptureProgram::staged_since(int cpu) const noexcept
 bool CaptureProgram::flush(int cpu) const noexcept
 {
     bpf_test_run_opts opts = on_cpu(cpu);
-    return bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.xdpcap_flush), &opts) == 0;
+    return bpf_prog_test_run_opts(kept_.flush.get(), &opts) == 0;
 }
 
 int CaptureProgram::stage_map_fd() const
 {
-    return bpf_map__fd(skel_->maps.stage);
+    return kept_.stage.get();
 }
 
 int CaptureProgram::events_map_fd() const
 {
-    return bpf_map__fd(skel_->maps.events);
+    return kept_.events.get();
 }
 
 void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname)
@@ -436,15 +497,12 @@ void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_
     const bool tc = hook != Hook::Xdp;
     const auto counters_key = static_cast<int32_t>(hook_info(hook).counters);
     const int32_t go_on = tc ? TC_ACT_UNSPEC : XDP_PASS;
-    bpf_map* next = egress ? skel_->maps.egress_next
-        : tc               ? skel_->maps.ingress_next
-                           : skel_->maps.capture_next;
-    const std::vector<bpf_insn> prog =
-        filter_front(bpf_map__fd(skel_->maps.counters), counters_key, bpf_map__fd(next), 0, go_on, filter_body);
+    const int next = kept_.next[next_of(hook)].get();
+    const std::vector<bpf_insn> prog = filter_front(kept_.counters.get(), counters_key, next, 0, go_on, filter_body);
 
     const uint32_t slot = 0;
     const int capture_fd = program_fd(hook);
-    if (bpf_map_update_elem(bpf_map__fd(next), &slot, &capture_fd, BPF_ANY) != 0)
+    if (bpf_map_update_elem(next, &slot, &capture_fd, BPF_ANY) != 0)
         throw Error("cannot link the filter to the capture program: " + errno_text(errno));
 
     const char* name = egress ? "xdpcap_filter_tc" : tc ? "xdpcap_filter_in" : "xdpcap_filter";
@@ -483,7 +541,7 @@ std::vector<xdpcap_counters> CaptureProgram::read_key(uint32_t key) const
 {
     const int cpus = libbpf_num_possible_cpus();
     std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
-    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &key, values.data()) != 0)
+    if (bpf_map_lookup_elem(kept_.counters.get(), &key, values.data()) != 0)
         throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
     return values;
 }

@@ -180,21 +180,34 @@ public:
     // Trace mode: the hook points traced, as kTraceEntry | kTraceExit; else 0.
     unsigned trace_points() const noexcept { return trace_points_; }
 
+    // Frees libbpf's copy of the object (its BTF, line info and
+    // instructions, about 0.4 MiB), keeping the programs and maps the capture
+    // still uses by their descriptors: with many interfaces it is most of
+    // what each one costs. After load_trace(), load_drops(), the filters and
+    // enable_batching(), which need the object; attach() does not.
+    void release_object() noexcept;
+
 private:
     CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction,
-                   ReceiveAt receive, uint32_t ifindex, const Attribution& attribution)
-        : skel_(std::move(skel)), multi_buffer_(multi_buffer),
-          ingress_(direction != Direction::Out && receive != ReceiveAt::None),
-          egress_loaded_(direction != Direction::In), receive_(receive), ifindex_(ifindex), attribution_(attribution)
-    {
-    }
+                   ReceiveAt receive, uint32_t ifindex, const Attribution& attribution);
+    // The object, for what only the loading steps do; raises Error once released.
+    xdpcap_capture& object() const;
     std::vector<xdpcap_counters> read_key(uint32_t key) const;
     // Maps the wake entry and opens the wakeups' reader; left empty on failure.
     void open_wake() noexcept;
     void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
     int entry_fd(Hook hook) const; // what attach() attaches
 
-    std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_;
+    std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_; // until release_object()
+    // What the capture uses once loaded, held apart from the object. The
+    // filters' tail-call maps among them: the kernel empties a program array
+    // when its last descriptor closes.
+    struct Kept {
+        UniqueFd programs[kHookCount]; // by the hook's ABI value: Xdp, TcIngress, TcEgress
+        UniqueFd flush, events, counters, stage, wakeups, rx_meta;
+        UniqueFd next[3]; // capture_next, ingress_next, egress_next
+    } kept_;
+    static size_t next_of(Hook hook) noexcept { return hook == Hook::TcEgress ? 2 : hook == Hook::TcIngress ? 1 : 0; }
     std::unique_ptr<void, StageUnmapper> stage_view_; // the staging entries, read-only
     std::unique_ptr<void, StageUnmapper> wake_view_;  // the xdpcap_wake entry, read and written
     std::unique_ptr<ring_buffer, WakeupsDeleter> wakeups_;

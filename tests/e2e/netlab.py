@@ -598,14 +598,23 @@ def held_programs(pid):
 
 
 def held_maps(pid):
-    """{name: max_entries} of the BPF maps process `pid` holds file descriptors of."""
-    found = {int(fields["map_id"]): int(fields["max_entries"]) for fields in _held_fds(pid)
-             if "map_id" in fields and "max_entries" in fields}
+    """{name: max_entries} of the BPF maps process `pid` holds: by file
+    descriptor, or through a program it holds one of (xdpcap keeps only the
+    descriptors it still uses once its programs are loaded)."""
+    map_ids = set()
+    for fields in _held_fds(pid):
+        if "map_id" in fields:
+            map_ids.add(int(fields["map_id"]))
+        elif "prog_id" in fields:
+            cp = run(["bpftool", "-j", "prog", "show", "id", fields["prog_id"]], check_rc=False)
+            if cp.returncode == 0:
+                map_ids.update(json.loads(cp.stdout).get("map_ids", []))
     maps = {}
-    for map_id, entries in sorted(found.items()):
+    for map_id in sorted(map_ids):
         cp = run(["bpftool", "-j", "map", "show", "id", str(map_id)], check_rc=False)
         if cp.returncode == 0:
-            maps[json.loads(cp.stdout).get("name", "")] = entries
+            shown = json.loads(cp.stdout)
+            maps[shown.get("name", "")] = shown.get("max_entries", 0)
     return maps
 
 
