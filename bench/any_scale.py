@@ -8,6 +8,9 @@ namespace) and lo, then, per round, runs `xdpcap -i any -w FILE` and measures:
 
   attach     from the start to the 'listening on any' line: every interface
              looked up, its programs loaded and attached, its rings mapped
+  rings      the kernel memory of the perf rings xdpcap maps: VmPin, where
+             perf charges every page of a ring, touched or not, past the
+             user's perf_event_mlock_kb allowance (512 KiB by default)
   resident   xdpcap's VmRSS once listening, and VmRSS after one frame on
              every interface (the rings are touched)
   fds        descriptors xdpcap holds
@@ -71,12 +74,16 @@ def teardown():
         run("ip", "netns", "delete", ns, check=False)
 
 
-def rss_kib(pid):
+def status_kib(pid, field):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def rss_kib(pid):
+    return status_kib(pid, "VmRSS")
 
 
 # Out of q0 every 2 ms for argv[1] seconds, from as soon as it exists.
@@ -134,6 +141,7 @@ def one(xdpcap, args, pairs, tmp, joins):
     reader = threading.Thread(target=lambda: [lines.append((time.monotonic(), l)) for l in p.stderr], daemon=True)
     reader.start()
     rss = rss_kib(p.pid)
+    rings = status_kib(p.pid, "VmPin")
     fds = len(os.listdir(f"/proc/{p.pid}/fd"))
     run("ip", "netns", "exec", NS_GEN, sys.executable, "-c", SEND_ALL, str(pairs))
     time.sleep(0.5)
@@ -147,7 +155,7 @@ def one(xdpcap, args, pairs, tmp, joins):
     if joins:
         run("ip", "-n", NS_CAP, "link", "del", "j0", check=False)
     frame = first_frame(out, created_wall) if joins else None
-    return {"attach": attach, "rss": rss, "rss_after": rss_after, "fds": fds, "detach": detach,
+    return {"attach": attach, "rss": rss, "rss_after": rss_after, "rings": rings, "fds": fds, "detach": detach,
             "joined": attached, "first_frame": frame}
 
 
@@ -177,11 +185,12 @@ def main():
         finally:
             teardown()
     print(f"{os.cpu_count()} CPUs, median of {a.rounds} rounds")
-    print(f"{'capture':28} {'attach s':>9} {'detach s':>9} {'RSS MiB':>8} {'RSS after':>10} {'fds':>6} "
-          f"{'joined s':>9} {'1st frame':>9}")
+    print(f"{'capture':28} {'attach s':>9} {'detach s':>9} {'RSS MiB':>8} {'RSS after':>10} {'rings MiB':>10} "
+          f"{'fds':>6} {'joined s':>9} {'1st frame':>9}")
     for name, r in rows.items():
         print(f"{name:28} {r['attach']:9.2f} {r['detach']:9.2f} {r['rss'] / 1024:8.1f} "
-              f"{r['rss_after'] / 1024:10.1f} {r['fds']:6.0f} {seconds(r['joined'])} {seconds(r['first_frame'])}")
+              f"{r['rss_after'] / 1024:10.1f} {r['rings'] / 1024:10.1f} {r['fds']:6.0f} {seconds(r['joined'])} "
+              f"{seconds(r['first_frame'])}")
 
 
 if __name__ == "__main__":

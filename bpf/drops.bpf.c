@@ -249,7 +249,7 @@ int xdpcap_drop(struct bpf_raw_tracepoint_args *ctx)
 	if (mac == MAC_HEADER_UNSET || head + mac > data) {
 		/* Dropped on its way out before its Ethernet header was built:
 		 * nothing of the wire to show, but counted. */
-		__u32 drops_key = XDPCAP_COUNTERS_DROPS;
+		__u32 drops_key = XDPCAP_COUNTERS_DROPS + counters_base;
 		struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &drops_key);
 		if (c)
 			c->no_link_header++;

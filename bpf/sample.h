@@ -17,6 +17,11 @@
 /* Set by userspace before load. */
 const volatile __u32 snaplen = XDPCAP_MAX_SAMPLE_SIZE;
 const volatile __u32 capture_ifindex = 0;
+/* Where this interface's counters start in `counters` and `sample_ticks`:
+ * 0, or with one set of per-CPU rings for many interfaces (-i any), its
+ * slot times XDPCAP_COUNTERS_ENTRIES, those maps and the staging entries
+ * then shared by every interface's programs. */
+const volatile __u32 counters_base = 0;
 /* With a filter, the translated filter program runs in front of each hook:
  * it counts every packet as seen and tail-calls the hook's program for the
  * packets it keeps. */
@@ -81,7 +86,8 @@ static __always_inline int sampled_out(struct xdpcap_counters *c, __u32 hook_key
 {
 	if (sample_every <= 1)
 		return 0;
-	__u64 *ticks = bpf_map_lookup_elem(&sample_ticks, &hook_key);
+	__u32 key = hook_key + counters_base;
+	__u64 *ticks = bpf_map_lookup_elem(&sample_ticks, &key);
 	if (!ticks)
 		return 0;
 	if (__sync_fetch_and_add(ticks, 1) % sample_every == 0)
@@ -95,7 +101,8 @@ static __always_inline int sampled_out(struct xdpcap_counters *c, __u32 hook_key
  * process filters keep the packet's socket owner. */
 static __always_inline struct xdpcap_counters *count_packet_of(__u32 hook_key, int wanted)
 {
-	struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &hook_key);
+	__u32 key = hook_key + counters_base;
+	struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &key);
 	if (!c)
 		return 0;
 	/* With a filter expression, the program in front counted it as seen. */
@@ -254,7 +261,7 @@ __attribute__((noinline)) int xdpcap_account_batch(struct xdpcap_stage *s, long 
 		const __u64 frames = s->keys[key].frames;
 		if (!frames)
 			continue;
-		__u32 k = key;
+		__u32 k = key + s->counters_base;
 		struct xdpcap_counters *c = bpf_map_lookup_elem(&counters, &k);
 		if (c) {
 			c->sampled += frames * (1 - lost);
@@ -469,8 +476,9 @@ static __always_inline int stage_frame_at(void *ctx, const int from, __u64 kerne
 	}
 	/* Age is the loop's to bound (a flush per tick where frames wait): a
 	 * batch cut short here by time could fit a full ring that refused a
-	 * whole one, and write frames after a loss out of turn. */
-	if (s->batch.frames && s->batch.bytes + need > limit)
+	 * whole one, and write frames after a loss out of turn. A shared entry
+	 * holds one interface's frames at a time: their keys are its counters'. */
+	if (s->batch.frames && (s->batch.bytes + need > limit || s->counters_base != counters_base))
 		flush_stage(ctx, s);
 	__u64 used = s->batch.bytes;
 	__u64 len_less_one = cap_len - 1;
@@ -497,6 +505,7 @@ static __always_inline int stage_frame_at(void *ctx, const int from, __u64 kerne
 	if (!s->batch.frames) {
 		s->batch.tag = XDPCAP_BATCH_TAG;
 		s->oldest_ns = meta->tstamp_ns;
+		s->counters_base = counters_base;
 	}
 	s->batch.frames++;
 	s->batch.bytes = (__u32)(used + need);

@@ -98,7 +98,8 @@ struct xdpcap_stage_key {
 struct xdpcap_stage {
 	__u64 oldest_ns;                        /* tstamp_ns of the first frame staged */
 	__u32 busy;                             /* a program on this CPU is writing the entry */
-	__u32 reserved[5];
+	__u32 counters_base;                    /* the staged frames' interface: its counters_base */
+	__u32 reserved[4];
 	struct xdpcap_batch batch;              /* the record starts here */
 	__u8 data[XDPCAP_BATCH_BYTES + XDPCAP_BATCH_FRAME_MAX + 144u];
 	struct xdpcap_stage_key keys[XDPCAP_BATCH_KEYS]; /* by counters key */

@@ -87,9 +87,9 @@ std::vector<std::array<std::vector<xdpcap_counters>, 2>> traced_counters(const I
 std::vector<std::string> interface_names(const Session& session, const InterfaceMap& map)
 {
     std::vector<std::string> names;
-    for (size_t ring = 0; ring < session.rings.count(); ++ring) {
+    for (size_t ring = 0; ring < session.rings->count(); ++ring) {
         for (uint32_t slot = 0; slot < map.per_ring(); ++slot)
-            names.push_back(session.chosen.iface.name + "@cpu" + std::to_string(session.rings.cpu(ring)) +
+            names.push_back(session.chosen.iface.name + "@cpu" + std::to_string(session.rings->cpu(ring)) +
                             slot_text(map, slot, session.chosen.traced, "").suffix);
     }
     return names;
@@ -108,7 +108,7 @@ std::vector<std::string> interface_names(const Sessions& sessions, const Interfa
 std::vector<std::string> interface_containers(const Session& session, const InterfaceMap& map)
 {
     const std::string name = session.chosen.container ? session.chosen.container->name : std::string();
-    return std::vector<std::string>(session.rings.count() * map.per_ring(), name);
+    return std::vector<std::string>(session.rings->count() * map.per_ring(), name);
 }
 
 std::vector<std::string> interface_containers(const Sessions& sessions, const InterfaceMap& map)
@@ -134,7 +134,7 @@ std::vector<PacketOutput::InterfaceTraits> interface_traits(const Session& sessi
 {
     const PacketOutput::InterfaceTraits of_session{rss_hash_algorithm(session.chosen.iface.name),
                                                    queues_in_use(session.chosen.iface.name) == 1};
-    return std::vector<PacketOutput::InterfaceTraits>(session.rings.count() * map.per_ring(), of_session);
+    return std::vector<PacketOutput::InterfaceTraits>(session.rings->count() * map.per_ring(), of_session);
 }
 
 std::vector<PacketOutput::InterfaceTraits> interface_traits(const Sessions& sessions, const InterfaceMap& map)
@@ -173,8 +173,8 @@ std::vector<pcapng::InterfaceDescription> describe_interfaces(const Session& ses
     const InterfaceInfo& iface = session.chosen.iface;
     const std::string hooks = hooks_description(session.program, session.program.attached_mode());
     const std::string identity = interface_identity(iface, session.chosen.container);
-    for (size_t ring = 0; ring < session.rings.count(); ++ring) {
-        const int cpu = session.rings.cpu(ring);
+    for (size_t ring = 0; ring < session.rings->count(); ++ring) {
+        const int cpu = session.rings->cpu(ring);
         for (uint32_t slot = 0; slot < map.per_ring(); ++slot) {
             const SlotText text = slot_text(map, slot, session.chosen.traced, hooks);
             pcapng::InterfaceDescription idb;

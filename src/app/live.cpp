@@ -175,6 +175,7 @@ struct Loaded {
     std::unique_ptr<KeySources> keys;
     // Interfaces that joined during the capture; their sessions point here.
     std::deque<ChosenInterface> joined;
+    std::optional<SharedRings> shared; // shares_rings(): every session's rings
     Sessions sessions;
     InterfaceMap interfaces; // pcapng interfaces, by ring and hook
     CommandChild* command() { return process && process->command ? &*process->command : nullptr; }
@@ -194,14 +195,18 @@ Loaded load(const Config& config, const CaptureFilter& filter, const Chosen& cho
 {
     std::optional<ProcessSide> process = start_process_side(config, chosen.container, chosen.run_as);
     std::unique_ptr<KeySources> keys = key_sources(config, process);
+    std::optional<SharedRings> shared;
+    if (shares_rings(config))
+        shared = shared_rings_for(chosen.interfaces.size());
     Sessions sessions;
     for (const ChosenInterface& interface : chosen.interfaces) {
         const Attribution attribution =
             process ? process->owners.attribution(config.process.filters()) : Attribution{};
-        sessions.push_back(load_session(interface, config, filter.filtering, attribution, chosen.interfaces.size()));
+        sessions.push_back(load_session(interface, config, filter.filtering, attribution, chosen.interfaces.size(),
+                                        shared ? &*shared : nullptr));
     }
     const InterfaceMap interfaces = interface_map(sessions.front(), config);
-    return Loaded{std::move(process), std::move(keys), {}, std::move(sessions), interfaces};
+    return Loaded{std::move(process), std::move(keys), {}, std::move(shared), std::move(sessions), interfaces};
 }
 
 // --- attach: promiscuous mode and the hooks, in the order given; then the
@@ -232,7 +237,17 @@ Attached attach(const Config& config, const Chosen& chosen, Loaded& loaded)
         // promiscuous bridge would pass up every frame it forwards).
         if (config.promiscuous && !chosen.selects)
             promiscuous.push_back(PromiscuousMode::enable(session.chosen.iface.ifindex, session.chosen.iface.name));
-        session.program.attach(session.chosen.iface.ifindex, config.xdp_mode, session.chosen.iface.name);
+        try {
+            session.program.attach(session.chosen.iface.ifindex, config.xdp_mode, session.chosen.iface.name);
+        } catch (const Error&) {
+            // Among many interfaces, one deleted since it was listed (a
+            // container stopping) leaves the capture as it starts (the loop
+            // says so).
+            if (!chosen.selects || interface_exists(session.chosen.iface.ifindex))
+                throw;
+            session.program.detach();
+            continue;
+        }
         clsact = clsact || std::string_view(session.program.egress_mechanism()) == "clsact" ||
             std::string_view(session.program.ingress_mechanism()) == "clsact";
     }
@@ -292,7 +307,8 @@ PacketOutput& described(PacketOutput& output, const Config& config, Chosen& chos
 
 CaptureSource capture_source(Session& session)
 {
-    return CaptureSource{&session.program, &session.rings, session.chosen.iface.name, session.chosen.iface.ifindex};
+    return CaptureSource{&session.program, session.rings.get(), session.chosen.iface.name, session.chosen.iface.ifindex,
+                         session.shares_rings};
 }
 
 std::vector<CaptureSource> capture_sources(Sessions& sessions)
@@ -433,7 +449,8 @@ std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& 
         const Attribution attribution =
             loaded_.process ? loaded_.process->owners.attribution(config_.process.filters()) : Attribution{};
         loaded_.sessions.push_back(load_session(loaded_.joined.back(), config_, filter_.filtering, attribution,
-                                                loaded_.sessions.size() + 1));
+                                                loaded_.sessions.size() + 1,
+                                                loaded_.shared ? &*loaded_.shared : nullptr));
         Session& session = loaded_.sessions.back();
         session.program.attach(ifindex, config_.xdp_mode, iface->name);
         const std::vector<std::string> names = interface_names(session, loaded_.interfaces);
@@ -580,11 +597,11 @@ void print_session_warnings(const Config& config, const Session& session, bool f
                      session.chosen.iface.name.c_str());
     // Every interface's rings are the same size: said once.
     const size_t records = records_size_for(config.snaplen, config.process.wanted());
-    if (first && session.rings.bytes_per_ring() <= records)
+    if (first && session.rings->bytes_per_ring() <= records)
         std::fprintf(stderr,
                      "xdpcap: warning: rings of %zu KiB cannot hold a %u-byte frame (%zu bytes of records): "
                      "such frames are lost and counted\n",
-                     session.rings.bytes_per_ring() / 1024, config.snaplen, records);
+                     session.rings->bytes_per_ring() / 1024, config.snaplen, records);
     if (!session.chosen.xdp_hook_holder.empty() && !config.quiet)
         std::fprintf(stderr, "xdpcap: %s: another xdpcap (%s) takes its received frames with XDP; this one "
                              "%s\n",

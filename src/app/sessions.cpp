@@ -387,14 +387,34 @@ std::string program_text(const XdpProgramInfo& p)
     return "XDP program '" + p.name + "' (id " + std::to_string(p.id) + ", tag " + p.tag + ")";
 }
 
+bool shares_rings(const Config& config)
+{
+    return (selects_interfaces(config) || captures_any(config)) && !config.drops;
+}
+
+SharedRings shared_rings_for(size_t interfaces)
+{
+    // Counters are per CPU: 320 bytes a slot on each.
+    constexpr size_t kMostSlots = 16384;
+    SharedRings shared;
+    shared.slots = static_cast<uint32_t>(std::min(kMostSlots, 2 * interfaces + 256));
+    return shared;
+}
+
 Session load_session(const ChosenInterface& chosen, const Config& config, bool filtering,
-                     const Attribution& attribution, size_t interfaces)
+                     const Attribution& attribution, size_t interfaces, SharedRings* shared)
 {
     const std::vector<XdpProgramInfo>& traced = chosen.traced;
+    std::optional<Sharing> sharing;
+    if (shared) {
+        if (shared->next_slot >= shared->slots)
+            throw Error("the capture has room for " + std::to_string(shared->slots) + " interfaces, all taken");
+        sharing = Sharing{shared->next_slot, shared->slots, shared->maps ? &*shared->maps : nullptr};
+    }
     CaptureProgram program = CaptureProgram::load(config.snaplen, chosen.iface.ifindex, filtering, chosen.direction,
                                                   traced.empty() ? chosen.receive : ReceiveAt::None,
                                                   static_cast<uint32_t>(traced.size()), config.sample_every,
-                                                  attribution);
+                                                  attribution, sharing);
     if (!traced.empty())
         program.load_trace(traced, chosen.trace_entry, chosen.trace_exit, chosen.trace_filter);
     if (chosen.classic)
@@ -405,10 +425,20 @@ Session load_session(const ChosenInterface& chosen, const Config& config, bool f
             program.install_drop_filter(translate_filter(
                 chosen.classic->instructions(), FilterTarget{hook_info(Hook::Drop).filter, false, -1, program.drop_view_map_fd()}));
     }
-    PerfRings rings = create_rings(program.events_map_fd(), config, interfaces);
-    std::string single_frames = batch_frames(program, config, rings.bytes_per_ring());
+    std::shared_ptr<PerfRings> rings;
+    if (shared) {
+        if (!shared->maps) {
+            shared->rings = std::make_shared<PerfRings>(create_rings(program.events_map_fd(), config, 1));
+            shared->maps = program.shared_maps();
+        }
+        rings = shared->rings;
+        ++shared->next_slot;
+    } else {
+        rings = std::make_shared<PerfRings>(create_rings(program.events_map_fd(), config, interfaces));
+    }
+    std::string single_frames = batch_frames(program, config, rings->bytes_per_ring());
     program.release_object();
-    return Session{chosen, std::move(program), std::move(rings), std::move(single_frames)};
+    return Session{chosen, std::move(program), std::move(rings), shared != nullptr, std::move(single_frames)};
 }
 
 } // namespace xdpcap::live

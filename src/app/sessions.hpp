@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -103,12 +104,31 @@ void check_ring_fits_records(const Config& config);
 // "XDP program 'name' (id 12, tag ...)".
 std::string program_text(const XdpProgramInfo& p);
 
+// -i any, -i PATTERN and --container without -i: every interface's programs
+// write into one set of per-CPU rings, so memory does not grow with the
+// interfaces and a join maps nothing. Each interface counts in a slot of
+// the shared counters, taken in turn; joins past the last slot are refused.
+struct SharedRings {
+    uint32_t slots = 0;
+    uint32_t next_slot = 0;
+    std::optional<SharedMaps> maps; // the first interface's, once loaded
+    std::shared_ptr<PerfRings> rings;
+};
+
+// Whether the interfaces share one set of rings: only under an interface
+// selection, without trace mode or --drops.
+bool shares_rings(const Config& config);
+// Room in the shared maps for the interfaces at the start (`interfaces`)
+// and more joining.
+SharedRings shared_rings_for(size_t interfaces);
+
 // One interface's capture: its programs and rings. Destroying it undoes
 // every attach it made.
 struct Session {
     const ChosenInterface& chosen;
     CaptureProgram program;
-    PerfRings rings;
+    std::shared_ptr<PerfRings> rings; // its own, or the SharedRings'
+    bool shares_rings;
     // Why each frame goes out in a perf record of its own; empty when the
     // hooks stage several per record.
     std::string single_frames;
@@ -117,8 +137,9 @@ struct Session {
 // Joined interfaces are added at the end: every session stays in place.
 using Sessions = std::deque<Session>;
 
-// `interfaces`: how many share the default rings' memory budget.
+// `interfaces`: how many share the default rings' memory budget. `shared`:
+// the interface takes the next slot of those rings instead of its own.
 Session load_session(const ChosenInterface& chosen, const Config& config, bool filtering,
-                     const Attribution& attribution, size_t interfaces);
+                     const Attribution& attribution, size_t interfaces, SharedRings* shared = nullptr);
 
 } // namespace xdpcap::live

@@ -36,30 +36,34 @@ void epoll_add(int epoll_fd, int fd, uint64_t token)
         throw Error("epoll_ctl: " + errno_text(errno));
 }
 
-// Copies of every source's ring readers: only the merge reads the rings.
-std::vector<PerfRingReader> all_readers(const std::vector<CaptureSource>& sources)
-{
-    std::vector<PerfRingReader> readers;
-    for (const CaptureSource& source : sources) {
-        for (const PerfRingReader& reader : source.rings->readers())
-            readers.push_back(reader);
-    }
-    return readers;
-}
-
 } // namespace
+
+bool CaptureLoop::read_rings_of(const CaptureSource& source)
+{
+    if (std::find(read_rings_.begin(), read_rings_.end(), source.rings) != read_rings_.end())
+        return false;
+    read_rings_.push_back(source.rings);
+    for (const PerfRingReader& reader : source.rings->readers())
+        readers_.push_back(reader);
+    return true;
+}
 
 CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, PacketOutput& output,
                          StopSignals& signals, ClockOffset clock, Options options)
-    : sources_(std::move(sources)), links_(std::move(links)), readers_(all_readers(sources_)), output_(output),
-      signals_(signals), clock_(clock), options_(options),
-      merger_(readers_, output, clock,
-              RingMerger::Options{options.count, kHoldBackNs, options.interfaces, options.snaplen})
+    : sources_(std::move(sources)), links_(std::move(links)), output_(output), signals_(signals), clock_(clock),
+      options_(options), merger_({}, output, clock,
+                                 RingMerger::Options{options.count, kHoldBackNs, options.interfaces, options.snaplen})
 {
     for (uint32_t s = 0; s < sources_.size(); ++s) {
         ifindexes_.push_back(sources_[s].ifindex);
         for (size_t ring = 0; ring < sources_[s].rings->count(); ++ring)
             places_.push_back(RingPlace{s, sources_[s].rings->cpu(ring)});
+        read_rings_of(sources_[s]);
+    }
+    merger_.add_rings(readers_);
+    for (const CaptureSource& source : sources_) {
+        if (source.shares_rings)
+            merger_.add_sharing_interface(source.ifindex);
     }
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_)
@@ -71,14 +75,17 @@ CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, P
 
     epoll_add(epoll_.get(), timer_.get(), kTimerToken);
     can_sleep_ = true;
-    for (const CaptureSource& source : sources_) {
+    for (size_t s = 0; s < sources_.size(); ++s) {
+        const CaptureSource& source = sources_[s];
         if (options_.records_wake)
             break;
         if (!source.program->can_wake()) {
             can_sleep_ = false;
             break;
         }
-        epoll_add(epoll_.get(), source.program->wakeups_fd(), kWakeupsToken);
+        // Sources that share rings share the wakeups too.
+        if (s == 0 || !source.shares_rings)
+            epoll_add(epoll_.get(), source.program->wakeups_fd(), kWakeupsToken);
     }
     epoll_add(epoll_.get(), signals_.fd(), kSignalToken);
     epoll_add(epoll_.get(), links_.fd(), kLinkToken);
@@ -88,9 +95,16 @@ CaptureLoop::CaptureLoop(std::vector<CaptureSource> sources, LinkEvents links, P
         epoll_add(epoll_.get(), options_.tls_keys->fd(), kTlsKeysToken);
     signals_.on_status([this] { print_stats(); });
     uint64_t token = 0;
-    for (const CaptureSource& source : sources_) {
-        for (size_t ring = 0; ring < source.rings->count(); ++ring)
-            epoll_add(epoll_.get(), source.rings->fd(ring), token++);
+    for (const PerfRings* rings : read_rings_) {
+        for (size_t ring = 0; ring < rings->count(); ++ring)
+            epoll_add(epoll_.get(), rings->fd(ring), token++);
+    }
+    // Deleted since it was listed, before its deletion could be noticed.
+    if (options_.interfaces_may_leave) {
+        for (size_t s = 0; s < sources_.size(); ++s) {
+            if (!interface_exists(sources_[s].ifindex))
+                leave(s, false);
+        }
     }
     // A pipe reports EPOLLERR once its reader is gone: notice it even when no
     // packet arrives to make a write fail.
@@ -311,12 +325,22 @@ void CaptureLoop::add_source(const CaptureSource& source)
     const auto index = static_cast<uint32_t>(sources_.size());
     sources_.push_back(source);
     ifindexes_.push_back(source.ifindex);
-    for (size_t ring = 0; ring < source.rings->count(); ++ring) {
+    for (size_t ring = 0; ring < source.rings->count(); ++ring)
         places_.push_back(RingPlace{index, source.rings->cpu(ring)});
-        readers_.push_back(source.rings->readers()[ring]);
-        epoll_add(epoll_.get(), source.rings->fd(ring), readers_.size() - 1);
+    if (read_rings_of(source)) {
+        for (size_t ring = 0; ring < source.rings->count(); ++ring)
+            epoll_add(epoll_.get(), source.rings->fd(ring), readers_.size() - source.rings->count() + ring);
+        merger_.add_rings(readers_);
+        // Rings of its own wake the loop through its own wakeups.
+        if (can_sleep_ && !options_.records_wake) {
+            if (source.program->can_wake())
+                epoll_add(epoll_.get(), source.program->wakeups_fd(), kWakeupsToken);
+            else
+                can_sleep_ = false;
+        }
     }
-    merger_.add_rings(readers_);
+    if (source.shares_rings)
+        merger_.add_sharing_interface(source.ifindex);
 }
 
 void CaptureLoop::rename(size_t source, const std::string& name)

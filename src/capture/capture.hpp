@@ -37,14 +37,17 @@ inline constexpr uint64_t kStagedHoldNs = 2'000'000;
 
 enum class StopReason { Signal, CountReached, ReaderGone, InterfaceGone, OutputFailed, CommandExited };
 
-// One interface's capture: its programs and its per-CPU rings. The loop's
-// ring i runs over the sources in order, each source's rings in order, which
-// is how the InterfaceMap numbers them.
+// One interface's capture: its programs and its per-CPU rings, its own or
+// (`shares_rings`) the ones every source of the capture writes into. The
+// loop's place i (a ring, or an interface's share of a shared ring) runs
+// over the sources in order, each source's rings in order, which is how the
+// InterfaceMap numbers them.
 struct CaptureSource {
     CaptureProgram* program;
     PerfRings* rings;
     std::string interface;
     uint32_t ifindex;
+    bool shares_rings = false;
 };
 
 class CaptureLoop {
@@ -101,7 +104,7 @@ public:
     // that follow count exactly what reached the output. A write that fails
     // meanwhile is counted and recorded, never thrown.
     void detach_and_drain();
-    // Per ring, in the loop's ring order.
+    // Per place, in the loop's order.
     std::vector<CpuStats> stats() const;
     // --drops: over every interface, the drops the kernel skipped.
     uint64_t drop_misses() const;
@@ -181,8 +184,11 @@ private:
     std::optional<std::chrono::steady_clock::time_point> command_exited_;
     std::vector<uint32_t> ifindexes_; // by source; 0 once it left
     LinkEvents links_;
-    std::vector<RingPlace> places_; // by loop ring
-    std::vector<PerfRingReader> readers_; // by loop ring; the merge reads these
+    std::vector<RingPlace> places_; // by place
+    std::vector<PerfRingReader> readers_; // every distinct ring once; the merge reads these
+    std::vector<const PerfRings*> read_rings_; // whose readers are in readers_
+    // Adds the source's rings unless read already; true when added.
+    bool read_rings_of(const CaptureSource& source);
     PacketOutput& output_;
     StopSignals& signals_;
     UniqueFd timer_;

@@ -82,8 +82,8 @@ private:
 // capability in its permitted set.
 bool running_privileged();
 
-// -i any holds several descriptors per interface and CPU (rings, programs,
-// links): the soft limit on open files is raised to the hard one.
+// -i any holds several descriptors per interface (programs, maps, links):
+// the soft limit on open files is raised to the hard one.
 void raise_open_file_limit() noexcept;
 
 // Whom -r reads as without -Z: started as root, the unprivileged user

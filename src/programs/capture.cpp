@@ -16,6 +16,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "capture.skel.h"
 #include "base/counters.hpp"
@@ -69,8 +70,34 @@ bool receives_with_tc(ReceiveAt receive)
     return receive == ReceiveAt::Tc || receive == ReceiveAt::NativeXdpElseTc;
 }
 
+// Points the object's shared maps at the ones `sharing` holds and sizes its
+// counters for every slot; false with errno set when libbpf refuses.
+bool share_maps(xdpcap_capture& skel, const Sharing& sharing)
+{
+    skel.rodata->counters_base = sharing.slot * XDPCAP_COUNTERS_ENTRIES;
+    const uint32_t entries = sharing.slots * XDPCAP_COUNTERS_ENTRIES;
+    bpf_map__set_max_entries(skel.maps.counters, entries);
+    bpf_map__set_max_entries(skel.maps.sample_ticks, entries);
+    if (!sharing.maps)
+        return true;
+    const SharedMaps& m = *sharing.maps;
+    const std::pair<bpf_map*, int> reused[] = {
+        {skel.maps.events, m.events.get()},   {skel.maps.counters, m.counters.get()},
+        {skel.maps.stage, m.stage.get()},     {skel.maps.sample_ticks, m.sample_ticks.get()},
+        {skel.maps.wake, m.wake.get()},       {skel.maps.wakeups, m.wakeups.get()},
+    };
+    for (const auto& [map, fd] : reused) {
+        if (const int err = bpf_map__reuse_fd(map, fd); err != 0) {
+            errno = -err;
+            return false;
+        }
+    }
+    return true;
+}
+
 LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction,
-                     ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every, const Attribution& attribution)
+                     ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every, const Attribution& attribution,
+                     const std::optional<Sharing>& sharing)
 {
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
@@ -82,7 +109,7 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     attempt.skel->rodata->capture_ifindex = ifindex;
     attempt.skel->rodata->filter_enabled = with_filter;
     attempt.skel->rodata->sample_every = sample_every;
-    if (!apply_attribution(*attempt.skel, attribution)) {
+    if (!apply_attribution(*attempt.skel, attribution) || (sharing && !share_maps(*attempt.skel, *sharing))) {
         attempt.err = errno;
         attempt.skel.reset();
         return attempt;
@@ -122,17 +149,17 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
 
 CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
                                     ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every,
-                                    const Attribution& attribution)
+                                    const Attribution& attribution, std::optional<Sharing> sharing)
 {
     collect_libbpf_log();
     LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, receive, trace_programs, sample_every,
-                                    attribution);
+                                    attribution, sharing);
     bool multi_buffer = true;
     if (!attempt.skel && direction != Direction::Out && receives_with_xdp(receive)) {
         const std::string frags_reason = last_libbpf_log_line();
         clear_libbpf_log();
         attempt = try_load(snaplen, ifindex, false, with_filter, direction, receive, trace_programs, sample_every,
-                           attribution);
+                           attribution, sharing);
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -153,7 +180,8 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
         throw Error("cannot load the capture program: " + errno_text(attempt.err) +
                     (reason.empty() ? "" : " (" + reason + ")"));
     }
-    CaptureProgram program(std::move(attempt.skel), multi_buffer, direction, receive, ifindex, attribution);
+    CaptureProgram program(std::move(attempt.skel), multi_buffer, direction, receive, ifindex, attribution,
+                           sharing ? sharing->slot * XDPCAP_COUNTERS_ENTRIES : 0);
     program.open_wake();
     return program;
 }
@@ -175,10 +203,11 @@ UniqueFd duplicate(int fd)
 } // namespace
 
 CaptureProgram::CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer,
-                               Direction direction, ReceiveAt receive, uint32_t ifindex, const Attribution& attribution)
+                               Direction direction, ReceiveAt receive, uint32_t ifindex, const Attribution& attribution,
+                               uint32_t counters_base)
     : skel_(std::move(skel)), multi_buffer_(multi_buffer),
       ingress_(direction != Direction::Out && receive != ReceiveAt::None), egress_loaded_(direction != Direction::In),
-      receive_(receive), ifindex_(ifindex), attribution_(attribution)
+      receive_(receive), ifindex_(ifindex), counters_base_(counters_base), attribution_(attribution)
 {
     const auto& progs = skel_->progs;
     const auto& maps = skel_->maps;
@@ -195,6 +224,14 @@ CaptureProgram::CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> 
     kept_.next[0] = duplicate(bpf_map__fd(maps.capture_next));
     kept_.next[1] = duplicate(bpf_map__fd(maps.ingress_next));
     kept_.next[2] = duplicate(bpf_map__fd(maps.egress_next));
+}
+
+SharedMaps CaptureProgram::shared_maps() const
+{
+    const xdpcap_capture& skel = object();
+    return SharedMaps{duplicate(bpf_map__fd(skel.maps.events)), duplicate(bpf_map__fd(skel.maps.counters)),
+                      duplicate(bpf_map__fd(skel.maps.stage)),  duplicate(bpf_map__fd(skel.maps.sample_ticks)),
+                      duplicate(bpf_map__fd(skel.maps.wake)),   duplicate(bpf_map__fd(skel.maps.wakeups))};
 }
 
 xdpcap_capture& CaptureProgram::object() const
@@ -495,7 +532,7 @@ void CaptureProgram::install_filter(Hook hook, std::span<const bpf_insn> filter_
 {
     const bool egress = hook == Hook::TcEgress;
     const bool tc = hook != Hook::Xdp;
-    const auto counters_key = static_cast<int32_t>(hook_info(hook).counters);
+    const auto counters_key = static_cast<int32_t>(hook_info(hook).counters + counters_base_);
     const int32_t go_on = tc ? TC_ACT_UNSPEC : XDP_PASS;
     const int next = kept_.next[next_of(hook)].get();
     const std::vector<bpf_insn> prog = filter_front(kept_.counters.get(), counters_key, next, 0, go_on, filter_body);
@@ -541,7 +578,8 @@ std::vector<xdpcap_counters> CaptureProgram::read_key(uint32_t key) const
 {
     const int cpus = libbpf_num_possible_cpus();
     std::vector<xdpcap_counters> values(cpus > 0 ? static_cast<size_t>(cpus) : 1);
-    if (bpf_map_lookup_elem(kept_.counters.get(), &key, values.data()) != 0)
+    const uint32_t slot_key = key + counters_base_;
+    if (bpf_map_lookup_elem(kept_.counters.get(), &slot_key, values.data()) != 0)
         throw Error("cannot read capture counters: " + errno_text(errno), kExitRuntime);
     return values;
 }

@@ -42,6 +42,21 @@ struct WakeupsDeleter {
     void operator()(ring_buffer* rb) const noexcept;
 };
 
+// The maps every interface's programs share when one set of per-CPU rings
+// serves many interfaces (-i any): the rings' array, the staging entries
+// (so each CPU's ring gets its frames in the order they came, whatever the
+// interface), the wake flag and its ring buffer, and the counters and
+// --sample ticks, in which each interface has a slot of its own.
+struct SharedMaps {
+    UniqueFd events, counters, stage, sample_ticks, wake, wakeups;
+};
+
+struct Sharing {
+    uint32_t slot = 0;  // this interface's
+    uint32_t slots = 1; // how many the shared maps hold
+    const SharedMaps* maps = nullptr; // none for the first interface: its maps become the shared ones
+};
+
 class CaptureProgram {
 public:
     // Loads the programs of the hooks `direction` needs. Prefers the
@@ -51,10 +66,15 @@ public:
     // programs instead. `trace_programs`: how many programs load_trace()
     // will trace. `sample_every` N > 1: each hook keeps one packet in N of
     // those its filter keeps, counted over all CPUs.
+    // `sharing`: the programs write into maps shared with other interfaces
+    // (not with trace mode or --drops).
     static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
                                Direction direction = Direction::In, ReceiveAt receive = ReceiveAt::Xdp,
                                uint32_t trace_programs = 0, uint32_t sample_every = 1,
-                               const Attribution& attribution = {});
+                               const Attribution& attribution = {}, std::optional<Sharing> sharing = {});
+    // The maps to share with the interfaces loaded after this one (before
+    // release_object()).
+    SharedMaps shared_maps() const;
     // Trace mode: loads fentry (`entry`) and fexit (`exit`) programs on each
     // target; attach() attaches them.
     // `filter` as for TracePrograms::load().
@@ -189,7 +209,7 @@ public:
 
 private:
     CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer, Direction direction,
-                   ReceiveAt receive, uint32_t ifindex, const Attribution& attribution);
+                   ReceiveAt receive, uint32_t ifindex, const Attribution& attribution, uint32_t counters_base);
     // The object, for what only the loading steps do; raises Error once released.
     xdpcap_capture& object() const;
     std::vector<xdpcap_counters> read_key(uint32_t key) const;
@@ -230,6 +250,7 @@ private:
     bool egress_loaded_;
     ReceiveAt receive_;
     uint32_t ifindex_;
+    uint32_t counters_base_; // this interface's first key in the counters
     Attribution attribution_;
     XdpMode attached_mode_ = XdpMode::Auto;
 };

@@ -25,9 +25,26 @@ void RingMerger::add_rings(std::span<PerfRingReader> rings)
         frames_.push_back(std::make_unique_for_overwrite<uint8_t[]>(XDPCAP_MAX_SNAPLEN));
     assemblies_.resize(count);
     batches_.resize(count);
-    tallies_.resize(count);
-    written_by_interface_.resize(options_.interfaces.count(static_cast<uint32_t>(count)), 0);
+    last_route_.resize(count);
+    size_places(sharing_.empty() ? count : count * sharing_interfaces_);
     heap_.reserve(count); // never grows on the hot path
+}
+
+void RingMerger::size_places(size_t places)
+{
+    if (tallies_.size() < places)
+        tallies_.resize(places);
+    const uint32_t interfaces = options_.interfaces.count(static_cast<uint32_t>(places));
+    if (written_by_interface_.size() < interfaces)
+        written_by_interface_.resize(interfaces, 0);
+}
+
+void RingMerger::add_sharing_interface(uint32_t ifindex)
+{
+    sharing_.insert_or_assign(ifindex, sharing_interfaces_++);
+    // A ring's cached route may name the interface that had the ifindex.
+    std::fill(last_route_.begin(), last_route_.end(), Route{});
+    size_places(rings_.size() * sharing_interfaces_);
 }
 
 void RingMerger::merge(uint64_t now_ns, bool everything)
@@ -117,12 +134,13 @@ void RingMerger::merge(uint64_t now_ns, bool everything)
         const uint32_t ring = heap_[0].ring;
         pop_top();
         queued_[ring] = 0;
+        RingTally& tally = tallies_[place_of(ring, heads_[ring].decoded.sample.ifindex)];
         // Was the packet in the output when it failed? Then output_failed()
         // finds it in the failed chunk and takes it from `written`.
         if (output_.accepted() - accepted_before > written_ - written_before)
-            ++tallies_[ring].written;
+            ++tally.written;
         else
-            ++tallies_[ring].unwritten;
+            ++tally.unwritten;
         throw;
     }
     // Samples written by reference must be out before their space is released.
@@ -221,21 +239,27 @@ void RingMerger::drain_everything()
 void RingMerger::take_batch_run(uint32_t ring, uint64_t until) noexcept
 {
     BatchCursor& batch = batches_[ring];
-    RingTally& tally = tallies_[ring];
     // A batch reassembled in scratch does not stay there (see take()).
     const bool stays_in_ring = batch.record.data != scratch(ring);
+    const bool shared = !sharing_.empty();
+    uint32_t place = ring;
+    RingTally* tally = &tallies_[ring];
     Sample sample;
     while (batch.left && batch_frame_tstamp(batch.next) <= until) {
         const size_t length = decode_batch_frame(batch.next, sample);
-        const uint32_t interface = options_.interfaces.interface(ring, sample.hook, sample.program);
+        if (shared) [[unlikely]] {
+            place = place_of(ring, sample.ifindex);
+            tally = &tallies_[place];
+        }
+        const uint32_t interface = options_.interfaces.interface(place, sample.hook, sample.program);
         if (!output_.write_buffered(interface, sample, monotonic_to_realtime(sample.tstamp_ns, clock_),
                                     stays_in_ring))
             return;
         batch.next += length;
         if (--batch.left == 0)
             rings_[ring].advance(batch.record);
-        ++tally.samples;
-        if (!count_written(tally, interface, sample))
+        ++tally->samples;
+        if (!count_written(*tally, interface, sample))
             return;
     }
 }
@@ -304,7 +328,7 @@ bool RingMerger::assemble(uint32_t ring, const DecodedRecord& decoded)
 void RingMerger::abandon(uint32_t ring) noexcept
 {
     assemblies_[ring].active = false;
-    ++tallies_[ring].incomplete;
+    ++tallies_[place_of(ring, assemblies_[ring].sample.ifindex)].incomplete;
 }
 
 [[gnu::always_inline]] inline void RingMerger::take(uint32_t ring)
@@ -312,7 +336,9 @@ void RingMerger::abandon(uint32_t ring) noexcept
     const Head& head = heads_[ring];
     if (head.consumes)
         rings_[ring].advance(head.record);
-    RingTally& tally = tallies_[ring];
+    const Sample& sample = head.decoded.sample;
+    const uint32_t place = place_of(ring, sample.ifindex);
+    RingTally& tally = tallies_[place];
     ++tally.samples;
     if (count_reached_) {
         ++tally.discarded;
@@ -322,11 +348,10 @@ void RingMerger::abandon(uint32_t ring) noexcept
         ++tally.unwritten;
         return;
     }
-    const Sample& sample = head.decoded.sample;
     // A record reassembled in scratch does not stay there, nor does a frame
     // put together from several records.
     const bool stays_in_ring = head.record.size != 0 && head.record.data != scratch(ring);
-    const uint32_t interface = options_.interfaces.interface(ring, sample.hook, sample.program);
+    const uint32_t interface = options_.interfaces.interface(place, sample.hook, sample.program);
     if (!output_.write(interface, sample, monotonic_to_realtime(sample.tstamp_ns, clock_), stays_in_ring))
         [[unlikely]] {
         // -W's last -G file is complete: like -c, the capture ends here.
@@ -341,10 +366,10 @@ void RingMerger::output_failed()
 {
     output_gone_ = true;
     output_.for_each_unwritten_packet([&](uint32_t interface_id) {
-        const uint32_t ring = options_.interfaces.ring_of(interface_id);
-        if (ring < tallies_.size() && tallies_[ring].written > 0) {
-            --tallies_[ring].written;
-            ++tallies_[ring].unwritten;
+        const uint32_t place = options_.interfaces.ring_of(interface_id);
+        if (place < tallies_.size() && tallies_[place].written > 0) {
+            --tallies_[place].written;
+            ++tallies_[place].unwritten;
         }
         if (interface_id < written_by_interface_.size() && written_by_interface_[interface_id] > 0)
             --written_by_interface_[interface_id];

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "ring/clock.hpp"
@@ -54,6 +55,14 @@ public:
     // drains only.
     void add_rings(std::span<PerfRingReader> rings);
 
+    // Rings that several interfaces write into (-i any): each sample's
+    // accounting and interface go by its place, the ring of its interface
+    // (`ifindex`, the order added is the interfaces' order) on its CPU, as if
+    // every interface had rings of its own: interface k's place on ring r is
+    // k * rings + r. Records that name no interface count on the first
+    // interface's place. Between drains only.
+    void add_sharing_interface(uint32_t ifindex);
+
     // A write threw: the packets of the failed chunk count as not written,
     // and so does every later sample.
     void output_failed();
@@ -61,6 +70,7 @@ public:
     void output_gone() noexcept { output_gone_ = true; }
 
     bool count_reached() const noexcept { return count_reached_; }
+    // By place: by ring, or with shared rings as add_sharing_interface() says.
     const std::vector<RingTally>& tallies() const noexcept { return tallies_; }
     // Packets written per output interface (the rings' `written`, split by
     // hook point in trace mode).
@@ -128,6 +138,19 @@ private:
     void push(Key key) noexcept;
     void pop_top() noexcept;
     void sift_down(Key key) noexcept; // puts key at the top and restores the heap
+    // Where a sample of interface `ifindex` read from `ring` is accounted.
+    uint32_t place_of(uint32_t ring, uint32_t ifindex) noexcept
+    {
+        if (sharing_.empty())
+            return ring;
+        Route& last = last_route_[ring];
+        if (last.ifindex != ifindex) [[unlikely]] {
+            const auto found = sharing_.find(ifindex);
+            last = Route{ifindex, found == sharing_.end() ? 0 : found->second};
+        }
+        return last.interface * static_cast<uint32_t>(rings_.size()) + ring;
+    }
+    void size_places(size_t places);
     uint8_t* scratch(uint32_t ring) const noexcept { return scratch_[ring].get(); }
     uint8_t* frame_buffer(uint32_t ring) const noexcept { return frames_[ring].get(); }
 
@@ -146,7 +169,16 @@ private:
     std::vector<std::unique_ptr<uint8_t[]>> frames_;
     std::vector<Assembly> assemblies_;
     std::vector<BatchCursor> batches_;
-    std::vector<RingTally> tallies_;
+    std::vector<RingTally> tallies_; // by place
+    // Shared rings: each interface's index by ifindex (a later interface
+    // with a reused ifindex takes it over), and each ring's last lookup.
+    struct Route {
+        uint32_t ifindex = 0;
+        uint32_t interface = 0;
+    };
+    std::unordered_map<uint32_t, uint32_t> sharing_;
+    uint32_t sharing_interfaces_ = 0;
+    std::vector<Route> last_route_;
     std::vector<uint64_t> written_by_interface_;
     uint64_t newest_written_ns_ = 0;
     uint64_t written_ = 0; // packets whose write returned

@@ -1445,9 +1445,9 @@ def pcapng_records(path, allow_tail=False):
                     name = val.decode("utf-8", "replace")
             idbs.append({"linktype": linktype, "snaplen": snaplen, "name": name})
         elif btype == PCAPNG_EPB:
-            if_id, _th, _tl, caplen, origlen = struct.unpack(e + "IIIII", body[:20])
+            if_id, ts_high, ts_low, caplen, origlen = struct.unpack(e + "IIIII", body[:20])
             pad = (caplen + 3) & ~3
-            rec = {"if_id": if_id, "caplen": caplen, "origlen": origlen,
+            rec = {"if_id": if_id, "caplen": caplen, "origlen": origlen, "ts": (ts_high << 32) | ts_low,
                    "data": body[20:20 + caplen], "dropcount": None, "flags": None,
                    "hashes": [], "comments": [], "process": None}
             for code, val in parse_options(e, body[20 + pad:]):

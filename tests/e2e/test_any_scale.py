@@ -10,6 +10,8 @@ namespace), cap0 and lo; `xdpcap -i any -w FILE`, stopped with SIGINT:
     for an RCU grace period under the RTNL lock, some 20 to 30 ms);
   * each of the 200 veths has one tcx ingress and one egress program (before
     6.6: clsact filters, checked on three of them);
+  * xdpcap holds one perf ring per online CPU, every interface's frames in
+    them, and at most RSS_BOUND_MIB of resident memory;
   * one frame sent from each peer is in the file on its own veth, once; exit 0;
   * afterwards no veth has a program at tc ingress or egress.
 The same with SIGTERM and with SIGKILL, on a second lab of 20 pairs (each
@@ -32,6 +34,9 @@ import netlab as N  # noqa: E402
 PAIRS = 200
 FEW_PAIRS = 20
 START_BOUND_S = 30.0  # the benchmark: 7 to 13 s on a busy 2-CPU host
+# The benchmark: 26 MiB, 10 of them for one interface (docs/PERFORMANCE.md);
+# 112 while each interface kept its libbpf object.
+RSS_BOUND_MIB = 48
 
 # One frame out of each pN: a broadcast frame that names its interface.
 SEND_ALL = r"""
@@ -104,6 +109,35 @@ def left_attached(lab, pairs, tcx, timeout=10.0):
         time.sleep(0.1)
 
 
+def perf_event_fds(pid):
+    """The perf events process `pid` holds (each maps one ring)."""
+    fd_dir = f"/proc/{pid}/fd"
+    count = 0
+    for fd in os.listdir(fd_dir):
+        try:
+            count += os.readlink(os.path.join(fd_dir, fd)) == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return count
+
+
+def online_cpus():
+    with open("/sys/devices/system/cpu/online") as f:
+        cpus = []
+        for part in f.read().strip().split(","):
+            first, _, last = part.partition("-")
+            cpus.extend(range(int(first), int(last or first) + 1))
+        return cpus
+
+
+def resident_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def one_run(binary, lab, tmp, pairs, sig, tcx):
     name = signal.Signals(sig).name
     out = os.path.join(tmp, f"any-{name}.pcapng")
@@ -119,6 +153,13 @@ def one_run(binary, lab, tmp, pairs, sig, tcx):
     else:
         missing = [n for n in ("v0", f"v{pairs // 2}", f"v{pairs - 1}") if not clsact_ingress(lab, n)]
     N.expect(not missing, f"each of the {pairs} veths has a tc ingress and egress program", missing[:10])
+    # One perf ring per CPU for every interface together, not per interface.
+    rings = perf_event_fds(x.proc.pid)
+    N.expect(rings == len(online_cpus()), f"{pairs} veths: one perf ring per online CPU, shared by every interface",
+             (rings, len(online_cpus())))
+    rss = resident_mib(x.proc.pid)
+    N.log(f"  info  {pairs} veths: {rss:.1f} MiB resident, {rings} perf rings")
+    N.expect(rss <= RSS_BOUND_MIB, f"{pairs} veths: at most {RSS_BOUND_MIB} MiB resident", f"{rss:.1f} MiB")
     N.run(["ip", "netns", "exec", lab.gen_ns, N.PYTHON, "-c", SEND_ALL, str(pairs)])
     time.sleep(0.3)
     if sig == signal.SIGKILL:

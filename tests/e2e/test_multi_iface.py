@@ -519,6 +519,23 @@ def any_interfaces(binary, lab, tmp):
     N.expect(ours[("lo", "In")] == 6 and ours[("lo", "Out")] == 0,
              "-i any: lo's six ping packets once each, as received", sorted(ours.items()))
     N.expect(all(i["linktype"] == 1 for i in recs["idbs"]), "every IDB is EN10MB", recs["idbs"])
+    # cap2 and the bridge above it take each frame on one CPU, one after
+    # the other, into the ring every interface shares.
+    stamps = [e["ts"] for e in recs["epbs"]]
+    N.expect(stamps == sorted(stamps) and not any("written out of order" in l for l in x.err_lines),
+             "-i any: the file in time order, frames of interfaces that share a CPU included",
+             ([l for l in x.err_lines if "out of order" in l],
+              [i for i in range(1, len(stamps)) if stamps[i] < stamps[i - 1]][:5]))
+    # Each interface's own statistics line counts exactly its packets.
+    in_file = collections.Counter(dev for dev, _dr, _d in frames)
+    said = {}
+    for line in x.err_lines:
+        m = re.match(r"^(\S+): (\d+) packets? captured, (\d+) (?:packets? )?received by filter, (\d+)", line)
+        if m:
+            said[m.group(1)] = (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+    N.expect(all(said.get(dev) == (in_file[dev], in_file[dev], 0) for dev in devs),
+             "-i any: each interface's statistics line counts its own packets, captured and received",
+             (said, dict(in_file)))
     # Each interface and CPU described where it first carries a packet.
     N.check_readers_agree(out, len(frames))
     blocks = N.pcapng_walk(out)[1]

@@ -975,3 +975,51 @@ TEST(RingMerger, RefusedBatchCountsEveryFrameItClaimed)
     EXPECT_EQ(bench.merger().tallies()[0].invalid, 3u);
     EXPECT_EQ(bench.merger().tallies()[0].samples, 4u);
 }
+
+// -i any: every interface's frames in the same per-CPU rings, each written
+// as, and counted on, its interface's place (interface k on ring r: k * 2 + r
+// with two rings), also for an interface added between drains.
+TEST(RingMerger, SharedRingsWriteAndCountEachFrameAtItsInterfacesPlace)
+{
+    MemFile file;
+    std::vector<std::unique_ptr<FakeRing>> fakes;
+    std::vector<PerfRingReader> readers;
+    for (int i = 0; i < 2; ++i) {
+        fakes.push_back(std::make_unique<FakeRing>(4096));
+        readers.push_back(fakes.back()->reader());
+    }
+    PacketOutput output(Sink::open_file(file.path()), PacketOutput::Format::Pcapng, false, names_for(6));
+    RingMerger merger(readers, output, ClockOffset{}, {});
+    merger.add_sharing_interface(11);
+    merger.add_sharing_interface(12);
+    auto meta = [](uint32_t ifindex, uint64_t tstamp_ns) {
+        return xdpcap_meta{XDPCAP_META_TAG, ifindex, 0, 24, 24, 0, tstamp_ns, XDPCAP_DIR_INGRESS,
+                           XDPCAP_HOOK_TC_INGRESS, 0, 0, 0, 0, 0, 0};
+    };
+    auto frame = [&](uint32_t ifindex, uint64_t tstamp_ns, uint8_t fill) {
+        return test::BatchFrame{Bytes(24, fill), 24, tstamp_ns, 0, {}, meta(ifindex, tstamp_ns)};
+    };
+    fakes[0]->push(test::batch_record({frame(11, 10 * kMs, 1), frame(12, 20 * kMs, 2)}));
+    fakes[1]->push(test::batch_record({frame(12, 15 * kMs, 3)}));
+    merger.drain_everything();
+    merger.add_sharing_interface(13);
+    fakes[1]->push(test::batch_record({frame(13, 30 * kMs, 4)}));
+    const Bytes single(24, 5);
+    fakes[0]->push(raw_sample_record(meta(11, 40 * kMs), single.data(), single.size()));
+    merger.drain_everything();
+    output.flush();
+
+    const std::vector<Packet> written = read_packets(file.contents());
+    std::vector<std::pair<uint32_t, uint8_t>> seen;
+    for (const Packet& p : written)
+        seen.emplace_back(p.interface_id, p.data.at(0));
+    const std::vector<std::pair<uint32_t, uint8_t>> expected = {{0, 1}, {3, 3}, {2, 2}, {5, 4}, {0, 5}};
+    EXPECT_EQ(seen, expected);
+    const auto& tallies = merger.tallies();
+    ASSERT_EQ(tallies.size(), 6u);
+    const std::vector<uint64_t> per_place = {tallies[0].written, tallies[1].written, tallies[2].written,
+                                             tallies[3].written, tallies[4].written, tallies[5].written};
+    EXPECT_EQ(per_place, (std::vector<uint64_t>{2, 0, 1, 1, 0, 1}));
+    EXPECT_EQ(merger.written_by_interface(), (std::vector<uint64_t>{2, 0, 1, 1, 0, 1}));
+    expect_every_sample_accounted(tallies);
+}
