@@ -1,6 +1,7 @@
 #include "programs/xdp_inventory.hpp"
 #include "programs/rx_meta.hpp"
 #include "programs/trace.hpp"
+#include "host/interface_containers.hpp"
 #include "host/link_attributes.hpp"
 
 #include <bpf/bpf.h>
@@ -384,6 +385,15 @@ std::string list_interfaces()
     std::string text;
     // tcpdump -D's numbers, which -i N takes.
     const std::vector<ListedDevice> devices = tcpdump_devices();
+    // A host-side veth names the container at its other end, as -i any's
+    // interface descriptions do: one walk over /proc for them all.
+    std::vector<InterfaceInfo> infos;
+    for (const ListedDevice& device : devices) {
+        if (device.ifindex != 0)
+            infos.push_back(interface_info(device.name));
+    }
+    const std::vector<std::optional<InterfaceContainer>> containers = containers_of_interfaces(infos);
+    size_t info_at = 0;
     for (size_t number = 1; number <= devices.size(); ++number) {
         const ListedDevice& device = devices[number - 1];
         const std::string& name = device.name;
@@ -401,9 +411,12 @@ std::string list_interfaces()
             continue;
         }
         text += " [" + interface_flags(name.c_str()) + "], ifindex " + std::to_string(index);
+        const InterfaceInfo& info = infos[info_at];
+        if (const std::optional<InterfaceContainer>& container = containers[info_at]; container)
+            text += ", " + container_description(*container);
+        ++info_at;
         // Where the default mode takes received frames.
         const std::vector<XdpAttachment> attached = xdp_attachments(index);
-        const InterfaceInfo info = interface_info(name);
         const bool foreign = !attached.empty() && !is_xdpcap_program(attached.front().program.name);
         text += ", received at: " +
             received_at_listing(ReceiveFacts{info.driver, info.loopback, native_xdp_support(index)}, attached,

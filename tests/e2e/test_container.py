@@ -238,6 +238,12 @@ def two_containers(lab, pod, tmp, binary):
         open(os.path.join(shared, "go"), "w").close()
         a_pid, _ = container_process(pod, "xdpcapt-a", "nc")
         b_pid, b_id = container_process(pod, "xdpcapt-b", "nc")
+        listed = N.run(["ip", "netns", "exec", cap, binary, "-D"]).stdout.splitlines()
+        entries = {l.split(".", 1)[1].split(" ")[0]: l for l in listed if "." in l}
+        N.check(", container xdpcapt-a, podman," in entries.get("xva0", "") and
+                ", container xdpcapt-b, podman," in entries.get("xvb0", "") and
+                "container" not in entries.get("xbr0", "-"),
+                "-D names the container at each host-side veth's other end, and none at the bridge", listed)
         for side in ("a", "b"):
             pod.run("wait", f"xdpcapt-{side}", timeout=30)
         time.sleep(N.scaled(0.3))
