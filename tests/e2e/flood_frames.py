@@ -11,7 +11,9 @@ number of passes over the file instead of one pass: the load generator of the
 fault and soak tests.  Pinned to CPU N, so the frames are seen by XDP on CPU N
 of the peer.  SIGTERM/SIGINT end the loop early (cleanly).  At the end it
 prints "flood_frames: sent K frames ..." on stderr, K being the number of
-successful send() calls (what the peer can have received at most).
+successful send() calls (what the peer can have received at most). Once set
+up, just before the first frame, it prints "flood_frames: sending" on
+stdout.
 """
 
 import argparse
@@ -56,6 +58,9 @@ def main():
         return 1
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     s.bind((args.iface, 0))
+    # The caller waits for this line: from here on a signal ends the flood
+    # cleanly, with its count.
+    print("flood_frames: sending", flush=True)
     send = s.send
     sent = 0
     failed = 0

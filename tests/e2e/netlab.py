@@ -31,6 +31,7 @@ import os
 import random
 import re
 import secrets
+import select
 import shutil
 import signal
 import struct
@@ -1623,12 +1624,21 @@ def mounted_at(path):
         return any(line.split()[4] == path for line in f)
 
 
-def start_flood(lab, pcap_path, cpu, seconds=None, rounds=None):
-    """Start flood_frames.py in the generator namespace (returns the Popen)."""
+def start_flood(lab, pcap_path, cpu, seconds=None, rounds=None, timeout=10.0):
+    """Start flood_frames.py in the generator namespace; returns the Popen once
+    it sends (its signal handlers set: a SIGTERM from then on ends it with its
+    count, where one during a slow interpreter start-up would kill it)."""
     argv = [PYTHON, FLOODER, "--iface", lab.gen_if, "--cpu", str(cpu), "--pcap", pcap_path]
     argv += ["--seconds", str(seconds)] if seconds is not None else ["--rounds", str(rounds)]
-    return lab.popen(lab.gen_ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                     text=True)
+    p = lab.popen(lab.gen_ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([p.stdout], [], [], scaled(timeout))
+    line = p.stdout.readline() if ready else ""
+    if line.strip() != "flood_frames: sending":
+        kill_process(p)
+        err = p.stderr.read() if p.stderr else ""
+        lab.forget(p)
+        raise TestFailure(f"flood sender did not start within {scaled(timeout)} s: {line.strip()} {err.strip()}")
+    return p
 
 
 def finish_flood(lab, p, timeout=30.0):
