@@ -74,7 +74,7 @@ bool receives_with_tc(ReceiveAt receive)
 // counters for every slot; false with errno set when libbpf refuses.
 bool share_maps(xdpcap_capture& skel, const Sharing& sharing)
 {
-    skel.rodata->counters_base = sharing.slot * XDPCAP_COUNTERS_ENTRIES;
+    skel.rodata->counters_base = sharing.counters_base();
     const uint32_t entries = sharing.slots * XDPCAP_COUNTERS_ENTRIES;
     bpf_map__set_max_entries(skel.maps.counters, entries);
     bpf_map__set_max_entries(skel.maps.sample_ticks, entries);
@@ -181,7 +181,7 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
                     (reason.empty() ? "" : " (" + reason + ")"));
     }
     CaptureProgram program(std::move(attempt.skel), multi_buffer, direction, receive, ifindex, attribution,
-                           sharing ? sharing->slot * XDPCAP_COUNTERS_ENTRIES : 0);
+                           sharing ? sharing->counters_base() : 0);
     program.open_wake();
     return program;
 }

@@ -55,6 +55,8 @@ struct Sharing {
     uint32_t slot = 0;  // this interface's
     uint32_t slots = 1; // how many the shared maps hold
     const SharedMaps* maps = nullptr; // none for the first interface: its maps become the shared ones
+    // Its first key in the shared counters and --sample ticks.
+    uint32_t counters_base() const noexcept { return slot * XDPCAP_COUNTERS_ENTRIES; }
 };
 
 class CaptureProgram {
