@@ -95,8 +95,8 @@ fi
 
 timed tests meson test -C build --print-errorlogs --num-processes 2
 logs=(build/meson-logs/testlog.json build/meson-logs/packaging.json)
-stage_failures=0
-wait "$lane_pid" || stage_failures=$((stage_failures + 1))
+failed_stages=
+wait "$lane_pid" || failed_stages+=" build-lane"
 lane_pid=
 echo "--- release check, packages, sanitizer build (nice 15, beside the tests) ---"
 cat "$lane_log"
@@ -108,7 +108,7 @@ fi
 # A guest that ran out of time leaves a log with fewer tests, or none:
 # the stage's own status counts as a failure then.
 if [ -n "$vm_pid" ]; then
-    wait "$vm_pid" || stage_failures=$((stage_failures + 1))
+    wait "$vm_pid" || failed_stages+=" vm"
     vm_pid=
     echo "--- 6.1 guest (tests/vm/stage.sh) ---"
     cat "$vm_log"
@@ -125,22 +125,29 @@ rm -f "$times_file"
 echo "total: $SECONDS s"
 # Count from meson's machine-readable logs. A skipped test counts as failed
 # under CI, where the root tests must run.
-summary=$(STAGE_FAILURES=$stage_failures /usr/bin/python3 - "${logs[@]}" <<'PY'
+summary=$(FAILED_STAGES=$failed_stages /usr/bin/python3 - "${logs[@]}" <<'PY'
 import json, os, sys
 passed = skipped = 0
-failed = int(os.environ.get("STAGE_FAILURES", "0"))
+failed = 0
+for stage in os.environ.get("FAILED_STAGES", "").split():
+    failed += 1
+    print(f"not passed: stage {stage}")
 for path in sys.argv[1:]:
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         failed += 1  # a stage that wrote no log did not pass
+        print(f"not passed: no results in {path}")
         continue
     for line in open(path):
-        result = json.loads(line)["result"]
+        test = json.loads(line)
+        result = test["result"]
         if result in ("OK", "EXPECTEDFAIL"):
             passed += 1
         elif result == "SKIP" and not os.environ.get("CI"):
             skipped += 1
         else:
             failed += 1
+            # Named again here, beside the count, where a truncated log still shows it.
+            print(f"not passed: {test['name']} ({result}, {os.path.basename(path)})")
 print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
 PY
 )
