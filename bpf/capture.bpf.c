@@ -615,9 +615,13 @@ int xdpcap_linear(struct xdp_md *ctx)
 	return sample_xdp(ctx, ctx->data_end - ctx->data);
 }
 
+/* Linux 6.2. Never called where the kernel lacks it (read_ip_summed says),
+ * and the verifier removes the dead call. */
+extern void *bpf_cast_to_kern_ctx(void *ctx) __ksym __weak;
+
 /*
- * Set before load from the kernel's BTF, where bpf_probe_read_kernel is there
- * to be had: where the sent skb's ip_summed bitfield lies in struct sk_buff.
+ * Set before load from the kernel's BTF: how the skb's ip_summed bitfield is
+ * read (XDPCAP_IP_SUMMED_*), and where it lies in struct sk_buff.
  */
 const volatile __u8 read_ip_summed = 0;
 const volatile __u32 ip_summed_byte = 0;
@@ -629,8 +633,13 @@ static __always_inline int checksum_partial(struct __sk_buff *skb)
 {
 	/* A tc program's context is the kernel's sk_buff itself. */
 	__u8 byte = 0;
-	if (bpf_probe_read_kernel(&byte, 1, (void *)skb + ip_summed_byte))
+	if (read_ip_summed == XDPCAP_IP_SUMMED_DIRECT) {
+		/* A plain load instead of a helper call per frame. */
+		const __u8 *kernel_skb = bpf_cast_to_kern_ctx(skb);
+		byte = kernel_skb[ip_summed_byte];
+	} else if (bpf_probe_read_kernel(&byte, 1, (void *)skb + ip_summed_byte)) {
 		return 0;
+	}
 	return ((byte >> ip_summed_shift) & 3) == XDPCAP_CHECKSUM_PARTIAL;
 }
 

@@ -114,13 +114,17 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
         attempt.skel.reset();
         return attempt;
     }
-    // Without the helper (a locked-down kernel) or the field's place in the
-    // kernel's BTF, sent frames go unflagged.
-    if (const auto ip_summed = kernel_btf().skb_ip_summed; ip_summed && ip_summed->bits == 2 && direction != Direction::In &&
-        libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, BPF_FUNC_probe_read_kernel, nullptr) > 0) {
-        attempt.skel->rodata->read_ip_summed = 1;
-        attempt.skel->rodata->ip_summed_byte = ip_summed->byte_offset;
-        attempt.skel->rodata->ip_summed_shift = ip_summed->shift;
+    // Read from the skb itself where the kernel hands tc its sk_buff
+    // (bpf_cast_to_kern_ctx, 6.2), through bpf_probe_read_kernel before.
+    // Without either (a locked-down kernel) or the field's place in the
+    // kernel's BTF, frames go unflagged.
+    if (const auto ip_summed = kernel_btf().skb_ip_summed; ip_summed && ip_summed->bits == 2 && direction != Direction::In) {
+        const bool direct = kernel_btf().kern_ctx_kfunc;
+        if (direct || libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, BPF_FUNC_probe_read_kernel, nullptr) > 0) {
+            attempt.skel->rodata->read_ip_summed = direct ? XDPCAP_IP_SUMMED_DIRECT : XDPCAP_IP_SUMMED_PROBED;
+            attempt.skel->rodata->ip_summed_byte = ip_summed->byte_offset;
+            attempt.skel->rodata->ip_summed_shift = ip_summed->shift;
+        }
     }
     const bool ingress = direction != Direction::Out;
     const bool xdp = ingress && receives_with_xdp(receive);

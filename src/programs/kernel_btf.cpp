@@ -252,14 +252,16 @@ const KernelBtf& kernel_btf()
         if (!table)
             return k;
         k.loaded = true;
-        const auto [rx_vlan, rx_hash, drop_reason, sk_buff] = table->find(std::array<TypeTable::Wanted, 4>{{
+        const auto [rx_vlan, rx_hash, kern_ctx, drop_reason, sk_buff] = table->find(std::array<TypeTable::Wanted, 5>{{
             {BTF_KIND_FUNC, "bpf_xdp_metadata_rx_vlan_tag"},
             {BTF_KIND_FUNC, "bpf_xdp_metadata_rx_hash"},
+            {BTF_KIND_FUNC, "bpf_cast_to_kern_ctx"},
             {BTF_KIND_ENUM, "skb_drop_reason"},
             {BTF_KIND_STRUCT, "sk_buff"},
         }});
         k.rx_vlan_kfunc = rx_vlan != 0;
         k.rx_hash_kfunc = rx_hash != 0;
+        k.kern_ctx_kfunc = kern_ctx != 0;
         k.drop_reasons = enum_values(*table, drop_reason, "SKB_DROP_REASON_");
         if constexpr (std::endian::native == std::endian::little)
             k.skb_ip_summed = bitfield_in(*table, sk_buff, 0, "ip_summed", 0);

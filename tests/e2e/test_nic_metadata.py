@@ -266,11 +266,31 @@ def verbose_hash_types(binary, lab, tmp, plain_path):
              "--rss-type-comments: tshark shows the comment on every frame (frame.comment)", cp.stdout[:300])
 
 
+def kernel_has_kern_ctx_kfunc():
+    with open("/proc/kallsyms") as f:
+        return any(line.rstrip().endswith(" bpf_cast_to_kern_ctx") for line in f)
+
+
+def ip_summed_read(pid):
+    """How xdpcap's egress program reads the skb's ip_summed: the helpers and
+    kfuncs its translated code calls."""
+    ids = [i for i, name in N.held_programs(pid).items() if name == "xdpcap_egress"]
+    N.check(len(ids) == 1, "xdpcap holds one egress program", N.held_programs(pid))
+    xlated = N.run(["bpftool", "prog", "dump", "xlated", "id", str(ids[0])]).stdout
+    return {"kfunc": "bpf_cast_to_kern_ctx" in xlated, "helper": "bpf_probe_read_kernel" in xlated}
+
+
 def sent_flags(binary, lab, tmp):
     out = os.path.join(tmp, "tx.pcapng")
     server = run_in(lab, lab.gen_ns, SERVER)
     x = lab.xdpcap(binary, ["-Q", "out", "-w", out, "tcp port 5301"])
     x.wait_listening()
+    # The cheap read where the kernel hands tc its sk_buff (6.2), the helper
+    # before: both paths are judged by the flags below (host and 6.1 guest).
+    direct = kernel_has_kern_ctx_kfunc()
+    N.expect(ip_summed_read(x.proc.pid) == {"kfunc": direct, "helper": not direct},
+             f"ip_summed read {'with a plain load after bpf_cast_to_kern_ctx' if direct else 'with bpf_probe_read_kernel'}",
+             ip_summed_read(x.proc.pid))
     finish(lab, run_in(lab, lab.cap_ns, CLIENT), "the TCP client")
     finish(lab, server, "the TCP server")
     time.sleep(0.5)
