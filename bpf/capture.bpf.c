@@ -615,9 +615,10 @@ int xdpcap_linear(struct xdp_md *ctx)
 	return sample_xdp(ctx, ctx->data_end - ctx->data);
 }
 
-/* Linux 6.2. Never called where the kernel lacks it (read_ip_summed says),
- * and the verifier removes the dead call. */
-extern void *bpf_cast_to_kern_ctx(void *ctx) __ksym __weak;
+/* bpf_cast_to_kern_ctx (Linux 6.2), by the number userspace puts the kfunc's
+ * call in place of (XDPCAP_KERN_CTX_CALL). Never called where the kernel
+ * lacks it: read_ip_summed says, and the verifier removes the dead call. */
+static void *(*const kern_ctx_of)(void *ctx) = (void *)XDPCAP_KERN_CTX_CALL;
 
 /*
  * Set before load from the kernel's BTF: how the skb's ip_summed bitfield is
@@ -635,7 +636,7 @@ static __always_inline int checksum_partial(struct __sk_buff *skb)
 	__u8 byte = 0;
 	if (read_ip_summed == XDPCAP_IP_SUMMED_DIRECT) {
 		/* A plain load instead of a helper call per frame. */
-		const __u8 *kernel_skb = bpf_cast_to_kern_ctx(skb);
+		const __u8 *kernel_skb = kern_ctx_of(skb);
 		byte = kernel_skb[ip_summed_byte];
 	} else if (bpf_probe_read_kernel(&byte, 1, (void *)skb + ip_summed_byte)) {
 		return 0;
@@ -684,8 +685,9 @@ static __always_inline int sample_skb(struct __sk_buff *skb, __u32 counters_key,
 	return TC_ACT_UNSPEC;
 }
 
-/* Every sent frame, as it leaves for the driver. */
-SEC("tc")
+/* Every sent frame, as it leaves for the driver. Section "tc/xdpcap": a
+ * tc program that userspace prepares for load (XDPCAP_KERN_CTX_CALL). */
+SEC("tc/xdpcap")
 int xdpcap_egress(struct __sk_buff *skb)
 {
 	return sample_skb(skb, XDPCAP_COUNTERS_EGRESS, skb->queue_mapping, XDPCAP_DIR_EGRESS, XDPCAP_HOOK_TC_EGRESS);
@@ -696,7 +698,7 @@ int xdpcap_egress(struct __sk_buff *skb)
  * redirected into it, GRO super-frames whole, tags from the skb). Attached
  * first, so no tc program that redirects or drops hides a frame.
  */
-SEC("tc")
+SEC("tc/xdpcap")
 int xdpcap_ingress(struct __sk_buff *skb)
 {
 	/* A recorded RX queue is kept as its index plus one. */

@@ -158,6 +158,16 @@ struct xdpcap_meta {
 #define XDPCAP_IP_SUMMED_UNREAD 0u
 #define XDPCAP_IP_SUMMED_PROBED 1u /* bpf_probe_read_kernel */
 #define XDPCAP_IP_SUMMED_DIRECT 2u /* the kernel's sk_buff from bpf_cast_to_kern_ctx (6.2) */
+
+/*
+ * The helper number the tc programs call bpf_cast_to_kern_ctx by: no kernel
+ * has such a helper. Userspace turns each such call into the kfunc's call
+ * (its id from the kernel's BTF, which it reads anyway) before load, or
+ * leaves it in code the verifier removes as dead. A kfunc named in the
+ * object would make libbpf read and parse that BTF once more for every
+ * interface's object.
+ */
+#define XDPCAP_KERN_CTX_CALL 0x7ffe
 #define XDPCAP_FLAG_PROCESS 0x10u      /* an xdpcap_process follows the metadata, before the frame */
 #define XDPCAP_FLAG_PEER 0x20u         /* with XDPCAP_FLAG_PROCESS: a second xdpcap_process follows the first */
 

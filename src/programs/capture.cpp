@@ -16,7 +16,9 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <utility>
+#include <vector>
 
 #include "capture.skel.h"
 #include "base/counters.hpp"
@@ -95,10 +97,45 @@ bool share_maps(xdpcap_capture& skel, const Sharing& sharing)
     return true;
 }
 
+// libbpf hands each tc program (section "tc/xdpcap") here just before its
+// load: its calls of XDPCAP_KERN_CTX_CALL become bpf_cast_to_kern_ctx's,
+// `kfunc_id` from the BTF xdpcap has parsed already. Without the kfunc
+// (6.1) they stay, in code the verifier removes as dead.
+int prepare_tc_program(bpf_program* program, bpf_prog_load_opts*, long kfunc_id) noexcept
+{
+    if (kfunc_id == 0)
+        return 0;
+    try {
+        const bpf_insn* insns = bpf_program__insns(program);
+        std::vector<bpf_insn> patched(insns, insns + bpf_program__insn_cnt(program));
+        if (call_kfunc_at_marker(patched, XDPCAP_KERN_CTX_CALL, static_cast<int32_t>(kfunc_id)) == 0)
+            return 0;
+        return bpf_program__set_insns(program, patched.data(), patched.size());
+    } catch (const std::bad_alloc&) {
+        return -ENOMEM;
+    }
+}
+
+// Once per process, before the first capture object is opened.
+void register_tc_section()
+{
+    static const int handler = [] {
+        libbpf_prog_handler_opts opts{};
+        opts.sz = sizeof(opts);
+        opts.cookie = static_cast<long>(kernel_btf().kern_ctx_kfunc);
+        opts.prog_prepare_load_fn = prepare_tc_program;
+        return libbpf_register_prog_handler("tc/xdpcap", BPF_PROG_TYPE_SCHED_CLS, static_cast<bpf_attach_type>(0),
+                                            &opts);
+    }();
+    if (handler < 0)
+        throw Error("cannot prepare the capture program's tc hooks: " + errno_text(-handler));
+}
+
 LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction,
                      ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every, const Attribution& attribution,
                      const std::optional<Sharing>& sharing)
 {
+    register_tc_section();
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
     if (!attempt.skel) {
@@ -119,7 +156,7 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     // Without either (a locked-down kernel) or the field's place in the
     // kernel's BTF, frames go unflagged.
     if (const auto ip_summed = kernel_btf().skb_ip_summed; ip_summed && ip_summed->bits == 2 && direction != Direction::In) {
-        const bool direct = kernel_btf().kern_ctx_kfunc;
+        const bool direct = kernel_btf().kern_ctx_kfunc != 0;
         if (direct || libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, BPF_FUNC_probe_read_kernel, nullptr) > 0) {
             attempt.skel->rodata->read_ip_summed = direct ? XDPCAP_IP_SUMMED_DIRECT : XDPCAP_IP_SUMMED_PROBED;
             attempt.skel->rodata->ip_summed_byte = ip_summed->byte_offset;

@@ -261,7 +261,7 @@ const KernelBtf& kernel_btf()
         }});
         k.rx_vlan_kfunc = rx_vlan != 0;
         k.rx_hash_kfunc = rx_hash != 0;
-        k.kern_ctx_kfunc = kern_ctx != 0;
+        k.kern_ctx_kfunc = kern_ctx;
         k.drop_reasons = enum_values(*table, drop_reason, "SKB_DROP_REASON_");
         if constexpr (std::endian::native == std::endian::little)
             k.skb_ip_summed = bitfield_in(*table, sk_buff, 0, "ip_summed", 0);

@@ -22,7 +22,7 @@ struct KernelBtf {
     bool loaded = false; // /sys/kernel/btf/vmlinux was read
     bool rx_vlan_kfunc = false; // bpf_xdp_metadata_rx_vlan_tag, Linux 6.8
     bool rx_hash_kfunc = false; // bpf_xdp_metadata_rx_hash, Linux 6.3
-    bool kern_ctx_kfunc = false; // bpf_cast_to_kern_ctx, Linux 6.2
+    uint32_t kern_ctx_kfunc = 0; // bpf_cast_to_kern_ctx's BTF id, Linux 6.2 (0: none)
     std::optional<BitfieldLocation> skb_ip_summed; // struct sk_buff's ip_summed
     // enum skb_drop_reason (Linux 5.17): value and name without its
     // SKB_DROP_REASON_ prefix ("NO_SOCKET"). Empty where the kernel has no
