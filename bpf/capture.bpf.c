@@ -624,7 +624,7 @@ static void *(*const kern_ctx_of)(void *ctx) = (void *)XDPCAP_KERN_CTX_CALL;
  * Set before load from the kernel's BTF: how the skb's ip_summed bitfield is
  * read (XDPCAP_IP_SUMMED_*), and where it lies in struct sk_buff.
  */
-const volatile __u8 read_ip_summed = 0;
+const volatile __u8 read_ip_summed = XDPCAP_IP_SUMMED_UNREAD;
 const volatile __u32 ip_summed_byte = 0;
 const volatile __u8 ip_summed_shift = 0;
 

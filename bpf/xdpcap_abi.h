@@ -153,6 +153,8 @@ struct xdpcap_meta {
 #define XDPCAP_FLAG_VLAN_RESTORED 0x2u /* the tag the NIC took out is back in the sample */
 #define XDPCAP_FLAG_GSO 0x4u           /* sent: a segmentation-offload super-frame */
 #define XDPCAP_FLAG_CSUM_PARTIAL 0x8u  /* sent: the NIC fills the checksum in (CHECKSUM_PARTIAL) */
+#define XDPCAP_FLAG_PROCESS 0x10u      /* an xdpcap_process follows the metadata, before the frame */
+#define XDPCAP_FLAG_PEER 0x20u         /* with XDPCAP_FLAG_PROCESS: a second xdpcap_process follows the first */
 
 /* How the tc programs read the skb's ip_summed (constant read_ip_summed). */
 #define XDPCAP_IP_SUMMED_UNREAD 0u
@@ -168,8 +170,6 @@ struct xdpcap_meta {
  * interface's object.
  */
 #define XDPCAP_KERN_CTX_CALL 0x7ffe
-#define XDPCAP_FLAG_PROCESS 0x10u      /* an xdpcap_process follows the metadata, before the frame */
-#define XDPCAP_FLAG_PEER 0x20u         /* with XDPCAP_FLAG_PROCESS: a second xdpcap_process follows the first */
 
 /*
  * Process attribution (-k and the process filters): the process that owns the
