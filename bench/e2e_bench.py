@@ -80,6 +80,14 @@ whether the host still backs the pages a tool happens to get.
 --dir DIR puts the files in DIR instead of /dev/shm, e.g. on a disk's file
 system, whose page cache takes large writes in large folios where tmpfs
 (without huge=) allocates, charges and lists every 4 KiB page on its own.
+
+--write-floor, after each run that wrote a file, writes a file of the same
+size into the same directory from one buffer (1 MiB writes, pinned to the
+capture CPU) and takes that process's CPU time: what the file system alone
+costs for the bytes the tool wrote. It prints its median per frame for each
+tool, and as a share of tcpdump's consumer CPU: a tool's consumer CPU cannot
+go below its own bytes' floor, so a consumer target below it is out of reach
+for any consumer that writes those bytes.
 """
 
 import argparse
@@ -249,6 +257,33 @@ def count_frames(path):
 EGRESS = False  # set from --egress: send out of cap0 instead of into it
 RATE = 0  # set from --rate: frames a second trafgen sends at (0: as fast as it can)
 WARM = False  # set from --warm
+WRITE_FLOOR = False  # set from --write-floor
+LAST_WRITE_ALONE = [0.0]  # CPU seconds of the last run's bytes written alone
+
+# Writes argv[2] bytes to the new file argv[1] and prints the CPU seconds of
+# the writes alone (the file system's cost), then deletes the file.
+WRITE_ALONE = r"""
+import os, resource, sys
+path, left = sys.argv[1], int(sys.argv[2])
+chunk = memoryview(b"\x5a" * (1 << 20))
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+try:
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    while left > 0:
+        left -= os.write(fd, chunk[:min(left, len(chunk))])
+    after = resource.getrusage(resource.RUSAGE_SELF)
+finally:
+    os.close(fd)
+    os.unlink(path)
+print(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+"""
+
+
+def write_alone(nbytes, cpu):
+    """CPU seconds the file system takes to be written nbytes in OUT_DIR."""
+    path = os.path.join(OUT_DIR, f"xdpcap-bench-floor-{os.getpid()}")
+    out = run("taskset", "-c", str(cpu), sys.executable, "-c", WRITE_ALONE, path, str(nbytes)).stdout
+    return float(out.strip())
 
 
 def warm_memory(nbytes):
@@ -376,7 +411,10 @@ def measure(lab, tool, conf, frames, cap_cpu, gen_cpu, frame_size):
         LAST_BPF_NS[0] = bpf_run_ns(running.proc.pid) - before if BPF_STATS[0] else 0
         usage = running.stop()
         got = count_frames(tool.output) if tool.output else running.counted()
-        return seconds, usage.ru_utime + usage.ru_stime, got, usage.ru_utime
+        written = os.path.getsize(tool.output) if WRITE_FLOOR and tool.output else 0
+    # After the block: the tool's file is gone, and its memory with it.
+    LAST_WRITE_ALONE[0] = write_alone(written, cap_cpu) if written else 0.0
+    return seconds, usage.ru_utime + usage.ru_stime, got, usage.ru_utime
 
 
 def idle_wakeups(lab, tool, cap_cpu, seconds=10.0):
@@ -577,6 +615,9 @@ def main():
     parser.add_argument("--warm", action="store_true",
                         help="before each run, write and delete in --dir as much as the tool will write, so "
                              "that its file gets memory the host still backs")
+    parser.add_argument("--write-floor", action="store_true",
+                        help="after each run, write as many bytes as the tool's file alone, and print that CPU "
+                             "time per frame: the file system's floor under each tool's consumer CPU")
     parser.add_argument("--bulk-after", type=int, metavar="MIB",
                         help="after the frame rounds, the transfers of --tcp-bulk, MIB MiB each, in the same run")
     parser.add_argument("--tcp-bulk", type=int, metavar="MIB",
@@ -591,10 +632,13 @@ def main():
         parser.error("--filter-runs is for trafgen frames, not with --tcp-bulk")
     # The namespaces go on SIGTERM too: the with blocks run on SystemExit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    global EGRESS, RATE, WARM, OUT_DIR
+    if args.write_floor and (args.discard or args.tcp_bulk):
+        parser.error("--write-floor is for the files of frame rounds, not with --discard or --tcp-bulk")
+    global EGRESS, RATE, WARM, OUT_DIR, WRITE_FLOOR
     EGRESS = args.egress
     RATE = args.rate
     WARM = args.warm
+    WRITE_FLOOR = args.write_floor
     OUT_DIR = args.dir
     if not os.path.isdir(OUT_DIR):
         parser.error(f"--dir {OUT_DIR}: not a directory")
@@ -660,13 +704,16 @@ def frame_rounds(args, gen_cpu, cap_cpu):
                 f.write("{ " + ", ".join(f"0x{b:02x}" for b in udp_frame(size)) + " }\n")
             results = {name: [] for name in ["none"] + [t.name for t in tools]}
             bpf_ns = {name: [] for name in results}
+            alone = {name: [] for name in results}
             for round_no in range(args.rounds):
                 for tool in [None] + tools:
                     name = tool.name if tool else "none"
                     LAST_BPF_NS[0] = 0
+                    LAST_WRITE_ALONE[0] = 0.0
                     results[name].append(measure(lab, tool, conf, args.frames, cap_cpu, gen_cpu, size)
                                          + (idle_cpu(lab, tool, cap_cpu) if tool and args.idle else 0.0,))
                     bpf_ns[name].append(LAST_BPF_NS[0])
+                    alone[name].append(LAST_WRITE_ALONE[0])
                     gen_s, cpu_s, got, user_s, idle = results[name][-1]
                     print(f"  {size:>5} B round {round_no + 1} {name:<8} generator {gen_s:.3f} s, "
                           f"consumer {cpu_s:.3f} s (user {user_s:.3f}"
@@ -709,6 +756,15 @@ def frame_rounds(args, gen_cpu, cap_cpu):
                       + (f" (net of the idle run {x[4] / p[4]:.2f}" if args.idle and p[4] > 0 else "")
                       + (f", per frame written {x[6] / p[6]:.2f})" if args.idle and p[4] > 0 and p[6] > 0
                          else ")" if args.idle and p[4] > 0 else ""))
+            if args.write_floor:
+                floors = {t.name: statistics.median(alone[t.name]) / args.frames * 1e6 for t in tools
+                          if any(alone[t.name])}
+                print("Its file's bytes written alone, per frame: "
+                      + ", ".join(f"{n} {v:.3f} us" for n, v in floors.items()))
+                if summary.get("tcpdump") and summary["tcpdump"][1]:
+                    for name, floor_us in floors.items():
+                        print(f"{name}'s bytes written alone / tcpdump's consumer CPU: "
+                              f"{floor_us / summary['tcpdump'][1]:.2f}")
             if args.bpf_stats:
                 per_frame = {t.name: statistics.median(bpf_ns[t.name]) / args.frames for t in tools}
                 print("BPF run time per frame: " + ", ".join(f"{n} {v:.0f} ns" for n, v in per_frame.items()

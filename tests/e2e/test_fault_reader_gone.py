@@ -10,6 +10,12 @@ Usage (root): /usr/bin/python3 tests/e2e/test_fault_reader_gone.py PATH/TO/xdpca
      frames until head has its 3000 bytes and exits, then nothing more: the
      last frame is sent before head goes away, so no failing write tells
      xdpcap; it must notice the vanished reader by itself.
+  3. frames wait in a CPU's batch when the reader goes: a burst is written
+     and read (`cat > FILE` this time), xdpcap is stopped (SIGSTOP), more
+     frames are sent (bpftool shows them staged), the reader is killed, and
+     xdpcap continued: it stops by itself, every staged frame is counted
+     as not written, the first burst as captured, and FILE holds exactly the
+     first burst.
 Checks each time: xdpcap exits within 1 s of head's exit, with status 0 and no
 "xdpcap: " error line; head got exactly 3000 bytes, starting with a pcapng
 section header; the statistics are printed and add up; nothing stays attached
@@ -19,6 +25,7 @@ failure, never a stuck test.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +40,9 @@ MAX_SINGLES = 40
 HEAD_BYTES = 3000
 CPU = N.cpus()[0]
 EXIT_WITHIN_S = 1.0
+WRITTEN_FIRST = 6
+STAGED = 8
+XDPCAP_COUNTERS_INGRESS = 0  # bpf/xdpcap_abi.h
 
 
 def start(lab, binary):
@@ -88,6 +98,64 @@ def finish(lab, x, head, sent, what):
     return st
 
 
+def check_pending(lab, binary, tmp):
+    what = "pending batch"
+    N.log(f"  --    {what}: {WRITTEN_FIRST} frames read, then {STAGED} staged when the reader goes")
+    frames = N.build_corpus(os.path.join(tmp, "pending.pcap"), WRITTEN_FIRST + STAGED,
+                            sizes=[60, 90] * (WRITTEN_FIRST + STAGED), seed=33)
+    first, staged = os.path.join(tmp, "first.pcap"), os.path.join(tmp, "staged.pcap")
+    N.write_frames(first, frames[:WRITTEN_FIRST])
+    N.write_frames(staged, frames[WRITTEN_FIRST:])
+    got = os.path.join(tmp, "pending.pcapng")
+    x = lab.xdpcap(binary, ["-v", "-w", "-"], stdout=subprocess.PIPE)
+    with open(got, "wb") as sink:
+        reader = lab.track(subprocess.Popen(["cat"], stdin=x.stdout_pipe, stdout=sink))
+    x.stdout_pipe.close()        # cat holds the only read end now
+    x.wait_listening()
+    N.log("  info  " + lab.send(first, CPU))
+    deadline = time.monotonic() + N.scaled(5)
+    while len(N.pcapng_records(got)["epbs"]) < WRITTEN_FIRST and time.monotonic() < deadline:
+        time.sleep(0.01)
+    N.check(len(N.pcapng_records(got)["epbs"]) == WRITTEN_FIRST,
+            f"{what}: the first {WRITTEN_FIRST} frames reach the reader")
+    x.send_signal(signal.SIGSTOP)
+    try:
+        lab.send(staged, CPU, gap_us=1000)
+        held = N.staged_frames(x.proc.pid)
+        N.log(f"  info  staged while stopped: {held}")
+        N.check(held is not None and held[1].get(XDPCAP_COUNTERS_INGRESS) == STAGED,
+                f"{what}: the {STAGED} frames wait in the CPU's batch", held)
+        reader.kill()
+        reader.wait(timeout=10)
+        lab.forget(reader)
+    finally:
+        x.send_signal(signal.SIGCONT)
+    t_gone = time.monotonic()
+    rc, _ = N.wait_exit(x.proc, 5.0)
+    waited = time.monotonic() - t_gone
+    if rc is None:
+        x.stop()
+    else:
+        x.wait(timeout=5)
+    N.log(f"  info  xdpcap exited {waited:.3f} s after it was continued (status {x.returncode})")
+    N.log("  info  stderr: " + " | ".join(x.err_lines))
+    N.expect(rc == 0 and waited <= EXIT_WITHIN_S,
+             f"{what}: xdpcap stops by itself within {EXIT_WITHIN_S} s, status 0", f"{waited:.3f} s, status {rc}")
+    N.expect(not N.messages(x.err_lines), f"{what}: no 'xdpcap: ' error line", N.messages(x.err_lines))
+    st = N.final_stats(x.err_lines)
+    N.check(st is not None, f"{what}: statistics lines printed", x.stderr)
+    N.check_stats_identity(st, f"{what}: statistics")
+    N.expect((st["received"], st["captured"], st["dropped"], st["not_written"])
+             == (WRITTEN_FIRST + STAGED, WRITTEN_FIRST, 0, STAGED),
+             f"{what}: {WRITTEN_FIRST + STAGED} received, {WRITTEN_FIRST} captured, 0 dropped, "
+             f"the {STAGED} staged frames not written", "\n".join(st["lines"]))
+    rows = N.pcapng_records(got)
+    N.expect(not rows["problems"], f"{what}: the reader's file is valid", rows["problems"])
+    N.check_exact(frames[:WRITTEN_FIRST], [r["data"] for r in rows["epbs"]],
+                  f"{what}: the reader got the first burst, each frame once")
+    lab.assert_clean(f"{what}: no program remains attached to cap0")
+
+
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
         # 1. A few dozen frames in one burst, then nothing.
@@ -131,6 +199,9 @@ def test(binary):
         N.expect(st["received"] == sent,
                  f"{what}: every frame sent ({sent}) was received by filter: xdpcap was "
                  "still running when the traffic ended", "\n".join(st["lines"]))
+
+        # 3. The reader goes while frames wait in a batch.
+        check_pending(lab, binary, tmp)
 
 
 if __name__ == "__main__":
