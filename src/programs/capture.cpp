@@ -486,7 +486,7 @@ int CaptureProgram::events_map_fd() const
     return kept_.events.get();
 }
 
-void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname)
+void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname, RxReads rx_reads)
 {
     // Egress first: it cannot disturb received traffic if XDP then fails.
     if (egress_loaded_)
@@ -494,14 +494,14 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
     if (ingress_ && receive_ == ReceiveAt::Tc)
         tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
     else if (ingress_)
-        attach_xdp(ifindex, mode, ifname);
+        attach_xdp(ifindex, mode, ifname, rx_reads);
     if (trace_)
         trace_->attach();
     if (drops_)
         drops_->attach();
 }
 
-void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname)
+void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname, RxReads rx_reads)
 {
     auto failure = [&](const char* what, int err) {
         std::string hint;
@@ -535,9 +535,9 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
         return;
     }
     // The tail call into the capture program needs both to be multi-buffer.
-    if (rx_front_build(kernel_rx_metadata()) && multi_buffer_) {
+    if (rx_front_build(kernel_rx_metadata()) && rx_reads.any() && multi_buffer_) {
         try {
-            rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Xdp)));
+            rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Xdp), rx_reads));
         } catch (const Error& e) {
             rx_front_failure_ = e.what();
         }

@@ -118,8 +118,9 @@ public:
     // first, then generic (ReceiveAt::NativeXdpElseTc: then tc ingress instead). Natively, on kernels with the XDP RX metadata
     // kfuncs, a device-bound program runs in front of the capture program
     // (rx_meta.hpp); where the kernel refuses it, the capture program
-    // runs alone and rx_metadata_failure() says why.
-    void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname);
+    // runs alone and rx_metadata_failure() says why. `rx_reads`: what that
+    // program asks the driver for; none, no program in front.
+    void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname, RxReads rx_reads = {});
     void detach() noexcept
     {
         link_.reset();
@@ -217,7 +218,7 @@ private:
     std::vector<xdpcap_counters> read_key(uint32_t key) const;
     // Maps the wake entry and opens the wakeups' reader; left empty on failure.
     void open_wake() noexcept;
-    void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
+    void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname, RxReads rx_reads);
     int entry_fd(Hook hook) const; // what attach() attaches
 
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_; // until release_object()

@@ -124,6 +124,11 @@ std::optional<RxFrontBuild> rx_front_build(const KernelRxMetadata& kernel) noexc
     return std::nullopt;
 }
 
+RxReads rx_reads(const KernelRxMetadata& kernel, const std::string& driver, bool hash_types_wanted) noexcept
+{
+    return RxReads{kernel.vlan, kernel.hash && (driver != "veth" || hash_types_wanted)};
+}
+
 std::span<const uint8_t> rx_front_object(RxFrontBuild build) noexcept
 {
     size_t size = 0;
@@ -142,14 +147,14 @@ int RxMetadataFront::program_fd() const
     return bpf_program__fd(objects_->program);
 }
 
-RxMetadataFront RxMetadataFront::load(uint32_t ifindex, int rx_meta_map_fd, int next_prog_fd)
+RxMetadataFront RxMetadataFront::load(uint32_t ifindex, int rx_meta_map_fd, int next_prog_fd, RxReads reads)
 {
     const KernelRxMetadata& kernel = kernel_rx_metadata();
     const std::optional<RxFrontBuild> build = rx_front_build(kernel);
     if (!build)
         throw Error("this kernel has no XDP RX metadata kfunc");
-    const bool read_vlan = *build == RxFrontBuild::VlanAndHash;
-    const bool read_hash = kernel.hash;
+    const bool read_vlan = *build == RxFrontBuild::VlanAndHash && reads.vlan;
+    const bool read_hash = kernel.hash && reads.hash;
     auto objects = std::make_unique<Objects>();
     if (read_vlan) {
         objects->full.reset(xdpcap_rx_front__open());
@@ -191,7 +196,7 @@ std::optional<std::string> rx_vlan_missing_reason(uint32_t ifindex, const std::s
     if (!map)
         return "cannot probe the driver: " + errno_text(errno);
     try {
-        if (RxMetadataFront::load(ifindex, map.get(), -1).driver_vlan())
+        if (RxMetadataFront::load(ifindex, map.get(), -1, RxReads{.vlan = true}).driver_vlan())
             return std::nullopt;
     } catch (const Error& e) {
         return std::string(e.what());

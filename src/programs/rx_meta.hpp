@@ -32,6 +32,18 @@ std::optional<RxFrontBuild> rx_front_build(const KernelRxMetadata& kernel) noexc
 // The BPF object of a build, as embedded (for tests).
 std::span<const uint8_t> rx_front_object(RxFrontBuild build) noexcept;
 
+// What the front asks the driver for. A NIC hands out the RSS hash it kept
+// in the RX descriptor; veth keeps none and computes the kernel's flow hash
+// for the frame (skb_get_hash: the flow dissector, about 100 ns a frame, and
+// the hash then set on the skb), so veth is asked only where the hash types
+// are wanted (--rss-type-comments): a capture reads, never computes.
+struct RxReads {
+    bool vlan = false;
+    bool hash = false;
+    bool any() const noexcept { return vlan || hash; }
+};
+RxReads rx_reads(const KernelRxMetadata& kernel, const std::string& driver, bool hash_types_wanted) noexcept;
+
 // Which of the kfunc calls in a loaded program's translated instructions go
 // to a driver's implementation rather than to the kernel's default (which
 // answers -EOPNOTSUPP): `default_addresses` are the defaults' addresses, in
@@ -51,7 +63,7 @@ class RxMetadataFront {
 public:
     // Raises Error with the kernel's reason when it cannot be loaded for the
     // device (a driver without XDP, for one).
-    static RxMetadataFront load(uint32_t ifindex, int rx_meta_map_fd, int next_prog_fd);
+    static RxMetadataFront load(uint32_t ifindex, int rx_meta_map_fd, int next_prog_fd, RxReads reads);
     RxMetadataFront(RxMetadataFront&&) noexcept;
     RxMetadataFront& operator=(RxMetadataFront&&) noexcept;
     ~RxMetadataFront();

@@ -9,17 +9,19 @@ cap0 (198.18.81.1) and gen0 (198.18.81.2).  xdpcap captures on cap0 natively
 (the RX metadata kfuncs need a native hook) and writes pcapng and, with
 --print -e, text lines from the same run.
 
-Received (kernels with bpf_xdp_metadata_rx_hash, 6.3; veth hands out the
-kernel's flow hash): UDP datagrams of four flows from gen0 each carry epb_hash,
-with the algorithm byte 255 (veth has no RSS function for ethtool to name);
-every datagram of one flow the same hash, the four flows four hashes; the hash
-type in a packet comment ("RSS hash type L4_ANY") only with
---rss-type-comments (a string per packet costs more than a 64-byte packet),
-none without, and none with -v alone: -v writes every packet block with the
-same options as without it; tshark reads the option (pcapng's own dissector)
-and the comment; the text line of each frame
-(-e) shows the same hash and its type.  On kernels without the kfunc (Debian's 6.1): no epb_hash on
-received frames, and nothing else changed.
+Received (kernels with bpf_xdp_metadata_rx_hash, 6.3; veth computes the
+kernel's flow hash when asked, where a NIC reads its descriptor): without
+--rss-type-comments the program in front never calls veth's hash function
+(its translated instructions), and received frames carry no epb_hash, no
+hash in the text line or the interface description.  With
+--rss-type-comments, UDP datagrams of four flows from gen0 each carry
+epb_hash, with the algorithm byte 255 (veth has no RSS function for ethtool
+to name); every datagram of one flow the same hash, the four flows four
+hashes; the hash type in a packet comment ("RSS hash type L4_ANY"); tshark
+reads the option (pcapng's own dissector) and the comment; the text line of
+each frame (-e) shows the same hash and its type.  -v writes every packet
+block with the same options as without it.  On kernels without the kfunc
+(Debian's 6.1): no epb_hash on received frames, and nothing else changed.
 
 Sent: a TCP transfer from cap0 to gen0 (veth offloads checksums and
 segmentation).  Every sent data segment carries the connection's skb hash.  A sent frame is flagged "checksum not ready" (epb_flags bit
@@ -168,30 +170,64 @@ def tshark_hash_options(path):
     return found
 
 
-def received_hashes(binary, lab, tmp, has_kfunc):
-    out = os.path.join(tmp, "rx.pcapng")
-    x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-e", "--print-cpu", "--print", "-w", out, "udp port 7009"])
+def front_hash_calls(pid):
+    """Calls of the driver's RSS hash function in the device-bound program
+    in front of xdpcap's capture program (none without a front)."""
+    ids = [i for i, name in N.held_programs(pid).items() if name == "xdpcap_rx_meta"]
+    calls = 0
+    for prog_id in ids:
+        xlated = N.run(["bpftool", "prog", "dump", "xlated", "id", str(prog_id)]).stdout
+        calls += sum(1 for line in xlated.splitlines() if " call " in line and "rx_hash" in line)
+    return calls
+
+
+def native_capture(binary, lab, tmp, name, args=()):
+    """Received datagrams of the four flows, natively, with -e text lines:
+    (file, their records, their text lines, interface descriptions, the
+    front's hash calls while it ran)."""
+    out = os.path.join(tmp, name)
+    x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-e", "--print-cpu", "--print"] + list(args)
+                   + ["-w", out, "udp port 7009"])
     x.wait_listening()
+    hash_calls = front_hash_calls(x.proc.pid)
     finish(lab, run_in(lab, lab.gen_ns, SEND_UDP), "the UDP sender")
     time.sleep(0.5)
-    N.check(x.stop(signal.SIGINT) == 0, "xdpcap exits 0", x.stderr)
+    N.check(x.stop(signal.SIGINT) == 0, f"xdpcap {' '.join(args)} exits 0", x.stderr)
     N.check_structure(out)
     recs = N.pcapng_records(out)
     epbs = [r for r in recs["epbs"] if udp_flow(r["data"]) is not None]
-    N.check(len(epbs) == len(FLOWS) * PER_FLOW, f"the {len(FLOWS) * PER_FLOW} datagrams are captured",
-            f"{len(epbs)} of {len(recs['epbs'])} records")
+    N.check(len(epbs) == len(FLOWS) * PER_FLOW, f"{' '.join(args)}: the {len(FLOWS) * PER_FLOW} datagrams are "
+            "captured", f"{len(epbs)} of {len(recs['epbs'])} records")
     N.expect(all((r["flags"] or 0) & (CHECKSUM_NOT_READY | TSO) == 0 for r in epbs),
              "received frames are flagged neither checksum-not-ready nor TSO")
     lines = [l for l in bytes(x.out).decode().splitlines() if "198.18.81.2." in l]
     N.check(len(lines) == len(epbs), "one text line per captured datagram (--print)", lines)
-    if not has_kfunc:
-        N.expect(all(not r["hashes"] and not r["comments"] for r in epbs),
-                 "without bpf_xdp_metadata_rx_hash: no epb_hash and no hash comment on received frames")
-        N.expect(not any(" hash 0x" in l for l in lines), "and no hash in the text lines", lines[:3])
-        descriptions = [i["description"] for i in N.pcapng_idbs(out)]
-        N.expect(not any("RSS hash" in d for d in descriptions), "nor in the interface descriptions", descriptions)
-        return
     descriptions = [i["description"] for i in N.pcapng_idbs(out)]
+    return out, epbs, lines, descriptions, hash_calls
+
+
+def no_received_hash(epbs, lines, descriptions, why):
+    N.expect(all(not r["hashes"] and not r["comments"] for r in epbs),
+             f"{why}: no epb_hash and no hash comment on received frames", [r["hashes"] for r in epbs[:4]])
+    N.expect(not any(" hash 0x" in l for l in lines), f"{why}: no hash in the text lines", lines[:3])
+    N.expect(not any("RSS hash" in d for d in descriptions), f"{why}: nor in the interface descriptions",
+             descriptions)
+
+
+def received_hashes(binary, lab, tmp, has_kfunc):
+    plain, epbs, lines, descriptions, hash_calls = native_capture(binary, lab, tmp, "rx.pcapng")
+    if not has_kfunc:
+        no_received_hash(epbs, lines, descriptions, "without bpf_xdp_metadata_rx_hash")
+        return
+    # veth computes the hash it hands out (the flow dissector, and the hash
+    # set on the skb): not asked for unless the hash types are wanted.
+    N.expect(hash_calls == 0, "veth, without --rss-type-comments: the program in front never calls "
+                              "veth_xdp_rx_hash", hash_calls)
+    no_received_hash(epbs, lines, descriptions, "veth, without --rss-type-comments")
+
+    out, epbs, lines, descriptions, hash_calls = native_capture(binary, lab, tmp, "rx-types.pcapng",
+                                                                ["--rss-type-comments"])
+    N.expect(hash_calls == 1, "--rss-type-comments: the program in front calls veth_xdp_rx_hash", hash_calls)
     N.expect(all("RSS hash from the NIC's RX metadata" in d for d in descriptions),
              "the interface descriptions say the hash is read", descriptions)
     N.check(all(len(r["hashes"]) == 1 and r["hashes"][0][0] == 255 and len(r["hashes"][0][1]) == 4 for r in epbs),
@@ -205,8 +241,12 @@ def received_hashes(binary, lab, tmp, has_kfunc):
     distinct = {next(iter(h)) for h in by_flow.values()}
     N.expect(len(distinct) == len(FLOWS), f"the {len(FLOWS)} flows carry {len(FLOWS)} different hashes",
              {k: [x.hex() for x in v] for k, v in by_flow.items()})
-    N.expect(all(not r["comments"] for r in epbs), "without -v no packet comment: the hash type is left out",
-             [r["comments"] for r in epbs[:4]])
+    N.expect(all(r["comments"] == ["RSS hash type L4_ANY"] for r in epbs),
+             "--rss-type-comments: the hash type is in a packet comment: RSS hash type L4_ANY "
+             "(veth: a layer-4 flow hash)", [r["comments"] for r in epbs[:4]])
+    cp = N.run(["tshark", "-n", "-r", out, "-Y", "udp.port == 7009", "-T", "fields", "-e", "frame.comment"])
+    N.expect(cp.stdout.splitlines() == ["RSS hash type L4_ANY"] * len(epbs),
+             "--rss-type-comments: tshark shows the comment on every frame (frame.comment)", cp.stdout[:300])
     seen = tshark_hash_options(out)
     want = [(255, r["hashes"][0][1].hex()) for r in epbs]
     N.expect(seen == want, "tshark (pcapng's dissector) reads the same algorithm and hash for every frame",
@@ -218,7 +258,7 @@ def received_hashes(binary, lab, tmp, has_kfunc):
     want_text = [f"{int.from_bytes(r['hashes'][0][1], 'little'):08x}" for r in epbs]
     N.expect(got == want_text, "each text line (-e) shows the frame's hash and type after the direction",
              f"{got[:3]} vs {want_text[:3]}")
-    verbose_hash_types(binary, lab, tmp, out)
+    verbose_like_plain(binary, lab, tmp, plain)
 
 
 def epb_options(path):
@@ -237,33 +277,18 @@ def epb_options(path):
     return options
 
 
-def verbose_hash_types(binary, lab, tmp, plain_path):
-    """-v writes the packet blocks as without it; --rss-type-comments names
-    every received datagram's hash type in its comment."""
-    def capture(name, args):
-        out = os.path.join(tmp, name)
-        x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in"] + args + ["-w", out, "udp port 7009"])
-        x.wait_listening()
-        finish(lab, run_in(lab, lab.gen_ns, SEND_UDP), "the UDP sender")
-        time.sleep(0.5)
-        N.check(x.stop(signal.SIGINT) == 0, f"xdpcap {' '.join(args)} exits 0", x.stderr)
-        epbs = [r for r in N.pcapng_records(out)["epbs"] if udp_flow(r["data"]) is not None]
-        N.check(len(epbs) == len(FLOWS) * PER_FLOW,
-                f"{' '.join(args)}: the {len(FLOWS) * PER_FLOW} datagrams are captured", len(epbs))
-        return out, epbs
-
-    verbose_path, _epbs = capture("rx-v.pcapng", ["-v"])
-    verbose, plain = epb_options(verbose_path), epb_options(plain_path)
-    N.expect(verbose == plain and any(plain),
+def verbose_like_plain(binary, lab, tmp, plain_path):
+    """-v writes the packet blocks as without it (no comment added)."""
+    out = os.path.join(tmp, "rx-v.pcapng")
+    x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-v", "-w", out, "udp port 7009"])
+    x.wait_listening()
+    finish(lab, run_in(lab, lab.gen_ns, SEND_UDP), "the UDP sender")
+    time.sleep(0.5)
+    N.check(x.stop(signal.SIGINT) == 0, "xdpcap -v exits 0", x.stderr)
+    verbose, plain = epb_options(out), epb_options(plain_path)
+    N.expect(len(verbose) == len(FLOWS) * PER_FLOW and verbose == plain and any(plain),
              "-v: every packet block carries the same options as without -v (no comment added)",
              f"{verbose[:2]} vs {plain[:2]}")
-    out, epbs = capture("rx-types.pcapng", ["--rss-type-comments"])
-    N.expect(all(r["comments"] == ["RSS hash type L4_ANY"] for r in epbs),
-             "--rss-type-comments: the hash type is in a packet comment: RSS hash type L4_ANY "
-             "(veth: a layer-4 flow hash)", [r["comments"] for r in epbs[:4]])
-    cp = N.run(["tshark", "-n", "-r", out, "-Y", "udp.port == 7009", "-T", "fields", "-e", "frame.comment"])
-    N.expect(cp.stdout.splitlines() == ["RSS hash type L4_ANY"] * len(epbs),
-             "--rss-type-comments: tshark shows the comment on every frame (frame.comment)", cp.stdout[:300])
 
 
 def kernel_has_kern_ctx_kfunc():

@@ -64,6 +64,23 @@ TEST(KfuncCallTargets, TheDefaultMeansTheDriverLacksIt)
     EXPECT_FALSE(t.driver[0]);
 }
 
+TEST(RxReads, VethIsAskedForTheHashItComputesOnlyWhereHashTypesAreWanted)
+{
+    const KernelRxMetadata both{.vlan = true, .hash = true};
+    const RxReads nic = rx_reads(both, "mlx5_core", false);
+    EXPECT_TRUE(nic.vlan && nic.hash);
+    const RxReads veth = rx_reads(both, "veth", false);
+    EXPECT_TRUE(veth.vlan);
+    EXPECT_FALSE(veth.hash);
+    EXPECT_TRUE(rx_reads(both, "veth", true).hash);
+
+    // 6.3 to 6.7: the hash alone, so a veth's front would read nothing.
+    const KernelRxMetadata hash_only{.vlan = false, .hash = true};
+    EXPECT_FALSE(rx_reads(hash_only, "veth", false).any());
+    EXPECT_TRUE(rx_reads(hash_only, "ice", false).any());
+    EXPECT_FALSE(rx_reads(KernelRxMetadata{}, "ice", true).any());
+}
+
 } // namespace
 } // namespace xdpcap
 
