@@ -565,7 +565,8 @@ static __always_inline int describe_ends(struct xdpcap_process process[2], const
 	return owner_wanted(first) || owner_wanted(second);
 }
 
-static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
+/* `rx`: the NIC's RX metadata for the frame, where read (null: none). */
+static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len, const struct xdpcap_rx_meta *rx)
 {
 	/* Without -k or a process filter the processes are never read: no
 	 * stores for them on the path every frame takes. */
@@ -579,8 +580,6 @@ static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 	struct xdpcap_counters *c = count_packet_of(XDPCAP_COUNTERS_INGRESS, wanted);
 	if (!c)
 		return XDP_PASS;
-	__u32 key = 0;
-	const struct xdpcap_rx_meta *rx = bpf_map_lookup_elem(&rx_meta, &key);
 	const __u16 rx_flags = rx ? rx->flags : 0;
 	const int tagged = (rx_flags & XDPCAP_FLAG_VLAN_RESTORED) != 0;
 	const __u64 wire_len = frame_len + (tagged ? VLAN_TAG_LEN : 0);
@@ -601,18 +600,50 @@ static __always_inline int sample_xdp(struct xdp_md *ctx, __u64 frame_len)
 	return XDP_PASS;
 }
 
+/* What the device-bound program in front left for this frame. */
+static __always_inline const struct xdpcap_rx_meta *rx_meta_from_front(void)
+{
+	__u32 key = 0;
+	return bpf_map_lookup_elem(&rx_meta, &key);
+}
+
 /* Multi-buffer aware: sees and copies every fragment of jumbo frames. */
 SEC("xdp.frags")
 int xdpcap_frags(struct xdp_md *ctx)
 {
-	return sample_xdp(ctx, bpf_xdp_get_buff_len(ctx));
+	return sample_xdp(ctx, bpf_xdp_get_buff_len(ctx), rx_meta_from_front());
 }
 
 /* For kernels that cannot load frags programs: linear data only. */
 SEC("xdp")
 int xdpcap_linear(struct xdp_md *ctx)
 {
-	return sample_xdp(ctx, ctx->data_end - ctx->data);
+	return sample_xdp(ctx, ctx->data_end - ctx->data, rx_meta_from_front());
+}
+
+/* The XDP RX metadata kfuncs, by the numbers userspace puts their calls in
+ * place of (XDPCAP_RX_VLAN_CALL, XDPCAP_RX_HASH_CALL). */
+static int (*const rx_vlan_tag_call)(const struct xdp_md *ctx, __be16 *vlan_proto,
+				     __u16 *vlan_tci) = (void *)XDPCAP_RX_VLAN_CALL;
+static int (*const rx_hash_call)(const struct xdp_md *ctx, __u32 *hash,
+				 enum xdp_rss_hash_type *rss_type) = (void *)XDPCAP_RX_HASH_CALL;
+
+/* Set before load: what xdpcap_bound asks the driver for. */
+const volatile __u8 bound_reads_vlan = 0;
+const volatile __u8 bound_reads_hash = 0;
+
+/*
+ * Natively with nothing in front (no filter): loaded bound to the device
+ * (multi-buffer), it reads the NIC's RX metadata itself, which only a
+ * device-bound program may, with no program in front and no tail call.
+ * Section "xdp/xdpcap_bound": userspace prepares it for load.
+ */
+SEC("xdp/xdpcap_bound")
+int xdpcap_bound(struct xdp_md *ctx)
+{
+	struct xdpcap_rx_meta rx = {};
+	read_rx_meta(ctx, &rx, bound_reads_vlan, bound_reads_hash, rx_vlan_tag_call, rx_hash_call);
+	return sample_xdp(ctx, bpf_xdp_get_buff_len(ctx), &rx);
 }
 
 /* bpf_cast_to_kern_ctx (Linux 6.2), by the number userspace puts the kfunc's

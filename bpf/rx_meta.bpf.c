@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Loaded device-bound in front of the capture program on a native XDP hook:
- * reads what the NIC kept in the RX descriptor (the VLAN tag it took out of
- * the frame, the RSS hash) through the XDP RX metadata kfuncs, leaves it in
- * rx_meta for this CPU and tail-calls the capture program (or its filter).
+ * Loaded device-bound in front of a filter on a native XDP hook (without a
+ * filter the capture program itself is loaded bound, xdpcap_bound): reads
+ * what the NIC kept in the RX descriptor (the VLAN tag it took out of the
+ * frame, the RSS hash) through the XDP RX metadata kfuncs, leaves it in
+ * rx_meta for this CPU and tail-calls the filter.
  * The frame itself is never touched.
  */
 #include <linux/bpf.h>
@@ -11,14 +12,16 @@
 
 #include "rx_meta.h"
 
-/* The kernel's enum, named so that the kfunc's prototype matches its BTF. */
-enum xdp_rss_hash_type { XDPCAP_RSS_TYPE_NONE = 0 };
-
 /* rx_meta_hash.bpf.c builds this program without the VLAN kfunc: libbpf 1.1
  * refuses an object whose kfunc the kernel lacks, weak or not, and the hash
  * kfunc (6.3) came five releases before the VLAN one (6.8). */
 #ifndef XDPCAP_RX_META_NO_VLAN
 extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_proto, __u16 *vlan_tci) __ksym __weak;
+#define RX_VLAN_READ read_vlan
+#define RX_VLAN_KFUNC bpf_xdp_metadata_rx_vlan_tag
+#else
+#define RX_VLAN_READ 0
+#define RX_VLAN_KFUNC 0
 #endif
 extern int bpf_xdp_metadata_rx_hash(const struct xdp_md *ctx, __u32 *hash, enum xdp_rss_hash_type *rss_type) __ksym __weak;
 
@@ -39,31 +42,8 @@ int xdpcap_rx_meta(struct xdp_md *ctx)
 {
 	__u32 key = 0;
 	struct xdpcap_rx_meta *m = bpf_map_lookup_elem(&rx_meta, &key);
-	if (m) {
-		__u16 flags = 0;
-#ifndef XDPCAP_RX_META_NO_VLAN
-		if (read_vlan) {
-			__be16 proto = 0;
-			__u16 tci = 0;
-			if (bpf_xdp_metadata_rx_vlan_tag(ctx, &proto, &tci) == 0) {
-				m->vlan_proto = proto;
-				m->vlan_tci = tci;
-				flags |= XDPCAP_FLAG_VLAN_RESTORED;
-			}
-		}
-#endif
-		if (read_hash) {
-			__u32 hash = 0;
-			enum xdp_rss_hash_type type = 0;
-			/* Zero and no type: nothing was hashed (veth, an ARP frame). */
-			if (bpf_xdp_metadata_rx_hash(ctx, &hash, &type) == 0 && (hash || type)) {
-				m->hash = hash;
-				m->hash_type = (__u16)type;
-				flags |= XDPCAP_FLAG_HASH;
-			}
-		}
-		m->flags = flags;
-	}
+	if (m)
+		read_rx_meta(ctx, m, RX_VLAN_READ, read_hash, RX_VLAN_KFUNC, bpf_xdp_metadata_rx_hash);
 	bpf_tail_call(ctx, &rx_next, 0);
 	return XDP_PASS;
 }

@@ -170,6 +170,10 @@ struct xdpcap_meta {
  * interface's object.
  */
 #define XDPCAP_KERN_CTX_CALL 0x7ffe
+/* The same for the XDP RX metadata kfuncs in the capture program loaded
+ * bound to the device (bpf_xdp_metadata_rx_vlan_tag, _rx_hash). */
+#define XDPCAP_RX_VLAN_CALL 0x7ffd
+#define XDPCAP_RX_HASH_CALL 0x7ffc
 
 /*
  * Process attribution (-k and the process filters): the process that owns the
@@ -187,8 +191,9 @@ struct xdpcap_process {
 
 /*
  * Received frames on a native device-bound XDP hook: what the NIC left in its
- * RX descriptor, read through the XDP RX metadata kfuncs by the program in
- * front of the capture program and handed to it, per CPU, in map rx_meta.
+ * RX descriptor, read through the XDP RX metadata kfuncs by the capture
+ * program bound to the device, or by the program in front of a filter and
+ * handed on, per CPU, in map rx_meta.
  */
 struct xdpcap_rx_meta {
 	__u32 hash;       /* with XDPCAP_FLAG_HASH */

@@ -181,12 +181,6 @@ struct Loaded {
     CommandChild* command() { return process && process->command ? &*process->command : nullptr; }
 };
 
-// What a native XDP hook asks the driver for (rx_meta.hpp).
-RxReads rx_reads_of(const Session& session, const Config& config)
-{
-    return rx_reads(kernel_rx_metadata(), session.chosen.iface.driver, config.rss_type_comments);
-}
-
 // Trace mode has a single session; otherwise ring i is interface i.
 InterfaceMap interface_map(const Session& first, const Config& config)
 {
@@ -244,8 +238,7 @@ Attached attach(const Config& config, const Chosen& chosen, Loaded& loaded)
         if (config.promiscuous && !chosen.selects)
             promiscuous.push_back(PromiscuousMode::enable(session.chosen.iface.ifindex, session.chosen.iface.name));
         try {
-            session.program.attach(session.chosen.iface.ifindex, config.xdp_mode, session.chosen.iface.name,
-                                   rx_reads_of(session, config));
+            session.program.attach(session.chosen.iface.ifindex, config.xdp_mode, session.chosen.iface.name);
         } catch (const Error&) {
             // Among many interfaces, one deleted since it was listed (a
             // container stopping) leaves the capture as it starts (the loop
@@ -459,7 +452,7 @@ std::optional<CaptureSource> Joining::join(uint32_t ifindex, const std::string& 
                                                 loaded_.sessions.size() + 1,
                                                 loaded_.shared ? &*loaded_.shared : nullptr));
         Session& session = loaded_.sessions.back();
-        session.program.attach(ifindex, config_.xdp_mode, iface->name, rx_reads_of(session, config_));
+        session.program.attach(ifindex, config_.xdp_mode, iface->name);
         const std::vector<std::string> names = interface_names(session, loaded_.interfaces);
         std::vector<pcapng::InterfaceDescription> idbs = describe_interfaces(
             session, config_, filter_.filtering ? filter_.expression : "", loaded_.interfaces);

@@ -411,10 +411,14 @@ Session load_session(const ChosenInterface& chosen, const Config& config, bool f
             throw Error("the capture has room for " + std::to_string(shared->slots) + " interfaces, all taken");
         sharing = Sharing{shared->next_slot, shared->slots, shared->maps ? &*shared->maps : nullptr};
     }
+    // What a native XDP hook asks the driver for.
+    const RxReads reads = config.xdp_mode == XdpMode::Generic || !native_xdp_support(chosen.iface.ifindex).value_or(true)
+        ? RxReads{}
+        : rx_reads(kernel_rx_metadata(), chosen.iface.driver, config.rss_type_comments);
     CaptureProgram program = CaptureProgram::load(config.snaplen, chosen.iface.ifindex, filtering, chosen.direction,
                                                   traced.empty() ? chosen.receive : ReceiveAt::None,
                                                   static_cast<uint32_t>(traced.size()), config.sample_every,
-                                                  attribution, sharing);
+                                                  attribution, sharing, reads);
     if (!traced.empty())
         program.load_trace(traced, chosen.trace_entry, chosen.trace_exit, chosen.trace_filter);
     if (chosen.classic)

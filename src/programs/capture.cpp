@@ -116,26 +116,51 @@ int prepare_tc_program(bpf_program* program, bpf_prog_load_opts*, long kfunc_id)
     }
 }
 
+// The same for the XDP program loaded bound to the device (section
+// "xdp/xdpcap_bound"): XDPCAP_RX_VLAN_CALL and XDPCAP_RX_HASH_CALL become the
+// RX metadata kfuncs' calls; a kfunc the kernel lacks is never asked for.
+int prepare_bound_program(bpf_program* program, bpf_prog_load_opts*, long) noexcept
+{
+    try {
+        const bpf_insn* insns = bpf_program__insns(program);
+        std::vector<bpf_insn> patched(insns, insns + bpf_program__insn_cnt(program));
+        size_t calls = 0;
+        if (const uint32_t id = kernel_btf().rx_vlan_kfunc)
+            calls += call_kfunc_at_marker(patched, XDPCAP_RX_VLAN_CALL, static_cast<int32_t>(id));
+        if (const uint32_t id = kernel_btf().rx_hash_kfunc)
+            calls += call_kfunc_at_marker(patched, XDPCAP_RX_HASH_CALL, static_cast<int32_t>(id));
+        return calls == 0 ? 0 : bpf_program__set_insns(program, patched.data(), patched.size());
+    } catch (const std::bad_alloc&) {
+        return -ENOMEM;
+    }
+}
+
 // Once per process, before the first capture object is opened.
-void register_tc_section()
+void register_sections()
 {
     static const int handler = [] {
         libbpf_prog_handler_opts opts{};
         opts.sz = sizeof(opts);
         opts.cookie = static_cast<long>(kernel_btf().kern_ctx_kfunc);
         opts.prog_prepare_load_fn = prepare_tc_program;
-        return libbpf_register_prog_handler("tc/xdpcap", BPF_PROG_TYPE_SCHED_CLS, static_cast<bpf_attach_type>(0),
-                                            &opts);
+        const int tc = libbpf_register_prog_handler("tc/xdpcap", BPF_PROG_TYPE_SCHED_CLS,
+                                                    static_cast<bpf_attach_type>(0), &opts);
+        if (tc < 0)
+            return tc;
+        libbpf_prog_handler_opts bound{};
+        bound.sz = sizeof(bound);
+        bound.prog_prepare_load_fn = prepare_bound_program;
+        return libbpf_register_prog_handler("xdp/xdpcap_bound", BPF_PROG_TYPE_XDP, BPF_XDP, &bound);
     }();
     if (handler < 0)
-        throw Error("cannot prepare the capture program's tc hooks: " + errno_text(-handler));
+        throw Error("cannot prepare the capture program's hooks: " + errno_text(-handler));
 }
 
 LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_filter, Direction direction,
                      ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every, const Attribution& attribution,
-                     const std::optional<Sharing>& sharing)
+                     const std::optional<Sharing>& sharing, RxReads bound_reads)
 {
-    register_tc_section();
+    register_sections();
     LoadAttempt attempt;
     attempt.skel.reset(xdpcap_capture__open());
     if (!attempt.skel) {
@@ -171,6 +196,16 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_linear, xdp && !frags);
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_ingress, tc_ingress);
     bpf_program__set_autoload(attempt.skel->progs.xdpcap_egress, egress);
+    // Multi-buffer as xdpcap_frags: native mode may fall back to that one.
+    const bool bound = xdp && frags && bound_reads.any();
+    bpf_program__set_autoload(attempt.skel->progs.xdpcap_bound, bound);
+    if (bound) {
+        bpf_program* prog = attempt.skel->progs.xdpcap_bound;
+        bpf_program__set_ifindex(prog, ifindex);
+        bpf_program__set_flags(prog, bpf_program__flags(prog) | BPF_F_XDP_HAS_FRAGS | kXdpDevBoundOnly);
+        attempt.skel->rodata->bound_reads_vlan = bound_reads.vlan;
+        attempt.skel->rodata->bound_reads_hash = bound_reads.hash;
+    }
     // Received frames need it where the VLAN tag can be had back: from the
     // skb at tc, from the NIC's RX metadata at XDP.
     const bool rebuilds = egress || tc_ingress || (xdp && kernel_rx_metadata().vlan);
@@ -188,19 +223,48 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
 
 } // namespace
 
+namespace {
+
+// A descriptor of its own for what the object holds; none for a program
+// not loaded (-1).
+UniqueFd duplicate(int fd)
+{
+    if (fd < 0)
+        return {};
+    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0)
+        throw Error("cannot keep a capture program's descriptor: " + errno_text(errno), kExitRuntime);
+    return UniqueFd(copy);
+}
+
+} // namespace
+
 CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool with_filter, Direction direction,
                                     ReceiveAt receive, uint32_t trace_programs, uint32_t sample_every,
-                                    const Attribution& attribution, std::optional<Sharing> sharing)
+                                    const Attribution& attribution, std::optional<Sharing> sharing, RxReads rx_reads)
 {
     collect_libbpf_log();
+    // Bound to the device only with nothing in front: a filter runs first
+    // and reads what the program in front of it left.
+    RxReads bound_reads = !with_filter && direction != Direction::Out && receives_with_xdp(receive) &&
+            rx_front_build(kernel_rx_metadata())
+        ? rx_reads
+        : RxReads{};
     LoadAttempt attempt = try_load(snaplen, ifindex, true, with_filter, direction, receive, trace_programs, sample_every,
-                                    attribution, sharing);
+                                    attribution, sharing, bound_reads);
+    if (!attempt.skel && bound_reads.any()) {
+        // The device refused it: a program in front is tried at attach.
+        clear_libbpf_log();
+        bound_reads = {};
+        attempt = try_load(snaplen, ifindex, true, with_filter, direction, receive, trace_programs, sample_every,
+                           attribution, sharing, bound_reads);
+    }
     bool multi_buffer = true;
     if (!attempt.skel && direction != Direction::Out && receives_with_xdp(receive)) {
         const std::string frags_reason = last_libbpf_log_line();
         clear_libbpf_log();
         attempt = try_load(snaplen, ifindex, false, with_filter, direction, receive, trace_programs, sample_every,
-                           attribution, sharing);
+                           attribution, sharing, RxReads{});
         multi_buffer = false;
         if (!attempt.skel) {
             if (attempt.err == EPERM)
@@ -223,25 +287,15 @@ CaptureProgram CaptureProgram::load(uint32_t snaplen, uint32_t ifindex, bool wit
     }
     CaptureProgram program(std::move(attempt.skel), multi_buffer, direction, receive, ifindex, attribution,
                            sharing ? sharing->counters_base() : 0);
+    program.rx_reads_ = rx_reads;
+    if (multi_buffer && bound_reads.any()) {
+        program.kept_.bound = duplicate(bpf_program__fd(program.object().progs.xdpcap_bound));
+        program.bound_driver_ = rx_driver_reads(program.kept_.bound.get(), bound_reads);
+    }
     program.open_wake();
     return program;
 }
 
-namespace {
-
-// A descriptor of its own for what the object holds; none for a program
-// not loaded (-1).
-UniqueFd duplicate(int fd)
-{
-    if (fd < 0)
-        return {};
-    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0)
-        throw Error("cannot keep a capture program's descriptor: " + errno_text(errno), kExitRuntime);
-    return UniqueFd(copy);
-}
-
-} // namespace
 
 CaptureProgram::CaptureProgram(std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel, bool multi_buffer,
                                Direction direction, ReceiveAt receive, uint32_t ifindex, const Attribution& attribution,
@@ -486,7 +540,7 @@ int CaptureProgram::events_map_fd() const
     return kept_.events.get();
 }
 
-void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname, RxReads rx_reads)
+void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& ifname)
 {
     // Egress first: it cannot disturb received traffic if XDP then fails.
     if (egress_loaded_)
@@ -494,14 +548,14 @@ void CaptureProgram::attach(uint32_t ifindex, XdpMode mode, const std::string& i
     if (ingress_ && receive_ == ReceiveAt::Tc)
         tc_ingress_.emplace(TcHook::attach(entry_fd(Hook::TcIngress), ifindex, ifname, TcHook::Point::Ingress));
     else if (ingress_)
-        attach_xdp(ifindex, mode, ifname, rx_reads);
+        attach_xdp(ifindex, mode, ifname);
     if (trace_)
         trace_->attach();
     if (drops_)
         drops_->attach();
 }
 
-void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname, RxReads rx_reads)
+void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname)
 {
     auto failure = [&](const char* what, int err) {
         std::string hint;
@@ -520,7 +574,10 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
         opts.sz = sizeof opts;
         opts.flags = flags;
         // A device-bound program attaches natively only.
-        const int prog = rx_front_ && as == XdpMode::Native ? rx_front_->program_fd() : entry_fd(Hook::Xdp);
+        const int prog = as != XdpMode::Native ? entry_fd(Hook::Xdp)
+            : kept_.bound                      ? kept_.bound.get()
+            : rx_front_                        ? rx_front_->program_fd()
+                                               : entry_fd(Hook::Xdp);
         const int fd = bpf_link_create(prog, static_cast<int>(ifindex), BPF_XDP, &opts);
         if (fd < 0)
             return errno;
@@ -535,23 +592,26 @@ void CaptureProgram::attach_xdp(uint32_t ifindex, XdpMode mode, const std::strin
         return;
     }
     // The tail call into the capture program needs both to be multi-buffer.
-    if (rx_front_build(kernel_rx_metadata()) && rx_reads.any() && multi_buffer_) {
+    if (!kept_.bound && rx_front_build(kernel_rx_metadata()) && rx_reads_.any() && multi_buffer_) {
         try {
-            rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Xdp), rx_reads));
+            rx_front_.emplace(RxMetadataFront::load(ifindex, rx_meta_map_fd(), entry_fd(Hook::Xdp), rx_reads_));
         } catch (const Error& e) {
             rx_front_failure_ = e.what();
         }
     }
     int native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
-    if (native_err != 0 && rx_front_ && native_err != EBUSY && native_err != EEXIST && native_err != EPERM) {
-        // Natively without it, should the front be what the driver refuses.
+    if (native_err != 0 && (rx_front_ || kept_.bound) && native_err != EBUSY && native_err != EEXIST &&
+        native_err != EPERM) {
+        // Natively without it, should a device-bound program be what the driver refuses.
         rx_front_failure_ = "the driver refused a program bound to the device: " + errno_text(native_err);
         rx_front_.reset();
+        kept_.bound.reset();
         native_err = attempt(XDP_FLAGS_DRV_MODE, XdpMode::Native);
     }
     if (native_err == 0)
         return;
     rx_front_.reset();
+    kept_.bound.reset();
     if (mode == XdpMode::Native || native_err == EBUSY || native_err == EEXIST || native_err == EPERM)
         throw failure("native", native_err);
     if (receive_ == ReceiveAt::NativeXdpElseTc) {

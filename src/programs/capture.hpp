@@ -70,10 +70,14 @@ public:
     // those its filter keeps, counted over all CPUs.
     // `sharing`: the programs write into maps shared with other interfaces
     // (not with trace mode or --drops).
+    // `rx_reads`: what a native XDP hook asks the driver for (rx_meta.hpp);
+    // without a filter the XDP capture program is then also loaded bound
+    // to the device, to read it itself.
     static CaptureProgram load(uint32_t snaplen, uint32_t ifindex, bool with_filter = false,
                                Direction direction = Direction::In, ReceiveAt receive = ReceiveAt::Xdp,
                                uint32_t trace_programs = 0, uint32_t sample_every = 1,
-                               const Attribution& attribution = {}, std::optional<Sharing> sharing = {});
+                               const Attribution& attribution = {}, std::optional<Sharing> sharing = {},
+                               RxReads rx_reads = {});
     // The maps to share with the interfaces loaded after this one (before
     // release_object()).
     SharedMaps shared_maps() const;
@@ -116,15 +120,16 @@ public:
 
     // Attaches every loaded hook. Raises Error; in auto mode XDP tries native
     // first, then generic (ReceiveAt::NativeXdpElseTc: then tc ingress instead). Natively, on kernels with the XDP RX metadata
-    // kfuncs, a device-bound program runs in front of the capture program
-    // (rx_meta.hpp); where the kernel refuses it, the capture program
-    // runs alone and rx_metadata_failure() says why. `rx_reads`: what that
-    // program asks the driver for; none, no program in front.
-    void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname, RxReads rx_reads = {});
+    // kfuncs, the capture program loaded bound to the device attaches, or
+    // with a filter a device-bound program runs in front of it
+    // (rx_meta.hpp); where the driver refuses either, the capture program
+    // runs alone and rx_metadata_failure() says why.
+    void attach(uint32_t ifindex, XdpMode mode, const std::string& ifname);
     void detach() noexcept
     {
         link_.reset();
         rx_front_.reset();
+        kept_.bound.reset();
         egress_.reset();
         tc_ingress_.reset();
         trace_.reset();
@@ -143,8 +148,14 @@ public:
     int rx_vlan_view_map_fd() const;
     // Once attached: received frames carry the VLAN tag the NIC took out /
     // the NIC's RSS hash, as the driver provides them.
-    bool restores_rx_vlan() const noexcept { return rx_front_ && rx_front_->driver_vlan(); }
-    bool reads_rx_hash() const noexcept { return rx_front_ && rx_front_->driver_hash(); }
+    bool restores_rx_vlan() const noexcept
+    {
+        return rx_front_ ? rx_front_->driver_vlan() : bound_attached() && bound_driver_.vlan;
+    }
+    bool reads_rx_hash() const noexcept
+    {
+        return rx_front_ ? rx_front_->driver_hash() : bound_attached() && bound_driver_.hash;
+    }
     // Why there is no RX metadata program in front: empty when there is one,
     // or where none was tried (generic mode, no kfunc, trace mode).
     const std::string& rx_metadata_failure() const noexcept { return rx_front_failure_; }
@@ -218,7 +229,8 @@ private:
     std::vector<xdpcap_counters> read_key(uint32_t key) const;
     // Maps the wake entry and opens the wakeups' reader; left empty on failure.
     void open_wake() noexcept;
-    void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname, RxReads rx_reads);
+    void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
+    bool bound_attached() const noexcept { return kept_.bound && link_ && attached_mode_ == XdpMode::Native; }
     int entry_fd(Hook hook) const; // what attach() attaches
 
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_; // until release_object()
@@ -228,6 +240,7 @@ private:
     struct Kept {
         UniqueFd programs[kHookCount]; // by the hook's ABI value: Xdp, TcIngress, TcEgress
         UniqueFd flush, events, counters, stage, wakeups, rx_meta;
+        UniqueFd bound; // the XDP capture program bound to the device, where loaded so
         UniqueFd next[3]; // capture_next, ingress_next, egress_next
     } kept_;
     static size_t next_of(Hook hook) noexcept { return hook == Hook::TcEgress ? 2 : hook == Hook::TcIngress ? 1 : 0; }
@@ -239,6 +252,8 @@ private:
     UniqueFd link_;
     std::optional<RxMetadataFront> rx_front_; // attached instead of entry_fd(Hook::Xdp)
     std::string rx_front_failure_;
+    RxReads rx_reads_;
+    RxReads bound_driver_; // the reads of the bound program that reach the driver
     std::optional<TcHook> egress_;
     std::optional<TcHook> tc_ingress_;
     std::optional<TracePrograms> trace_;

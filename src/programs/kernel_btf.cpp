@@ -259,8 +259,8 @@ const KernelBtf& kernel_btf()
             {BTF_KIND_ENUM, "skb_drop_reason"},
             {BTF_KIND_STRUCT, "sk_buff"},
         }});
-        k.rx_vlan_kfunc = rx_vlan != 0;
-        k.rx_hash_kfunc = rx_hash != 0;
+        k.rx_vlan_kfunc = rx_vlan;
+        k.rx_hash_kfunc = rx_hash;
         k.kern_ctx_kfunc = kern_ctx;
         k.drop_reasons = enum_values(*table, drop_reason, "SKB_DROP_REASON_");
         if constexpr (std::endian::native == std::endian::little)

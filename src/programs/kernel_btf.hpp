@@ -20,8 +20,8 @@ struct BitfieldLocation {
 
 struct KernelBtf {
     bool loaded = false; // /sys/kernel/btf/vmlinux was read
-    bool rx_vlan_kfunc = false; // bpf_xdp_metadata_rx_vlan_tag, Linux 6.8
-    bool rx_hash_kfunc = false; // bpf_xdp_metadata_rx_hash, Linux 6.3
+    uint32_t rx_vlan_kfunc = 0; // bpf_xdp_metadata_rx_vlan_tag's BTF id, Linux 6.8 (0: none)
+    uint32_t rx_hash_kfunc = 0; // bpf_xdp_metadata_rx_hash's, Linux 6.3
     uint32_t kern_ctx_kfunc = 0; // bpf_cast_to_kern_ctx's BTF id, Linux 6.2 (0: none)
     std::optional<BitfieldLocation> skb_ip_summed; // struct sk_buff's ip_summed
     // enum skb_drop_reason (Linux 5.17): value and name without its

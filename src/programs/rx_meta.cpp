@@ -32,9 +32,6 @@ namespace xdpcap {
 
 namespace {
 
-// libbpf 1.1's headers lack it (Linux 6.3).
-constexpr uint32_t kXdpDevBoundOnly = 1U << 6;
-
 std::vector<bpf_insn> translated_instructions(int prog_fd)
 {
     bpf_prog_info info{};
@@ -55,7 +52,7 @@ std::vector<bpf_insn> translated_instructions(int prog_fd)
 
 const KernelRxMetadata& kernel_rx_metadata()
 {
-    static const KernelRxMetadata probed{kernel_btf().rx_vlan_kfunc, kernel_btf().rx_hash_kfunc};
+    static const KernelRxMetadata probed{kernel_btf().rx_vlan_kfunc != 0, kernel_btf().rx_hash_kfunc != 0};
     return probed;
 }
 
@@ -171,20 +168,29 @@ RxMetadataFront RxMetadataFront::load(uint32_t ifindex, int rx_meta_map_fd, int 
     }
 
     RxMetadataFront front(std::move(objects));
+    const RxReads driver = rx_driver_reads(front.program_fd(), RxReads{read_vlan, read_hash});
+    front.driver_vlan_ = driver.vlan;
+    front.driver_hash_ = driver.hash;
+    return front;
+}
+
+RxReads rx_driver_reads(int prog_fd, RxReads reads)
+{
     std::vector<const char*> names{"__bpf_call_base"};
-    if (read_vlan)
+    if (reads.vlan)
         names.push_back("bpf_xdp_metadata_rx_vlan_tag");
-    if (read_hash)
+    if (reads.hash)
         names.push_back("bpf_xdp_metadata_rx_hash");
     const std::vector<uint64_t> addresses = kernel_symbol_addresses(names);
-    const KfuncCallTargets targets = kfunc_call_targets(translated_instructions(front.program_fd()), addresses[0],
+    const KfuncCallTargets targets = kfunc_call_targets(translated_instructions(prog_fd), addresses[0],
                                                         std::span<const uint64_t>(addresses).subspan(1));
+    RxReads driver;
     size_t call = 0;
-    if (read_vlan)
-        front.driver_vlan_ = !targets.known || targets.driver[call++];
-    if (read_hash)
-        front.driver_hash_ = !targets.known || targets.driver[call++];
-    return front;
+    if (reads.vlan)
+        driver.vlan = !targets.known || targets.driver[call++];
+    if (reads.hash)
+        driver.hash = !targets.known || targets.driver[call++];
+    return driver;
 }
 
 std::optional<std::string> rx_vlan_missing_reason(uint32_t ifindex, const std::string& driver)

@@ -1,7 +1,8 @@
 // What a NIC keeps about a received frame outside the frame (the VLAN tag it
 // took out, the RSS hash) and how the capture gets it back: the XDP RX
-// metadata kfuncs, callable only from a program bound to the device, which
-// runs in front of the capture program on a native XDP hook.
+// metadata kfuncs, callable only from a program bound to the device: on a
+// native XDP hook the capture program itself, or with a filter a program in
+// front of the filter.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,14 @@ struct RxReads {
     bool any() const noexcept { return vlan || hash; }
 };
 RxReads rx_reads(const KernelRxMetadata& kernel, const std::string& driver, bool hash_types_wanted) noexcept;
+
+// BPF_F_XDP_DEV_BOUND_ONLY (Linux 6.3; libbpf 1.1's headers lack it).
+constexpr uint32_t kXdpDevBoundOnly = 1U << 6;
+
+// Of the reads a loaded device-bound program makes, those that reach the
+// driver's own function, not the kernel's default: judged from the verified
+// instructions; taken as reaching it where the kernel hides call targets.
+RxReads rx_driver_reads(int prog_fd, RxReads reads);
 
 // Which of the kfunc calls in a loaded program's translated instructions go
 // to a driver's implementation rather than to the kernel's default (which

@@ -143,7 +143,7 @@ XdpProgramInfo describe_program(uint32_t prog_id)
 bool is_xdpcap_program(std::string_view name)
 {
     // bpf/capture.bpf.c, bpf/rx_meta.bpf.c and the filter front programs.
-    for (std::string_view ours : {"xdpcap_frags", "xdpcap_linear", "xdpcap_filter", "xdpcap_rx_meta"}) {
+    for (std::string_view ours : {"xdpcap_frags", "xdpcap_linear", "xdpcap_bound", "xdpcap_filter", "xdpcap_rx_meta"}) {
         if (name == ours)
             return true;
     }

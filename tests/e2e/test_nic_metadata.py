@@ -170,26 +170,26 @@ def tshark_hash_options(path):
     return found
 
 
-def front_hash_calls(pid):
-    """Calls of the driver's RSS hash function in the device-bound program
-    in front of xdpcap's capture program (none without a front)."""
-    ids = [i for i, name in N.held_programs(pid).items() if name == "xdpcap_rx_meta"]
-    calls = 0
-    for prog_id in ids:
-        xlated = N.run(["bpftool", "prog", "dump", "xlated", "id", str(prog_id)]).stdout
-        calls += sum(1 for line in xlated.splitlines() if " call " in line and "rx_hash" in line)
-    return calls
+def attached_hash_calls(lab):
+    """(name, calls of the driver's RSS hash function) of the XDP program
+    attached to cap0: the capture program bound to the device, or the one
+    in front of a filter."""
+    prog = lab.xdp_prog()
+    if not prog or prog[0] is None:
+        return None, 0
+    xlated = N.run(["bpftool", "prog", "dump", "xlated", "id", str(prog[0])]).stdout
+    return prog[1], sum(1 for line in xlated.splitlines() if " call " in line and "rx_hash" in line)
 
 
-def native_capture(binary, lab, tmp, name, args=()):
+def native_capture(binary, lab, tmp, name, args=(), expression=("udp port 7009",)):
     """Received datagrams of the four flows, natively, with -e text lines:
     (file, their records, their text lines, interface descriptions, the
-    front's hash calls while it ran)."""
+    attached program's name and hash calls while it ran)."""
     out = os.path.join(tmp, name)
     x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-e", "--print-cpu", "--print"] + list(args)
-                   + ["-w", out, "udp port 7009"])
+                   + ["-w", out] + list(expression))
     x.wait_listening()
-    hash_calls = front_hash_calls(x.proc.pid)
+    hash_calls = attached_hash_calls(lab)
     finish(lab, run_in(lab, lab.gen_ns, SEND_UDP), "the UDP sender")
     time.sleep(0.5)
     N.check(x.stop(signal.SIGINT) == 0, f"xdpcap {' '.join(args)} exits 0", x.stderr)
@@ -215,19 +215,29 @@ def no_received_hash(epbs, lines, descriptions, why):
 
 
 def received_hashes(binary, lab, tmp, has_kfunc):
-    plain, epbs, lines, descriptions, hash_calls = native_capture(binary, lab, tmp, "rx.pcapng")
+    plain, epbs, lines, descriptions, (_name, hash_calls) = native_capture(binary, lab, tmp, "rx.pcapng",
+                                                                           expression=())
     if not has_kfunc:
         no_received_hash(epbs, lines, descriptions, "without bpf_xdp_metadata_rx_hash")
         return
     # veth computes the hash it hands out (the flow dissector, and the hash
     # set on the skb): not asked for unless the hash types are wanted.
-    N.expect(hash_calls == 0, "veth, without --rss-type-comments: the program in front never calls "
+    N.expect(hash_calls == 0, "veth, without --rss-type-comments: the attached program never calls "
                               "veth_xdp_rx_hash", hash_calls)
     no_received_hash(epbs, lines, descriptions, "veth, without --rss-type-comments")
+    # Without a filter the capture program, bound to the device, reads the
+    # hash itself; with one, the program in front of the filter does.
+    for name, expression, program in (("rx-types.pcapng", (), "xdpcap_bound"),
+                                      ("rx-types-filtered.pcapng", ("udp port 7009",), "xdpcap_rx_meta")):
+        hashes_with_types(binary, lab, tmp, name, expression, program)
+    verbose_like_plain(binary, lab, tmp, plain)
 
-    out, epbs, lines, descriptions, hash_calls = native_capture(binary, lab, tmp, "rx-types.pcapng",
-                                                                ["--rss-type-comments"])
-    N.expect(hash_calls == 1, "--rss-type-comments: the program in front calls veth_xdp_rx_hash", hash_calls)
+
+def hashes_with_types(binary, lab, tmp, name, expression, program):
+    out, epbs, lines, descriptions, attached = native_capture(binary, lab, tmp, name, ["--rss-type-comments"],
+                                                              expression)
+    N.expect(attached == (program, 1), f"--rss-type-comments: {program} is attached and calls veth_xdp_rx_hash",
+             attached)
     N.expect(all("RSS hash from the NIC's RX metadata" in d for d in descriptions),
              "the interface descriptions say the hash is read", descriptions)
     N.check(all(len(r["hashes"]) == 1 and r["hashes"][0][0] == 255 and len(r["hashes"][0][1]) == 4 for r in epbs),
@@ -258,7 +268,6 @@ def received_hashes(binary, lab, tmp, has_kfunc):
     want_text = [f"{int.from_bytes(r['hashes'][0][1], 'little'):08x}" for r in epbs]
     N.expect(got == want_text, "each text line (-e) shows the frame's hash and type after the direction",
              f"{got[:3]} vs {want_text[:3]}")
-    verbose_like_plain(binary, lab, tmp, plain)
 
 
 def epb_options(path):
@@ -278,7 +287,8 @@ def epb_options(path):
 
 
 def verbose_like_plain(binary, lab, tmp, plain_path):
-    """-v writes the packet blocks as without it (no comment added)."""
+    """-v writes the packet blocks as without it (no comment added), and the
+    program in front of the filter as the bound one without."""
     out = os.path.join(tmp, "rx-v.pcapng")
     x = lab.xdpcap(binary, ["--xdp-mode", "native", "-Q", "in", "-v", "-w", out, "udp port 7009"])
     x.wait_listening()

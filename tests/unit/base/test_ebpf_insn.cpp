@@ -25,6 +25,11 @@ bool same(const bpf_insn& a, const bpf_insn& b)
 
 // No kernel's helper may share the number the tc programs mark the call by.
 static_assert(XDPCAP_KERN_CTX_CALL > __BPF_FUNC_MAX_ID, "the marker is a helper number no kernel has");
+static_assert(XDPCAP_RX_VLAN_CALL > __BPF_FUNC_MAX_ID && XDPCAP_RX_HASH_CALL > __BPF_FUNC_MAX_ID,
+              "the RX metadata markers are helper numbers no kernel has");
+static_assert(XDPCAP_RX_VLAN_CALL != XDPCAP_RX_HASH_CALL && XDPCAP_RX_VLAN_CALL != XDPCAP_KERN_CTX_CALL &&
+                  XDPCAP_RX_HASH_CALL != XDPCAP_KERN_CTX_CALL,
+              "each marker names one kfunc");
 
 TEST(EbpfInsn, EveryMarkedCallBecomesTheKfuncsCallAndNothingElseChanges)
 {
