@@ -221,10 +221,6 @@ LoadAttempt try_load(uint32_t snaplen, uint32_t ifindex, bool frags, bool with_f
     return attempt;
 }
 
-} // namespace
-
-namespace {
-
 // A descriptor of its own for what the object holds; none for a program
 // not loaded (-1).
 UniqueFd duplicate(int fd)
