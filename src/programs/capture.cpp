@@ -16,6 +16,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <utility>
 #include <vector>
@@ -97,56 +98,57 @@ bool share_maps(xdpcap_capture& skel, const Sharing& sharing)
     return true;
 }
 
-// libbpf hands each tc program (section "tc/xdpcap") here just before its
-// load: its calls of XDPCAP_KERN_CTX_CALL become bpf_cast_to_kern_ctx's,
-// `kfunc_id` from the BTF xdpcap has parsed already. Without the kfunc
-// (6.1) they stay, in code the verifier removes as dead.
-int prepare_tc_program(bpf_program* program, bpf_prog_load_opts*, long kfunc_id) noexcept
-{
-    if (kfunc_id == 0)
-        return 0;
-    try {
-        const bpf_insn* insns = bpf_program__insns(program);
-        std::vector<bpf_insn> patched(insns, insns + bpf_program__insn_cnt(program));
-        if (call_kfunc_at_marker(patched, XDPCAP_KERN_CTX_CALL, static_cast<int32_t>(kfunc_id)) == 0)
-            return 0;
-        return bpf_program__set_insns(program, patched.data(), patched.size());
-    } catch (const std::bad_alloc&) {
-        return -ENOMEM;
-    }
-}
+// A marked helper call and the vmlinux kfunc (BTF id; 0: the kernel lacks
+// it) it becomes.
+struct MarkedKfunc {
+    int32_t marker;
+    uint32_t kfunc_id;
+};
 
-// The same for the XDP program loaded bound to the device (section
-// "xdp/xdpcap_bound"): XDPCAP_RX_VLAN_CALL and XDPCAP_RX_HASH_CALL become the
-// RX metadata kfuncs' calls; a kfunc the kernel lacks is never asked for.
-int prepare_bound_program(bpf_program* program, bpf_prog_load_opts*, long) noexcept
+// Turns a program's marked calls into its kfuncs' calls just before load.
+// Calls of a kfunc the kernel lacks stay, in code the verifier removes as
+// dead (the program's settings never reach them).
+int call_marked_kfuncs(bpf_program* program, std::initializer_list<MarkedKfunc> kfuncs) noexcept
 {
     try {
         const bpf_insn* insns = bpf_program__insns(program);
         std::vector<bpf_insn> patched(insns, insns + bpf_program__insn_cnt(program));
         size_t calls = 0;
-        if (const uint32_t id = kernel_btf().rx_vlan_kfunc)
-            calls += call_kfunc_at_marker(patched, XDPCAP_RX_VLAN_CALL, static_cast<int32_t>(id));
-        if (const uint32_t id = kernel_btf().rx_hash_kfunc)
-            calls += call_kfunc_at_marker(patched, XDPCAP_RX_HASH_CALL, static_cast<int32_t>(id));
+        for (const MarkedKfunc& k : kfuncs) {
+            if (k.kfunc_id != 0)
+                calls += call_kfunc_at_marker(patched, k.marker, static_cast<int32_t>(k.kfunc_id));
+        }
         return calls == 0 ? 0 : bpf_program__set_insns(program, patched.data(), patched.size());
     } catch (const std::bad_alloc&) {
         return -ENOMEM;
     }
 }
 
+// libbpf hands each tc program (section "tc/xdpcap") here: bpf_cast_to_kern_ctx.
+int prepare_tc_program(bpf_program* program, bpf_prog_load_opts*, long) noexcept
+{
+    return call_marked_kfuncs(program, {{XDPCAP_KERN_CTX_CALL, kernel_btf().kern_ctx_kfunc}});
+}
+
+// And the XDP program bound to the device (section "xdp/xdpcap_bound"): the
+// RX metadata kfuncs.
+int prepare_bound_program(bpf_program* program, bpf_prog_load_opts*, long) noexcept
+{
+    return call_marked_kfuncs(program, {{XDPCAP_RX_VLAN_CALL, kernel_btf().rx_vlan_kfunc},
+                                        {XDPCAP_RX_HASH_CALL, kernel_btf().rx_hash_kfunc}});
+}
+
 // Once per process, before the first capture object is opened.
 void register_sections()
 {
     static const int handler = [] {
-        libbpf_prog_handler_opts opts{};
-        opts.sz = sizeof(opts);
-        opts.cookie = static_cast<long>(kernel_btf().kern_ctx_kfunc);
-        opts.prog_prepare_load_fn = prepare_tc_program;
-        const int tc = libbpf_register_prog_handler("tc/xdpcap", BPF_PROG_TYPE_SCHED_CLS,
-                                                    static_cast<bpf_attach_type>(0), &opts);
-        if (tc < 0)
-            return tc;
+        libbpf_prog_handler_opts tc{};
+        tc.sz = sizeof(tc);
+        tc.prog_prepare_load_fn = prepare_tc_program;
+        if (const int err = libbpf_register_prog_handler("tc/xdpcap", BPF_PROG_TYPE_SCHED_CLS,
+                                                         static_cast<bpf_attach_type>(0), &tc);
+            err < 0)
+            return err;
         libbpf_prog_handler_opts bound{};
         bound.sz = sizeof(bound);
         bound.prog_prepare_load_fn = prepare_bound_program;

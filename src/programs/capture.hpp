@@ -148,14 +148,8 @@ public:
     int rx_vlan_view_map_fd() const;
     // Once attached: received frames carry the VLAN tag the NIC took out /
     // the NIC's RSS hash, as the driver provides them.
-    bool restores_rx_vlan() const noexcept
-    {
-        return rx_front_ ? rx_front_->driver_vlan() : bound_attached() && bound_driver_.vlan;
-    }
-    bool reads_rx_hash() const noexcept
-    {
-        return rx_front_ ? rx_front_->driver_hash() : bound_attached() && bound_driver_.hash;
-    }
+    bool restores_rx_vlan() const noexcept { return driver_reads().vlan; }
+    bool reads_rx_hash() const noexcept { return driver_reads().hash; }
     // Why there is no RX metadata program in front: empty when there is one,
     // or where none was tried (generic mode, no kfunc, trace mode).
     const std::string& rx_metadata_failure() const noexcept { return rx_front_failure_; }
@@ -230,7 +224,13 @@ private:
     // Maps the wake entry and opens the wakeups' reader; left empty on failure.
     void open_wake() noexcept;
     void attach_xdp(uint32_t ifindex, XdpMode mode, const std::string& ifname);
-    bool bound_attached() const noexcept { return kept_.bound && link_ && attached_mode_ == XdpMode::Native; }
+    // What the attached device-bound program, bound capture or front, reads from the driver.
+    RxReads driver_reads() const noexcept
+    {
+        if (rx_front_)
+            return rx_front_->driver_reads();
+        return kept_.bound && link_ && attached_mode_ == XdpMode::Native ? bound_driver_ : RxReads{};
+    }
     int entry_fd(Hook hook) const; // what attach() attaches
 
     std::unique_ptr<xdpcap_capture, SkeletonDeleter> skel_; // until release_object()

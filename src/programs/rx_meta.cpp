@@ -168,9 +168,7 @@ RxMetadataFront RxMetadataFront::load(uint32_t ifindex, int rx_meta_map_fd, int 
     }
 
     RxMetadataFront front(std::move(objects));
-    const RxReads driver = rx_driver_reads(front.program_fd(), RxReads{read_vlan, read_hash});
-    front.driver_vlan_ = driver.vlan;
-    front.driver_hash_ = driver.hash;
+    front.driver_ = rx_driver_reads(front.program_fd(), RxReads{read_vlan, read_hash});
     return front;
 }
 
@@ -202,7 +200,7 @@ std::optional<std::string> rx_vlan_missing_reason(uint32_t ifindex, const std::s
     if (!map)
         return "cannot probe the driver: " + errno_text(errno);
     try {
-        if (RxMetadataFront::load(ifindex, map.get(), -1, RxReads{.vlan = true}).driver_vlan())
+        if (RxMetadataFront::load(ifindex, map.get(), -1, RxReads{.vlan = true}).driver_reads().vlan)
             return std::nullopt;
     } catch (const Error& e) {
         return std::string(e.what());

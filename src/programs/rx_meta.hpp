@@ -81,15 +81,13 @@ public:
     // Whether the driver implements the kfunc: known once loaded, from where
     // the verifier pointed the call. Unknown (the kernel hides addresses)
     // counts as implemented; the samples then show what there is.
-    bool driver_vlan() const noexcept { return driver_vlan_; }
-    bool driver_hash() const noexcept { return driver_hash_; }
+    RxReads driver_reads() const noexcept { return driver_; }
 
 private:
     struct Objects;
     explicit RxMetadataFront(std::unique_ptr<Objects> objects);
     std::unique_ptr<Objects> objects_;
-    bool driver_vlan_ = false;
-    bool driver_hash_ = false;
+    RxReads driver_;
 };
 
 // Whether received VLAN tags can reach an XDP program outside the frame. A
