@@ -5,9 +5,14 @@ Usage (root): /usr/bin/python3 tests/e2e/test_batching.py PATH/TO/xdpcap
 
 1. Slow traffic: 20 frames, one every 50 ms from one CPU, while `xdpcap -v -w
    FILE` runs; the test reads FILE as it grows and checks that every frame is
-   in it within the bound -v states (100 ms), plus scheduling slack, after
-   its timestamp; -v names the way frames travel (batched, or the fallback
-   and why).
+   in it within the bound the man page states for the mode, plus scheduling
+   slack, after its timestamp; -v names the way frames travel (batched with
+   that bound, or the fallback and why). The bounds are read from the man
+   page's list ("Several frames per record"), so a test run fails when the
+   page and the program part: by default (100 ms), with -c and -U (51 ms),
+   with --immediate-mode and -U (about 2 ms), and for text lines on a
+   terminal (51 ms: xdpcap -tt on a pseudo-terminal, each line's own
+   timestamp against the moment it is read).
 2. Stop during a pending batch: frames sent at once and SIGINT right after,
    before the loop's next tick can flush them: every frame is written, none
    dropped.
@@ -29,6 +34,8 @@ Usage (root): /usr/bin/python3 tests/e2e/test_batching.py PATH/TO/xdpcap
 """
 
 import os
+import pty
+import re
 import signal
 import struct
 import sys
@@ -43,11 +50,40 @@ from test_drops import CAP4, GEN4, OTHER_MAC, udp_frame  # noqa: E402
 CPU = N.cpus()[0]
 SLOW = 20
 GAP_US = 50_000
-BOUND_S = 0.100          # kBatchDelayBoundMs, as -v says
 IDLE_S = 2.0
 IDLE_MAX_SWITCHES = 4    # a 50 ms tick would make 40
-IMMEDIATE_BOUND_S = 0.002
 SLACK_S = 0.060          # the poll's own period, the sender's and the loop's scheduling
+IMMEDIATE_MEDIAN_SLACK_S = 0.008  # a 50 ms drain tick would put the median near 25 ms
+MAN_PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "man", "xdpcap.8")
+
+
+def stated_bounds():
+    """The longest wait between a frame's timestamp and the output that the
+    man page states per mode, in seconds: {"default", "count", "terminal",
+    "immediate"}; the modes it does not state are missing."""
+    with open(MAN_PAGE) as f:
+        text = f.read()
+    start = text.find("The longest a frame")
+    end = text.find("\n.RE", start)
+    bounds = {}
+    if start < 0 or end < 0:
+        return bounds
+    for label, value in re.findall(r"\.TP\n(.*)\n(?:about )?(\d+) ms:", text[start:end]):
+        seconds = int(value) / 1000
+        if label.startswith("default"):
+            bounds["default"] = seconds
+        if "\\-c" in label:
+            bounds["count"] = seconds
+        if "terminal" in label:
+            bounds["terminal"] = seconds
+        if "immediate" in label:
+            bounds["immediate"] = seconds
+    return bounds
+
+
+BOUNDS = stated_bounds()
+BOUND_S = BOUNDS.get("default", 0.0)
+IMMEDIATE_BOUND_S = BOUNDS.get("immediate", 0.0)
 
 
 def batching_line(x):
@@ -73,19 +109,54 @@ def epb_times(path):
     return out
 
 
-def check_slow_rate(binary, lab, tmp):
-    corpus = os.path.join(tmp, "slow.pcap")
-    frames = N.build_corpus(corpus, SLOW, sizes=[60, 90, 128] * SLOW, seed=43)
-    out = os.path.join(tmp, "slow.pcapng")
-    x = lab.xdpcap(binary, ["-v", "-w", out])
+def check_stated_bounds():
+    N.expect(sorted(BOUNDS) == ["count", "default", "immediate", "terminal"],
+             "the man page states the longest wait before the output in each mode", BOUNDS)
+
+
+def send_slowly(lab, corpus):
+    return lab.popen(lab.gen_ns, [N.PYTHON, N.SENDER, "--iface", lab.gen_if, "--cpu", str(CPU),
+                                  "--pcap", corpus, "--gap-us", str(GAP_US)])
+
+
+def check_delays(what, delays, bound, median_slack=None):
+    """Every delay within the bound plus the slack scheduling needs; with
+    `median_slack`, the median within the bound plus that much less: a bound
+    far below the slack (--immediate-mode's) is then still told from the
+    drain tick's 50 ms."""
+    delays = sorted(delays)
+    median = delays[len(delays) // 2]
+    N.log(f"  info  {what}: delays from timestamp to output: median {median * 1000:.1f} ms, "
+          f"worst {delays[-1] * 1000:.1f} ms")
+    N.expect(delays[-1] <= N.scaled(bound + SLACK_S),
+             f"{what}: every frame out within the stated {bound * 1000:.0f} ms (+{SLACK_S * 1000:.0f} ms "
+             f"slack) of its timestamp", f"worst {delays[-1] * 1000:.1f} ms")
+    if median_slack is not None:
+        N.expect(median <= N.scaled(bound + median_slack),
+                 f"{what}: the median delay within the stated {bound * 1000:.0f} ms (+{median_slack * 1000:.0f} ms)",
+                 f"median {median * 1000:.1f} ms")
+
+
+def check_slow_rate(binary, lab, tmp, what="slow rate", args=(), bound=BOUND_S, how=None, median_slack=None,
+                    seed=43):
+    """`how`: the -v line the mode must print; by default batching with the
+    stated bound, or a named fallback. The file is read every millisecond."""
+    corpus = os.path.join(tmp, f"slow{seed}.pcap")
+    frames = N.build_corpus(corpus, SLOW, sizes=[60, 90, 128] * SLOW, seed=seed)
+    out = os.path.join(tmp, f"slow{seed}.pcapng")
+    x = lab.xdpcap(binary, ["-v"] + list(args) + ["-w", out])
     x.wait_listening()
     line = batching_line(x)
     N.log(f"  info  -v: {line}")
-    N.expect(line is not None and (line.startswith("several frames per perf record, each written within 100 ms")
-                                   or line.startswith("one frame per perf record (")),
-             "-v names how frames travel: batched with the bound, or one per record and why", x.err_lines)
-    sender = lab.popen(lab.gen_ns, [N.PYTHON, N.SENDER, "--iface", lab.gen_if, "--cpu", str(CPU),
-                                    "--pcap", corpus, "--gap-us", str(GAP_US)])
+    if how is None:
+        N.expect(line is not None and (line.startswith("several frames per perf record, each written within "
+                                                       f"{bound * 1000:.0f} ms")
+                                       or line.startswith("one frame per perf record (")),
+                 "-v names how frames travel: batched with the man page's bound, or one per record and why",
+                 x.err_lines)
+    else:
+        N.expect(line == how, f"{what}: -v says {how!r}", x.err_lines)
+    sender = send_slowly(lab, corpus)
     seen = {}
     deadline = time.monotonic() + N.scaled(SLOW * GAP_US / 1e6 + 5)
     try:
@@ -93,20 +164,70 @@ def check_slow_rate(binary, lab, tmp):
             now = time.time()
             for stamp, data in epb_times(out):
                 seen.setdefault(data, (stamp, now))
-            time.sleep(0.005)
+            time.sleep(0.001)
     finally:
         N.wait_exit(sender, 10)
         lab.forget(sender)
-    N.expect(x.stop(signal.SIGINT) == 0, "slow rate: xdpcap exits 0")
-    N.check_exact(frames, list(seen), "slow rate: every frame in the file as it grows")
-    N.check(len(seen) == SLOW, "slow rate: every frame reached the file while the capture ran",
+    N.expect(x.stop(signal.SIGINT) == 0, f"{what}: xdpcap exits 0")
+    N.check_exact(frames, list(seen), f"{what}: every frame in the file as it grows")
+    N.check(len(seen) == SLOW, f"{what}: every frame reached the file while the capture ran",
             f"{len(seen)} of {SLOW}")
-    delays = sorted(found - stamp for stamp, found in seen.values())
-    N.log(f"  info  delays from timestamp to file: median {delays[len(delays) // 2] * 1000:.1f} ms, "
-          f"worst {delays[-1] * 1000:.1f} ms")
-    N.expect(delays[-1] <= N.scaled(BOUND_S + SLACK_S),
-             f"slow rate: every frame in the file within {BOUND_S * 1000:.0f} ms (+{SLACK_S * 1000:.0f} ms "
-             f"slack) of its timestamp", f"worst {delays[-1] * 1000:.1f} ms")
+    check_delays(what, [found - stamp for stamp, found in seen.values()], bound, median_slack)
+
+
+def check_terminal(binary, lab, tmp):
+    """Text lines on a terminal: each frame in a record of its own, its line
+    printed within the stated bound of the timestamp it shows (-tt)."""
+    corpus = os.path.join(tmp, "terminal.pcap")
+    N.build_corpus(corpus, SLOW, sizes=[60, 90, 128] * SLOW, seed=49)
+    master, slave = pty.openpty()
+    lines = []
+    try:
+        x = lab.xdpcap(binary, ["-v", "-tt", "-n"], stdout=slave)
+    finally:
+        os.close(slave)
+
+    def read_lines():
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            now = time.time()
+            pending += chunk
+            while b"\n" in pending:
+                text, pending = pending.split(b"\n", 1)
+                lines.append((text.decode("utf-8", "replace").strip(), now))
+
+    reader = threading.Thread(target=read_lines, daemon=True)
+    reader.start()
+    try:
+        x.wait_listening()
+        N.expect(batching_line(x) == "one frame per perf record (text lines on a terminal)",
+                 "terminal: -v says each frame travels in a record of its own", x.err_lines)
+        sender = send_slowly(lab, corpus)
+        try:
+            deadline = time.monotonic() + N.scaled(SLOW * GAP_US / 1e6 + 5)
+            while len(lines) < SLOW and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            N.wait_exit(sender, 10)
+            lab.forget(sender)
+        N.expect(x.stop(signal.SIGINT) == 0, "terminal: xdpcap exits 0")
+    finally:
+        reader.join(5)
+        os.close(master)
+    stamped = []
+    for text, when in lines:
+        first = text.split(" ", 1)[0]
+        if re.fullmatch(r"\d+\.\d{6}", first):
+            stamped.append((float(first), when))
+    N.check(len(stamped) == SLOW, "terminal: a line for every frame, each with its -tt timestamp",
+            [text for text, _ in lines][:5])
+    check_delays("terminal", [when - stamp for stamp, when in stamped], BOUNDS.get("terminal", 0.0))
 
 
 def check_stop_pending(binary, lab, tmp):
@@ -288,7 +409,13 @@ def check_drops_lost_exactly(binary, lab, tmp):
 
 def test(binary):
     with tempfile.TemporaryDirectory(prefix="xdpcapt-") as tmp, N.NetLab() as lab:
+        check_stated_bounds()
         check_slow_rate(binary, lab, tmp)
+        check_slow_rate(binary, lab, tmp, "-c", ["-U", "-c", "1000000"], BOUNDS.get("count", 0.0),
+                        "one frame per perf record (-c)", seed=50)
+        check_slow_rate(binary, lab, tmp, "--immediate-mode", ["-U", "--immediate-mode"], IMMEDIATE_BOUND_S,
+                        "one frame per perf record (--immediate-mode)", IMMEDIATE_MEDIAN_SLACK_S, seed=51)
+        check_terminal(binary, lab, tmp)
         check_stop_pending(binary, lab, tmp)
         check_count(binary, lab, tmp)
         check_idle(binary, lab, tmp)
