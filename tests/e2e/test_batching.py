@@ -121,9 +121,9 @@ def send_slowly(lab, corpus):
 
 def check_delays(what, delays, bound, median_slack=None):
     """Every delay within the bound plus the slack scheduling needs; with
-    `median_slack`, the median within the bound plus that much less: a bound
-    far below the slack (--immediate-mode's) is then still told from the
-    drain tick's 50 ms."""
+    `median_slack`, also the median within the bound plus that smaller
+    slack, so that a bound far below the scheduling slack (--immediate-mode's
+    2 ms) is still told from the drain tick's 50 ms."""
     delays = sorted(delays)
     median = delays[len(delays) // 2]
     N.log(f"  info  {what}: delays from timestamp to output: median {median * 1000:.1f} ms, "
