@@ -777,9 +777,9 @@ def frame_rounds(args, gen_cpu, cap_cpu):
                             per_round = [ns / floor_ns for ns, floor_ns in zip(bpf_ns[name], bpf_ns["floor"])
                                          if ns and floor_ns]
                             print(f"{name}/floor BPF run time: {per_frame[name] / per_frame['floor']:.2f} "
-                                  f"(target <= {0.5 if size <= 64 else 0.8}); per round "
-                                  + ", ".join(f"{r:.2f}" for r in per_round)
-                                  + f" (median {statistics.median(per_round):.2f})")
+                                  f"(target <= {0.5 if size <= 64 else 0.8})"
+                                  + (f"; per round {', '.join(f'{r:.2f}' for r in per_round)} "
+                                     f"(median {statistics.median(per_round):.2f})" if per_round else ""))
             if "floor" in summary:
                 # xdpcap's builds only: the reject filter and XDP_PASS do less than the floor.
                 for name in ["xdpcap", "baseline"] + [n for n, _ in args.variant]:

@@ -114,9 +114,18 @@ def check_stated_bounds():
              "the man page states the longest wait before the output in each mode", BOUNDS)
 
 
-def send_slowly(lab, corpus):
-    return lab.popen(lab.gen_ns, [N.PYTHON, N.SENDER, "--iface", lab.gen_if, "--cpu", str(CPU),
-                                  "--pcap", corpus, "--gap-us", str(GAP_US)])
+def while_sending_slowly(lab, corpus, done, period):
+    """Sends the corpus one frame every GAP_US, calling done() every `period`
+    seconds until it says so or the sending's time (and 5 s) is over."""
+    sender = lab.popen(lab.gen_ns, [N.PYTHON, N.SENDER, "--iface", lab.gen_if, "--cpu", str(CPU),
+                                    "--pcap", corpus, "--gap-us", str(GAP_US)])
+    deadline = time.monotonic() + N.scaled(SLOW * GAP_US / 1e6 + 5)
+    try:
+        while not done() and time.monotonic() < deadline:
+            time.sleep(period)
+    finally:
+        N.wait_exit(sender, 10)
+        lab.forget(sender)
 
 
 def check_delays(what, delays, bound, median_slack=None):
@@ -156,18 +165,15 @@ def check_slow_rate(binary, lab, tmp, what="slow rate", args=(), bound=BOUND_S, 
                  x.err_lines)
     else:
         N.expect(line == how, f"{what}: -v says {how!r}", x.err_lines)
-    sender = send_slowly(lab, corpus)
     seen = {}
-    deadline = time.monotonic() + N.scaled(SLOW * GAP_US / 1e6 + 5)
-    try:
-        while len(seen) < SLOW and time.monotonic() < deadline:
-            now = time.time()
-            for stamp, data in epb_times(out):
-                seen.setdefault(data, (stamp, now))
-            time.sleep(0.001)
-    finally:
-        N.wait_exit(sender, 10)
-        lab.forget(sender)
+
+    def all_in_file():
+        now = time.time()
+        for stamp, data in epb_times(out):
+            seen.setdefault(data, (stamp, now))
+        return len(seen) >= SLOW
+
+    while_sending_slowly(lab, corpus, all_in_file, 0.001)
     N.expect(x.stop(signal.SIGINT) == 0, f"{what}: xdpcap exits 0")
     N.check_exact(frames, list(seen), f"{what}: every frame in the file as it grows")
     N.check(len(seen) == SLOW, f"{what}: every frame reached the file while the capture ran",
@@ -208,14 +214,7 @@ def check_terminal(binary, lab, tmp):
         x.wait_listening()
         N.expect(batching_line(x) == "one frame per perf record (text lines on a terminal)",
                  "terminal: -v says each frame travels in a record of its own", x.err_lines)
-        sender = send_slowly(lab, corpus)
-        try:
-            deadline = time.monotonic() + N.scaled(SLOW * GAP_US / 1e6 + 5)
-            while len(lines) < SLOW and time.monotonic() < deadline:
-                time.sleep(0.01)
-        finally:
-            N.wait_exit(sender, 10)
-            lab.forget(sender)
+        while_sending_slowly(lab, corpus, lambda: len(lines) >= SLOW, 0.01)
         N.expect(x.stop(signal.SIGINT) == 0, "terminal: xdpcap exits 0")
     finally:
         reader.join(5)
