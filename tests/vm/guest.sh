@@ -110,21 +110,39 @@ mount -t debugfs debugfs /sys/kernel/debug
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ip link set lo up
 echo "guest: kernel $(uname -r), $(nproc) CPUs, up after $(cut -d' ' -f1 /proc/uptime) s"
+read -r started _ < /proc/uptime
 bash -c "$(cat /run/xdpcap-guest/command)" </dev/null
 echo $? > /run/xdpcap-guest/status
+read -r ended _ < /proc/uptime
+echo "$started $ended" > /run/xdpcap-guest/clock
 sync
 poweroff -f
 START
 
+# clocksource=hpet: the guest's clock then follows QEMU's, the host's. The TSC,
+# calibrated against the emulated PIT while the host is busy, can be far off
+# (tsc=reliable keeps the watchdog from catching it), and then every time limit
+# of the tests in the guest would be cut short.
+qemu_started=$(date +%s.%N)
 timeout -k 10 "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$memory" \
     -nodefaults -no-user-config -display none -no-reboot -serial stdio \
     -kernel "$kernel" -initrd "$initrd" \
-    -append "console=ttyS0 quiet panic=-1 oops=panic mitigations=off tsc=reliable" \
+    -append "console=ttyS0 quiet panic=-1 oops=panic mitigations=off tsc=reliable clocksource=hpet" \
     -device virtio-rng-pci \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -virtfs "local,path=$control,mount_tag=control,security_model=none,multidevs=remap" \
     "${qemu_shares[@]}" </dev/null
 qemu_status=$?
+# The guest's time limits are only as good as its clock: say what it kept.
+if [ -s "$control/clock" ]; then
+    read -r started ended < "$control/clock"
+    awk -v guest="$started $ended" -v host="$qemu_started $(date +%s.%N)" 'BEGIN {
+        split(guest, g, " "); split(host, h, " ")
+        guest_s = g[2] - g[1]; host_s = h[2] - h[1]
+        printf "guest.sh: the command took %.0f s by the guest'"'"'s clock, the guest %.0f s by the host'"'"'s\n", guest_s, host_s
+        if (guest_s > host_s * 1.05 + 2) printf "guest.sh: the guest'"'"'s clock ran fast: %.1f times the host'"'"'s\n", guest_s / host_s
+    }' >&2
+fi
 if [ "$qemu_status" = 124 ]; then
     echo "guest.sh: the guest ran out of time ($limit s)" >&2
     exit 124
