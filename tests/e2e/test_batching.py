@@ -12,7 +12,10 @@ Usage (root): /usr/bin/python3 tests/e2e/test_batching.py PATH/TO/xdpcap
    page and the program part: by default (100 ms), with -c and -U (51 ms),
    with --immediate-mode and -U (about 2 ms), and for text lines on a
    terminal (51 ms: xdpcap -tt on a pseudo-terminal, each line's own
-   timestamp against the moment it is read).
+   timestamp against the moment it is read). While delays are measured,
+   xdpcap and the reading thread run SCHED_FIFO: the bounds are xdpcap's own
+   waits, and the page says that other tasks' time on a busy machine comes
+   on top.
 2. Stop during a pending batch: frames sent at once and SIGINT right after,
    before the loop's next tick can flush them: every frame is written, none
    dropped.
@@ -33,6 +36,7 @@ Usage (root): /usr/bin/python3 tests/e2e/test_batching.py PATH/TO/xdpcap
    duplicated or out of order, the file valid.
 """
 
+import contextlib
 import os
 import pty
 import re
@@ -54,6 +58,7 @@ IDLE_S = 2.0
 IDLE_MAX_SWITCHES = 4    # a 50 ms tick would make 40
 SLACK_S = 0.060          # the poll's own period, the sender's and the loop's scheduling
 IMMEDIATE_MEDIAN_SLACK_S = 0.008  # a 50 ms drain tick would put the median near 25 ms
+REALTIME_PRIORITY = 10
 MAN_PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "man", "xdpcap.8")
 
 
@@ -112,6 +117,31 @@ def epb_times(path):
 def check_stated_bounds():
     N.expect(sorted(BOUNDS) == ["count", "default", "immediate", "terminal"],
              "the man page states the longest wait before the output in each mode", BOUNDS)
+
+
+def run_ahead(tid=0):
+    """SCHED_FIFO for one thread (0: the calling one); its children are
+    started with the normal policy."""
+    os.sched_setscheduler(tid, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(REALTIME_PRIORITY))
+
+
+def run_threads_ahead(pid):
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        run_ahead(int(tid))
+
+
+@contextlib.contextmanager
+def ahead_of_other_tasks(x):
+    """The man page's bounds are xdpcap's own waits; the time other tasks of
+    a busy machine (the tests beside this one, the guest, the builds) hold
+    the CPU comes on top. So while delays are measured, xdpcap's threads and
+    the thread that reads its output run before them."""
+    run_threads_ahead(x.proc.pid)
+    run_ahead()
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 def while_sending_slowly(lab, corpus, done, period):
@@ -173,7 +203,8 @@ def check_slow_rate(binary, lab, tmp, what="slow rate", args=(), bound=BOUND_S, 
             seen.setdefault(data, (stamp, now))
         return len(seen) >= SLOW
 
-    while_sending_slowly(lab, corpus, all_in_file, 0.001)
+    with ahead_of_other_tasks(x):
+        while_sending_slowly(lab, corpus, all_in_file, 0.001)
     N.expect(x.stop(signal.SIGINT) == 0, f"{what}: xdpcap exits 0")
     N.check_exact(frames, list(seen), f"{what}: every frame in the file as it grows")
     N.check(len(seen) == SLOW, f"{what}: every frame reached the file while the capture ran",
@@ -194,6 +225,7 @@ def check_terminal(binary, lab, tmp):
         os.close(slave)
 
     def read_lines():
+        run_ahead()
         pending = b""
         while True:
             try:
@@ -214,6 +246,7 @@ def check_terminal(binary, lab, tmp):
         x.wait_listening()
         N.expect(batching_line(x) == "one frame per perf record (text lines on a terminal)",
                  "terminal: -v says each frame travels in a record of its own", x.err_lines)
+        run_threads_ahead(x.proc.pid)  # its reader runs ahead already
         while_sending_slowly(lab, corpus, lambda: len(lines) >= SLOW, 0.01)
         N.expect(x.stop(signal.SIGINT) == 0, "terminal: xdpcap exits 0")
     finally:
@@ -308,11 +341,12 @@ def check_idle(binary, lab, tmp, args=(), bound=BOUND_S, slack=SLACK_S, seed=46)
     # Watched while the sender runs: its interpreter's exit, after the frame
     # is out, is no part of the delay (under load it took tens of ms).
     sender = threading.Thread(target=lab.send, args=(late_corpus, CPU))
-    sender.start()
-    try:
-        seen = wait_in_file(out, set(late), N.scaled(2.0))
-    finally:
-        sender.join()
+    with ahead_of_other_tasks(x):
+        sender.start()
+        try:
+            seen = wait_in_file(out, set(late), N.scaled(2.0))
+        finally:
+            sender.join()
     N.expect(len(seen) == 1, "idle: a frame sent after the idle period reaches the file")
     delay = max(found - stamp for stamp, found in seen.values()) if seen else float("inf")
     N.log(f"  info  idle: the late frame in the file {delay * 1000:.1f} ms after its timestamp")
