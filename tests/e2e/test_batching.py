@@ -125,18 +125,14 @@ def run_ahead(tid=0):
     os.sched_setscheduler(tid, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(REALTIME_PRIORITY))
 
 
-def run_threads_ahead(pid):
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        run_ahead(int(tid))
-
-
 @contextlib.contextmanager
 def ahead_of_other_tasks(x):
     """The man page's bounds are xdpcap's own waits; the time other tasks of
     a busy machine (the tests beside this one, the guest, the builds) hold
     the CPU comes on top. So while delays are measured, xdpcap's threads and
     the thread that reads its output run before them."""
-    run_threads_ahead(x.proc.pid)
+    for tid in os.listdir(f"/proc/{x.proc.pid}/task"):
+        run_ahead(int(tid))
     run_ahead()
     try:
         yield
@@ -198,9 +194,7 @@ def check_slow_rate(binary, lab, tmp, what="slow rate", args=(), bound=BOUND_S, 
     seen = {}
 
     def all_in_file():
-        now = time.time()
-        for stamp, data in epb_times(out):
-            seen.setdefault(data, (stamp, now))
+        note_arrivals(out, seen)
         return len(seen) >= SLOW
 
     with ahead_of_other_tasks(x):
@@ -246,8 +240,8 @@ def check_terminal(binary, lab, tmp):
         x.wait_listening()
         N.expect(batching_line(x) == "one frame per perf record (text lines on a terminal)",
                  "terminal: -v says each frame travels in a record of its own", x.err_lines)
-        run_threads_ahead(x.proc.pid)  # its reader runs ahead already
-        while_sending_slowly(lab, corpus, lambda: len(lines) >= SLOW, 0.01)
+        with ahead_of_other_tasks(x):
+            while_sending_slowly(lab, corpus, lambda: len(lines) >= SLOW, 0.01)
         N.expect(x.stop(signal.SIGINT) == 0, "terminal: xdpcap exits 0")
     finally:
         reader.join(5)
@@ -304,15 +298,21 @@ def voluntary_switches(pid):
     return total
 
 
+def note_arrivals(path, seen, wanted=None):
+    """Adds {data: (timestamp, time first seen)} for the frames (of `wanted`,
+    if given) in the file so far."""
+    now = time.time()
+    for stamp, data in epb_times(path):
+        if wanted is None or data in wanted:
+            seen.setdefault(data, (stamp, now))
+
+
 def wait_in_file(path, wanted, timeout):
     """{data: (timestamp, time first seen)} of the wanted frames, as the file grows."""
     seen = {}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        now = time.time()
-        for stamp, data in epb_times(path):
-            if data in wanted:
-                seen.setdefault(data, (stamp, now))
+        note_arrivals(path, seen, wanted)
         if len(seen) == len(wanted):
             break
         time.sleep(0.005)
