@@ -90,15 +90,18 @@ def ingress_attached(lab, dev=None):
     return False
 
 
-def wait_attached(lab, proc, timeout=10.0, dev=None):
-    """Wait until xdpcap takes received frames: at tc ingress, the default on a veth."""
+def wait_attached(lab, proc, timeout=30.0, dev=None):
+    """Wait until xdpcap takes received frames: at tc ingress, the default on a veth.
+    A hang guard: tshark's start and xdpcap's (with -k, the attribution
+    programs too) took over 10 s on a loaded host."""
+    timeout = N.scaled(timeout)
     end = time.monotonic() + timeout
     while not ingress_attached(lab, dev):
         if proc.poll() is not None:
             raise N.TestFailure(f"tshark exited ({proc.returncode}) before xdpcap attached: "
                                 f"{proc.stderr.read()}")
         if time.monotonic() > end:
-            raise N.TestFailure("xdpcap did not attach within 10 s of tshark's start")
+            raise N.TestFailure(f"xdpcap did not attach within {timeout:.0f} s of tshark's start")
         time.sleep(0.05)
 
 
